@@ -1,0 +1,2 @@
+#include <fulgur/callbacks/callback.hpp>
+// Callback is header-only; this unit checks the header compiles on its own.

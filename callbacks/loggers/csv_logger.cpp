@@ -1,0 +1,119 @@
+#include <fulgur/callbacks/loggers/csv_logger.hpp>
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <regex>
+#include <stdexcept>
+
+namespace fulgur {
+namespace {
+
+int64_t next_version(const std::filesystem::path& dir) {
+  int64_t next = 0;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return 0;
+  static const std::regex pattern("version_([0-9]+)");
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::smatch match;
+    const std::string name = entry.path().filename().string();
+    if (entry.is_directory() && std::regex_match(name, match, pattern)) {
+      next = std::max(next, std::stoll(match[1].str()) + 1);
+    }
+  }
+  return next;
+}
+
+std::string format_row(const std::vector<std::string>& columns, const std::map<std::string, double>& row) {
+  std::string line;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (i) line += ',';
+    auto it = row.find(columns[i]);
+    if (it != row.end()) line += fmt::format("{}", it->second);
+  }
+  return line + '\n';
+}
+
+void check_stream(const std::ios& stream, const std::filesystem::path& path) {
+  if (!stream) throw std::runtime_error(fmt::format("[CSVLogger::save] cannot write {}", path.string()));
+}
+
+}  // namespace
+
+CSVLogger::CSVLogger(std::filesystem::path root_dir, std::string name, std::optional<int64_t> version)
+    : root_dir_(std::move(root_dir)), name_(std::move(name)), version_(version) {
+  if (version_ && *version_ < 0) {
+    throw std::invalid_argument(fmt::format("[CSVLogger::CSVLogger] version must be >= 0, got {}", *version_));
+  }
+}
+
+int64_t CSVLogger::version() {
+  if (!version_) version_ = next_version(root_dir_ / name_);
+  return *version_;
+}
+
+std::filesystem::path CSVLogger::log_dir() { return root_dir_ / name_ / fmt::format("version_{}", version()); }
+
+void CSVLogger::log_hyperparams(const YAML::Node& hparams) {
+  const auto dir = log_dir();
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "hparams.yaml";
+  std::ofstream out(path);
+  YAML::Emitter emitter;
+  emitter << (hparams.IsNull() ? YAML::Node(YAML::NodeType::Map) : hparams);
+  out << emitter.c_str() << '\n';
+  check_stream(out, path);
+}
+
+void CSVLogger::log_metrics(const std::map<std::string, double>& metrics, int64_t step) {
+  auto row = metrics;
+  row["step"] = static_cast<double>(step);
+  for (const auto& [key, value] : row) {
+    if (key != "epoch" && key != "step") metric_names_.insert(key);
+  }
+  rows_.push_back(std::move(row));
+}
+
+std::vector<std::string> CSVLogger::columns() const {
+  std::vector<std::string> cols{"epoch", "step"};
+  cols.insert(cols.end(), metric_names_.begin(), metric_names_.end());
+  return cols;
+}
+
+void CSVLogger::save() {
+  if (rows_written_ == rows_.size()) return;
+  if (columns() == written_columns_) {
+    append_pending();
+  } else {
+    write_all();  // a new metric appeared: the header changes
+  }
+}
+
+void CSVLogger::append_pending() {
+  const auto path = metrics_file();
+  std::ofstream out(path, std::ios::app);
+  for (; rows_written_ < rows_.size(); ++rows_written_) out << format_row(written_columns_, rows_[rows_written_]);
+  out.flush();
+  check_stream(out, path);
+}
+
+void CSVLogger::write_all() {
+  const auto dir = log_dir();
+  std::filesystem::create_directories(dir);
+  const auto path = metrics_file();
+  const auto temp = dir / "metrics.csv.tmp";
+  const auto cols = columns();
+  {
+    std::ofstream out(temp, std::ios::trunc);
+    out << fmt::format("{}\n", fmt::join(cols, ","));
+    for (const auto& row : rows_) out << format_row(cols, row);
+    out.flush();
+    check_stream(out, temp);
+  }
+  // Replace in one step, so a reader never sees a half-written header.
+  std::filesystem::rename(temp, path);
+  written_columns_ = cols;
+  rows_written_ = rows_.size();
+}
+
+}  // namespace fulgur

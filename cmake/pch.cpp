@@ -1,0 +1,1 @@
+// Carrier translation unit for the precompiled header shared by executables.

@@ -1,0 +1,33 @@
+#pragma once
+
+#include <fulgur/datamodules/batch.hpp>
+
+#include <memory>
+#include <optional>
+
+namespace fulgur {
+
+/// Yields the batches of one pass over a loader, in order. Destroying it
+/// mid-epoch stops any background work it started.
+class BatchIterator {
+ public:
+  virtual ~BatchIterator() = default;
+  /// The next batch, or nullopt at the end of the epoch.
+  virtual std::optional<Batch> next() = 0;
+};
+
+/// What the Trainer iterates: a fixed number of batches per epoch, reshuffled
+/// deterministically by set_epoch(). Implementations: DatasetLoader (a Dataset
+/// read by worker threads) and TensorBatchLoader (batches already in memory).
+class DataLoader {
+ public:
+  virtual ~DataLoader() = default;
+  /// Number of batches one epoch yields.
+  virtual int64_t size() const = 0;
+  /// Selects the epoch's order (shuffle seed is derived from it).
+  virtual void set_epoch(int64_t epoch) { (void)epoch; }
+  /// Starts a pass over the current epoch at batch index `first_batch`.
+  virtual std::unique_ptr<BatchIterator> iterate(int64_t first_batch = 0) = 0;
+};
+
+}  // namespace fulgur

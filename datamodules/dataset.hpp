@@ -1,0 +1,29 @@
+#pragma once
+
+#include <fulgur/datamodules/batch.hpp>
+#include <fulgur/datamodules/example.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace fulgur {
+
+/// A random-access collection of examples, the unit a DatasetLoader reads.
+/// get() and get_batch() are const and are called from several worker
+/// threads at once, so an implementation must not mutate shared state in
+/// them (or must guard it). Indices are always in [0, size()).
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+
+  /// Number of examples.
+  virtual int64_t size() const = 0;
+  /// The example at `index`.
+  virtual Example get(int64_t index) const = 0;
+  /// The examples at `indices` collated into one batch: inputs stacked along
+  /// a new first dimension, targets as an int64 vector. Override it when a
+  /// dataset can gather a batch faster than one get() per sample.
+  virtual Batch get_batch(const std::vector<int64_t>& indices) const;
+};
+
+}  // namespace fulgur

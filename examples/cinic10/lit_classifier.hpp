@@ -1,0 +1,39 @@
+#pragma once
+
+#include <fulgur/fulgur.hpp>
+
+namespace examples {
+
+/// An image classifier (small CNN or MLP) trained with SGD + momentum and
+/// an optional step LR schedule; logs train_loss, val_loss, val_acc, test_acc.
+class LitClassifier : public fulgur::LightningModule {
+ public:
+  struct Options {
+    std::string arch = "cnn";
+    int64_t num_classes = 10;
+    int64_t in_channels = 3;
+    double lr = 0.05;
+    double momentum = 0.9;
+    double weight_decay = 5e-4;
+    int64_t lr_step_size = 0;  // epochs between LR decays; 0 = constant LR
+    double lr_gamma = 0.1;
+  };
+
+  explicit LitClassifier(const Options& options);
+  explicit LitClassifier(fulgur::cli::ConfigSection& config);
+
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor training_step(const fulgur::Batch& batch, int64_t batch_idx) override;
+  void validation_step(const fulgur::Batch& batch, int64_t batch_idx) override;
+  void test_step(const fulgur::Batch& batch, int64_t batch_idx) override;
+  torch::Tensor predict_step(const fulgur::Batch& batch, int64_t batch_idx) override;
+  fulgur::OptimizerConfig configure_optimizers() override;
+
+  static Options read_options(fulgur::cli::ConfigSection& config);
+
+ private:
+  Options options_;
+  torch::nn::AnyModule net_;
+};
+
+}  // namespace examples

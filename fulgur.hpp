@@ -1,0 +1,22 @@
+#pragma once
+
+// The one header a fulgur user includes.
+
+#include <fulgur/callbacks/callback.hpp>
+#include <fulgur/callbacks/loggers/csv_logger.hpp>
+#include <fulgur/callbacks/loggers/logger.hpp>
+#include <fulgur/callbacks/progress_bar.hpp>
+#include <fulgur/datamodules/batch.hpp>
+#include <fulgur/datamodules/data_loader.hpp>
+#include <fulgur/datamodules/data_module.hpp>
+#include <fulgur/modules/lightning_module.hpp>
+#include <fulgur/modules/log_options.hpp>
+#include <fulgur/modules/metrics/accuracy.hpp>
+#include <fulgur/modules/models/mlp.hpp>
+#include <fulgur/modules/models/small_cnn.hpp>
+#include <fulgur/modules/optimizer_config.hpp>
+#include <fulgur/strategies/strategy.hpp>
+#include <fulgur/trainer/cli/cli.hpp>
+#include <fulgur/trainer/seed.hpp>
+#include <fulgur/trainer/trainer.hpp>
+#include <fulgur/trainer/trainer_options.hpp>

@@ -1,0 +1,21 @@
+#include <fulgur/strategies/accelerator.hpp>
+
+#include <c10/core/DeviceGuard.h>
+#include <torch/cuda.h>
+
+namespace fulgur {
+
+torch::Device Accelerator::device(int64_t local_rank) const {
+  if (kind_ == AcceleratorKind::Cuda) return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
+  return torch::Device(torch::kCPU);
+}
+
+void Accelerator::setup_device(const torch::Device& device) const {
+  if (device.is_cuda()) c10::impl::getDeviceGuardImpl(device.type())->setDevice(device);
+}
+
+bool Accelerator::is_cuda_available() { return torch::cuda::is_available(); }
+
+int64_t Accelerator::cuda_device_count() { return static_cast<int64_t>(torch::cuda::device_count()); }
+
+}  // namespace fulgur

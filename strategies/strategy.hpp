@@ -1,0 +1,68 @@
+#pragma once
+
+#include <fulgur/datamodules/batch.hpp>
+#include <fulgur/strategies/accelerator.hpp>
+#include <fulgur/strategies/precision.hpp>
+#include <fulgur/strategies/reduce_op.hpp>
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+
+namespace fulgur {
+
+class LightningModule;
+
+/// How training is parallelised: which device this process uses, how
+/// tensors are reduced/broadcast between processes, how gradients are
+/// synchronised around backward and the optimizer step. It owns the
+/// Precision plugin. A size-1 world is valid for every strategy.
+class Strategy {
+ public:
+  Strategy(Accelerator accelerator, PrecisionMode precision, torch::Device root_device);
+  virtual ~Strategy() = default;
+  Strategy(const Strategy&) = delete;
+  Strategy& operator=(const Strategy&) = delete;
+
+  virtual std::string name() const = 0;
+
+  // --- who am I ---------------------------------------------------------------
+  virtual int64_t world_size() const { return 1; }
+  virtual int64_t global_rank() const { return 0; }
+  virtual int64_t local_rank() const { return 0; }
+  virtual int64_t node_rank() const { return 0; }
+  bool is_global_zero() const { return global_rank() == 0; }
+
+  // --- lifecycle --------------------------------------------------------------------
+  /// Process-level set-up (process groups); runs before the module is touched.
+  virtual void setup_environment();
+  /// Moves the module to the root device and wraps its gradient path.
+  virtual void setup(LightningModule& module);
+  virtual void teardown() {}
+
+  // --- collectives (identity on one process) ----------------------------------------
+  virtual torch::Tensor all_reduce(const torch::Tensor& tensor, ReduceOp op) = 0;
+  virtual torch::Tensor broadcast(const torch::Tensor& tensor, int64_t source_rank = 0) = 0;
+  virtual void barrier(const std::string& name) = 0;
+
+  // --- the gradient path ----------------------------------------------------------
+  /// Backward through the precision plugin; `sync_gradients` is false on
+  /// accumulation steps, where a distributed strategy skips communication.
+  virtual void backward(const torch::Tensor& loss, bool sync_gradients);
+  /// Finishes gradient synchronisation, then steps through the precision
+  /// plugin. Returns whether the optimizer stepped (a scaler may skip).
+  virtual bool optimizer_step(torch::optim::Optimizer& optimizer);
+
+  Batch batch_to_device(const Batch& batch) const;
+  const torch::Device& root_device() const { return root_device_; }
+  const Accelerator& accelerator() const { return accelerator_; }
+  Precision& precision() { return precision_; }
+
+ private:
+  Accelerator accelerator_;
+  torch::Device root_device_;
+  Precision precision_;
+};
+
+}  // namespace fulgur

@@ -1,0 +1,49 @@
+#include "test_support.hpp"
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace fulgur::testing {
+
+TempDir::TempDir(const std::string& name)
+    : path_(std::filesystem::path(FULGUR_BINARY_DIR) / "test-tmp" / (name + "-" + std::to_string(::getpid()))) {
+  std::filesystem::remove_all(path_);
+  std::filesystem::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+CommandResult run_command(const std::string& command, int timeout_s) {
+  const std::string wrapped = "timeout -k 5 " + std::to_string(timeout_s) + " sh -c '" + [&] {
+    std::string escaped;
+    for (char c : command) escaped += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+    return escaped;
+  }() + "' 2>&1";
+  FILE* pipe = ::popen(wrapped.c_str(), "r");
+  if (!pipe) throw std::runtime_error("popen failed for: " + command);
+  std::string output;
+  std::array<char, 4096> buffer{};
+  size_t n = 0;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
+  const int status = ::pclose(pipe);
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return {code, output};
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path.string());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace fulgur::testing

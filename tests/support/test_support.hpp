@@ -1,0 +1,35 @@
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace fulgur::testing {
+
+/// A fresh, empty directory under the build tree, removed when destroyed.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& name);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& child) const { return path_ / child; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// Result of running a command through the shell.
+struct CommandResult {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+/// Runs `command` with /bin/sh, capturing its output, under a wall-clock
+/// bound (`timeout_s`, enforced with coreutils' timeout) so a hang fails.
+CommandResult run_command(const std::string& command, int timeout_s = 300);
+
+/// Reads a whole file into a string; throws if it cannot be opened.
+std::string read_file(const std::filesystem::path& path);
+
+}  // namespace fulgur::testing

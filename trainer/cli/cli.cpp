@@ -1,0 +1,253 @@
+#include <fulgur/trainer/cli/cli.hpp>
+
+#include <fulgur/trainer/cli/trainer_options_reader.hpp>
+#include <fulgur/trainer/seed.hpp>
+#include <fulgur/trainer/trainer.hpp>
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+#include <random>
+
+namespace fulgur::cli {
+namespace {
+
+constexpr const char* kUsage = R"(usage: {0} <fit|validate|test|predict> [--config FILE.yaml]... [--KEY VALUE]...
+
+  --config FILE          YAML with sections trainer:, model:, data: (repeatable; later files win)
+  --trainer.NAME VALUE   any Trainer option (max_epochs, accelerator, devices, precision, ...)
+  --model.NAME VALUE     an option of the model
+  --data.NAME VALUE      an option of the data module
+  --seed_everything N    seed every generator (default: a random seed, printed)
+  --test_after_fit BOOL  fit: run the test loop on the trained model, same run folder
+  --print_config         print the full resolved configuration and exit
+  --help                 this text
+
+Exit codes: 0 success, 2 bad input (the message names the key or file), 1 other failures.
+)";
+
+const std::vector<std::string> kTopLevelKeys = {"trainer", "model", "data", "seed_everything", "test_after_fit"};
+
+Subcommand parse_subcommand(const std::string& word) {
+  if (word == "fit") return Subcommand::Fit;
+  if (word == "validate") return Subcommand::Validate;
+  if (word == "test") return Subcommand::Test;
+  if (word == "predict") return Subcommand::Predict;
+  throw ConfigError(fmt::format("subcommand: expected one of fit, validate, test, predict, got '{}'", word));
+}
+
+// Sets root[a][b][c] = value for the dotted key "a.b.c".
+void set_dotted(YAML::Node root, const std::string& key, const YAML::Node& value) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = key.find('.', start);
+    parts.push_back(key.substr(start, dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  for (const auto& part : parts) {
+    if (part.empty()) throw ConfigError(fmt::format("--{}: empty component in the dotted key", key));
+  }
+  std::vector<YAML::Node> chain{root};
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    YAML::Node child = chain.back()[parts[i]];
+    if (child.IsDefined() && !child.IsNull() && !child.IsMap()) {
+      throw ConfigError(fmt::format("--{}: '{}' is not a section", key, parts[i]));
+    }
+    if (!child.IsDefined() || child.IsNull()) {
+      chain.back()[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      child = chain.back()[parts[i]];
+    }
+    chain.push_back(child);
+  }
+  chain.back()[parts.back()] = value;
+}
+
+// Deep merge: mappings merge key by key, anything else replaces.
+void merge_into(YAML::Node target, const YAML::Node& source) {
+  for (const auto& item : source) {
+    const std::string key = item.first.as<std::string>();
+    YAML::Node existing = target[key];
+    if (item.second.IsMap() && existing.IsDefined() && existing.IsMap()) {
+      merge_into(existing, item.second);
+    } else {
+      target[key] = YAML::Clone(item.second);
+    }
+  }
+}
+
+void check_top_level(const YAML::Node& root) {
+  for (const auto& item : root) {
+    const std::string key = item.first.as<std::string>();
+    if (std::find(kTopLevelKeys.begin(), kTopLevelKeys.end(), key) == kTopLevelKeys.end()) {
+      throw ConfigError(fmt::format("unknown key '{}' (top-level keys: {})", key, fmt::join(kTopLevelKeys, ", ")));
+    }
+  }
+}
+
+void print_metrics(const char* title, const std::map<std::string, double>& metrics) {
+  std::cout << title << ":";
+  for (const auto& [name, value] : metrics) std::cout << fmt::format(" {}={:.6g}", name, value);
+  std::cout << std::endl;
+}
+
+int run_checked(const Arguments& args, const Factories& factories, const char* program) {
+  if (args.help) {
+    std::cout << fmt::format(kUsage, program);
+    return 0;
+  }
+  YAML::Node root = merge_configuration(args);
+  check_top_level(root);
+
+  // Seed first: the model's initial weights are drawn in its constructor.
+  ConfigSection top(root, "");
+  std::random_device entropy;
+  const auto seed = top.get<int64_t>("seed_everything", static_cast<int64_t>(entropy() & 0x7fffffff));
+  const bool test_after_fit = top.get<bool>("test_after_fit", false);
+  if (test_after_fit && args.subcommand != Subcommand::Fit) {
+    throw ConfigError("test_after_fit: only valid with the fit subcommand");
+  }
+  seed_everything(static_cast<uint64_t>(seed));
+
+  ConfigSection trainer_section(root["trainer"], "trainer");
+  ConfigSection model_section(root["model"], "model");
+  ConfigSection data_section(root["data"], "data");
+  const TrainerOptions options = read_trainer_options(trainer_section);
+  std::shared_ptr<LightningModule> model = factories.model(model_section);
+  std::shared_ptr<DataModule> data = factories.data(data_section);
+  for (const ConfigSection* section : {&trainer_section, &model_section, &data_section}) {
+    const auto unread = section->unread_keys();
+    if (!unread.empty()) throw ConfigError(fmt::format("unknown key '{}'", unread.front()));
+  }
+
+  YAML::Node resolved(YAML::NodeType::Map);
+  resolved["seed_everything"] = seed;
+  if (args.subcommand == Subcommand::Fit) resolved["test_after_fit"] = test_after_fit;
+  resolved["trainer"] = trainer_section.resolved();
+  resolved["model"] = model_section.resolved();
+  resolved["data"] = data_section.resolved();
+  if (args.print_config) {
+    YAML::Emitter out;
+    out << resolved;
+    std::cout << out.c_str() << std::endl;
+    return 0;
+  }
+  model->save_hyperparameters(resolved);
+
+  Trainer trainer(options);  // validates every option before anything is written
+  switch (args.subcommand) {
+    case Subcommand::Fit:
+      trainer.fit(*model, *data);
+      if (trainer.is_global_zero()) print_metrics("fit", trainer.callback_metrics());
+      if (test_after_fit) {
+        const auto metrics = trainer.test(*model, *data);
+        if (trainer.is_global_zero()) print_metrics("test", metrics);
+      }
+      break;
+    case Subcommand::Validate: print_metrics("validate", trainer.validate(*model, *data)); break;
+    case Subcommand::Test: print_metrics("test", trainer.test(*model, *data)); break;
+    case Subcommand::Predict: {
+      const auto outputs = trainer.predict(*model, *data);
+      const auto path = trainer.log_dir() / "predictions.pt";
+      std::filesystem::create_directories(path.parent_path());
+      const std::vector<char> bytes = torch::pickle_save(c10::List<torch::Tensor>(outputs));
+      std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      std::cout << "predict: " << outputs.size() << " batches written to " << path.string() << std::endl;
+      break;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+Arguments parse_arguments(int argc, const char* const* argv) {
+  Arguments args;
+  int i = 1;
+  if (argc < 2) throw ConfigError("subcommand: expected one of fit, validate, test, predict (see --help)");
+  const std::string first = argv[1];
+  if (first == "--help" || first == "-h") {
+    args.help = true;
+    return args;
+  }
+  args.subcommand = parse_subcommand(first);
+  for (i = 2; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      args.help = true;
+      continue;
+    }
+    if (arg == "--print_config") {
+      args.print_config = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0 || arg.size() == 2) {
+      throw ConfigError(fmt::format("argument '{}': expected --KEY VALUE", arg));
+    }
+    std::string key = arg.substr(2);
+    std::string value;
+    const size_t eq = key.find('=');
+    if (eq != std::string::npos) {
+      value = key.substr(eq + 1);
+      key = key.substr(0, eq);
+    } else {
+      if (i + 1 >= argc) throw ConfigError(fmt::format("--{}: expected a value", key));
+      value = argv[++i];
+    }
+    if (key == "config") {
+      args.config_files.push_back(value);
+    } else {
+      args.overrides.emplace_back(key, value);
+    }
+  }
+  return args;
+}
+
+YAML::Node merge_configuration(const Arguments& args) {
+  YAML::Node root(YAML::NodeType::Map);
+  for (const auto& file : args.config_files) {
+    if (!std::filesystem::is_regular_file(file)) {
+      throw ConfigError(fmt::format("--config {}: file not found", file));
+    }
+    YAML::Node loaded;
+    try {
+      loaded = YAML::LoadFile(file);
+    } catch (const YAML::Exception& e) {
+      throw ConfigError(fmt::format("--config {}: invalid YAML at line {}, column {}: {}", file, e.mark.line + 1,
+                                    e.mark.column + 1, e.msg));
+    }
+    if (loaded.IsNull()) continue;
+    if (!loaded.IsMap()) throw ConfigError(fmt::format("--config {}: expected a mapping at the top level", file));
+    merge_into(root, loaded);
+  }
+  for (const auto& [key, text] : args.overrides) {
+    YAML::Node value;
+    try {
+      value = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+      throw ConfigError(fmt::format("--{}: cannot parse value '{}': {}", key, text, e.msg));
+    }
+    set_dotted(root, key, value);
+  }
+  return root;
+}
+
+int run(int argc, const char* const* argv, const Factories& factories) {
+  const char* program = argc > 0 ? argv[0] : "fulgur";
+  try {
+    return run_checked(parse_arguments(argc, argv), factories, program);
+  } catch (const ConfigError& e) {
+    std::cerr << "error: " << e.what() << std::endl;
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "error: " << e.what() << std::endl;
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << std::endl;
+    return 1;
+  }
+}
+
+}  // namespace fulgur::cli

@@ -1,0 +1,58 @@
+#pragma once
+
+#include <fulgur/datamodules/data_module.hpp>
+#include <fulgur/modules/lightning_module.hpp>
+#include <fulgur/trainer/cli/config_section.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fulgur::cli {
+
+/// The subcommands, as Lightning's CLI names them.
+enum class Subcommand { Fit, Validate, Test, Predict };
+
+/// The command line, parsed but not yet interpreted.
+struct Arguments {
+  Subcommand subcommand = Subcommand::Fit;
+  std::vector<std::string> config_files;                         // --config, in order
+  std::vector<std::pair<std::string, std::string>> overrides;  // --a.b value, in order
+  bool print_config = false;
+  bool help = false;
+};
+
+/// Parses `prog <fit|validate|test|predict> [--config f.yaml]... [--key value]...
+/// [--print_config]`. Throws ConfigError naming the offending argument.
+Arguments parse_arguments(int argc, const char* const* argv);
+
+/// Merges the config files (later ones win) and then the dotted overrides
+/// (values parsed as YAML scalars/lists) into one tree. Throws ConfigError
+/// naming the file or the key.
+YAML::Node merge_configuration(const Arguments& arguments);
+
+/// How the CLI builds the user's types from their config sections.
+struct Factories {
+  std::function<std::shared_ptr<LightningModule>(ConfigSection&)> model;
+  std::function<std::shared_ptr<DataModule>(ConfigSection&)> data;
+};
+
+/// Runs a whole command line; returns the process exit code: 0 success,
+/// 2 bad input (unknown key, wrong type, invalid value, missing data), 1 any
+/// other failure. Prints one error message to stderr.
+int run(int argc, const char* const* argv, const Factories& factories);
+
+/// LightningCLI for C++: Model and Data are constructed from their config
+/// sections (`Model(ConfigSection&)`, `Data(ConfigSection&)`).
+///
+///   int main(int argc, char** argv) { return fulgur::cli::run<MyModel, MyData>(argc, argv); }
+template <class Model, class Data>
+int run(int argc, const char* const* argv) {
+  return run(argc, argv,
+             Factories{[](ConfigSection& s) -> std::shared_ptr<LightningModule> { return std::make_shared<Model>(s); },
+                       [](ConfigSection& s) -> std::shared_ptr<DataModule> { return std::make_shared<Data>(s); }});
+}
+
+}  // namespace fulgur::cli

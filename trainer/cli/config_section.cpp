@@ -1,0 +1,203 @@
+#include <fulgur/trainer/cli/config_section.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace fulgur::cli {
+namespace {
+
+std::string describe(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return "null";
+  if (node.IsScalar()) return node.Scalar();
+  YAML::Emitter out;
+  out << YAML::Flow << node;
+  return out.c_str();
+}
+
+template <class T>
+struct Decoder;
+
+template <>
+struct Decoder<bool> {
+  static constexpr const char* expected = "a boolean (true/false)";
+  static bool decode(const YAML::Node& n, bool& out) {
+    if (!n.IsScalar()) return false;
+    const std::string& s = n.Scalar();
+    if (s == "true" || s == "True" || s == "1") return out = true, true;
+    if (s == "false" || s == "False" || s == "0") return out = false, true;
+    return false;
+  }
+};
+
+template <class Int>
+bool decode_integer(const YAML::Node& n, Int& out) {
+  if (!n.IsScalar()) return false;
+  const std::string& s = n.Scalar();
+  if (s.empty()) return false;
+  size_t used = 0;
+  try {
+    const long long v = std::stoll(s, &used, 10);
+    if (used != s.size()) return false;
+    out = static_cast<Int>(v);
+    return static_cast<long long>(out) == v;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+template <>
+struct Decoder<int64_t> {
+  static constexpr const char* expected = "an integer";
+  static bool decode(const YAML::Node& n, int64_t& out) { return decode_integer(n, out); }
+};
+
+template <>
+struct Decoder<int> {
+  static constexpr const char* expected = "an integer";
+  static bool decode(const YAML::Node& n, int& out) { return decode_integer(n, out); }
+};
+
+template <>
+struct Decoder<double> {
+  static constexpr const char* expected = "a number";
+  static bool decode(const YAML::Node& n, double& out) {
+    if (!n.IsScalar() || n.Scalar().empty()) return false;
+    size_t used = 0;
+    try {
+      out = std::stod(n.Scalar(), &used);
+      return used == n.Scalar().size();
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+};
+
+template <>
+struct Decoder<std::string> {
+  static constexpr const char* expected = "a string";
+  static bool decode(const YAML::Node& n, std::string& out) {
+    if (!n.IsScalar()) return false;
+    out = n.Scalar();
+    return true;
+  }
+};
+
+template <class T>
+struct Decoder<std::vector<T>> {
+  static std::string expected_text() { return fmt::format("a list of {}", Decoder<T>::expected); }
+  static constexpr const char* expected = "a list";
+  static bool decode(const YAML::Node& n, std::vector<T>& out) {
+    if (!n.IsSequence()) return false;
+    out.clear();
+    for (const auto& item : n) {
+      T v{};
+      if (!Decoder<T>::decode(item, v)) return false;
+      out.push_back(v);
+    }
+    return true;
+  }
+};
+
+template <class T>
+std::string expected_of() {
+  if constexpr (requires { Decoder<T>::expected_text(); }) {
+    return Decoder<T>::expected_text();
+  } else {
+    return Decoder<T>::expected;
+  }
+}
+
+}  // namespace
+
+ConfigSection::ConfigSection(YAML::Node node, std::string path)
+    : node_(std::move(node)), path_(std::move(path)), resolved_(YAML::NodeType::Map) {
+  if (node_.IsDefined() && !node_.IsNull() && !node_.IsMap()) {
+    throw ConfigError(fmt::format("{}: expected a mapping of options, got '{}'", path_, describe(node_)));
+  }
+}
+
+std::string ConfigSection::dotted(const std::string& key) const {
+  return path_.empty() ? key : path_ + "." + key;
+}
+
+YAML::Node ConfigSection::lookup(const std::string& key) {
+  read_.insert(key);
+  if (!node_.IsDefined() || node_.IsNull()) return YAML::Node();
+  return node_[key];
+}
+
+void ConfigSection::fail(const std::string& key, const std::string& expected, const std::string& got) const {
+  throw ConfigError(fmt::format("{}: expected {}, got '{}'", dotted(key), expected, got));
+}
+
+template <class T>
+T ConfigSection::get(const std::string& key, const T& default_value) {
+  const YAML::Node value = lookup(key);
+  if (!value.IsDefined() || value.IsNull()) {
+    resolved_[key] = default_value;
+    return default_value;
+  }
+  T out{};
+  if (!Decoder<T>::decode(value, out)) fail(key, expected_of<T>(), describe(value));
+  resolved_[key] = out;
+  return out;
+}
+
+template <class T>
+T ConfigSection::require(const std::string& key) {
+  const YAML::Node value = lookup(key);
+  if (!value.IsDefined() || value.IsNull()) fail(key, expected_of<T>() + " (required)", "null");
+  T out{};
+  if (!Decoder<T>::decode(value, out)) fail(key, expected_of<T>(), describe(value));
+  resolved_[key] = out;
+  return out;
+}
+
+std::string ConfigSection::choice(const std::string& key, const std::string& default_value,
+                                  const std::vector<std::string>& allowed) {
+  const std::string value = get<std::string>(key, default_value);
+  if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
+    fail(key, fmt::format("one of {}", fmt::join(allowed, ", ")), value);
+  }
+  return value;
+}
+
+bool ConfigSection::has(const std::string& key) {
+  const YAML::Node value = lookup(key);
+  return value.IsDefined() && !value.IsNull();
+}
+
+YAML::Node ConfigSection::raw(const std::string& key, const YAML::Node& default_value) {
+  YAML::Node value = lookup(key);
+  if (!value.IsDefined() || value.IsNull()) value = default_value;
+  resolved_[key] = value;
+  return value;
+}
+
+std::vector<std::string> ConfigSection::unread_keys() const {
+  std::vector<std::string> unread;
+  if (!node_.IsMap()) return unread;
+  for (const auto& item : node_) {
+    const std::string key = item.first.as<std::string>();
+    if (!read_.count(key)) unread.push_back(dotted(key));
+  }
+  return unread;
+}
+
+template bool ConfigSection::get<bool>(const std::string&, const bool&);
+template int ConfigSection::get<int>(const std::string&, const int&);
+template int64_t ConfigSection::get<int64_t>(const std::string&, const int64_t&);
+template double ConfigSection::get<double>(const std::string&, const double&);
+template std::string ConfigSection::get<std::string>(const std::string&, const std::string&);
+template std::vector<int64_t> ConfigSection::get<std::vector<int64_t>>(const std::string&, const std::vector<int64_t>&);
+template std::vector<double> ConfigSection::get<std::vector<double>>(const std::string&, const std::vector<double>&);
+template std::vector<std::string> ConfigSection::get<std::vector<std::string>>(const std::string&,
+                                                                               const std::vector<std::string>&);
+template bool ConfigSection::require<bool>(const std::string&);
+template int ConfigSection::require<int>(const std::string&);
+template int64_t ConfigSection::require<int64_t>(const std::string&);
+template double ConfigSection::require<double>(const std::string&);
+template std::string ConfigSection::require<std::string>(const std::string&);
+
+}  // namespace fulgur::cli

@@ -1,0 +1,97 @@
+#include <fulgur/trainer/cli/trainer_options_reader.hpp>
+
+namespace fulgur::cli {
+namespace {
+
+std::string scalar_text(const YAML::Node& node) {
+  if (node.IsScalar()) return node.Scalar();
+  YAML::Emitter out;
+  out << YAML::Flow << node;
+  return out.c_str();
+}
+
+bool parse_int(const std::string& text, int64_t& out) {
+  try {
+    size_t used = 0;
+    out = std::stoll(text, &used);
+    return used == text.size();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+CountOrFraction read_count_or_fraction(ConfigSection& s, const std::string& key, const CountOrFraction& fallback) {
+  const YAML::Node node = s.raw(key, YAML::Node(fallback.to_string()));
+  const std::string text = scalar_text(node);
+  int64_t count = 0;
+  if (node.IsScalar() && parse_int(text, count)) return count;
+  try {
+    size_t used = 0;
+    const double fraction = std::stod(text, &used);
+    if (node.IsScalar() && used == text.size()) return fraction;
+  } catch (const std::exception&) {
+  }
+  s.fail(key, "a batch count (integer) or a fraction (number with a decimal point)", text);
+}
+
+std::optional<int64_t> read_optional_int(ConfigSection& s, const std::string& key, std::optional<int64_t> fallback) {
+  const YAML::Node node = s.raw(key, fallback ? YAML::Node(*fallback) : YAML::Node(YAML::NodeType::Null));
+  if (node.IsNull()) return std::nullopt;
+  int64_t value = 0;
+  if (!node.IsScalar() || !parse_int(node.Scalar(), value)) s.fail(key, "an integer or null", scalar_text(node));
+  return value;
+}
+
+}  // namespace
+
+TrainerOptions read_trainer_options(ConfigSection& s) {
+  const TrainerOptions d;  // defaults
+  TrainerOptions o;
+  o.max_epochs(read_optional_int(s, "max_epochs", d.max_epochs()));
+  o.max_steps(s.get<int64_t>("max_steps", d.max_steps()));
+  o.min_epochs(s.get<int64_t>("min_epochs", d.min_epochs()));
+  o.accelerator(s.choice("accelerator", d.accelerator(), {"auto", "cpu", "gpu", "cuda"}));
+  o.devices(scalar_text(s.raw("devices", YAML::Node(d.devices()))));
+  o.num_nodes(s.get<int64_t>("num_nodes", d.num_nodes()));
+  o.strategy(s.get<std::string>("strategy", d.strategy()));
+  o.precision(s.get<std::string>("precision", d.precision()));
+  o.accumulate_grad_batches(s.get<int64_t>("accumulate_grad_batches", d.accumulate_grad_batches()));
+  const YAML::Node clip = s.raw("gradient_clip_val", YAML::Node(YAML::NodeType::Null));
+  if (!clip.IsNull()) {
+    try {
+      size_t used = 0;
+      const double value = std::stod(scalar_text(clip), &used);
+      if (!clip.IsScalar() || used != clip.Scalar().size()) throw std::invalid_argument("");
+      o.gradient_clip_val(value);
+    } catch (const std::exception&) {
+      s.fail("gradient_clip_val", "a number or null", scalar_text(clip));
+    }
+  }
+  o.gradient_clip_algorithm(s.choice("gradient_clip_algorithm", d.gradient_clip_algorithm(), {"norm", "value"}));
+  o.val_check_interval(read_count_or_fraction(s, "val_check_interval", d.val_check_interval()));
+  o.check_val_every_n_epoch(read_optional_int(s, "check_val_every_n_epoch", d.check_val_every_n_epoch()));
+  o.limit_train_batches(read_count_or_fraction(s, "limit_train_batches", d.limit_train_batches()));
+  o.limit_val_batches(read_count_or_fraction(s, "limit_val_batches", d.limit_val_batches()));
+  o.limit_test_batches(read_count_or_fraction(s, "limit_test_batches", d.limit_test_batches()));
+  o.limit_predict_batches(read_count_or_fraction(s, "limit_predict_batches", d.limit_predict_batches()));
+  // fast_dev_run accepts a bool (true = 1 batch) or a batch count.
+  const YAML::Node fdr = s.raw("fast_dev_run", YAML::Node(d.fast_dev_run()));
+  int64_t fast = 0;
+  const std::string fdr_text = scalar_text(fdr);
+  if (fdr_text == "true") {
+    fast = 1;
+  } else if (fdr_text != "false" && !(fdr.IsScalar() && parse_int(fdr_text, fast))) {
+    s.fail("fast_dev_run", "a boolean or a batch count", fdr_text);
+  }
+  o.fast_dev_run(fast);
+  o.num_sanity_val_steps(s.get<int64_t>("num_sanity_val_steps", d.num_sanity_val_steps()));
+  o.log_every_n_steps(s.get<int64_t>("log_every_n_steps", d.log_every_n_steps()));
+  o.deterministic(s.get<bool>("deterministic", d.deterministic()));
+  o.benchmark(s.get<bool>("benchmark", d.benchmark()));
+  o.default_root_dir(s.get<std::string>("default_root_dir", d.default_root_dir()));
+  o.enable_progress_bar(s.get<bool>("enable_progress_bar", d.enable_progress_bar()));
+  o.logger(s.get<bool>("logger", d.logger()));
+  return o;
+}
+
+}  // namespace fulgur::cli

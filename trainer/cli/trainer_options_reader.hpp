@@ -1,0 +1,13 @@
+#pragma once
+
+#include <fulgur/trainer/cli/config_section.hpp>
+#include <fulgur/trainer/trainer_options.hpp>
+
+namespace fulgur::cli {
+
+/// Reads every TrainerOptions field from the `trainer` section, with the
+/// same names (`--trainer.max_epochs 3`). Types are checked here; values are
+/// checked by TrainerConfig::resolve.
+TrainerOptions read_trainer_options(ConfigSection& section);
+
+}  // namespace fulgur::cli

@@ -1,0 +1,24 @@
+#include <fulgur/trainer/count_or_fraction.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace fulgur {
+
+std::string CountOrFraction::to_string() const {
+  return is_fraction_ ? fmt::format("{}", value_) : fmt::format("{}", count());
+}
+
+int64_t CountOrFraction::limit(int64_t length, const char* option) const {
+  if (!is_fraction_) return std::min(count(), length);
+  const auto n = static_cast<int64_t>(value_ * static_cast<double>(length));
+  if (n == 0 && value_ > 0.0 && length > 0) {
+    throw std::invalid_argument(fmt::format("[CountOrFraction::limit] {}={} of {} batches is less than one batch",
+                                            option, value_, length));
+  }
+  return n;
+}
+
+}  // namespace fulgur

@@ -1,0 +1,76 @@
+#include <fulgur/trainer/evaluation_loop.hpp>
+
+#include <fulgur/trainer/trainer.hpp>
+
+namespace fulgur {
+
+EvaluationLoop::EvaluationLoop(Trainer& trainer, LogStage stage)
+    : trainer_(trainer), stage_(stage), results_(stage) {}
+
+std::map<std::string, double> EvaluationLoop::run(DataLoader& loader, int64_t max_batches, bool sanity_check) {
+  const bool validating = stage_ == LogStage::Validation;
+  LightningModule& module = trainer_.module();
+  Strategy& strategy = trainer_.strategy();
+  const bool was_training = module.is_training();
+
+  num_batches_ = std::min(loader.size(), max_batches);
+  batch_progress_.reset_current();
+  results_.reset();
+  trainer_.attach_results(&results_);
+  module.eval();
+  torch::NoGradGuard no_grad;
+
+  if (validating) {
+    trainer_.call_hook(&Callback::on_validation_start, &LightningModule::on_validation_start);
+    trainer_.call_hook(&Callback::on_validation_epoch_start, &LightningModule::on_validation_epoch_start);
+  } else {
+    trainer_.call_hook(&Callback::on_test_start, &LightningModule::on_test_start);
+    trainer_.call_hook(&Callback::on_test_epoch_start, &LightningModule::on_test_epoch_start);
+  }
+
+  auto batches = loader.iterate(0);
+  for (int64_t batch_idx = 0; batch_idx < num_batches_; ++batch_idx) {
+    auto next = batches->next();
+    if (!next) break;
+    const Batch batch = strategy.batch_to_device(*next);
+    results_.set_batch_size(batch.size());
+    if (validating) {
+      trainer_.call_hook(&Callback::on_validation_batch_start, &LightningModule::on_validation_batch_start, batch,
+                         batch_idx);
+      {
+        Precision::AutocastScope autocast(strategy.precision());
+        module.validation_step(batch, batch_idx);
+      }
+      trainer_.call_hook(&Callback::on_validation_batch_end, &LightningModule::on_validation_batch_end, batch,
+                         batch_idx);
+    } else {
+      trainer_.call_hook(&Callback::on_test_batch_start, &LightningModule::on_test_batch_start, batch, batch_idx);
+      {
+        Precision::AutocastScope autocast(strategy.precision());
+        module.test_step(batch, batch_idx);
+      }
+      trainer_.call_hook(&Callback::on_test_batch_end, &LightningModule::on_test_batch_end, batch, batch_idx);
+    }
+    batch_progress_.increment();
+  }
+  batches.reset();  // stop loader workers before the epoch-end work
+
+  if (validating) {
+    trainer_.call_hook(&Callback::on_validation_epoch_end, &LightningModule::on_validation_epoch_end);
+  } else {
+    trainer_.call_hook(&Callback::on_test_epoch_end, &LightningModule::on_test_epoch_end);
+  }
+  const ResultCollection::Metrics metrics = results_.epoch_metrics(strategy);
+  if (!sanity_check) trainer_.report_epoch(metrics);
+
+  if (validating) {
+    trainer_.call_hook(&Callback::on_validation_end, &LightningModule::on_validation_end);
+  } else {
+    trainer_.call_hook(&Callback::on_test_end, &LightningModule::on_test_end);
+  }
+  trainer_.attach_results(nullptr);
+  if (was_training) module.train();
+  return metrics.callback;
+}
+
+}  // namespace fulgur

@@ -1,0 +1,39 @@
+#pragma once
+
+#include <fulgur/datamodules/data_loader.hpp>
+#include <fulgur/trainer/progress.hpp>
+#include <fulgur/trainer/result_collection.hpp>
+
+#include <map>
+#include <string>
+
+namespace fulgur {
+
+class Trainer;
+
+/// One pass of validation_step or test_step over a loader, without
+/// gradients and with the module in eval mode; reduces what the steps logged
+/// into epoch metrics. Used for validation inside fit, the sanity check,
+/// validate() and test().
+class EvaluationLoop {
+ public:
+  /// `stage` is LogStage::Validation or LogStage::Test.
+  EvaluationLoop(Trainer& trainer, LogStage stage);
+
+  /// Runs at most `max_batches` batches. A sanity check reports nothing to
+  /// loggers or callback metrics. Returns the epoch metrics (callback form).
+  std::map<std::string, double> run(DataLoader& loader, int64_t max_batches, bool sanity_check = false);
+
+  const Progress& batch_progress() const { return batch_progress_; }
+  /// Batches of the pass running now (or of the last one).
+  int64_t num_batches() const { return num_batches_; }
+
+ private:
+  Trainer& trainer_;
+  LogStage stage_;
+  ResultCollection results_;
+  Progress batch_progress_;
+  int64_t num_batches_ = 0;
+};
+
+}  // namespace fulgur

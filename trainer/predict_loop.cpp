@@ -1,0 +1,32 @@
+#include <fulgur/trainer/predict_loop.hpp>
+
+#include <fulgur/trainer/trainer.hpp>
+
+namespace fulgur {
+
+std::vector<torch::Tensor> PredictLoop::run(DataLoader& loader, int64_t max_batches) {
+  LightningModule& module = trainer_.module();
+  Strategy& strategy = trainer_.strategy();
+  const int64_t num_batches = std::min(loader.size(), max_batches);
+  batch_progress_.reset_current();
+  module.eval();
+  torch::NoGradGuard no_grad;
+  trainer_.call_hook(&Callback::on_predict_start, &LightningModule::on_predict_start);
+
+  std::vector<torch::Tensor> outputs;
+  outputs.reserve(static_cast<size_t>(num_batches));
+  auto batches = loader.iterate(0);
+  for (int64_t batch_idx = 0; batch_idx < num_batches; ++batch_idx) {
+    auto next = batches->next();
+    if (!next) break;
+    const Batch batch = strategy.batch_to_device(*next);
+    Precision::AutocastScope autocast(strategy.precision());
+    outputs.push_back(module.predict_step(batch, batch_idx));
+    batch_progress_.increment();
+  }
+  batches.reset();
+  trainer_.call_hook(&Callback::on_predict_end, &LightningModule::on_predict_end);
+  return outputs;
+}
+
+}  // namespace fulgur

@@ -1,0 +1,127 @@
+#include <fulgur/trainer/result_collection.hpp>
+
+#include <fulgur/strategies/strategy.hpp>
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace fulgur {
+namespace {
+
+[[noreturn]] void invalid(const std::string& message) {
+  throw std::invalid_argument("[LightningModule::log] " + message);
+}
+
+}  // namespace
+
+void ResultCollection::log(const std::string& name, const torch::Tensor& value, const LogOptions& options) {
+  if (name.empty()) invalid("metric name must not be empty");
+  if (!value.defined() || value.numel() != 1) {
+    invalid(fmt::format("'{}' must be a scalar (one element), got shape {}", name,
+                        value.defined() ? fmt::format("{}", fmt::join(value.sizes(), "x")) : "undefined"));
+  }
+  if (!value.is_floating_point() && !value.is_complex() && value.scalar_type() != torch::kBool &&
+      !at::isIntegralType(value.scalar_type(), /*includeBool=*/false)) {
+    invalid(fmt::format("'{}' has unsupported dtype {}", name, c10::toString(value.scalar_type())));
+  }
+  if (options.batch_size && *options.batch_size < 1) {
+    invalid(fmt::format("'{}': batch_size must be >= 1, got {}", name, *options.batch_size));
+  }
+  const bool on_step = options.on_step.value_or(stage_ == LogStage::Train);
+  const bool on_epoch = options.on_epoch.value_or(stage_ != LogStage::Train);
+  if (!on_step && !on_epoch) invalid(fmt::format("'{}' is logged with on_step=false and on_epoch=false", name));
+
+  auto [it, inserted] = metrics_.try_emplace(name);
+  Metric& m = it->second;
+  if (!inserted && (m.on_step != on_step || m.on_epoch != on_epoch || m.options.reduce != options.reduce)) {
+    invalid(fmt::format("'{}' was logged with different on_step/on_epoch/reduce options within one epoch", name));
+  }
+  m.options = options;
+  m.on_step = on_step;
+  m.on_epoch = on_epoch;
+
+  const torch::Tensor v = value.detach().reshape({}).to(torch::kFloat64);
+  m.step_value = v;
+  if (!on_epoch) return;
+  const double weight = static_cast<double>(options.batch_size.value_or(batch_size_));
+  if (!m.accumulator.defined()) {
+    m.accumulator = torch::zeros({}, v.options());
+    m.weight = torch::zeros({}, v.options());
+    if (options.reduce == Reduce::Max) m.accumulator.fill_(-std::numeric_limits<double>::infinity());
+    if (options.reduce == Reduce::Min) m.accumulator.fill_(std::numeric_limits<double>::infinity());
+  }
+  switch (options.reduce) {
+    case Reduce::Mean:
+      m.accumulator.add_(v * weight);
+      m.weight.add_(weight);
+      break;
+    case Reduce::Sum: m.accumulator.add_(v); break;
+    case Reduce::Max: m.accumulator = torch::maximum(m.accumulator, v); break;
+    case Reduce::Min: m.accumulator = torch::minimum(m.accumulator, v); break;
+  }
+}
+
+std::string ResultCollection::step_name(const std::string& name, const Metric& m) const {
+  return m.on_epoch ? name + "_step" : name;
+}
+
+std::string ResultCollection::epoch_name(const std::string& name, const Metric& m) const {
+  return m.on_step ? name + "_epoch" : name;
+}
+
+ResultCollection::Metrics ResultCollection::step_metrics() const {
+  Metrics out;
+  for (const auto& [name, m] : metrics_) {
+    if (!m.on_step || !m.step_value.defined()) continue;
+    const double value = m.step_value.item<double>();
+    const std::string key = step_name(name, m);
+    if (m.options.logger) out.logger[key] = value;
+    if (m.options.prog_bar) out.prog_bar[key] = value;
+    out.callback[name] = value;
+    out.callback[key] = value;
+  }
+  return out;
+}
+
+double ResultCollection::compute_epoch(const Metric& m, Strategy& strategy) const {
+  torch::Tensor value = m.accumulator;
+  torch::Tensor weight = m.weight;
+  if (m.options.sync_dist && strategy.world_size() > 1) {
+    switch (m.options.reduce) {
+      case Reduce::Mean:
+      case Reduce::Sum:
+        value = strategy.all_reduce(value.clone(), ReduceOp::Sum);
+        weight = strategy.all_reduce(weight.clone(), ReduceOp::Sum);
+        break;
+      case Reduce::Max: value = strategy.all_reduce(value.clone(), ReduceOp::Max); break;
+      case Reduce::Min: value = strategy.all_reduce(value.clone(), ReduceOp::Min); break;
+    }
+  }
+  if (m.options.reduce == Reduce::Mean) return (value / weight).item<double>();
+  return value.item<double>();
+}
+
+ResultCollection::Metrics ResultCollection::epoch_metrics(Strategy& strategy) const {
+  Metrics out;
+  // Every process computes (and syncs) every metric in the same order, so the
+  // collectives match whatever each process wants to report.
+  for (const auto& [name, m] : metrics_) {
+    if (!m.on_epoch || !m.accumulator.defined()) continue;
+    const double value = compute_epoch(m, strategy);
+    const std::string key = epoch_name(name, m);
+    if (m.options.logger) out.logger[key] = value;
+    if (m.options.prog_bar) out.prog_bar[key] = value;
+    out.callback[name] = value;
+    out.callback[key] = value;
+  }
+  return out;
+}
+
+void ResultCollection::reset_step() {
+  for (auto& [name, m] : metrics_) m.step_value = torch::Tensor();
+}
+
+void ResultCollection::reset() { metrics_.clear(); }
+
+}  // namespace fulgur

@@ -1,0 +1,72 @@
+#pragma once
+
+#include <fulgur/modules/log_options.hpp>
+
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+
+namespace fulgur {
+
+class Strategy;
+
+/// The loop a value was logged from; decides on_step/on_epoch defaults.
+enum class LogStage { Train, Validation, Test };
+
+/// Everything logged during one loop: the latest value per step and the
+/// running epoch aggregate (weighted mean / sum / max / min). Values stay
+/// tensors on their device until someone asks for numbers, so logging does
+/// not force a device synchronisation every step.
+class ResultCollection {
+ public:
+  explicit ResultCollection(LogStage stage) : stage_(stage) {}
+
+  /// Weight for this batch's Reduce::Mean values (its size).
+  void set_batch_size(int64_t batch_size) { batch_size_ = batch_size; }
+
+  /// Records one value; validates the name, shape and the options.
+  void log(const std::string& name, const torch::Tensor& value, const LogOptions& options);
+
+  /// Values split by destination: loggers, the progress bar, and the
+  /// callback metrics (base names, what callbacks monitor).
+  struct Metrics {
+    std::map<std::string, double> logger;
+    std::map<std::string, double> prog_bar;
+    std::map<std::string, double> callback;
+  };
+
+  /// The last step's on_step values.
+  Metrics step_metrics() const;
+
+  /// Epoch aggregates of on_epoch values, reduced across processes by the
+  /// strategy where sync_dist is set. Every process must call this together.
+  Metrics epoch_metrics(Strategy& strategy) const;
+
+  /// Forgets the step values (called after each batch has been reported).
+  void reset_step();
+  /// Forgets everything (called at the start of each epoch of this loop).
+  void reset();
+
+  bool empty() const { return metrics_.empty(); }
+
+ private:
+  struct Metric {
+    LogOptions options;
+    bool on_step = false;
+    bool on_epoch = false;
+    torch::Tensor step_value;  // latest value this step (undefined after reset_step)
+    torch::Tensor accumulator;  // float64: weighted sum, sum, max or min
+    torch::Tensor weight;       // float64: total batch size for Reduce::Mean
+  };
+
+  std::string step_name(const std::string& name, const Metric& m) const;
+  std::string epoch_name(const std::string& name, const Metric& m) const;
+  double compute_epoch(const Metric& metric, Strategy& strategy) const;
+
+  LogStage stage_;
+  int64_t batch_size_ = 1;
+  std::map<std::string, Metric> metrics_;
+};
+
+}  // namespace fulgur

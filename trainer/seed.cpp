@@ -1,0 +1,17 @@
+#include <fulgur/trainer/seed.hpp>
+
+#include <torch/cuda.h>
+#include <torch/random.h>
+
+#include <cstdlib>
+
+namespace fulgur {
+
+uint64_t seed_everything(uint64_t seed) {
+  torch::manual_seed(seed);
+  if (torch::cuda::is_available()) torch::cuda::manual_seed_all(seed);
+  std::srand(static_cast<unsigned>(seed));
+  return seed;
+}
+
+}  // namespace fulgur

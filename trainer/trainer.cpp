@@ -1,0 +1,232 @@
+#include <fulgur/trainer/trainer.hpp>
+
+#include <fulgur/callbacks/loggers/csv_logger.hpp>
+#include <fulgur/callbacks/progress_bar.hpp>
+#include <fulgur/strategies/create_strategy.hpp>
+#include <fulgur/trainer/evaluation_loop.hpp>
+#include <fulgur/trainer/fit_loop.hpp>
+#include <fulgur/trainer/predict_loop.hpp>
+
+#include <ATen/Context.h>
+#include <fmt/format.h>
+
+#include <iostream>
+#include <stdexcept>
+
+namespace fulgur {
+
+Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> callbacks,
+                 std::vector<std::shared_ptr<Logger>> loggers, Platform platform)
+    : config_(TrainerConfig::resolve(options, platform)),
+      callbacks_(std::move(callbacks)),
+      loggers_(std::move(loggers)) {
+  for (const auto& callback : callbacks_) {
+    if (!callback) throw std::invalid_argument("[Trainer::Trainer] a callback is null");
+  }
+  for (const auto& logger : loggers_) {
+    if (!logger) throw std::invalid_argument("[Trainer::Trainer] a logger is null");
+  }
+  strategy_ = create_strategy(config_);
+
+  if (!config_.logger) {
+    loggers_.clear();
+  } else if (loggers_.empty()) {
+    loggers_.push_back(std::make_shared<CSVLogger>(config_.default_root_dir));
+  }
+  const bool has_progress_bar = std::any_of(callbacks_.begin(), callbacks_.end(), [](const auto& c) {
+    return dynamic_cast<ProgressBar*>(c.get()) != nullptr;
+  });
+  if (config_.enable_progress_bar && !has_progress_bar) callbacks_.push_back(std::make_shared<ProgressBar>());
+
+  if (config_.deterministic) at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
+  at::globalContext().setBenchmarkCuDNN(config_.benchmark);
+
+  fit_loop_ = std::make_unique<FitLoop>(*this);
+  validate_loop_ = std::make_unique<EvaluationLoop>(*this, LogStage::Validation);
+  test_loop_ = std::make_unique<EvaluationLoop>(*this, LogStage::Test);
+  predict_loop_ = std::make_unique<PredictLoop>(*this);
+}
+
+Trainer::~Trainer() = default;
+
+LightningModule& Trainer::module() {
+  if (module_ == nullptr) throw std::logic_error("[Trainer::module] no LightningModule is attached outside a run");
+  return *module_;
+}
+
+int64_t Trainer::global_step() const { return fit_loop_->epoch_loop().global_step(); }
+
+int64_t Trainer::current_epoch() const { return fit_loop_->current_epoch(); }
+
+int64_t Trainer::num_training_batches() const { return fit_loop_->epoch_loop().num_batches(); }
+
+int64_t Trainer::num_eval_batches() const {
+  switch (stage_) {
+    case TrainerStage::Testing: return test_loop_->num_batches();
+    case TrainerStage::Validating: return validate_loop_->num_batches();
+    default: return fit_loop_->epoch_loop().val_loop().num_batches();
+  }
+}
+
+std::filesystem::path Trainer::log_dir() {
+  if (!loggers_.empty()) return loggers_.front()->log_dir();
+  return config_.default_root_dir;
+}
+
+void Trainer::attach_results(ResultCollection* results) {
+  if (module_ != nullptr) module_->results_ = results;
+}
+
+void Trainer::log_to_loggers(const std::map<std::string, double>& metrics) {
+  if (metrics.empty() || !is_global_zero()) return;
+  auto row = metrics;
+  row["epoch"] = static_cast<double>(current_epoch());
+  for (auto& logger : loggers_) logger->log_metrics(row, global_step());
+}
+
+void Trainer::report_step(const ResultCollection::Metrics& metrics, bool send_to_loggers) {
+  for (const auto& [k, v] : metrics.callback) callback_metrics_[k] = v;
+  for (const auto& [k, v] : metrics.prog_bar) progress_bar_metrics_[k] = v;
+  if (send_to_loggers) {
+    for (const auto& [k, v] : metrics.logger) logged_metrics_[k] = v;
+    log_to_loggers(metrics.logger);
+  }
+}
+
+void Trainer::report_epoch(const ResultCollection::Metrics& metrics) {
+  for (const auto& [k, v] : metrics.callback) callback_metrics_[k] = v;
+  for (const auto& [k, v] : metrics.prog_bar) progress_bar_metrics_[k] = v;
+  for (const auto& [k, v] : metrics.logger) logged_metrics_[k] = v;
+  log_to_loggers(metrics.logger);
+  if (is_global_zero()) {
+    for (auto& logger : loggers_) logger->save();
+  }
+}
+
+void Trainer::setup_run(LightningModule& module) {
+  module_ = &module;
+  module.trainer_ = this;
+  strategy_->setup_environment();
+  strategy_->setup(module);
+}
+
+void Trainer::start_loggers(LightningModule& module) {
+  if (is_global_zero() && !loggers_.empty()) {
+    for (auto& logger : loggers_) logger->log_hyperparams(module.hparams());
+    if (!run_folder_announced_) {
+      std::cout << "fulgur: run folder " << log_dir().string() << std::endl;
+      run_folder_announced_ = true;
+    }
+  }
+}
+
+template <class Body>
+auto Trainer::run_stage(TrainerStage stage, Stage data_stage, LightningModule& module, DataModule& data,
+                        Body&& body) {
+  stage_ = stage;
+  try {
+    setup_run(module);
+    // prepare_data runs once per node; the strategy orders it before setup.
+    if (strategy_->local_rank() == 0) data.prepare_data();
+    strategy_->barrier("prepare_data");
+    data.setup(data_stage);
+    start_loggers(module);  // only once the data are known to be there
+    call_callback_hook(&Callback::setup);
+    auto result = body();
+    call_callback_hook(&Callback::teardown);
+    data.teardown(data_stage);
+    if (is_global_zero()) {
+      for (auto& logger : loggers_) logger->finalize("success");
+    }
+    strategy_->teardown();
+    attach_results(nullptr);
+    stage_ = TrainerStage::Idle;
+    module.trainer_ = nullptr;
+    module_ = nullptr;
+    return result;
+  } catch (...) {
+    // The one exception path: tell callbacks, close loggers as failed, tear down.
+    const std::exception_ptr error = std::current_exception();
+    try {
+      if (module_ != nullptr) {
+        call_callback_hook(&Callback::on_exception, error);
+        call_callback_hook(&Callback::teardown);
+      }
+      if (is_global_zero()) {
+        for (auto& logger : loggers_) logger->finalize("failed");
+      }
+      strategy_->teardown();
+    } catch (const std::exception& cleanup_error) {
+      std::cerr << "fulgur: error while cleaning up after a failure: " << cleanup_error.what() << std::endl;
+    }
+    attach_results(nullptr);
+    stage_ = TrainerStage::Idle;
+    module.trainer_ = nullptr;
+    module_ = nullptr;
+    throw;
+  }
+}
+
+void Trainer::fit(LightningModule& module, DataModule& data) {
+  run_stage(TrainerStage::Fitting, Stage::Fit, module, data, [&] {
+    auto train = data.train_dataloader();
+    if (!train) throw std::invalid_argument("[Trainer::fit] the DataModule returned no train_dataloader");
+    auto val = data.val_dataloader();
+    optimizers_ = module.configure_optimizers();
+    if (!optimizers_.optimizer) {
+      throw std::invalid_argument("[Trainer::fit] configure_optimizers returned no optimizer");
+    }
+    if (optimizers_.lr_scheduler) {
+      const LRSchedulerConfig& s = *optimizers_.lr_scheduler;
+      if (!s.scheduler) throw std::invalid_argument("[Trainer::fit] lr_scheduler config has no scheduler");
+      if (s.frequency < 1) {
+        throw std::invalid_argument(
+            fmt::format("[Trainer::fit] lr_scheduler frequency must be >= 1, got {}", s.frequency));
+      }
+    }
+    module.train();
+    call_hook(&Callback::on_fit_start, &LightningModule::on_fit_start);
+
+    if (val && config_.num_sanity_val_steps != 0) {
+      const int64_t limit = config_.limit_val_batches.limit(val->size(), "limit_val_batches");
+      const int64_t steps = config_.num_sanity_val_steps == -1 ? limit : std::min(limit, config_.num_sanity_val_steps);
+      if (steps > 0) {
+        stage_ = TrainerStage::SanityChecking;
+        call_callback_hook(&Callback::on_sanity_check_start);
+        fit_loop_->epoch_loop().val_loop().run(*val, steps, /*sanity_check=*/true);
+        call_callback_hook(&Callback::on_sanity_check_end);
+        stage_ = TrainerStage::Fitting;
+      }
+    }
+    fit_loop_->run(*train, val.get());
+    call_hook(&Callback::on_fit_end, &LightningModule::on_fit_end);
+    return 0;
+  });
+}
+
+std::map<std::string, double> Trainer::validate(LightningModule& module, DataModule& data) {
+  return run_stage(TrainerStage::Validating, Stage::Validate, module, data, [&] {
+    auto val = data.val_dataloader();
+    if (!val) throw std::invalid_argument("[Trainer::validate] the DataModule returned no val_dataloader");
+    return validate_loop_->run(*val, config_.limit_val_batches.limit(val->size(), "limit_val_batches"));
+  });
+}
+
+std::map<std::string, double> Trainer::test(LightningModule& module, DataModule& data) {
+  return run_stage(TrainerStage::Testing, Stage::Test, module, data, [&] {
+    auto loader = data.test_dataloader();
+    if (!loader) throw std::invalid_argument("[Trainer::test] the DataModule returned no test_dataloader");
+    return test_loop_->run(*loader, config_.limit_test_batches.limit(loader->size(), "limit_test_batches"));
+  });
+}
+
+std::vector<torch::Tensor> Trainer::predict(LightningModule& module, DataModule& data) {
+  return run_stage(TrainerStage::Predicting, Stage::Predict, module, data, [&] {
+    auto loader = data.predict_dataloader();
+    if (!loader) throw std::invalid_argument("[Trainer::predict] the DataModule returned no predict_dataloader");
+    return predict_loop_->run(*loader,
+                              config_.limit_predict_batches.limit(loader->size(), "limit_predict_batches"));
+  });
+}
+
+}  // namespace fulgur

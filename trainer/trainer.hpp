@@ -1,0 +1,134 @@
+#pragma once
+
+#include <fulgur/callbacks/callback.hpp>
+#include <fulgur/callbacks/loggers/logger.hpp>
+#include <fulgur/datamodules/data_module.hpp>
+#include <fulgur/modules/lightning_module.hpp>
+#include <fulgur/strategies/strategy.hpp>
+#include <fulgur/trainer/result_collection.hpp>
+#include <fulgur/trainer/trainer_config.hpp>
+#include <fulgur/trainer/trainer_options.hpp>
+#include <fulgur/trainer/trainer_state.hpp>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fulgur {
+
+class FitLoop;
+class EvaluationLoop;
+class PredictLoop;
+
+/// Runs a LightningModule's loops over a DataModule's data: fit (train with
+/// periodic validation), validate, test, predict. Options are resolved and
+/// checked in the constructor, before anything touches a file or a device.
+///
+///   Trainer trainer(TrainerOptions().max_epochs(10));
+///   trainer.fit(model, data);
+///   auto metrics = trainer.test(model, data);
+class Trainer {
+ public:
+  explicit Trainer(TrainerOptions options = {}, std::vector<std::shared_ptr<Callback>> callbacks = {},
+                   std::vector<std::shared_ptr<Logger>> loggers = {}, Platform platform = Platform::detect());
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // --- entry points ---------------------------------------------------------------
+  void fit(LightningModule& module, DataModule& data);
+  /// Returns the epoch metrics the validation loop computed.
+  std::map<std::string, double> validate(LightningModule& module, DataModule& data);
+  /// Returns the epoch metrics the test loop computed.
+  std::map<std::string, double> test(LightningModule& module, DataModule& data);
+  /// Returns predict_step's output for every batch, in order.
+  std::vector<torch::Tensor> predict(LightningModule& module, DataModule& data);
+
+  // --- state, for callbacks, loggers and loops ----------------------------------------
+  const TrainerConfig& config() const { return config_; }
+  Strategy& strategy() { return *strategy_; }
+  TrainerStage stage() const { return stage_; }
+  bool sanity_checking() const { return stage_ == TrainerStage::SanityChecking; }
+  bool is_global_zero() const { return strategy_->is_global_zero(); }
+  /// Optimizer steps taken so far.
+  int64_t global_step() const;
+  /// Index of the epoch running (or the number completed, between epochs).
+  int64_t current_epoch() const;
+  int64_t num_training_batches() const;
+  /// Batches the current evaluation loop runs (validation, test or sanity check).
+  int64_t num_eval_batches() const;
+
+  /// Asks training to stop after the current step; honoured once min_epochs
+  /// have run. Every process must make the same decision.
+  void request_stop() { should_stop_ = true; }
+  bool should_stop() const { return should_stop_; }
+
+  /// Latest values by base name: what ModelCheckpoint and EarlyStopping monitor.
+  const std::map<std::string, double>& callback_metrics() const { return callback_metrics_; }
+  /// Latest values sent to the loggers.
+  const std::map<std::string, double>& logged_metrics() const { return logged_metrics_; }
+  /// Latest values for the progress bar.
+  const std::map<std::string, double>& progress_bar_metrics() const { return progress_bar_metrics_; }
+
+  const std::vector<std::shared_ptr<Callback>>& callbacks() const { return callbacks_; }
+  const std::vector<std::shared_ptr<Logger>>& loggers() const { return loggers_; }
+  /// The run folder: the first logger's log_dir, else default_root_dir.
+  std::filesystem::path log_dir();
+
+  OptimizerConfig& optimizers() { return optimizers_; }
+  LightningModule& module();
+
+  // --- used by the loops --------------------------------------------------------------
+  /// Calls `callback_hook` on every callback, then `module_hook` on the module,
+  /// with the same trailing arguments (the one place hooks are dispatched).
+  template <class... CallbackArgs, class... ModuleArgs, class... Args>
+  void call_hook(void (Callback::*callback_hook)(Trainer&, LightningModule&, CallbackArgs...),
+                 void (LightningModule::*module_hook)(ModuleArgs...), Args&&... args) {
+    for (auto& callback : callbacks_) ((*callback).*callback_hook)(*this, module(), args...);
+    (module().*module_hook)(args...);
+  }
+  /// Calls a hook that exists on callbacks only.
+  template <class... CallbackArgs, class... Args>
+  void call_callback_hook(void (Callback::*callback_hook)(Trainer&, LightningModule&, CallbackArgs...),
+                          Args&&... args) {
+    for (auto& callback : callbacks_) ((*callback).*callback_hook)(*this, module(), args...);
+  }
+
+  /// Routes the module's log() calls to `results` (nullptr: logging is an error).
+  void attach_results(ResultCollection* results);
+  /// Reports a finished training step: updates the metric maps and, every
+  /// log_every_n_steps batches, the loggers.
+  void report_step(const ResultCollection::Metrics& metrics, bool send_to_loggers);
+  /// Reports epoch aggregates to the metric maps and the loggers.
+  void report_epoch(const ResultCollection::Metrics& metrics);
+  void set_stage(TrainerStage stage) { stage_ = stage; }
+
+ private:
+  template <class Body>
+  auto run_stage(TrainerStage stage, Stage data_stage, LightningModule& module, DataModule& data, Body&& body);
+  void setup_run(LightningModule& module);
+  void start_loggers(LightningModule& module);
+  void log_to_loggers(const std::map<std::string, double>& metrics);
+
+  TrainerConfig config_;
+  std::unique_ptr<Strategy> strategy_;
+  std::vector<std::shared_ptr<Callback>> callbacks_;
+  std::vector<std::shared_ptr<Logger>> loggers_;
+  std::unique_ptr<FitLoop> fit_loop_;
+  std::unique_ptr<EvaluationLoop> validate_loop_;
+  std::unique_ptr<EvaluationLoop> test_loop_;
+  std::unique_ptr<PredictLoop> predict_loop_;
+
+  LightningModule* module_ = nullptr;
+  OptimizerConfig optimizers_;
+  TrainerStage stage_ = TrainerStage::Idle;
+  bool should_stop_ = false;
+  bool run_folder_announced_ = false;
+  std::map<std::string, double> callback_metrics_;
+  std::map<std::string, double> logged_metrics_;
+  std::map<std::string, double> progress_bar_metrics_;
+};
+
+}  // namespace fulgur

@@ -1,0 +1,70 @@
+#pragma once
+
+#include <fulgur/trainer/count_or_fraction.hpp>
+#include <fulgur/trainer/trainer_options.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace fulgur {
+
+enum class AcceleratorKind { Cpu, Cuda };
+enum class PrecisionMode { Full32, BF16Mixed, FP16Mixed };
+enum class ClipAlgorithm { Norm, Value };
+
+const char* to_string(AcceleratorKind kind);
+const char* to_string(PrecisionMode mode);
+
+/// Facts about the machine and the launch that resolution depends on; kept
+/// separate so resolution is a pure function tests can drive.
+struct Platform {
+  int64_t cuda_device_count = 0;
+  /// World size the cluster environment reports (1 when run by hand).
+  int64_t world_size = 1;
+  /// Where world_size came from, for error messages ("no launcher").
+  std::string world_size_source = "a single process (no launcher)";
+
+  /// The real machine: CUDA devices visible to LibTorch, one local process.
+  static Platform detect();
+};
+
+/// The options a Trainer runs with: TrainerOptions checked and with every
+/// "auto" decided. Produced once by resolve(), before any side effect.
+struct TrainerConfig {
+  AcceleratorKind accelerator = AcceleratorKind::Cpu;
+  int64_t devices = 1;
+  int64_t num_nodes = 1;
+  int64_t world_size = 1;
+  std::string strategy = "single_device";
+  PrecisionMode precision = PrecisionMode::Full32;
+  int64_t max_epochs = 1000;  // -1: no limit
+  int64_t max_steps = -1;     // -1: no limit
+  int64_t min_epochs = 0;
+  int64_t accumulate_grad_batches = 1;
+  std::optional<double> gradient_clip_val;
+  ClipAlgorithm gradient_clip_algorithm = ClipAlgorithm::Norm;
+  CountOrFraction val_check_interval = 1.0;
+  std::optional<int64_t> check_val_every_n_epoch = 1;
+  CountOrFraction limit_train_batches = 1.0;
+  CountOrFraction limit_val_batches = 1.0;
+  CountOrFraction limit_test_batches = 1.0;
+  CountOrFraction limit_predict_batches = 1.0;
+  int64_t fast_dev_run = 0;
+  int64_t num_sanity_val_steps = 2;
+  int64_t log_every_n_steps = 50;
+  bool deterministic = false;
+  bool benchmark = false;
+  std::string default_root_dir = ".";
+  bool enable_progress_bar = true;
+  bool logger = true;
+
+  /// Validates `options` and decides every "auto". Throws std::invalid_argument
+  /// starting "[TrainerConfig::resolve]" that names the option and its value.
+  static TrainerConfig resolve(const TrainerOptions& options, const Platform& platform);
+
+  /// Multi-line summary printed on rank 0 at start-up.
+  std::string describe() const;
+};
+
+}  // namespace fulgur

@@ -1,0 +1,132 @@
+#include <fulgur/trainer/training_epoch_loop.hpp>
+
+#include <fulgur/trainer/trainer.hpp>
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace fulgur {
+
+TrainingEpochLoop::TrainingEpochLoop(Trainer& trainer)
+    : trainer_(trainer), val_loop_(trainer, LogStage::Validation) {}
+
+bool TrainingEpochLoop::done() const {
+  const TrainerConfig& c = trainer_.config();
+  if (c.max_steps != -1 && global_step() >= c.max_steps) return true;
+  return trainer_.should_stop() && trainer_.current_epoch() + 1 >= c.min_epochs;
+}
+
+bool TrainingEpochLoop::should_validate(int64_t batch_idx, bool is_last_batch) const {
+  const TrainerConfig& c = trainer_.config();
+  if (c.check_val_every_n_epoch && (trainer_.current_epoch() + 1) % *c.check_val_every_n_epoch != 0) return false;
+  if (c.val_check_interval.is_fraction()) {
+    if (c.val_check_interval.value() == 1.0) return is_last_batch;
+    const int64_t every = std::max<int64_t>(1, static_cast<int64_t>(num_batches_ * c.val_check_interval.value()));
+    return (batch_idx + 1) % every == 0;
+  }
+  // A count: within the epoch, or across epochs when check_val_every_n_epoch is null.
+  const int64_t position = c.check_val_every_n_epoch ? batch_idx + 1 : batch_progress_.total;
+  return position % c.val_check_interval.count() == 0;
+}
+
+void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, DataLoader* val, int64_t num_val_batches) {
+  num_batches_ = num_batches;
+  batch_progress_.reset_current();
+  results_.reset();
+  trainer_.attach_results(&results_);
+  trainer_.call_hook(&Callback::on_train_epoch_start, &LightningModule::on_train_epoch_start);
+
+  auto batches = train.iterate(0);
+  for (int64_t batch_idx = 0; batch_idx < num_batches_ && !done(); ++batch_idx) {
+    auto next = batches->next();
+    if (!next) break;
+    const bool is_last_batch = batch_idx + 1 == num_batches_;
+    advance(trainer_.strategy().batch_to_device(*next), batch_idx, is_last_batch);
+
+    if (val != nullptr && num_val_batches > 0 && should_validate(batch_idx, is_last_batch)) {
+      val_loop_.run(*val, num_val_batches);
+      trainer_.attach_results(&results_);
+    }
+  }
+  batches.reset();
+
+  trainer_.call_hook(&Callback::on_train_epoch_end, &LightningModule::on_train_epoch_end);
+  trainer_.report_epoch(results_.epoch_metrics(trainer_.strategy()));
+
+  auto& scheduler = trainer_.optimizers().lr_scheduler;
+  if (scheduler && scheduler->interval == SchedulerInterval::Epoch &&
+      (trainer_.current_epoch() + 1) % scheduler->frequency == 0) {
+    scheduler->scheduler->step();
+  }
+  trainer_.attach_results(nullptr);
+}
+
+void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_last_batch) {
+  LightningModule& module = trainer_.module();
+  Strategy& strategy = trainer_.strategy();
+  const TrainerConfig& c = trainer_.config();
+
+  results_.set_batch_size(batch.size());
+  trainer_.call_hook(&Callback::on_train_batch_start, &LightningModule::on_train_batch_start, batch, batch_idx);
+
+  torch::Tensor loss;
+  {
+    Precision::AutocastScope autocast(strategy.precision());
+    loss = module.training_step(batch, batch_idx);
+  }
+  if (!loss.defined() || loss.numel() != 1 || !loss.requires_grad()) {
+    throw std::runtime_error(fmt::format(
+        "[TrainingEpochLoop::advance] training_step must return a scalar loss that requires grad (batch {}), got {}",
+        batch_idx,
+        !loss.defined() ? std::string("an undefined tensor")
+                        : fmt::format("shape [{}] requires_grad={}", fmt::join(loss.sizes(), ","),
+                                      loss.requires_grad())));
+  }
+
+  // The optimizer steps once per accumulation window and at the epoch's end.
+  const bool step_now = (batch_idx + 1) % c.accumulate_grad_batches == 0 || is_last_batch;
+  const torch::Tensor scaled = c.accumulate_grad_batches > 1 ? loss / c.accumulate_grad_batches : loss;
+  trainer_.call_hook(&Callback::on_before_backward, &LightningModule::on_before_backward, scaled);
+  strategy.backward(scaled, step_now);
+  trainer_.call_hook(&Callback::on_after_backward, &LightningModule::on_after_backward);
+  if (step_now) optimizer_step();
+
+  batch_progress_.increment();
+  const bool send_to_loggers = batch_progress_.total % c.log_every_n_steps == 0;
+  trainer_.report_step(results_.step_metrics(), send_to_loggers);
+  trainer_.call_hook(&Callback::on_train_batch_end, &LightningModule::on_train_batch_end, loss.detach(), batch,
+                     batch_idx);
+  results_.reset_step();
+}
+
+void TrainingEpochLoop::optimizer_step() {
+  const TrainerConfig& c = trainer_.config();
+  Strategy& strategy = trainer_.strategy();
+  torch::optim::Optimizer& optimizer = *trainer_.optimizers().optimizer;
+
+  // Gradients must be in true units before anyone reads or clips them.
+  strategy.precision().unscale_gradients(optimizer);
+  trainer_.call_hook(&Callback::on_before_optimizer_step, &LightningModule::on_before_optimizer_step, optimizer);
+  if (c.gradient_clip_val && *c.gradient_clip_val > 0.0) {
+    std::vector<torch::Tensor> params;
+    for (auto& group : optimizer.param_groups()) {
+      for (auto& p : group.params()) params.push_back(p);
+    }
+    if (c.gradient_clip_algorithm == ClipAlgorithm::Norm) {
+      torch::nn::utils::clip_grad_norm_(params, *c.gradient_clip_val);
+    } else {
+      torch::nn::utils::clip_grad_value_(params, *c.gradient_clip_val);
+    }
+  }
+  strategy.optimizer_step(optimizer);
+  optimizer.zero_grad();
+  optimizer_steps_.increment();
+
+  auto& scheduler = trainer_.optimizers().lr_scheduler;
+  if (scheduler && scheduler->interval == SchedulerInterval::Step && global_step() % scheduler->frequency == 0) {
+    scheduler->scheduler->step();
+  }
+}
+
+}  // namespace fulgur

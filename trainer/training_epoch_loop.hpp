@@ -1,0 +1,45 @@
+#pragma once
+
+#include <fulgur/datamodules/data_loader.hpp>
+#include <fulgur/trainer/evaluation_loop.hpp>
+#include <fulgur/trainer/progress.hpp>
+#include <fulgur/trainer/result_collection.hpp>
+
+namespace fulgur {
+
+class Trainer;
+
+/// One training epoch: training_step, backward, and every
+/// accumulate_grad_batches batches (and at the epoch's last batch) gradient
+/// clipping, the optimizer step and step-interval LR schedulers; runs
+/// validation where val_check_interval says. global_step is the number of
+/// optimizer steps.
+class TrainingEpochLoop {
+ public:
+  explicit TrainingEpochLoop(Trainer& trainer);
+
+  /// Runs the epoch `epoch` over `train` (at most `num_batches` batches).
+  /// `val` may be null (no validation).
+  void run(DataLoader& train, int64_t num_batches, DataLoader* val, int64_t num_val_batches);
+
+  int64_t global_step() const { return optimizer_steps_.total; }
+  /// max_steps reached, or a stop was requested and may be honoured.
+  bool done() const;
+  const Progress& batch_progress() const { return batch_progress_; }
+  int64_t num_batches() const { return num_batches_; }
+  EvaluationLoop& val_loop() { return val_loop_; }
+
+ private:
+  void advance(const Batch& batch, int64_t batch_idx, bool is_last_batch);
+  void optimizer_step();
+  bool should_validate(int64_t batch_idx, bool is_last_batch) const;
+
+  Trainer& trainer_;
+  ResultCollection results_{LogStage::Train};
+  Progress batch_progress_;
+  Progress optimizer_steps_;
+  EvaluationLoop val_loop_;
+  int64_t num_batches_ = 0;
+};
+
+}  // namespace fulgur
