@@ -1,5 +1,7 @@
 #include <fulgur/datamodules/dataset.hpp>
 
+#include <fulgur/datamodules/data_error.hpp>
+
 #include <sstream>
 #include <stdexcept>
 
@@ -20,7 +22,7 @@ Batch Dataset::get_batch(const std::vector<int64_t>& indices) const {
       message << "[Dataset::get_batch] example " << index << " has input shape " << example.input.sizes()
               << " but example " << indices.front() << " has " << inputs.front().sizes()
               << "; all inputs of a batch must have the same shape";
-      throw std::runtime_error(message.str());
+      throw DataError(message.str());
     }
     inputs.push_back(std::move(example.input));
     targets.push_back(example.target);

@@ -1,6 +1,8 @@
 #include <fulgur/datamodules/image_folder.hpp>
 
+#include <fulgur/datamodules/data_error.hpp>
 #include <fulgur/datamodules/png_image.hpp>
+#include <fulgur/datamodules/transforms.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -32,23 +34,19 @@ std::string reason_of(const std::exception& error) {
 
 }  // namespace
 
-torch::Tensor to_float_chw(const torch::Tensor& image_hwc_uint8) {
-  return image_hwc_uint8.permute({2, 0, 1}).to(torch::kFloat32).div_(255.0f).contiguous();
-}
-
 ImageFolder::ImageFolder(std::filesystem::path root, ImageTransform transform)
     : root_(std::move(root)), transform_(std::move(transform)) {
   namespace fs = std::filesystem;
   const char* where = "[ImageFolder::ImageFolder] ";
   std::error_code error;
-  if (!fs::exists(root_, error)) throw std::runtime_error(where + ("root " + quoted(root_)) + " does not exist");
-  if (!fs::is_directory(root_, error)) throw std::runtime_error(where + ("root " + quoted(root_)) + " is not a directory");
+  if (!fs::exists(root_, error)) throw DataError(where + ("root " + quoted(root_)) + " does not exist");
+  if (!fs::is_directory(root_, error)) throw DataError(where + ("root " + quoted(root_)) + " is not a directory");
 
   for (const auto& entry : fs::directory_iterator(root_)) {
     if (entry.is_directory() && !is_hidden(entry.path())) classes_.push_back(entry.path().filename().string());
   }
   if (classes_.empty()) {
-    throw std::runtime_error(where + ("no class folders in " + quoted(root_)) +
+    throw DataError(where + ("no class folders in " + quoted(root_)) +
                              "; expected one sub-folder of images per class");
   }
   std::sort(classes_.begin(), classes_.end());
@@ -65,7 +63,7 @@ ImageFolder::ImageFolder(std::filesystem::path root, ImageTransform transform)
       if (it->is_regular_file() && is_png(it->path())) images.push_back(it->path());
     }
     if (images.empty()) {
-      throw std::runtime_error(where + ("class folder " + quoted(class_dir)) + " contains no .png images");
+      throw DataError(where + ("class folder " + quoted(class_dir)) + " contains no .png images");
     }
     std::sort(images.begin(), images.end());
     for (auto& image : images) samples_.emplace_back(std::move(image), static_cast<int64_t>(label));
@@ -83,7 +81,7 @@ Example ImageFolder::get(int64_t index) const {
   try {
     return {transform_(std::move(image), index), label};
   } catch (const std::exception& error) {
-    throw std::runtime_error("[ImageFolder::get] transform failed on " + quoted(path) + ": " + reason_of(error));
+    throw DataError("[ImageFolder::get] transform failed on " + quoted(path) + ": " + reason_of(error));
   }
 }
 

@@ -16,9 +16,6 @@ namespace fulgur {
 /// from loader threads, so it must not mutate shared state.
 using ImageTransform = std::function<torch::Tensor(torch::Tensor image_hwc_uint8, int64_t index)>;
 
-/// uint8 [H, W, C] -> float [C, H, W] in [0, 1] (torchvision's ToTensor).
-torch::Tensor to_float_chw(const torch::Tensor& image_hwc_uint8);
-
 /// torchvision's ImageFolder layout: `root/<class>/**/<image>.png`. Class
 /// folders sorted by name get labels 0..k-1; the images of each class, found
 /// recursively and sorted by path, follow each other in class order. Names
@@ -26,12 +23,14 @@ torch::Tensor to_float_chw(const torch::Tensor& image_hwc_uint8);
 /// Only PNG files (extension .png, any case) are read for now.
 class ImageFolder : public Dataset {
  public:
-  /// Scans `root` once; throws if it is missing, has no class folders, or a
-  /// class folder holds no image. `transform` defaults to to_float_chw.
+  /// Scans `root` once; throws DataError if it is missing, has no class
+  /// folders, or a class folder holds no image. `transform` defaults to
+  /// to_float_chw (transforms.hpp).
   explicit ImageFolder(std::filesystem::path root, ImageTransform transform = {});
 
   int64_t size() const override { return static_cast<int64_t>(samples_.size()); }
-  /// Decodes and transforms image `index`. Errors name the image's path.
+  /// Decodes and transforms image `index`. Decode and transform errors throw
+  /// DataError naming the image's path.
   Example get(int64_t index) const override;
 
   const std::filesystem::path& root() const { return root_; }

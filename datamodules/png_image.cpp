@@ -1,5 +1,7 @@
 #include <fulgur/datamodules/png_image.hpp>
 
+#include <fulgur/datamodules/data_error.hpp>
+
 #include <png.h>
 
 #include <cerrno>
@@ -93,7 +95,7 @@ bool run_decoder(PngDecoder* decoder) {
 }
 
 torch::Tensor decode(const uint8_t* data, size_t size, const std::string& prefix) {
-  if (size < 8 || png_sig_cmp(data, 0, 8) != 0) throw std::runtime_error(prefix + "not a PNG file (bad signature)");
+  if (size < 8 || png_sig_cmp(data, 0, 8) != 0) throw DataError(prefix + "not a PNG file (bad signature)");
   PngDecoder decoder;
   decoder.data = data;
   decoder.size = size;
@@ -104,7 +106,7 @@ torch::Tensor decode(const uint8_t* data, size_t size, const std::string& prefix
   std::free(decoder.rows);
   if (!ok) {
     std::free(decoder.pixels);
-    throw std::runtime_error(prefix + "corrupt or truncated PNG: " +
+    throw DataError(prefix + "corrupt or truncated PNG: " +
                              (decoder.message[0] ? decoder.message : "cannot create the libpng decoder"));
   }
   const auto height = static_cast<int64_t>(decoder.height);
@@ -157,10 +159,10 @@ torch::Tensor read_png(const std::filesystem::path& path) {
   if (!in) {
     const std::string reason = std::filesystem::exists(path) ? "cannot open (permission denied or not a file)"
                                                               : "no such file";
-    throw std::runtime_error("[read_png] " + quoted(path) + ": " + reason);
+    throw DataError("[read_png] " + quoted(path) + ": " + reason);
   }
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw std::runtime_error("[read_png] " + quoted(path) + ": read error");
+  if (in.bad()) throw DataError("[read_png] " + quoted(path) + ": read error");
   return decode(bytes.data(), bytes.size(), "[read_png] " + quoted(path) + ": ");
 }
 

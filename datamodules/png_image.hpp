@@ -14,8 +14,8 @@ namespace fulgur {
 /// RGB: grey is replicated to three channels, palettes are expanded, alpha
 /// is dropped (not composited), 16-bit samples keep their high byte. No
 /// gamma or colour-profile conversion is applied. A missing, non-PNG,
-/// truncated or corrupt file throws std::runtime_error starting
-/// "[read_png]" and naming the path; it never crashes the process.
+/// truncated or corrupt file throws DataError (a std::runtime_error)
+/// starting "[read_png]" and naming the path; it never crashes the process.
 torch::Tensor read_png(const std::filesystem::path& path);
 
 /// read_png() for a PNG already in memory (a packed shard, say); `name`

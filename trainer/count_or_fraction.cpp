@@ -8,7 +8,10 @@
 namespace fulgur {
 
 std::string CountOrFraction::to_string() const {
-  return is_fraction_ ? fmt::format("{}", value_) : fmt::format("{}", count());
+  if (!is_fraction_) return fmt::format("{}", count());
+  // A fraction always shows a decimal point, so "1.0" never reads back as a count.
+  const std::string text = fmt::format("{}", value_);
+  return text.find_first_of(".eEn") == std::string::npos ? text + ".0" : text;
 }
 
 int64_t CountOrFraction::limit(int64_t length, const char* option) const {

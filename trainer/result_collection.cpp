@@ -3,6 +3,7 @@
 #include <fulgur/strategies/strategy.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <stdexcept>
 

@@ -1,7 +1,7 @@
 #include <fulgur/trainer/seed.hpp>
 
 #include <torch/cuda.h>
-#include <torch/random.h>
+#include <torch/utils.h>
 
 #include <cstdlib>
 

@@ -27,6 +27,7 @@ struct TrainerOptions {
   TORCH_ARG(std::string, accelerator) = "auto";
   /// "auto", or a positive count as a string; devices(int) is the usual form.
   TORCH_ARG(std::string, devices) = "auto";
+ public:
   TrainerOptions& devices(int64_t count) {
     devices_ = std::to_string(count);
     return *this;

@@ -3,6 +3,7 @@
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <stdexcept>
 
@@ -14,7 +15,7 @@ TrainingEpochLoop::TrainingEpochLoop(Trainer& trainer)
 bool TrainingEpochLoop::done() const {
   const TrainerConfig& c = trainer_.config();
   if (c.max_steps != -1 && global_step() >= c.max_steps) return true;
-  return trainer_.should_stop() && trainer_.current_epoch() + 1 >= c.min_epochs;
+  return trainer_.should_stop() && trainer_.current_epoch() >= c.min_epochs;
 }
 
 bool TrainingEpochLoop::should_validate(int64_t batch_idx, bool is_last_batch) const {

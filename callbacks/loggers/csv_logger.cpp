@@ -1,6 +1,7 @@
 #include <fulgur/callbacks/loggers/csv_logger.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <fstream>
 #include <regex>
@@ -18,7 +19,7 @@ int64_t next_version(const std::filesystem::path& dir) {
     std::smatch match;
     const std::string name = entry.path().filename().string();
     if (entry.is_directory() && std::regex_match(name, match, pattern)) {
-      next = std::max(next, std::stoll(match[1].str()) + 1);
+      next = std::max<int64_t>(next, std::stoll(match[1].str()) + 1);
     }
   }
   return next;

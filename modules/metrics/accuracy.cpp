@@ -1,6 +1,7 @@
 #include <fulgur/modules/metrics/accuracy.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <stdexcept>
 

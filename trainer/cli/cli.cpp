@@ -5,8 +5,10 @@
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <random>
 

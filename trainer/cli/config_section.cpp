@@ -1,6 +1,7 @@
 #include <fulgur/trainer/cli/config_section.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 

@@ -1,0 +1,37 @@
+# The two commands of the README, plus the pieces they are made of.
+# Every target does its own set-up first (idempotent: done steps are skipped).
+
+BUILD_DIR ?= build
+JOBS ?= 2
+CMAKE_ARGS ?=
+
+.PHONY: all setup configure build demo test bench clean
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+configure: setup
+	@if [ ! -f $(BUILD_DIR)/build.ninja ]; then \
+	  cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_ARGS); \
+	fi
+
+build: configure
+	@cmake --build $(BUILD_DIR) -j$(JOBS)
+
+## Trains the default example (digits in the CINIC-10 layout) and tests it.
+demo: configure
+	@cmake --build $(BUILD_DIR) -j$(JOBS) --target cinic10
+	@bash scripts/demo.sh $(BUILD_DIR)
+
+## Builds and runs the whole test suite through ctest.
+test: build
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS) --timeout 900
+
+## Runs every benchmark; results go to stdout (record them in bench/RESULTS.md).
+bench: build
+	@bash scripts/bench.sh $(BUILD_DIR)
+
+clean:
+	rm -rf $(BUILD_DIR)

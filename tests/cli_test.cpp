@@ -1,0 +1,173 @@
+#include "support/test_support.hpp"
+#include "support/tiny_modules.hpp"
+
+#include <fulgur/trainer/cli/cli.hpp>
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+using namespace fulgur;
+using fulgur::testing::read_file;
+using fulgur::testing::TempDir;
+
+namespace {
+
+struct CliModel : testing::RecordingModule {
+  explicit CliModel(cli::ConfigSection& s) : RecordingModule(4, s.get<double>("lr", 0.1)) {
+    s.choice("arch", "linear", {"linear"});
+  }
+};
+
+struct CliData : testing::RegressionData {
+  explicit CliData(cli::ConfigSection& s)
+      : RegressionData(s.get<int64_t>("train_batches", 4), 2, s.get<int64_t>("batch_size", 8)) {
+    if (s.get<int64_t>("batch_size", 8) < 1) s.fail("batch_size", "an integer >= 1", "0");
+  }
+};
+
+struct Outcome {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Outcome run_cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "prog");
+  std::vector<const char*> argv;
+  for (auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  auto* old_out = std::cout.rdbuf(out.rdbuf());
+  auto* old_err = std::cerr.rdbuf(err.rdbuf());
+  const int code = cli::run<CliModel, CliData>(static_cast<int>(argv.size()), argv.data());
+  std::cout.rdbuf(old_out);
+  std::cerr.rdbuf(old_err);
+  return {code, out.str(), err.str()};
+}
+
+}  // namespace
+
+TEST_CASE("cli: parse_arguments reads subcommand, configs, overrides and flags") {
+  const char* argv[] = {"prog", "test", "--config", "a.yaml", "--trainer.max_epochs", "3",
+                        "--model.lr=0.5", "--print_config", "--config=b.yaml"};
+  const cli::Arguments a = cli::parse_arguments(9, argv);
+  CHECK(a.subcommand == cli::Subcommand::Test);
+  CHECK(a.config_files == std::vector<std::string>{"a.yaml", "b.yaml"});
+  REQUIRE(a.overrides.size() == 2);
+  CHECK(a.overrides[0] == std::pair<std::string, std::string>{"trainer.max_epochs", "3"});
+  CHECK(a.overrides[1] == std::pair<std::string, std::string>{"model.lr", "0.5"});
+  CHECK(a.print_config);
+
+  const char* bad_sub[] = {"prog", "train"};
+  CHECK_THROWS_WITH_AS(cli::parse_arguments(2, bad_sub),
+                       "subcommand: expected one of fit, validate, test, predict, got 'train'", cli::ConfigError);
+  const char* no_value[] = {"prog", "fit", "--trainer.max_epochs"};
+  CHECK_THROWS_WITH_AS(cli::parse_arguments(3, no_value), "--trainer.max_epochs: expected a value", cli::ConfigError);
+  const char* positional[] = {"prog", "fit", "extra"};
+  CHECK_THROWS_WITH_AS(cli::parse_arguments(3, positional), "argument 'extra': expected --KEY VALUE",
+                       cli::ConfigError);
+}
+
+TEST_CASE("cli: config files merge in order and overrides win") {
+  TempDir dir("cli-merge");
+  std::ofstream(dir / "a.yaml") << "trainer:\n  max_epochs: 5\n  precision: bf16-mixed\nmodel:\n  lr: 0.1\n";
+  std::ofstream(dir / "b.yaml") << "trainer:\n  max_epochs: 7\n";
+  cli::Arguments a;
+  a.config_files = {(dir / "a.yaml").string(), (dir / "b.yaml").string()};
+  a.overrides = {{"model.lr", "0.25"}, {"data.mean", "[1, 2, 3]"}};
+  const YAML::Node root = cli::merge_configuration(a);
+  CHECK(root["trainer"]["max_epochs"].as<int>() == 7);
+  CHECK(root["trainer"]["precision"].as<std::string>() == "bf16-mixed");
+  CHECK(root["model"]["lr"].as<double>() == doctest::Approx(0.25));
+  CHECK(root["data"]["mean"].size() == 3);
+
+  std::ofstream(dir / "broken.yaml") << "trainer:\n  max_epochs: [1, 2\n";
+  a.config_files = {(dir / "broken.yaml").string()};
+  try {
+    cli::merge_configuration(a);
+    FAIL("expected an error");
+  } catch (const cli::ConfigError& e) {
+    CHECK(std::string(e.what()).rfind("--config " + (dir / "broken.yaml").string() + ": invalid YAML at line", 0) ==
+          0);
+  }
+  a.config_files = {(dir / "missing.yaml").string()};
+  CHECK_THROWS_WITH_AS(cli::merge_configuration(a), ("--config " + (dir / "missing.yaml").string() + ": file not found").c_str(),
+                       cli::ConfigError);
+}
+
+TEST_CASE("cli: bad input exits 2 with one message naming the key, and writes nothing") {
+  TempDir dir("cli-errors");
+  const std::string root = (dir / "runs").string();
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--trainer.max_epoch", "3"}, "error: unknown key 'trainer.max_epoch'\n"},
+      {{"--model.depth", "3"}, "error: unknown key 'model.depth'\n"},
+      {{"--optimizer.lr", "3"},
+       "error: unknown key 'optimizer' (top-level keys: trainer, model, data, seed_everything, test_after_fit)\n"},
+      {{"--trainer.max_epochs", "abc"}, "error: trainer.max_epochs: expected an integer or null, got 'abc'\n"},
+      {{"--trainer.deterministic", "maybe"},
+       "error: trainer.deterministic: expected a boolean (true/false), got 'maybe'\n"},
+      {{"--model.lr", "fast"}, "error: model.lr: expected a number, got 'fast'\n"},
+      {{"--model.arch", "resnet"}, "error: model.arch: expected one of linear, got 'resnet'\n"},
+      {{"--data.batch_size", "0"}, "error: data.batch_size: expected an integer >= 1, got '0'\n"},
+      {{"--trainer.limit_train_batches", "lots"},
+       "error: trainer.limit_train_batches: expected a batch count (integer) or a fraction (number with a decimal "
+       "point), got 'lots'\n"},
+      {{"--trainer.precision", "64"},
+       "error: [TrainerConfig::resolve] precision must be one of 32-true, bf16-mixed, 16-mixed, got '64'\n"},
+      {{"--trainer.accelerator", "tpu"},
+       "error: trainer.accelerator: expected one of auto, cpu, gpu, cuda, got 'tpu'\n"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"fit", "--trainer.default_root_dir", root};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const Outcome o = run_cli(args);
+    CAPTURE(c.args[0]);
+    CHECK(o.code == 2);
+    CHECK(o.err == c.message);
+    CHECK_FALSE(std::filesystem::exists(root));
+  }
+}
+
+TEST_CASE("cli: --print_config shows every resolved option and exits 0") {
+  TempDir dir("cli-print");
+  const std::string root = (dir / "runs").string();
+  const Outcome o = run_cli({"fit", "--print_config", "--trainer.default_root_dir", root, "--model.lr", "0.3",
+                             "--seed_everything", "5"});
+  CHECK(o.code == 0);
+  const YAML::Node printed = YAML::Load(o.out);
+  CHECK(printed["seed_everything"].as<int>() == 5);
+  CHECK(printed["model"]["lr"].as<double>() == doctest::Approx(0.3));
+  CHECK(printed["model"]["arch"].as<std::string>() == "linear");
+  CHECK(printed["trainer"]["max_epochs"].IsNull());
+  CHECK(printed["trainer"]["precision"].as<std::string>() == "32-true");
+  CHECK(printed["trainer"]["limit_train_batches"].as<std::string>() == "1.0");
+  CHECK(printed["data"]["batch_size"].as<int>() == 8);
+  CHECK_FALSE(std::filesystem::exists(root));
+}
+
+TEST_CASE("cli: fit then test writes one run folder with hparams and metrics") {
+  TempDir dir("cli-fit");
+  const std::string root = (dir / "runs").string();
+  const Outcome o = run_cli({"fit", "--trainer.default_root_dir", root, "--trainer.max_epochs", "2",
+                             "--trainer.enable_progress_bar", "false", "--trainer.log_every_n_steps", "1",
+                             "--seed_everything", "3", "--test_after_fit", "true"});
+  CHECK(o.code == 0);
+  CHECK(o.err.empty());
+  const auto run = std::filesystem::path(root) / "fulgur_logs" / "version_0";
+  CHECK(o.out.find("run folder " + run.string()) != std::string::npos);
+  const YAML::Node hparams = YAML::LoadFile((run / "hparams.yaml").string());
+  CHECK(hparams["seed_everything"].as<int>() == 3);
+  CHECK(hparams["trainer"]["max_epochs"].as<int>() == 2);
+  const std::string csv = read_file(run / "metrics.csv");
+  CHECK(csv.rfind("epoch,step,test_loss,train_loss,val_loss\n", 0) == 0);
+  INFO(csv);
+  CHECK(csv.find("\n0,4,") != std::string::npos);  // 4 batches per epoch, logged every step
+  CHECK(csv.find("\n2,8,") != std::string::npos);  // the test row: after 2 epochs, 8 steps
+  CHECK_FALSE(std::filesystem::exists(std::filesystem::path(root) / "fulgur_logs" / "version_1"));
+}

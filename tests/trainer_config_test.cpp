@@ -1,0 +1,157 @@
+#include <fulgur/trainer/trainer_config.hpp>
+
+#include <doctest/doctest.h>
+
+using fulgur::CountOrFraction;
+using fulgur::Platform;
+using fulgur::TrainerConfig;
+using fulgur::TrainerOptions;
+
+namespace {
+
+Platform cpu_only() { return Platform{}; }
+
+Platform with_gpus(int64_t n) {
+  Platform p;
+  p.cuda_device_count = n;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("TrainerConfig: defaults resolve like Lightning's") {
+  const TrainerConfig c = TrainerConfig::resolve(TrainerOptions(), cpu_only());
+  CHECK(c.accelerator == fulgur::AcceleratorKind::Cpu);
+  CHECK(c.devices == 1);
+  CHECK(c.world_size == 1);
+  CHECK(c.strategy == "single_device");
+  CHECK(c.max_epochs == 1000);
+  CHECK(c.max_steps == -1);
+  CHECK(c.num_sanity_val_steps == 2);
+  CHECK(c.log_every_n_steps == 50);
+  CHECK(c.precision == fulgur::PrecisionMode::Full32);
+}
+
+TEST_CASE("TrainerConfig: max_epochs is unlimited when only max_steps is given") {
+  const TrainerConfig c = TrainerConfig::resolve(TrainerOptions().max_steps(10), cpu_only());
+  CHECK(c.max_epochs == -1);
+  CHECK(c.max_steps == 10);
+}
+
+TEST_CASE("TrainerConfig: accelerator auto picks the GPU when one is visible") {
+  const TrainerConfig one = TrainerConfig::resolve(TrainerOptions(), with_gpus(1));
+  CHECK(one.accelerator == fulgur::AcceleratorKind::Cuda);
+  CHECK(one.devices == 1);
+  CHECK(TrainerConfig::resolve(TrainerOptions().accelerator("cpu"), with_gpus(2)).accelerator ==
+        fulgur::AcceleratorKind::Cpu);
+  CHECK(TrainerConfig::resolve(TrainerOptions().devices(1), with_gpus(2)).devices == 1);
+  // devices "auto" means every visible GPU, as in Lightning: with 2 that is DDP.
+  CHECK_THROWS_WITH_AS(TrainerConfig::resolve(TrainerOptions(), with_gpus(2)),
+                       "[TrainerConfig::resolve] strategy 'ddp' is not built yet in fulgur " FULGUR_VERSION
+                       " (devices=2, num_nodes=1); use strategy 'single_device' with devices=1",
+                       std::invalid_argument);
+}
+
+TEST_CASE("TrainerConfig: exact error messages") {
+  auto message = [](const TrainerOptions& o, const Platform& p = Platform{}) {
+    try {
+      TrainerConfig::resolve(o, p);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(message(TrainerOptions().accelerator("tpu")) ==
+        "[TrainerConfig::resolve] accelerator must be one of auto, cpu, gpu, got 'tpu'");
+  CHECK(message(TrainerOptions().accelerator("gpu")) ==
+        "[TrainerConfig::resolve] accelerator 'gpu' was requested but no CUDA device is available (use 'cpu' or "
+        "'auto')");
+  CHECK(message(TrainerOptions().devices("zero")) ==
+        "[TrainerConfig::resolve] devices must be 'auto', -1 (all) or a count >= 1, got 'zero'");
+  CHECK(message(TrainerOptions().accelerator("gpu").devices(4), with_gpus(2)) ==
+        "[TrainerConfig::resolve] devices=4 but only 2 CUDA device(s) are visible");
+  CHECK(message(TrainerOptions().num_nodes(0)) == "[TrainerConfig::resolve] num_nodes must be >= 1, got 0");
+  CHECK(message(TrainerOptions().strategy("deepspeed")) ==
+        "[TrainerConfig::resolve] strategy must be one of auto, single_device, ddp, horovod, got 'deepspeed'");
+  CHECK(message(TrainerOptions().strategy("single_device").devices(2)) ==
+        "[TrainerConfig::resolve] strategy 'single_device' needs devices=1 and num_nodes=1, got devices=2 "
+        "num_nodes=1");
+  CHECK(message(TrainerOptions().strategy("ddp")).find("strategy 'ddp' is not built yet") != std::string::npos);
+  CHECK(message(TrainerOptions().strategy("horovod")).find("strategy 'horovod' is not built yet") !=
+        std::string::npos);
+  CHECK(message(TrainerOptions().devices(2)).find("strategy 'ddp' is not built yet") != std::string::npos);
+  CHECK(message(TrainerOptions().precision("16-mixed")) ==
+        "[TrainerConfig::resolve] precision '16-mixed' needs a GPU (float16 autocast with a gradient scaler); on "
+        "CPU use 'bf16-mixed'");
+  CHECK(message(TrainerOptions().precision("64")) ==
+        "[TrainerConfig::resolve] precision must be one of 32-true, bf16-mixed, 16-mixed, got '64'");
+  CHECK(message(TrainerOptions().max_epochs(-2)) ==
+        "[TrainerConfig::resolve] max_epochs must be -1 (no limit) or >= 0, got -2");
+  CHECK(message(TrainerOptions().max_steps(-3)) ==
+        "[TrainerConfig::resolve] max_steps must be -1 (no limit) or >= 0, got -3");
+  CHECK(message(TrainerOptions().max_epochs(2).min_epochs(3)) ==
+        "[TrainerConfig::resolve] min_epochs (3) must not exceed max_epochs (2)");
+  CHECK(message(TrainerOptions().accumulate_grad_batches(0)) ==
+        "[TrainerConfig::resolve] accumulate_grad_batches must be >= 1, got 0");
+  CHECK(message(TrainerOptions().gradient_clip_val(-1.0)) ==
+        "[TrainerConfig::resolve] gradient_clip_val must be >= 0, got -1");
+  CHECK(message(TrainerOptions().gradient_clip_algorithm("l1")) ==
+        "[TrainerConfig::resolve] gradient_clip_algorithm must be 'norm' or 'value', got 'l1'");
+  CHECK(message(TrainerOptions().val_check_interval(1.5)) ==
+        "[TrainerConfig::resolve] val_check_interval must be a fraction in (0, 1] or a batch count >= 1, got 1.5");
+  CHECK(message(TrainerOptions().val_check_interval(0)) ==
+        "[TrainerConfig::resolve] val_check_interval must be a fraction in (0, 1] or a batch count >= 1, got 0");
+  CHECK(message(TrainerOptions().check_val_every_n_epoch(0)) ==
+        "[TrainerConfig::resolve] check_val_every_n_epoch must be >= 1 or null, got 0");
+  CHECK(message(TrainerOptions().limit_train_batches(-1)) ==
+        "[TrainerConfig::resolve] limit_train_batches must be a fraction in [0, 1] or a batch count >= 0, got -1");
+  CHECK(message(TrainerOptions().limit_val_batches(2.0)) ==
+        "[TrainerConfig::resolve] limit_val_batches must be a fraction in [0, 1] or a batch count >= 0, got 2.0");
+  CHECK(message(TrainerOptions().num_sanity_val_steps(-2)) ==
+        "[TrainerConfig::resolve] num_sanity_val_steps must be -1 (all) or >= 0, got -2");
+  CHECK(message(TrainerOptions().log_every_n_steps(0)) ==
+        "[TrainerConfig::resolve] log_every_n_steps must be >= 1, got 0");
+  CHECK(message(TrainerOptions().fast_dev_run(-1)) == "[TrainerConfig::resolve] fast_dev_run must be >= 0, got -1");
+}
+
+TEST_CASE("TrainerConfig: world size must match the environment") {
+  Platform launched;
+  launched.world_size = 4;
+  launched.world_size_source = "WORLD_SIZE";
+  try {
+    TrainerConfig::resolve(TrainerOptions(), launched);
+    FAIL("expected an error");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()) ==
+          "[TrainerConfig::resolve] num_nodes * devices = 1 * 1 = 1 does not match the world size 4 reported by "
+          "WORLD_SIZE");
+  }
+}
+
+TEST_CASE("TrainerConfig: fast_dev_run limits every loop and turns logging off") {
+  const TrainerConfig c = TrainerConfig::resolve(TrainerOptions().fast_dev_run(3).max_epochs(50), cpu_only());
+  CHECK(c.max_epochs == 1);
+  CHECK(c.max_steps == 3);
+  CHECK(c.limit_train_batches == CountOrFraction(3));
+  CHECK(c.limit_val_batches == CountOrFraction(3));
+  CHECK(c.limit_test_batches == CountOrFraction(3));
+  CHECK(c.num_sanity_val_steps == 0);
+  CHECK_FALSE(c.logger);
+}
+
+TEST_CASE("CountOrFraction: text keeps counts and fractions apart") {
+  CHECK(CountOrFraction(1.0).to_string() == "1.0");
+  CHECK(CountOrFraction(0.25).to_string() == "0.25");
+  CHECK(CountOrFraction(1).to_string() == "1");
+}
+
+TEST_CASE("CountOrFraction: limits a loader's length") {
+  CHECK(CountOrFraction(5).limit(10, "x") == 5);
+  CHECK(CountOrFraction(50).limit(10, "x") == 10);
+  CHECK(CountOrFraction(0.25).limit(10, "x") == 2);
+  CHECK(CountOrFraction(1.0).limit(10, "x") == 10);
+  CHECK(CountOrFraction(0.0).limit(10, "x") == 0);
+  CHECK_THROWS_WITH_AS(CountOrFraction(0.05).limit(10, "limit_val_batches"),
+                       "[CountOrFraction::limit] limit_val_batches=0.05 of 10 batches is less than one batch",
+                       std::invalid_argument);
+}
