@@ -1,5 +1,6 @@
 #include <fulgur/trainer/cli/cli.hpp>
 
+#include <fulgur/datamodules/data_error.hpp>
 #include <fulgur/trainer/cli/trainer_options_reader.hpp>
 #include <fulgur/trainer/seed.hpp>
 #include <fulgur/trainer/trainer.hpp>
@@ -107,10 +108,8 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
   ConfigSection top(root, "");
   std::random_device entropy;
   const auto seed = top.get<int64_t>("seed_everything", static_cast<int64_t>(entropy() & 0x7fffffff));
+  // Only fit acts on it; the other subcommands accept it so one config serves all.
   const bool test_after_fit = top.get<bool>("test_after_fit", false);
-  if (test_after_fit && args.subcommand != Subcommand::Fit) {
-    throw ConfigError("test_after_fit: only valid with the fit subcommand");
-  }
   seed_everything(static_cast<uint64_t>(seed));
 
   ConfigSection trainer_section(root["trainer"], "trainer");
@@ -126,7 +125,7 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
 
   YAML::Node resolved(YAML::NodeType::Map);
   resolved["seed_everything"] = seed;
-  if (args.subcommand == Subcommand::Fit) resolved["test_after_fit"] = test_after_fit;
+  resolved["test_after_fit"] = test_after_fit;
   resolved["trainer"] = trainer_section.resolved();
   resolved["model"] = model_section.resolved();
   resolved["data"] = data_section.resolved();
@@ -152,9 +151,11 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
     case Subcommand::Test: print_metrics("test", trainer.test(*model, *data)); break;
     case Subcommand::Predict: {
       const auto outputs = trainer.predict(*model, *data);
+      if (!trainer.is_global_zero()) break;
+      // One tensor, batches joined along dim 0: what torch.load(weights_only=True) reads.
       const auto path = trainer.log_dir() / "predictions.pt";
       std::filesystem::create_directories(path.parent_path());
-      const std::vector<char> bytes = torch::pickle_save(c10::List<torch::Tensor>(outputs));
+      const std::vector<char> bytes = torch::pickle_save(outputs.empty() ? torch::Tensor() : torch::cat(outputs));
       std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
       std::cout << "predict: " << outputs.size() << " batches written to " << path.string() << std::endl;
       break;
@@ -238,17 +239,18 @@ YAML::Node merge_configuration(const Arguments& args) {
 
 int run(int argc, const char* const* argv, const Factories& factories) {
   const char* program = argc > 0 ? argv[0] : "fulgur";
+  auto report = [](const std::exception& e, int exit_code) {
+    std::cerr << "error: " << e.what() << std::endl;
+    return exit_code;
+  };
   try {
     return run_checked(parse_arguments(argc, argv), factories, program);
-  } catch (const ConfigError& e) {
-    std::cerr << "error: " << e.what() << std::endl;
-    return 2;
-  } catch (const std::invalid_argument& e) {
-    std::cerr << "error: " << e.what() << std::endl;
-    return 2;
+  } catch (const std::invalid_argument& e) {  // ConfigError and invalid options: bad input
+    return report(e, 2);
+  } catch (const DataError& e) {  // missing folder, corrupt image: bad input too
+    return report(e, 2);
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << std::endl;
-    return 1;
+    return report(e, 1);
   }
 }
 

@@ -1,0 +1,99 @@
+// The example binary end to end, as a user runs it, on the digits exported
+// by scripts/setup.sh (real PNG files in the CINIC-10 layout).
+#include "support/test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using fulgur::testing::read_file;
+using fulgur::testing::run_command;
+using fulgur::testing::TempDir;
+
+namespace {
+
+const std::string kBinary = std::string(FULGUR_BINARY_DIR) + "/bin/cinic10";
+const std::string kDigits = std::string(FULGUR_SOURCE_DIR) + "/data/digits-cinic";
+
+double last_value(const std::string& csv, const std::string& column) {
+  std::istringstream in(csv);
+  std::string header;
+  std::getline(in, header);
+  std::vector<std::string> names;
+  std::stringstream hs(header);
+  for (std::string name; std::getline(hs, name, ',');) names.push_back(name);
+  const auto col = std::find(names.begin(), names.end(), column) - names.begin();
+  double value = -1;
+  for (std::string line; std::getline(in, line);) {
+    std::stringstream ls(line);
+    std::string cell;
+    for (int64_t i = 0; std::getline(ls, cell, ','); ++i) {
+      if (i == col && !cell.empty()) value = std::stod(cell);
+    }
+  }
+  return value;
+}
+
+}  // namespace
+
+TEST_CASE("example cinic10: fit + test on the digits reaches high accuracy") {
+  REQUIRE_MESSAGE(std::filesystem::exists(kDigits + "/train"), "demo data missing: run scripts/setup.sh");
+  TempDir dir("example-fit");
+  const auto result = run_command(kBinary + " fit --config " + FULGUR_SOURCE_DIR +
+                                      "/examples/cinic10/digits.yaml --trainer.max_epochs 4 --data.root " + kDigits +
+                                      " --trainer.default_root_dir " + dir.path().string(),
+                                  600);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  const auto run = dir.path() / "fulgur_logs" / "version_0";
+  CHECK(result.output.find("fulgur: run folder " + run.string()) != std::string::npos);
+  const std::string csv = read_file(run / "metrics.csv");
+  CHECK(csv.rfind("epoch,step,test_acc,test_loss,train_loss,val_acc,val_loss\n", 0) == 0);
+  CHECK(last_value(csv, "test_acc") >= 0.95);
+  CHECK(last_value(csv, "val_acc") >= 0.95);
+  const std::string hparams = read_file(run / "hparams.yaml");
+  CHECK(hparams.find("max_epochs: 4") != std::string::npos);
+}
+
+TEST_CASE("example cinic10: predict writes a tensor Python's torch.load reads") {
+  TempDir dir("example-predict");
+  const auto result = run_command(kBinary + " predict --config " + FULGUR_SOURCE_DIR +
+                                  "/examples/cinic10/digits.yaml --data.root " + kDigits +
+                                  " --trainer.default_root_dir " + dir.path().string());
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  const auto file = dir.path() / "fulgur_logs" / "version_0" / "predictions.pt";
+  const auto loaded = run_command(std::string(FULGUR_PYTHON) + " -c \"import torch; p = torch.load('" +
+                                  file.string() + "', weights_only=True); print(tuple(p.shape), p.dtype, " +
+                                  "int(p.min()) >= 0 and int(p.max()) <= 9)\"");
+  INFO(loaded.output);
+  CHECK(loaded.exit_code == 0);
+  CHECK(loaded.output == "(270,) torch.int64 True\n");
+}
+
+TEST_CASE("example cinic10: bad input exits 2 and creates no run folder") {
+  TempDir dir("example-bad");
+  const std::string root = " --trainer.default_root_dir " + dir.path().string();
+  const auto missing = run_command(kBinary + " fit --data.root " + (dir.path() / "nowhere").string() + root);
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.output.find((dir.path() / "nowhere").string()) != std::string::npos);
+  const auto typo = run_command(kBinary + " fit --data.root " + kDigits + " --trainer.max_epoch 1" + root);
+  CHECK(typo.exit_code == 2);
+  CHECK(typo.output == "error: unknown key 'trainer.max_epoch'\n");
+  const auto bad_config = run_command(kBinary + " fit --config " + (dir.path() / "none.yaml").string() + root);
+  CHECK(bad_config.exit_code == 2);
+  CHECK(bad_config.output == "error: --config " + (dir.path() / "none.yaml").string() + ": file not found\n");
+  CHECK_FALSE(std::filesystem::exists(dir.path() / "fulgur_logs"));
+}
+
+TEST_CASE("example cinic10: --help and --print_config") {
+  const auto help = run_command(kBinary + " --help");
+  CHECK(help.exit_code == 0);
+  CHECK(help.output.find("usage: ") != std::string::npos);
+  const auto printed = run_command(kBinary + " fit --print_config --data.root x --model.arch mlp");
+  CHECK(printed.exit_code == 0);
+  CHECK(printed.output.find("arch: mlp") != std::string::npos);
+  CHECK(printed.output.find("batch_size: 128") != std::string::npos);
+}
