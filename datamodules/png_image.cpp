@@ -41,9 +41,12 @@ struct PngDecoder {
   char message[256] = {};
 };
 
+// libpng error callback: keeps the message in the decoder or encoder state
+// (`State::message`) and jumps back to the setjmp point.
+template <class State>
 void record_error(png_structp png, png_const_charp message) {
-  auto* decoder = static_cast<PngDecoder*>(png_get_error_ptr(png));
-  std::snprintf(decoder->message, sizeof(decoder->message), "%s", message ? message : "unknown libpng error");
+  auto* state = static_cast<State*>(png_get_error_ptr(png));
+  std::snprintf(state->message, sizeof(state->message), "%s", message ? message : "unknown libpng error");
   png_longjmp(png, 1);
 }
 
@@ -99,7 +102,7 @@ torch::Tensor decode(const uint8_t* data, size_t size, const std::string& prefix
   PngDecoder decoder;
   decoder.data = data;
   decoder.size = size;
-  decoder.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &decoder, record_error, ignore_warning);
+  decoder.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &decoder, record_error<PngDecoder>, ignore_warning);
   if (decoder.png) decoder.info = png_create_info_struct(decoder.png);
   const bool ok = decoder.png && decoder.info && run_decoder(&decoder);
   png_destroy_read_struct(decoder.png ? &decoder.png : nullptr, decoder.info ? &decoder.info : nullptr, nullptr);
@@ -124,12 +127,6 @@ struct PngEncoder {
   int channels = 0;
   char message[256] = {};
 };
-
-void record_write_error(png_structp png, png_const_charp message) {
-  auto* encoder = static_cast<PngEncoder*>(png_get_error_ptr(png));
-  std::snprintf(encoder->message, sizeof(encoder->message), "%s", message ? message : "unknown libpng error");
-  png_longjmp(png, 1);
-}
 
 bool run_encoder(PngEncoder* encoder) {
   if (setjmp(png_jmpbuf(encoder->png))) return false;
@@ -188,7 +185,7 @@ void write_png(const std::filesystem::path& path, const torch::Tensor& hwc_uint8
   if (!encoder.file) {
     throw std::runtime_error(prefix + "cannot open for writing: " + std::generic_category().message(errno));
   }
-  encoder.png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &encoder, record_write_error, ignore_warning);
+  encoder.png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &encoder, record_error<PngEncoder>, ignore_warning);
   if (encoder.png) encoder.info = png_create_info_struct(encoder.png);
   bool ok = encoder.png && encoder.info && run_encoder(&encoder);
   png_destroy_write_struct(encoder.png ? &encoder.png : nullptr, encoder.info ? &encoder.info : nullptr);

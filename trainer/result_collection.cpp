@@ -71,16 +71,19 @@ std::string ResultCollection::epoch_name(const std::string& name, const Metric& 
   return m.on_step ? name + "_epoch" : name;
 }
 
+void ResultCollection::Metrics::add(const std::string& name, const std::string& key, const LogOptions& options,
+                                    double value) {
+  if (options.logger) logger[key] = value;
+  if (options.prog_bar) prog_bar[key] = value;
+  callback[name] = value;
+  callback[key] = value;
+}
+
 ResultCollection::Metrics ResultCollection::step_metrics() const {
   Metrics out;
   for (const auto& [name, m] : metrics_) {
     if (!m.on_step || !m.step_value.defined()) continue;
-    const double value = m.step_value.item<double>();
-    const std::string key = step_name(name, m);
-    if (m.options.logger) out.logger[key] = value;
-    if (m.options.prog_bar) out.prog_bar[key] = value;
-    out.callback[name] = value;
-    out.callback[key] = value;
+    out.add(name, step_name(name, m), m.options, m.step_value.item<double>());
   }
   return out;
 }
@@ -109,12 +112,7 @@ ResultCollection::Metrics ResultCollection::epoch_metrics(Strategy& strategy) co
   // collectives match whatever each process wants to report.
   for (const auto& [name, m] : metrics_) {
     if (!m.on_epoch || !m.accumulator.defined()) continue;
-    const double value = compute_epoch(m, strategy);
-    const std::string key = epoch_name(name, m);
-    if (m.options.logger) out.logger[key] = value;
-    if (m.options.prog_bar) out.prog_bar[key] = value;
-    out.callback[name] = value;
-    out.callback[key] = value;
+    out.add(name, epoch_name(name, m), m.options, compute_epoch(m, strategy));
   }
   return out;
 }

@@ -34,6 +34,10 @@ class ResultCollection {
     std::map<std::string, double> logger;
     std::map<std::string, double> prog_bar;
     std::map<std::string, double> callback;
+
+    /// Files `value` under `key` where `options` send it; callbacks see it
+    /// under the base `name` too.
+    void add(const std::string& name, const std::string& key, const LogOptions& options, double value);
   };
 
   /// The last step's on_step values.

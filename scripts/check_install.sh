@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the built fulgur into a temporary prefix, then configures, builds
+# and runs tests/install (a separate project using find_package(fulgur)).
+set -euo pipefail
+build="$(cd "$1" && pwd)"
+source_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+work="$build/test-tmp/install"
+rm -rf "$work"
+cmake --install "$build" --prefix "$work/prefix" > /dev/null
+torch_dir="$(grep '^Torch_DIR:' "$build/CMakeCache.txt" | cut -d= -f2-)"
+launcher="$(grep '^CCACHE_PROGRAM:' "$build/CMakeCache.txt" | cut -d= -f2-)"
+cmake -S "$source_dir/tests/install" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$work/prefix" -DTorch_DIR="$torch_dir" \
+  ${launcher:+-DCMAKE_CXX_COMPILER_LAUNCHER=$launcher} > "$work/configure.log" 2>&1 \
+  || { cat "$work/configure.log"; exit 1; }
+cmake --build "$work/build" -j2
+"$work/build/consumer"
