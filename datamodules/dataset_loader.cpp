@@ -191,22 +191,41 @@ DatasetLoader::DatasetLoader(std::shared_ptr<const Dataset> dataset, DatasetLoad
   }
 }
 
+void DatasetLoader::shard(int64_t rank, int64_t num_replicas, uint64_t seed) {
+  if (num_replicas < 1 || rank < 0 || rank >= num_replicas) {
+    throw std::invalid_argument("[DatasetLoader::shard] rank " + std::to_string(rank) + " is outside " +
+                                std::to_string(num_replicas) + " replicas");
+  }
+  rank_ = rank;
+  num_replicas_ = num_replicas;
+  options_.seed(seed);
+}
+
 int64_t DatasetLoader::size() const {
   const int64_t batch = options_.batch_size();
-  return options_.drop_last() ? num_examples_ / batch : (num_examples_ + batch - 1) / batch;
+  const int64_t examples = (num_examples_ + num_replicas_ - 1) / num_replicas_;
+  return options_.drop_last() ? examples / batch : (examples + batch - 1) / batch;
 }
 
 std::vector<int64_t> DatasetLoader::epoch_order() const {
+  std::vector<int64_t> order(static_cast<size_t>(num_examples_));
   if (!options_.shuffle()) {
-    std::vector<int64_t> order(static_cast<size_t>(num_examples_));
     for (int64_t i = 0; i < num_examples_; ++i) order[static_cast<size_t>(i)] = i;
-    return order;
+  } else {
+    // Unsigned wrap-around is intended: any epoch (even negative) maps to a seed.
+    auto generator = at::make_generator<at::CPUGeneratorImpl>(*options_.seed() + static_cast<uint64_t>(epoch_));
+    const torch::Tensor permutation = torch::randperm(num_examples_, generator, torch::kLong).contiguous();
+    std::copy(permutation.data_ptr<int64_t>(), permutation.data_ptr<int64_t>() + num_examples_, order.begin());
   }
-  // Unsigned wrap-around is intended: any epoch (even negative) maps to a seed.
-  auto generator = at::make_generator<at::CPUGeneratorImpl>(*options_.seed() + static_cast<uint64_t>(epoch_));
-  const torch::Tensor permutation = torch::randperm(num_examples_, generator, torch::kLong).contiguous();
-  const int64_t* data = permutation.data_ptr<int64_t>();
-  return {data, data + num_examples_};
+  if (num_replicas_ == 1 || num_examples_ == 0) return order;
+  // Every rank sees the same permutation (same seed and epoch) and keeps its stride.
+  const int64_t per_rank = (num_examples_ + num_replicas_ - 1) / num_replicas_;
+  std::vector<int64_t> mine;
+  mine.reserve(static_cast<size_t>(per_rank));
+  for (int64_t i = rank_; i < per_rank * num_replicas_; i += num_replicas_) {
+    mine.push_back(order[static_cast<size_t>(i % num_examples_)]);
+  }
+  return mine;
 }
 
 std::unique_ptr<BatchIterator> DatasetLoader::iterate(int64_t first_batch) {

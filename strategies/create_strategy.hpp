@@ -7,7 +7,8 @@
 
 namespace fulgur {
 
-/// The Strategy (with its Accelerator and Precision) a resolved config asks for.
-std::unique_ptr<Strategy> create_strategy(const TrainerConfig& config);
+/// The Strategy (with its Accelerator and Precision) a resolved config asks
+/// for, on the processes the platform describes.
+std::unique_ptr<Strategy> create_strategy(const TrainerConfig& config, const Platform& platform);
 
 }  // namespace fulgur

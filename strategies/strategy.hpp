@@ -47,11 +47,16 @@ class Strategy {
   virtual void barrier(const std::string& name) = 0;
 
   // --- the gradient path ----------------------------------------------------------
+  /// Before each training_step (DDP: copy rank 0's buffers).
+  virtual void before_training_step() {}
   /// Backward through the precision plugin; `sync_gradients` is false on
   /// accumulation steps, where a distributed strategy skips communication.
   virtual void backward(const torch::Tensor& loss, bool sync_gradients);
-  /// Finishes gradient synchronisation, then steps through the precision
-  /// plugin. Returns whether the optimizer stepped (a scaler may skip).
+  /// Waits until gradients are the same on every process (DDP: averaged);
+  /// called on optimizer steps, before anyone reads or clips them.
+  virtual void synchronize_gradients() {}
+  /// Steps through the precision plugin. Returns whether the optimizer
+  /// stepped (a gradient scaler may skip a step).
   virtual bool optimizer_step(torch::optim::Optimizer& optimizer);
 
   Batch batch_to_device(const Batch& batch) const;

@@ -45,10 +45,45 @@ TEST_CASE("TrainerConfig: accelerator auto picks the GPU when one is visible") {
   CHECK(TrainerConfig::resolve(TrainerOptions().accelerator("cpu"), with_gpus(2)).accelerator ==
         fulgur::AcceleratorKind::Cpu);
   CHECK(TrainerConfig::resolve(TrainerOptions().devices(1), with_gpus(2)).devices == 1);
-  // devices "auto" means every visible GPU, as in Lightning: with 2 that is DDP.
-  CHECK_THROWS_WITH_AS(TrainerConfig::resolve(TrainerOptions(), with_gpus(2)),
-                       "[TrainerConfig::resolve] strategy 'ddp' is not built yet in fulgur " FULGUR_VERSION
-                       " (devices=2, num_nodes=1); use strategy 'single_device' with devices=1",
+  // devices "auto" means every visible GPU, as in Lightning: with 2 that is DDP,
+  // started by fulgur's launcher when nothing else started the processes.
+  const TrainerConfig two = TrainerConfig::resolve(TrainerOptions(), with_gpus(2));
+  CHECK(two.devices == 2);
+  CHECK(two.strategy == "ddp");
+  CHECK(two.needs_launch);
+}
+
+TEST_CASE("TrainerConfig: strategy auto is ddp above one process; launched runs must match the launch") {
+  const TrainerConfig local = TrainerConfig::resolve(TrainerOptions().accelerator("cpu").devices(3), cpu_only());
+  CHECK(local.strategy == "ddp");
+  CHECK(local.world_size == 3);
+  CHECK(local.needs_launch);
+
+  Platform torchrun;
+  torchrun.world_size = 4;
+  torchrun.world_size_source = "WORLD_SIZE=4";
+  torchrun.processes_external = true;
+  const TrainerConfig launched = TrainerConfig::resolve(TrainerOptions().devices(2).num_nodes(2), torchrun);
+  CHECK_FALSE(launched.needs_launch);
+  CHECK(launched.world_size == 4);
+
+  Platform slurm = torchrun;
+  slurm.world_size_source = "SLURM_NTASKS=4";
+  slurm.tasks_per_node = 2;
+  slurm.tasks_per_node_source = "SLURM_NTASKS_PER_NODE=2";
+  CHECK_THROWS_WITH_AS(TrainerConfig::resolve(TrainerOptions().devices(4).num_nodes(1), slurm),
+                       "[TrainerConfig::resolve] devices=4 but SLURM_NTASKS_PER_NODE=2 starts 2 processes per node "
+                       "(one process per device is needed)",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(TrainerConfig::resolve(TrainerOptions().devices(1), slurm),
+                       "[TrainerConfig::resolve] num_nodes * devices = 1 * 1 = 1 does not match the world size 4 "
+                       "reported by SLURM_NTASKS=4",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(TrainerConfig::resolve(TrainerOptions().devices(2).num_nodes(2).node_rank(2), torchrun),
+                       "[TrainerConfig::resolve] node_rank must be in [0, num_nodes), got 2 with num_nodes=2",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(TrainerConfig::resolve(TrainerOptions().process_group_timeout(0), cpu_only()),
+                       "[TrainerConfig::resolve] process_group_timeout must be > 0 seconds, got 0",
                        std::invalid_argument);
 }
 
@@ -76,10 +111,8 @@ TEST_CASE("TrainerConfig: exact error messages") {
   CHECK(message(TrainerOptions().strategy("single_device").devices(2)) ==
         "[TrainerConfig::resolve] strategy 'single_device' needs devices=1 and num_nodes=1, got devices=2 "
         "num_nodes=1");
-  CHECK(message(TrainerOptions().strategy("ddp")).find("strategy 'ddp' is not built yet") != std::string::npos);
-  CHECK(message(TrainerOptions().strategy("horovod")).find("strategy 'horovod' is not built yet") !=
-        std::string::npos);
-  CHECK(message(TrainerOptions().devices(2)).find("strategy 'ddp' is not built yet") != std::string::npos);
+  CHECK(message(TrainerOptions().strategy("horovod")) ==
+        "[TrainerConfig::resolve] strategy 'horovod' is not built yet in fulgur " FULGUR_VERSION "; use strategy 'ddp'");
   CHECK(message(TrainerOptions().precision("16-mixed")) ==
         "[TrainerConfig::resolve] precision '16-mixed' needs a GPU (float16 autocast with a gradient scaler); on "
         "CPU use 'bf16-mixed'");

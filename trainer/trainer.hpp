@@ -109,6 +109,8 @@ class Trainer {
   template <class Body>
   auto run_stage(TrainerStage stage, Stage data_stage, LightningModule& module, DataModule& data, Body&& body);
   void setup_run(LightningModule& module);
+  /// Shards a loader by rank when several processes train together.
+  std::shared_ptr<DataLoader> prepare_loader(std::shared_ptr<DataLoader> loader);
   void start_loggers(LightningModule& module);
   void log_to_loggers(const std::map<std::string, double>& metrics);
 

@@ -1,5 +1,8 @@
 #include <fulgur/trainer/trainer_config.hpp>
 
+#include <fulgur/strategies/detect_cluster_environment.hpp>
+#include <fulgur/strategies/slurm_environment.hpp>
+
 #include <fmt/format.h>
 #include <torch/cuda.h>
 
@@ -45,6 +48,15 @@ const char* to_string(PrecisionMode mode) {
 Platform Platform::detect() {
   Platform platform;
   platform.cuda_device_count = static_cast<int64_t>(torch::cuda::device_count());
+  std::shared_ptr<const ClusterEnvironment> env = detect_cluster_environment();
+  platform.world_size = env->world_size();
+  platform.world_size_source = env->world_size_source();
+  platform.processes_external = env->creates_processes_externally();
+  if (const auto* slurm = dynamic_cast<const SlurmEnvironment*>(env.get()); slurm && slurm->ntasks_per_node()) {
+    platform.tasks_per_node = slurm->ntasks_per_node();
+    platform.tasks_per_node_source = "SLURM_NTASKS_PER_NODE=" + slurm->ntasks_per_node_text().value_or("");
+  }
+  platform.environment = std::move(env);
   return platform;
 }
 
@@ -86,15 +98,32 @@ TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& pl
     invalid(fmt::format("strategy 'single_device' needs devices=1 and num_nodes=1, got devices={} num_nodes={}",
                         c.devices, c.num_nodes));
   }
-  if (c.strategy == "ddp" || c.strategy == "horovod") {
-    invalid(fmt::format("strategy '{}' is not built yet in fulgur {} (devices={}, num_nodes={}); use "
-                        "strategy 'single_device' with devices=1",
-                        c.strategy, FULGUR_VERSION, c.devices, c.num_nodes));
+  if (c.strategy == "horovod") {
+    invalid(fmt::format("strategy 'horovod' is not built yet in fulgur {}; use strategy 'ddp'", FULGUR_VERSION));
   }
-  if (c.world_size != platform.world_size) {
-    invalid(fmt::format("num_nodes * devices = {} * {} = {} does not match the world size {} reported by {}",
-                        c.num_nodes, c.devices, c.world_size, platform.world_size, platform.world_size_source));
+  // Started by torchrun/srun/mpirun: the launch must agree with the options.
+  if (platform.processes_external || platform.world_size > 1) {
+    if (c.world_size != platform.world_size) {
+      invalid(fmt::format("num_nodes * devices = {} * {} = {} does not match the world size {} reported by {}",
+                          c.num_nodes, c.devices, c.world_size, platform.world_size, platform.world_size_source));
+    }
+    if (platform.tasks_per_node && *platform.tasks_per_node != c.devices) {
+      invalid(fmt::format("devices={} but {} starts {} processes per node (one process per device is needed)",
+                          c.devices, platform.tasks_per_node_source, *platform.tasks_per_node));
+    }
   }
+  c.needs_launch = c.world_size > 1 && !platform.processes_external;
+  if (o.node_rank() < 0 || o.node_rank() >= c.num_nodes) {
+    invalid(fmt::format("node_rank must be in [0, num_nodes), got {} with num_nodes={}", o.node_rank(), c.num_nodes));
+  }
+  c.node_rank = o.node_rank();
+  if (!(o.process_group_timeout() > 0)) {
+    invalid(fmt::format("process_group_timeout must be > 0 seconds, got {}", o.process_group_timeout()));
+  }
+  c.process_group_timeout = o.process_group_timeout();
+  c.find_unused_parameters = o.find_unused_parameters();
+  c.broadcast_buffers = o.broadcast_buffers();
+  c.use_distributed_sampler = o.use_distributed_sampler();
 
   const std::string& p = o.precision();
   if (p == "32-true" || p == "32") {

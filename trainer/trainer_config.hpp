@@ -4,10 +4,13 @@
 #include <fulgur/trainer/trainer_options.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 namespace fulgur {
+
+class ClusterEnvironment;
 
 enum class AcceleratorKind { Cpu, Cuda };
 enum class PrecisionMode { Full32, BF16Mixed, FP16Mixed };
@@ -24,8 +27,17 @@ struct Platform {
   int64_t world_size = 1;
   /// Where world_size came from, for error messages ("no launcher").
   std::string world_size_source = "a single process (no launcher)";
+  /// True under torchrun, srun or mpirun; false when fulgur's own launcher
+  /// will start the processes.
+  bool processes_external = false;
+  /// SLURM's tasks per node, when given, and the variable it came from.
+  std::optional<int64_t> tasks_per_node;
+  std::string tasks_per_node_source;
+  /// Who this process is (rank, rendezvous); null means a lone local process.
+  std::shared_ptr<const ClusterEnvironment> environment;
 
-  /// The real machine: CUDA devices visible to LibTorch, one local process.
+  /// The real machine: CUDA devices visible to LibTorch, and the cluster
+  /// environment detected from the process's variables.
   static Platform detect();
 };
 
@@ -58,6 +70,14 @@ struct TrainerConfig {
   std::string default_root_dir = ".";
   bool enable_progress_bar = true;
   bool logger = true;
+  double process_group_timeout = 1800.0;
+  int64_t node_rank = 0;
+  bool find_unused_parameters = false;
+  bool broadcast_buffers = true;
+  bool use_distributed_sampler = true;
+  /// Processes must be started by fulgur's launcher (world size > 1 and no
+  /// external launcher).
+  bool needs_launch = false;
 
   /// Validates `options` and decides every "auto". Throws std::invalid_argument
   /// starting "[TrainerConfig::resolve]" that names the option and its value.

@@ -61,6 +61,18 @@ struct TrainerOptions {
   TORCH_ARG(bool, enable_progress_bar) = true;
   /// Writes the run folder (hparams.yaml, metrics.csv) when true.
   TORCH_ARG(bool, logger) = true;
+
+  // --- distributed (strategy ddp) ---
+  /// Seconds a collective may wait for a peer before the run fails.
+  TORCH_ARG(double, process_group_timeout) = 1800.0;
+  /// This machine's index when fulgur's launcher starts several nodes.
+  TORCH_ARG(int64_t, node_rank) = 0;
+  /// Treat parameters without a gradient in a step as zero instead of an error.
+  TORCH_ARG(bool, find_unused_parameters) = false;
+  /// Copy rank 0's buffers (BatchNorm statistics) before every training step.
+  TORCH_ARG(bool, broadcast_buffers) = true;
+  /// Give each process its share of the data (DatasetLoader::shard).
+  TORCH_ARG(bool, use_distributed_sampler) = true;
 };
 
 }  // namespace fulgur

@@ -71,6 +71,7 @@ void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_l
   results_.set_batch_size(batch.size());
   trainer_.call_hook(&Callback::on_train_batch_start, &LightningModule::on_train_batch_start, batch, batch_idx);
 
+  strategy.before_training_step();
   torch::Tensor loss;
   {
     Precision::AutocastScope autocast(strategy.precision());
@@ -106,7 +107,8 @@ void TrainingEpochLoop::optimizer_step() {
   Strategy& strategy = trainer_.strategy();
   torch::optim::Optimizer& optimizer = *trainer_.optimizers().optimizer;
 
-  // Gradients must be in true units before anyone reads or clips them.
+  // Gradients must be averaged and in true units before anyone reads or clips them.
+  strategy.synchronize_gradients();
   strategy.precision().unscale_gradients(optimizer);
   trainer_.call_hook(&Callback::on_before_optimizer_step, &LightningModule::on_before_optimizer_step, optimizer);
   if (c.gradient_clip_val && *c.gradient_clip_val > 0.0) {

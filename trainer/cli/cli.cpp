@@ -1,6 +1,7 @@
 #include <fulgur/trainer/cli/cli.hpp>
 
 #include <fulgur/datamodules/data_error.hpp>
+#include <fulgur/strategies/local_launcher.hpp>
 #include <fulgur/trainer/cli/trainer_options_reader.hpp>
 #include <fulgur/trainer/seed.hpp>
 #include <fulgur/trainer/trainer.hpp>
@@ -96,7 +97,18 @@ void print_metrics(const char* title, const std::map<std::string, double>& metri
   std::cout << std::endl;
 }
 
-int run_checked(const Arguments& args, const Factories& factories, const char* program) {
+// Starts one process per device through fulgur's launcher; each re-runs this
+// command line as one rank. Returns the launcher's exit code.
+int launch_processes(const TrainerConfig& config, int argc, const char* const* argv) {
+  LocalLauncherOptions options(config.devices);
+  options.num_nodes(config.num_nodes).node_rank(config.node_rank);
+  if (const char* address = std::getenv("MASTER_ADDR")) options.main_address(address);
+  if (const char* port = std::getenv("MASTER_PORT")) options.main_port(std::stoll(port));
+  return LocalLauncher(options).launch(argc, argv);
+}
+
+int run_checked(const Arguments& args, const Factories& factories, int argc, const char* const* argv) {
+  const char* program = argc > 0 ? argv[0] : "fulgur";
   if (args.help) {
     std::cout << fmt::format(kUsage, program);
     return 0;
@@ -137,7 +149,12 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
   }
   model->save_hyperparameters(resolved);
 
-  Trainer trainer(options);  // validates every option before anything is written
+  // Every option is checked here, before a process, a group or a file exists.
+  const Platform platform = Platform::detect();
+  const TrainerConfig config = TrainerConfig::resolve(options, platform);
+  if (config.needs_launch) return launch_processes(config, argc, argv);
+
+  Trainer trainer(options, {}, {}, platform);
   switch (args.subcommand) {
     case Subcommand::Fit:
       trainer.fit(*model, *data);
@@ -147,8 +164,16 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
         if (trainer.is_global_zero()) print_metrics("test", metrics);
       }
       break;
-    case Subcommand::Validate: print_metrics("validate", trainer.validate(*model, *data)); break;
-    case Subcommand::Test: print_metrics("test", trainer.test(*model, *data)); break;
+    case Subcommand::Validate: {
+      const auto metrics = trainer.validate(*model, *data);
+      if (trainer.is_global_zero()) print_metrics("validate", metrics);
+      break;
+    }
+    case Subcommand::Test: {
+      const auto metrics = trainer.test(*model, *data);
+      if (trainer.is_global_zero()) print_metrics("test", metrics);
+      break;
+    }
     case Subcommand::Predict: {
       const auto outputs = trainer.predict(*model, *data);
       if (!trainer.is_global_zero()) break;
@@ -238,13 +263,12 @@ YAML::Node merge_configuration(const Arguments& args) {
 }
 
 int run(int argc, const char* const* argv, const Factories& factories) {
-  const char* program = argc > 0 ? argv[0] : "fulgur";
   auto report = [](const std::exception& e, int exit_code) {
     std::cerr << "error: " << e.what() << std::endl;
     return exit_code;
   };
   try {
-    return run_checked(parse_arguments(argc, argv), factories, program);
+    return run_checked(parse_arguments(argc, argv), factories, argc, argv);
   } catch (const std::invalid_argument& e) {  // ConfigError and invalid options: bad input
     return report(e, 2);
   } catch (const DataError& e) {  // missing folder, corrupt image: bad input too

@@ -91,6 +91,11 @@ TrainerOptions read_trainer_options(ConfigSection& s) {
   o.default_root_dir(s.get<std::string>("default_root_dir", d.default_root_dir()));
   o.enable_progress_bar(s.get<bool>("enable_progress_bar", d.enable_progress_bar()));
   o.logger(s.get<bool>("logger", d.logger()));
+  o.process_group_timeout(s.get<double>("process_group_timeout", d.process_group_timeout()));
+  o.node_rank(s.get<int64_t>("node_rank", d.node_rank()));
+  o.find_unused_parameters(s.get<bool>("find_unused_parameters", d.find_unused_parameters()));
+  o.broadcast_buffers(s.get<bool>("broadcast_buffers", d.broadcast_buffers()));
+  o.use_distributed_sampler(s.get<bool>("use_distributed_sampler", d.use_distributed_sampler()));
   return o;
 }
 

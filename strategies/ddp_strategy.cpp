@@ -1,0 +1,137 @@
+#include <fulgur/strategies/ddp_strategy.hpp>
+
+#include <fulgur/modules/lightning_module.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <stdexcept>
+
+namespace fulgur {
+namespace {
+
+// Shapes of all parameters as one int64 tensor: [count, ndim0, dims0..., ndim1, ...].
+torch::Tensor shape_signature(const std::vector<torch::Tensor>& params) {
+  std::vector<int64_t> sig{static_cast<int64_t>(params.size())};
+  for (const auto& p : params) {
+    sig.push_back(p.dim());
+    for (int64_t d : p.sizes()) sig.push_back(d);
+  }
+  return torch::tensor(sig, torch::kInt64);
+}
+
+std::string describe_shape(const std::vector<int64_t>& sig, size_t& pos) {
+  const int64_t ndim = sig[pos++];
+  std::vector<int64_t> dims(sig.begin() + static_cast<std::ptrdiff_t>(pos),
+                            sig.begin() + static_cast<std::ptrdiff_t>(pos + ndim));
+  pos += static_cast<size_t>(ndim);
+  return fmt::format("[{}]", fmt::join(dims, ", "));
+}
+
+}  // namespace
+
+DDPStrategy::DDPStrategy(Accelerator accelerator, PrecisionMode precision, DDPOptions options)
+    : Strategy(accelerator, precision, accelerator.device(options.local_rank)), options_(std::move(options)) {
+  options_.process_group.device_type = root_device().type();
+}
+
+DDPStrategy::~DDPStrategy() = default;
+
+ProcessGroup& DDPStrategy::process_group() {
+  if (!group_) throw std::logic_error("[DDPStrategy::process_group] used before setup_environment");
+  return *group_;
+}
+
+void DDPStrategy::setup_environment() {
+  Strategy::setup_environment();
+  // One group for the strategy's lifetime: fit then test reuse it.
+  if (!group_) group_ = std::make_unique<ProcessGroup>(options_.process_group);
+}
+
+void DDPStrategy::check_same_shapes(LightningModule& module) {
+  const auto named = module.named_parameters();
+  std::vector<torch::Tensor> params;
+  for (const auto& item : named) params.push_back(item.value());
+  torch::Tensor mine = shape_signature(params).to(root_device());
+
+  // Signatures may differ in length: gather lengths, then padded signatures.
+  torch::Tensor length = torch::tensor({mine.numel()}, torch::kInt64).to(root_device());
+  int64_t longest = 0;
+  for (const auto& l : process_group().all_gather(length)) longest = std::max(longest, l.item<int64_t>());
+  torch::Tensor padded = torch::full({longest}, -1, mine.options());
+  padded.narrow(0, 0, mine.numel()).copy_(mine);
+  const auto all = process_group().all_gather(padded);
+
+  auto to_vector = [](const torch::Tensor& t) {
+    const torch::Tensor c = t.cpu().contiguous();
+    return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+  };
+  const std::vector<int64_t> reference = to_vector(all[0]);
+  for (int64_t r = 1; r < world_size(); ++r) {
+    const std::vector<int64_t> other = to_vector(all[static_cast<size_t>(r)]);
+    if (other[0] != reference[0]) {
+      throw std::runtime_error(fmt::format("[DDPStrategy::setup] rank {} has {} parameters but rank 0 has {}", r,
+                                           other[0], reference[0]));
+    }
+    size_t pa = 1, pb = 1;
+    for (int64_t i = 0; i < reference[0]; ++i) {
+      const std::string a = describe_shape(reference, pa);
+      const std::string b = describe_shape(other, pb);
+      if (a != b) {
+        throw std::runtime_error(fmt::format("[DDPStrategy::setup] parameter '{}' has shape {} on rank {} but {} on rank 0",
+                                             named[static_cast<size_t>(i)].key(), b, r, a));
+      }
+    }
+  }
+}
+
+void DDPStrategy::setup(LightningModule& module) {
+  Strategy::setup(module);
+  module_ = &module;
+  check_same_shapes(module);
+  torch::NoGradGuard no_grad;
+  for (auto& p : module.parameters()) process_group().broadcast(p, 0);
+  for (auto& b : module.buffers()) process_group().broadcast(b, 0);
+
+  std::vector<torch::Tensor> params;
+  std::vector<std::string> names;
+  for (const auto& item : module.named_parameters()) {
+    names.push_back(item.key());
+    params.push_back(item.value());
+  }
+  reducer_ = std::make_unique<GradientReducer>(std::move(params), std::move(names), process_group(),
+                                               options_.reducer);
+}
+
+void DDPStrategy::teardown() { reducer_.reset(); }
+
+torch::Tensor DDPStrategy::all_reduce(const torch::Tensor& tensor, ReduceOp op) {
+  torch::Tensor result = tensor.detach().to(root_device()).clone();
+  process_group().all_reduce(result, op);
+  return result;
+}
+
+torch::Tensor DDPStrategy::broadcast(const torch::Tensor& tensor, int64_t source_rank) {
+  torch::Tensor result = tensor.detach().to(root_device()).clone();
+  process_group().broadcast(result, source_rank);
+  return result;
+}
+
+void DDPStrategy::barrier(const std::string&) { process_group().barrier(); }
+
+void DDPStrategy::before_training_step() {
+  if (!options_.broadcast_buffers || module_ == nullptr) return;
+  torch::NoGradGuard no_grad;
+  for (auto& b : module_->buffers()) process_group().broadcast(b, 0);
+}
+
+void DDPStrategy::backward(const torch::Tensor& loss, bool sync_gradients) {
+  if (reducer_) reducer_->prepare(sync_gradients);
+  Strategy::backward(loss, sync_gradients);
+}
+
+void DDPStrategy::synchronize_gradients() {
+  if (reducer_) reducer_->finish();
+}
+
+}  // namespace fulgur

@@ -1,0 +1,62 @@
+#pragma once
+
+#include <fulgur/strategies/gradient_reducer.hpp>
+#include <fulgur/strategies/process_group.hpp>
+#include <fulgur/strategies/strategy.hpp>
+
+#include <memory>
+
+namespace fulgur {
+
+struct DDPOptions {
+  /// Rendezvous, rank and world size, backend device and timeout.
+  ProcessGroupOptions process_group;
+  int64_t local_rank = 0;
+  int64_t node_rank = 0;
+  GradientReducer::Options reducer;
+  /// Copy rank 0's buffers (BatchNorm running statistics) before every
+  /// training step, as torch's DDP does by default.
+  bool broadcast_buffers = true;
+};
+
+/// Distributed data parallel: one process per device, each with a full copy
+/// of the model and its own share of the data. Parameters and buffers start
+/// equal (broadcast from rank 0 after every rank checked it has the same
+/// shapes); gradients are averaged by bucketed allreduce overlapping
+/// backward (GradientReducer); accumulation steps skip communication.
+class DDPStrategy : public Strategy {
+ public:
+  DDPStrategy(Accelerator accelerator, PrecisionMode precision, DDPOptions options);
+  ~DDPStrategy() override;
+
+  std::string name() const override { return "ddp"; }
+  int64_t world_size() const override { return options_.process_group.world_size; }
+  int64_t global_rank() const override { return options_.process_group.rank; }
+  int64_t local_rank() const override { return options_.local_rank; }
+  int64_t node_rank() const override { return options_.node_rank; }
+
+  void setup_environment() override;
+  void setup(LightningModule& module) override;
+  void teardown() override;
+
+  torch::Tensor all_reduce(const torch::Tensor& tensor, ReduceOp op) override;
+  torch::Tensor broadcast(const torch::Tensor& tensor, int64_t source_rank) override;
+  void barrier(const std::string& name) override;
+
+  void before_training_step() override;
+  void backward(const torch::Tensor& loss, bool sync_gradients) override;
+  void synchronize_gradients() override;
+
+  ProcessGroup& process_group();
+  const GradientReducer* reducer() const { return reducer_.get(); }
+
+ private:
+  void check_same_shapes(LightningModule& module);
+
+  DDPOptions options_;
+  std::unique_ptr<ProcessGroup> group_;
+  std::unique_ptr<GradientReducer> reducer_;
+  LightningModule* module_ = nullptr;
+};
+
+}  // namespace fulgur

@@ -1,0 +1,138 @@
+#include <fulgur/strategies/gradient_reducer.hpp>
+
+#include <fulgur/strategies/process_group.hpp>
+
+#include <fmt/format.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <stdexcept>
+
+namespace fulgur {
+namespace {
+
+/// Calls back into the reducer once a parameter's .grad holds this step's sum.
+class ReadyHook : public torch::autograd::PostAccumulateGradHook {
+ public:
+  explicit ReadyHook(std::function<void()> on_ready) : on_ready_(std::move(on_ready)) {}
+  void operator()(const torch::autograd::Variable&) override { on_ready_(); }
+
+ private:
+  std::function<void()> on_ready_;
+};
+
+}  // namespace
+
+GradientReducer::GradientReducer(std::vector<torch::Tensor> parameters, std::vector<std::string> names,
+                                 ProcessGroup& group, Options options)
+    : parameters_(std::move(parameters)), names_(std::move(names)), group_(group), options_(options) {
+  bucket_of_.resize(parameters_.size());
+  ready_.assign(parameters_.size(), false);
+  // Reverse order: the last layers' gradients are ready first in backward.
+  int64_t bucket_bytes = 0;
+  for (size_t k = parameters_.size(); k-- > 0;) {
+    const torch::Tensor& p = parameters_[k];
+    if (!p.requires_grad()) continue;
+    const int64_t bytes = p.numel() * static_cast<int64_t>(p.element_size());
+    const int64_t limit = buckets_.size() <= 1 ? options_.first_bucket_bytes : options_.bucket_bytes;
+    const bool fits = !buckets_.empty() && bucket_bytes + bytes <= limit &&
+                      parameters_[buckets_.back().params.front()].options().type_equal(p.options());
+    if (!fits) {
+      buckets_.emplace_back();
+      bucket_bytes = 0;
+    }
+    buckets_.back().params.push_back(k);
+    buckets_.back().numel += p.numel();
+    bucket_bytes += bytes;
+    bucket_of_[k] = buckets_.size() - 1;
+  }
+  for (size_t k = 0; k < parameters_.size(); ++k) {
+    if (!parameters_[k].requires_grad()) continue;
+    torch::autograd::impl::set_post_acc_grad_hooks(
+        parameters_[k], std::make_unique<ReadyHook>([this, k] { on_gradient_ready(k); }));
+  }
+}
+
+GradientReducer::~GradientReducer() {
+  for (auto& p : parameters_) {
+    if (p.requires_grad()) torch::autograd::impl::set_post_acc_grad_hooks(p, nullptr);
+  }
+}
+
+void GradientReducer::prepare(bool sync) {
+  syncing_ = sync;
+  in_backward_ = true;
+  launched_in_backward_ = 0;
+  next_to_launch_ = 0;
+  std::fill(ready_.begin(), ready_.end(), false);
+  for (auto& bucket : buckets_) {
+    bucket.pending = static_cast<int64_t>(bucket.params.size());
+    bucket.work.reset();
+  }
+}
+
+void GradientReducer::on_gradient_ready(size_t k) {
+  if (!syncing_ || ready_[k]) return;
+  ready_[k] = true;
+  Bucket& bucket = buckets_[bucket_of_[k]];
+  if (--bucket.pending == 0) launch_ready_buckets();
+}
+
+void GradientReducer::launch_ready_buckets() {
+  while (next_to_launch_ < buckets_.size() && buckets_[next_to_launch_].pending == 0) {
+    launch(buckets_[next_to_launch_]);
+    if (in_backward_) ++launched_in_backward_;
+    ++next_to_launch_;
+  }
+}
+
+void GradientReducer::launch(Bucket& bucket) {
+  std::vector<torch::Tensor> grads;
+  grads.reserve(bucket.params.size());
+  for (size_t k : bucket.params) {
+    const torch::Tensor& p = parameters_[k];
+    grads.push_back(p.grad().defined() ? p.grad().reshape({-1}) : torch::zeros({p.numel()}, p.options()));
+  }
+  bucket.buffer = torch::cat(grads);
+  bucket.work = group_.all_reduce_async(bucket.buffer, ReduceOp::Mean);
+}
+
+void GradientReducer::finish() {
+  in_backward_ = false;
+  if (!syncing_) return;
+  // Parameters that took no part in this step's graph.
+  for (auto& bucket : buckets_) {
+    if (bucket.pending == 0) continue;
+    for (size_t k : bucket.params) {
+      if (ready_[k]) continue;
+      if (!options_.find_unused_parameters) {
+        throw std::runtime_error(fmt::format(
+            "[GradientReducer::finish] parameter '{}' received no gradient in this step (rank {}); set "
+            "find_unused_parameters=true if the model does not use every parameter every step",
+            names_[k], group_.rank()));
+      }
+      ready_[k] = true;
+    }
+    bucket.pending = 0;
+  }
+  launch_ready_buckets();
+  for (auto& bucket : buckets_) {
+    group_.wait(bucket.work, "all_reduce");
+    int64_t offset = 0;
+    for (size_t k : bucket.params) {
+      torch::Tensor& p = parameters_[k];
+      const torch::Tensor averaged = bucket.buffer.narrow(0, offset, p.numel()).view_as(p);
+      if (p.grad().defined()) {
+        p.mutable_grad().copy_(averaged);
+      } else {
+        p.mutable_grad() = averaged.clone();
+      }
+      offset += p.numel();
+    }
+    bucket.buffer = torch::Tensor();
+    bucket.work.reset();
+  }
+}
+
+}  // namespace fulgur

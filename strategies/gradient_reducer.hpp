@@ -1,0 +1,76 @@
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace c10d {
+class Work;
+}
+
+namespace fulgur {
+
+class ProcessGroup;
+
+/// DDP's gradient path: parameters are grouped into buckets (in reverse
+/// registration order, the order backward produces gradients; the first
+/// bucket small so communication starts early). A post-accumulate-grad hook
+/// on every parameter counts it in; when a bucket is complete its gradients
+/// are flattened and an asynchronous allreduce starts while backward is
+/// still running. finish() waits for all of them and writes the averaged
+/// gradients back. Buckets launch strictly in index order on every rank, so
+/// the collectives pair up even if gradients arrive in a different order.
+class GradientReducer {
+ public:
+  struct Options {
+    int64_t first_bucket_bytes = 1 << 20;    // 1 MiB
+    int64_t bucket_bytes = 25 * (1 << 20);  // 25 MiB
+    /// Parameters without a gradient in a step count as zero instead of
+    /// being an error.
+    bool find_unused_parameters = false;
+  };
+
+  GradientReducer(std::vector<torch::Tensor> parameters, std::vector<std::string> names, ProcessGroup& group,
+                  Options options);
+  ~GradientReducer();
+  GradientReducer(const GradientReducer&) = delete;
+  GradientReducer& operator=(const GradientReducer&) = delete;
+
+  /// Before backward: `sync` false skips all communication (accumulation).
+  void prepare(bool sync);
+  /// After backward, before the optimizer: waits and averages.
+  void finish();
+
+  int64_t num_buckets() const { return static_cast<int64_t>(buckets_.size()); }
+  /// Buckets whose allreduce started during backward in the last step.
+  int64_t buckets_launched_in_backward() const { return launched_in_backward_; }
+
+ private:
+  struct Bucket {
+    std::vector<size_t> params;  // indices into parameters_
+    int64_t numel = 0;
+    int64_t pending = 0;
+    torch::Tensor buffer;
+    c10::intrusive_ptr<c10d::Work> work;
+  };
+
+  void on_gradient_ready(size_t param_index);
+  void launch_ready_buckets();
+  void launch(Bucket& bucket);
+
+  std::vector<torch::Tensor> parameters_;
+  std::vector<std::string> names_;
+  ProcessGroup& group_;
+  Options options_;
+  std::vector<Bucket> buckets_;
+  std::vector<size_t> bucket_of_;  // parameter index -> bucket index
+  std::vector<bool> ready_;
+  size_t next_to_launch_ = 0;
+  bool syncing_ = false;
+  bool in_backward_ = false;
+  int64_t launched_in_backward_ = 0;
+};
+
+}  // namespace fulgur

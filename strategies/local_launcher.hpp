@@ -1,0 +1,83 @@
+#pragma once
+
+#include <torch/arg.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace fulgur {
+
+/// Options of a LocalLauncher, with chainable setters:
+/// `LocalLauncherOptions(4).main_port(29500)`. LocalLauncher validates them
+/// when it is constructed, before any process is started.
+struct LocalLauncherOptions {
+  LocalLauncherOptions() = default;
+  explicit LocalLauncherOptions(int64_t nprocs) : nprocs_(nprocs) {}
+
+  /// Processes started on this node, one per local rank (>= 1).
+  TORCH_ARG(int64_t, nprocs) = 1;
+  /// Nodes in the job (>= 1); every node runs the same launcher.
+  TORCH_ARG(int64_t, num_nodes) = 1;
+  /// This node's index in [0, num_nodes).
+  TORCH_ARG(int64_t, node_rank) = 0;
+  /// Address of the rank-0 rendezvous (MASTER_ADDR of every child).
+  TORCH_ARG(std::string, main_address) = "127.0.0.1";
+  /// Port of the rendezvous in [0, 65535]. 0 picks a free TCP port on
+  /// main_address at launch(); only valid with num_nodes == 1, because every
+  /// node must agree on the port and each would pick its own.
+  TORCH_ARG(int64_t, main_port) = 0;
+  /// Seconds between asking the remaining children to stop (SIGTERM, or the
+  /// signal the launcher received) and killing them (SIGKILL); >= 0.
+  TORCH_ARG(double, grace_period_s) = 5.0;
+};
+
+/// Starts the local ranks of a job by re-executing the running binary
+/// (/proc/self/exe, same argv) once per local rank, in the manner of
+/// torchrun's elastic agent on one node. Each child gets RANK, WORLD_SIZE,
+/// LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT and
+/// FULGUR_LAUNCHED=1 (so should_launch() is false in it and it never launches
+/// again). The calling process only supervises: the first child that exits
+/// non-zero or dies by a signal is reported on stderr in one line, the others
+/// are stopped (SIGTERM, then SIGKILL after grace_period_s) and launch()
+/// returns that child's code. SIGINT / SIGTERM sent to the supervisor are
+/// forwarded to the children the same way, and launch() returns 128 + signal.
+/// Children die with the supervisor even when it is SIGKILLed
+/// (PR_SET_PDEATHSIG); that signal follows the thread that called launch(),
+/// which stays inside launch() until every child is reaped.
+class LocalLauncher {
+ public:
+  /// Looks up an environment variable; nullopt when it is not set.
+  using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+
+  explicit LocalLauncher(LocalLauncherOptions options);
+
+  /// Runs nprocs copies of this binary with `argv` (argv[0] is kept as the
+  /// children's argv[0]) and waits for all of them. Returns 0 when every
+  /// child exits 0, the exit code of the first failed child (128 + signal
+  /// when it was killed), or 128 + signal when the supervisor was interrupted
+  /// by SIGINT / SIGTERM. Throws when no child could be started; only one
+  /// launch() may run at a time in a process.
+  int launch(int argc, const char* const* argv);
+
+  const LocalLauncherOptions& options() const { return options_; }
+
+  /// True when no launcher or MPI/SLURM runtime has set up this process
+  /// already: none of RANK, WORLD_SIZE, SLURM_NTASKS, OMPI_COMM_WORLD_SIZE,
+  /// PMI_SIZE, MV2_COMM_WORLD_SIZE, FULGUR_LAUNCHED is set to a non-empty
+  /// value. The overload without arguments reads the process environment.
+  static bool should_launch();
+  static bool should_launch(const EnvLookup& env);
+
+  /// A TCP port that is free on `address` (a numeric IPv4/IPv6 address or a
+  /// host name), found by binding port 0 and asking the kernel which port it
+  /// chose. The port is released before returning, so another process could
+  /// take it before the children bind it — the same race torchrun accepts.
+  static int pick_free_port(const std::string& address);
+
+ private:
+  LocalLauncherOptions options_;
+};
+
+}  // namespace fulgur

@@ -1,0 +1,142 @@
+#include <fulgur/strategies/process_group.hpp>
+
+#include <fulgur/strategies/nccl_backend.hpp>
+
+#include <fmt/format.h>
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <stdexcept>
+
+namespace fulgur {
+namespace {
+
+c10d::ReduceOp to_c10d(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Mean: return c10d::ReduceOp::SUM;
+    case ReduceOp::Max: return c10d::ReduceOp::MAX;
+    case ReduceOp::Min: return c10d::ReduceOp::MIN;
+  }
+  return c10d::ReduceOp::SUM;
+}
+
+// A listening socket on loopback for the TCPStore server, so the store is
+// not reachable from other hosts when every rank runs here.
+int listen_on_loopback(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("[ProcessGroup::ProcessGroup] cannot create a socket for the TCPStore");
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 128) != 0) {
+    ::close(fd);
+    throw std::runtime_error(fmt::format(
+        "[ProcessGroup::ProcessGroup] cannot listen on 127.0.0.1:{} for the TCPStore (port in use?)", port));
+  }
+  return fd;
+}
+
+c10::intrusive_ptr<c10d::Store> make_store(const ProcessGroupOptions& o) {
+  if (o.file_store_path) {
+    return c10::make_intrusive<c10d::FileStore>(*o.file_store_path, static_cast<int>(o.world_size));
+  }
+  c10d::TCPStoreOptions t;
+  t.port = static_cast<uint16_t>(o.main_port);
+  t.isServer = o.rank == 0 && !o.store_hosted_externally;
+  t.numWorkers = static_cast<size_t>(o.world_size);
+  t.waitWorkers = true;
+  t.timeout = o.timeout;
+  if (t.isServer && o.all_local) {
+    t.masterListenFd = listen_on_loopback(o.main_port);
+    t.useLibUV = false;  // the classic server accepts a pre-bound socket everywhere
+  }
+  return c10::make_intrusive<c10d::TCPStore>(o.all_local ? "127.0.0.1" : o.main_address, t);
+}
+
+}  // namespace
+
+ProcessGroup::ProcessGroup(const ProcessGroupOptions& options) : options_(options) {
+  if (options_.world_size < 1 || options_.rank < 0 || options_.rank >= options_.world_size) {
+    throw std::invalid_argument(fmt::format("[ProcessGroup::ProcessGroup] rank {} is outside world size {}",
+                                            options_.rank, options_.world_size));
+  }
+  try {
+    store_ = c10::make_intrusive<c10d::PrefixStore>("fulgur", make_store(options_));
+    const int rank = static_cast<int>(options_.rank);
+    const int size = static_cast<int>(options_.world_size);
+    if (options_.device_type == torch::kCUDA) {
+      backend_ = make_nccl_backend(store_, rank, size, options_.timeout);
+    } else {
+      auto gloo = c10d::ProcessGroupGloo::Options::create();
+      gloo->timeout = options_.timeout;
+      gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(
+          options_.all_local ? "127.0.0.1" : c10d::ProcessGroupGloo::createDefaultDevice()->str()));
+      backend_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store_, rank, size, gloo);
+    }
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(fmt::format("[ProcessGroup::ProcessGroup] rank {} of {} could not join the group at {}: {}",
+                                         options_.rank, options_.world_size,
+                                         options_.file_store_path ? *options_.file_store_path
+                                                                  : fmt::format("{}:{}", options_.main_address,
+                                                                                options_.main_port),
+                                         e.what_without_backtrace()));
+  }
+}
+
+ProcessGroup::~ProcessGroup() = default;
+
+void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const char* operation) const {
+  try {
+    work->wait();
+  } catch (const std::exception& e) {
+    const std::string what = dynamic_cast<const c10::Error*>(&e) != nullptr
+                                  ? static_cast<const c10::Error&>(e).what_without_backtrace()
+                                  : e.what();
+    throw std::runtime_error(fmt::format("[ProcessGroup::{}] rank {} of {}: a peer failed or timed out: {}",
+                                         operation, options_.rank, options_.world_size, what));
+  }
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::all_reduce_async(torch::Tensor& tensor, ReduceOp op) {
+  if (op == ReduceOp::Mean) tensor.div_(static_cast<double>(options_.world_size));
+  std::vector<torch::Tensor> tensors{tensor};
+  c10d::AllreduceOptions o;
+  o.reduceOp = to_c10d(op);
+  return backend_->allreduce(tensors, o);
+}
+
+void ProcessGroup::all_reduce(torch::Tensor& tensor, ReduceOp op) { wait(all_reduce_async(tensor, op), "all_reduce"); }
+
+void ProcessGroup::broadcast(torch::Tensor& tensor, int64_t source_rank) {
+  std::vector<torch::Tensor> tensors{tensor};
+  c10d::BroadcastOptions o;
+  o.rootRank = source_rank;
+  wait(backend_->broadcast(tensors, o), "broadcast");
+}
+
+std::vector<torch::Tensor> ProcessGroup::all_gather(const torch::Tensor& tensor) {
+  std::vector<std::vector<torch::Tensor>> outputs(1);
+  for (int64_t r = 0; r < options_.world_size; ++r) outputs[0].push_back(torch::empty_like(tensor));
+  std::vector<torch::Tensor> inputs{tensor.contiguous()};
+  wait(backend_->allgather(outputs, inputs), "all_gather");
+  return outputs[0];
+}
+
+void ProcessGroup::barrier() {
+  // A tiny allreduce is a barrier every backend implements the same way.
+  torch::Tensor token = torch::zeros({1}, torch::TensorOptions().device(options_.device_type));
+  all_reduce(token, ReduceOp::Sum);
+}
+
+}  // namespace fulgur

@@ -1,0 +1,73 @@
+#pragma once
+
+#include <fulgur/strategies/reduce_op.hpp>
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace c10d {
+class Backend;
+class Store;
+class Work;
+}  // namespace c10d
+
+namespace fulgur {
+
+/// Where and how the processes of one training run meet.
+struct ProcessGroupOptions {
+  int64_t rank = 0;
+  int64_t world_size = 1;
+  /// TCPStore rendezvous: rank 0 hosts it on main_port.
+  std::string main_address = "127.0.0.1";
+  int main_port = 29500;
+  /// When set, rendezvous through a file on a shared filesystem instead.
+  std::optional<std::string> file_store_path;
+  /// The store already runs (torchrun's agent hosts it): rank 0 connects
+  /// to it instead of starting one.
+  bool store_hosted_externally = false;
+  /// Every rank on this machine: the store listens on loopback only
+  /// (c10d stores have no authentication).
+  bool all_local = true;
+  /// CPU tensors go through Gloo, CUDA tensors through NCCL.
+  torch::DeviceType device_type = torch::kCPU;
+  std::chrono::milliseconds timeout{std::chrono::minutes(30)};
+};
+
+/// The processes of a run as one group: c10d's Gloo backend for CPU tensors
+/// or NCCL for CUDA tensors, over a TCPStore or FileStore. Collectives are
+/// blocking unless named *_async; all ranks must issue them in the same order.
+class ProcessGroup {
+ public:
+  explicit ProcessGroup(const ProcessGroupOptions& options);
+  ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  int64_t rank() const { return options_.rank; }
+  int64_t size() const { return options_.world_size; }
+  const ProcessGroupOptions& options() const { return options_; }
+
+  /// Starts an element-wise reduction of `tensor` in place (Mean divides the sum).
+  c10::intrusive_ptr<c10d::Work> all_reduce_async(torch::Tensor& tensor, ReduceOp op);
+  void all_reduce(torch::Tensor& tensor, ReduceOp op);
+  void broadcast(torch::Tensor& tensor, int64_t source_rank);
+  /// Every rank's `tensor` (same shape on all ranks), in rank order.
+  std::vector<torch::Tensor> all_gather(const torch::Tensor& tensor);
+  void barrier();
+
+  /// Waits for `work`, turning a failure (a dead peer, a timeout) into an
+  /// exception that names this rank and the operation.
+  void wait(const c10::intrusive_ptr<c10d::Work>& work, const char* operation) const;
+
+ private:
+  ProcessGroupOptions options_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<c10d::Backend> backend_;
+};
+
+}  // namespace fulgur

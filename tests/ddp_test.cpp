@@ -1,0 +1,116 @@
+// DDP in real processes: fulgur's launcher (and torchrun) start ranks that
+// meet over a TCPStore on loopback and average gradients through Gloo.
+#include "support/test_support.hpp"
+
+#include <torch/torch.h>
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+using fulgur::testing::read_file;
+using fulgur::testing::run_command;
+using fulgur::testing::TempDir;
+
+namespace {
+
+const std::string kProbe = std::string(FULGUR_BINARY_DIR) + "/bin/ddp_probe";
+
+std::string fit_command(const TempDir& dir, const std::string& name, const std::string& extra) {
+  return kProbe + " fit --seed_everything 7 --trainer.accelerator cpu --trainer.max_epochs 2 " +
+         "--trainer.enable_progress_bar false --trainer.num_sanity_val_steps 0 --trainer.process_group_timeout 60 " +
+         "--trainer.default_root_dir " + (dir.path() / name).string() + " --model.output " +
+         (dir.path() / (name + ".pt")).string() + " " + extra;
+}
+
+torch::Tensor load(const std::filesystem::path& path) {
+  const std::string bytes = read_file(path);
+  return torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end())).toTensor();
+}
+
+}  // namespace
+
+TEST_CASE("ddp: 2 and 4 processes equal one process on the same global batch") {
+  TempDir dir("ddp-equivalence");
+  const auto one = run_command(fit_command(dir, "one", "--data.batch_size 16"), 300);
+  INFO(one.output);
+  REQUIRE(one.exit_code == 0);
+  const auto two = run_command(fit_command(dir, "two", "--trainer.devices 2 --data.batch_size 8"), 300);
+  INFO(two.output);
+  REQUIRE(two.exit_code == 0);
+  const auto four = run_command(fit_command(dir, "four", "--trainer.devices 4 --data.batch_size 4"), 300);
+  INFO(four.output);
+  REQUIRE(four.exit_code == 0);
+
+  const torch::Tensor reference = load(dir / "one.pt");
+  const torch::Tensor initial_guess = torch::zeros_like(reference);
+  CHECK_FALSE(torch::allclose(reference, initial_guess));
+  CHECK(torch::allclose(load(dir / "two.pt"), reference, 1e-5, 1e-5));
+  CHECK(torch::allclose(load(dir / "four.pt"), reference, 1e-5, 1e-5));
+  // 8 optimizer steps (4 per epoch): only rank 0 writes a run folder.
+  CHECK(std::filesystem::exists(dir / "two" / "fulgur_logs" / "version_0" / "metrics.csv"));
+  CHECK_FALSE(std::filesystem::exists(dir / "two" / "fulgur_logs" / "version_1"));
+}
+
+TEST_CASE("ddp: gradient accumulation communicates once per optimizer step and still matches") {
+  TempDir dir("ddp-accumulate");
+  const auto one =
+      run_command(fit_command(dir, "one", "--data.batch_size 8 --trainer.accumulate_grad_batches 2"), 300);
+  INFO(one.output);
+  REQUIRE(one.exit_code == 0);
+  const auto two = run_command(
+      fit_command(dir, "two", "--trainer.devices 2 --data.batch_size 4 --trainer.accumulate_grad_batches 2"), 300);
+  INFO(two.output);
+  REQUIRE(two.exit_code == 0);
+  CHECK(torch::allclose(load(dir / "two.pt"), load(dir / "one.pt"), 1e-5, 1e-5));
+}
+
+TEST_CASE("ddp: real torchrun starts the ranks and gives the same result") {
+  TempDir dir("ddp-torchrun");
+  const auto ours = run_command(fit_command(dir, "ours", "--trainer.devices 2 --data.batch_size 8"), 300);
+  INFO(ours.output);
+  REQUIRE(ours.exit_code == 0);
+  const std::string torchrun = std::string(FULGUR_SOURCE_DIR) + "/.venv/bin/torchrun";
+  const auto theirs = run_command(torchrun + " --no-python --nproc-per-node 2 --master-port 29617 " +
+                                      fit_command(dir, "theirs", "--trainer.devices 2 --data.batch_size 8"),
+                                  300);
+  INFO(theirs.output);
+  REQUIRE(theirs.exit_code == 0);
+  CHECK(torch::allclose(load(dir / "theirs.pt"), load(dir / "ours.pt"), 1e-6, 1e-6));
+}
+
+TEST_CASE("ddp: a rank killed mid-epoch brings the run down, naming the rank") {
+  TempDir dir("ddp-kill");
+  const auto started = std::chrono::steady_clock::now();
+  const auto result = run_command(
+      fit_command(dir, "kill", "--trainer.devices 3 --data.batch_size 4 --model.kill_rank 1 --model.kill_step 3"),
+      120);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  INFO(result.output);
+  CHECK(result.exit_code != 0);
+  CHECK(result.exit_code != 124);  // not the test's own timeout
+  CHECK(result.output.find("rank 1 was killed by signal 9 (SIGKILL)") != std::string::npos);
+  CHECK(seconds < 60);
+}
+
+TEST_CASE("ddp: ranks with different models fail at setup, naming both ranks and the parameter") {
+  TempDir dir("ddp-mismatch");
+  const auto result =
+      run_command(fit_command(dir, "mismatch", "--trainer.devices 2 --data.batch_size 8 --model.mismatch_rank 1"), 120);
+  INFO(result.output);
+  CHECK(result.exit_code != 0);
+  CHECK(result.output.find("[DDPStrategy::setup] parameter 'net.0.weight' has shape [33, 8] on rank 1 but [32, 8] on "
+                           "rank 0") != std::string::npos);
+}
+
+TEST_CASE("ddp: launched world size and devices must agree before any group exists") {
+  TempDir dir("ddp-world");
+  const auto result = run_command("RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 "
+                                  "MASTER_PORT=29618 " +
+                                      fit_command(dir, "world", "--trainer.devices 1"),
+                                  60);
+  CHECK(result.exit_code == 2);
+  CHECK(result.output.find("num_nodes * devices = 1 * 1 = 1 does not match the world size 2 reported by") !=
+        std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir / "world"));
+}

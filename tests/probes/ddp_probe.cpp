@@ -1,0 +1,80 @@
+// A training program for the distributed tests: an MLP classifier on a fixed
+// synthetic dataset, driven by fulgur's CLI, that writes its final
+// parameters (rank 0) to --model.output so runs can be compared.
+//
+//   ddp_probe fit --trainer.devices 2 --data.batch_size 8 --model.output params.pt
+#include <fulgur/datamodules/dataset_loader.hpp>
+#include <fulgur/datamodules/tensor_dataset.hpp>
+#include <fulgur/fulgur.hpp>
+
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+namespace {
+
+struct ProbeModel : fulgur::LightningModule {
+  explicit ProbeModel(fulgur::cli::ConfigSection& c)
+      : output(c.get<std::string>("output", "")),
+        kill_rank(c.get<int64_t>("kill_rank", -1)),
+        kill_step(c.get<int64_t>("kill_step", 3)) {
+    int64_t hidden = c.get<int64_t>("hidden", 32);
+    // --model.mismatch_rank R: that rank builds a different model.
+    const int64_t mismatch_rank = c.get<int64_t>("mismatch_rank", -1);
+    const char* rank = std::getenv("RANK");
+    if (rank && std::atoll(rank) == mismatch_rank) hidden += 1;
+    net = register_module("net", torch::nn::Sequential(torch::nn::Linear(8, hidden), torch::nn::Tanh(),
+                                                       torch::nn::Linear(hidden, 4)));
+  }
+  torch::Tensor training_step(const fulgur::Batch& b, int64_t) override {
+    const char* rank = std::getenv("RANK");
+    if (rank && std::atoll(rank) == kill_rank && trainer()->global_step() == kill_step) std::raise(SIGKILL);
+    const torch::Tensor loss = torch::nn::functional::cross_entropy(net->forward(b.input), b.target);
+    log("train_loss", loss, {.prog_bar = true});
+    return loss;
+  }
+  void validation_step(const fulgur::Batch& b, int64_t) override {
+    log("val_loss", torch::nn::functional::cross_entropy(net->forward(b.input), b.target), {.sync_dist = true});
+  }
+  fulgur::OptimizerConfig configure_optimizers() override {
+    return {std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(0.2).momentum(0.9)),
+            std::nullopt};
+  }
+  void on_fit_end() override {
+    if (output.empty() || !trainer()->is_global_zero()) return;
+    std::vector<torch::Tensor> params;
+    for (const auto& p : parameters()) params.push_back(p.detach().cpu());
+    const auto bytes = torch::pickle_save(torch::cat([&] {
+      std::vector<torch::Tensor> flat;
+      for (const auto& p : params) flat.push_back(p.reshape({-1}));
+      return flat;
+    }()));
+    std::ofstream(output, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  torch::nn::Sequential net{nullptr};
+  std::string output;
+  int64_t kill_rank;
+  int64_t kill_step;
+};
+
+struct ProbeData : fulgur::DataModule {
+  explicit ProbeData(fulgur::cli::ConfigSection& c)
+      : batch_size(c.get<int64_t>("batch_size", 16)), samples(c.get<int64_t>("samples", 64)) {}
+  std::shared_ptr<fulgur::DataLoader> loader() {
+    // The same data on every rank and every run, whatever the global seed.
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(1234);
+    const torch::Tensor x = torch::randn({samples, 8}, gen);
+    const torch::Tensor y = torch::randint(0, 4, {samples}, gen);
+    return std::make_shared<fulgur::DatasetLoader>(std::make_shared<fulgur::TensorDataset>(x, y),
+                                                   fulgur::DatasetLoaderOptions(batch_size).seed(0));
+  }
+  std::shared_ptr<fulgur::DataLoader> train_dataloader() override { return loader(); }
+  std::shared_ptr<fulgur::DataLoader> val_dataloader() override { return loader(); }
+  int64_t batch_size;
+  int64_t samples;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) { return fulgur::cli::run<ProbeModel, ProbeData>(argc, argv); }
