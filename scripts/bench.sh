@@ -2,5 +2,31 @@
 # Runs every benchmark once; each prints its ratio against a peer measured
 # in the same run. Record results in bench/RESULTS.md.
 set -euo pipefail
-build="${1:-build}"
+build="$(cd "${1:-build}" && pwd)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
 "$build/bin/trainer_overhead"
+
+# ddp_scaling: 1 process x 1 thread vs 2 processes x 1 thread each, same
+# per-process batch; then 2 processes with one big gradient bucket (allreduce
+# after backward) to see how much communication the buckets hide.
+scaling() {  # $1 = devices, $2 = report file, rest = extra options
+  local devices="$1" report="$2"
+  shift 2
+  OMP_NUM_THREADS=1 "$build/bin/ddp_scaling" fit --seed_everything 0 --trainer.accelerator cpu \
+    --trainer.devices "$devices" --trainer.max_epochs 4 --trainer.logger false --trainer.enable_progress_bar false \
+    --data.batch_size "${BATCH:-1024}" --data.batches 12 --model.report "$report" "$@" > /dev/null
+}
+mean() { awk -v col="$2" '{ s += $col; n++ } END { printf "%.4g", s / n }' "$1"; }
+scaling 1 "$work/one"
+scaling 2 "$work/two"
+scaling 2 "$work/single" --trainer.bucket_cap_mb 100000
+one="$(mean "$work/one" 2)"
+two="$(mean "$work/two" 2)"
+echo "ddp_scaling: 1proc $one samples/s, 2proc $two samples/s, ratio $(awk -v a="$two" -v b="$one" 'BEGIN { printf "%.3f", a / b }')"
+bucketed_wait="$(mean "$work/two" 3)"
+single_wait="$(mean "$work/single" 3)"
+echo "ddp_overlap: allreduce wait after backward $(awk -v w="$bucketed_wait" 'BEGIN { printf "%.2f", w * 1000 }') ms/step" \
+  "bucketed vs $(awk -v w="$single_wait" 'BEGIN { printf "%.2f", w * 1000 }') ms/step as one bucket after backward;" \
+  "hidden fraction $(awk -v a="$bucketed_wait" -v b="$single_wait" 'BEGIN { printf "%.2f", (b > 0 ? 1 - a / b : 0) }')"

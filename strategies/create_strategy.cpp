@@ -40,6 +40,9 @@ std::unique_ptr<Strategy> create_strategy(const TrainerConfig& config, const Pla
     options.local_rank = env->local_rank();
     options.node_rank = env->node_rank();
     options.reducer.find_unused_parameters = config.find_unused_parameters;
+    options.reducer.bucket_bytes = static_cast<int64_t>(config.bucket_cap_mb * (1 << 20));
+    options.reducer.first_bucket_bytes = std::min<int64_t>(options.reducer.first_bucket_bytes,
+                                                           options.reducer.bucket_bytes);
     options.broadcast_buffers = config.broadcast_buffers;
     return std::make_unique<DDPStrategy>(accelerator, config.precision, std::move(options));
   }

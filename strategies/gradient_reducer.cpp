@@ -7,6 +7,7 @@
 #include <torch/csrc/autograd/variable.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <chrono>
 #include <stdexcept>
 
 namespace fulgur {
@@ -117,6 +118,7 @@ void GradientReducer::finish() {
     bucket.pending = 0;
   }
   launch_ready_buckets();
+  const auto wait_start = std::chrono::steady_clock::now();
   for (auto& bucket : buckets_) {
     group_.wait(bucket.work, "all_reduce");
     int64_t offset = 0;
@@ -133,6 +135,7 @@ void GradientReducer::finish() {
     bucket.buffer = torch::Tensor();
     bucket.work.reset();
   }
+  total_wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
 }
 
 }  // namespace fulgur

@@ -46,6 +46,9 @@ class GradientReducer {
   int64_t num_buckets() const { return static_cast<int64_t>(buckets_.size()); }
   /// Buckets whose allreduce started during backward in the last step.
   int64_t buckets_launched_in_backward() const { return launched_in_backward_; }
+  /// Seconds finish() has spent waiting for allreduce results, in total:
+  /// the communication backward did not hide.
+  double total_wait_seconds() const { return total_wait_seconds_; }
 
  private:
   struct Bucket {
@@ -71,6 +74,7 @@ class GradientReducer {
   bool syncing_ = false;
   bool in_backward_ = false;
   int64_t launched_in_backward_ = 0;
+  double total_wait_seconds_ = 0.0;
 };
 
 }  // namespace fulgur

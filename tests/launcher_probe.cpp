@@ -11,9 +11,9 @@
 //   hang                 wait to be stopped
 //   fail <rank> <code>   that rank exits with <code>, the others hang
 //   kill9 <rank>         that rank SIGKILLs itself, the others hang
-// The word `stubborn` among the args makes hanging ranks ignore SIGINT and
-// SIGTERM, so only SIGKILL stops them. Other args (the test's unique token,
-// which finds leftover processes) are ignored.
+// The word `stubborn` among the args makes every rank ignore SIGINT and
+// SIGTERM (before it prints), so only SIGKILL stops a hanging one. Other
+// args (the test's unique token, which finds leftover processes) are ignored.
 #include <fulgur/strategies/local_launcher.hpp>
 
 #include <csignal>
@@ -35,17 +35,20 @@ std::string env_or(const char* name, const char* fallback) {
 
 // Bounded so that a broken launcher in a failing test cannot leave processes
 // behind for long.
-[[noreturn]] void hang(bool stubborn) {
-  if (stubborn) {
-    std::signal(SIGINT, SIG_IGN);
-    std::signal(SIGTERM, SIG_IGN);
-  }
+[[noreturn]] void hang() {
   for (int i = 0; i < 1200; ++i) ::usleep(50'000);
   std::fprintf(stderr, "launcher_probe: rank %s was never stopped\n", env_or("RANK", "?").c_str());
   std::_Exit(99);
 }
 
 int run_rank(const std::vector<std::string>& args) {
+  bool stubborn = false;
+  for (const auto& a : args) stubborn = stubborn || a == "stubborn";
+  // Before printing: the test signals the launcher once every rank printed.
+  if (stubborn) {
+    std::signal(SIGINT, SIG_IGN);
+    std::signal(SIGTERM, SIG_IGN);
+  }
   std::printf("probe rank=%s local_rank=%s world_size=%s local_world_size=%s group_rank=%s master_addr=%s master_port=%s\n",
               env_or("RANK", "").c_str(), env_or("LOCAL_RANK", "").c_str(), env_or("WORLD_SIZE", "").c_str(),
               env_or("LOCAL_WORLD_SIZE", "").c_str(), env_or("GROUP_RANK", "").c_str(),
@@ -57,12 +60,10 @@ int run_rank(const std::vector<std::string>& args) {
   }
   const std::string& mode = args[0];
   const long rank = std::strtol(env_or("RANK", "-1").c_str(), nullptr, 10);
-  bool stubborn = false;
-  for (const auto& a : args) stubborn = stubborn || a == "stubborn";
   if (mode == "ok") return 0;
-  if (mode == "hang") hang(stubborn);
+  if (mode == "hang") hang();
   if ((mode == "fail" && args.size() >= 3) || (mode == "kill9" && args.size() >= 2)) {
-    if (std::stol(args[1]) != rank) hang(stubborn);
+    if (std::stol(args[1]) != rank) hang();
     // Give the other ranks time to start, so the launcher has someone to stop.
     ::usleep(300'000);
     if (mode == "kill9") std::raise(SIGKILL);

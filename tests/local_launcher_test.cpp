@@ -89,14 +89,16 @@ int count_of(const std::string& text, const std::string& needle) {
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Shell lines that start the launcher in the background with its output in
-// `log`, wait (bounded) until `ranks` probes have printed, then run `action`
-// with $pid the launcher's pid, and print the launcher's status as rc=<code>.
+// `log`, wait (bounded, and only while the launcher lives) until `ranks`
+// probes have printed, then run `action` with $pid the launcher's pid, and
+// print the launcher's status as rc=<code> followed by the log.
 std::string background_script(const std::string& launch_args, const std::string& log, int ranks,
                               const std::string& action) {
+  // ${n:-0}: the background job may not have created the log yet.
   return kProbe + " " + launch_args + " > " + log + " 2>&1 & pid=$!\n" +
          "i=0; while n=$(grep -c '^probe rank' " + log + " 2>/dev/null); [ \"${n:-0}\" -lt " +
-         std::to_string(ranks) + " ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done\n" + action +
-         "\nwait $pid; echo rc=$?\ncat " + log;
+         std::to_string(ranks) + " ] && [ $i -lt 600 ] && kill -0 $pid 2>/dev/null; do\n" +
+         "  sleep 0.05; i=$((i+1))\ndone\n" + action + "\nwait $pid; echo rc=$?\ncat " + log;
 }
 
 }  // namespace

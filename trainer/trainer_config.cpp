@@ -122,6 +122,8 @@ TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& pl
   }
   c.process_group_timeout = o.process_group_timeout();
   c.find_unused_parameters = o.find_unused_parameters();
+  if (!(o.bucket_cap_mb() > 0)) invalid(fmt::format("bucket_cap_mb must be > 0, got {}", o.bucket_cap_mb()));
+  c.bucket_cap_mb = o.bucket_cap_mb();
   c.broadcast_buffers = o.broadcast_buffers();
   c.use_distributed_sampler = o.use_distributed_sampler();
 

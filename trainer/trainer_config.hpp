@@ -73,6 +73,7 @@ struct TrainerConfig {
   double process_group_timeout = 1800.0;
   int64_t node_rank = 0;
   bool find_unused_parameters = false;
+  double bucket_cap_mb = 25.0;
   bool broadcast_buffers = true;
   bool use_distributed_sampler = true;
   /// Processes must be started by fulgur's launcher (world size > 1 and no

@@ -69,6 +69,9 @@ struct TrainerOptions {
   TORCH_ARG(int64_t, node_rank) = 0;
   /// Treat parameters without a gradient in a step as zero instead of an error.
   TORCH_ARG(bool, find_unused_parameters) = false;
+  /// Gradient bucket size in MiB (torch DDP's bucket_cap_mb); the first
+  /// bucket is 1 MiB so communication starts early.
+  TORCH_ARG(double, bucket_cap_mb) = 25.0;
   /// Copy rank 0's buffers (BatchNorm statistics) before every training step.
   TORCH_ARG(bool, broadcast_buffers) = true;
   /// Give each process its share of the data (DatasetLoader::shard).

@@ -94,6 +94,7 @@ TrainerOptions read_trainer_options(ConfigSection& s) {
   o.process_group_timeout(s.get<double>("process_group_timeout", d.process_group_timeout()));
   o.node_rank(s.get<int64_t>("node_rank", d.node_rank()));
   o.find_unused_parameters(s.get<bool>("find_unused_parameters", d.find_unused_parameters()));
+  o.bucket_cap_mb(s.get<double>("bucket_cap_mb", d.bucket_cap_mb()));
   o.broadcast_buffers(s.get<bool>("broadcast_buffers", d.broadcast_buffers()));
   o.use_distributed_sampler(s.get<bool>("use_distributed_sampler", d.use_distributed_sampler()));
   return o;
