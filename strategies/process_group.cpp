@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <stdexcept>
 
 namespace fulgur {
@@ -80,8 +81,16 @@ ProcessGroup::ProcessGroup(const ProcessGroupOptions& options) : options_(option
     } else {
       auto gloo = c10d::ProcessGroupGloo::Options::create();
       gloo->timeout = options_.timeout;
-      gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(
-          options_.all_local ? "127.0.0.1" : c10d::ProcessGroupGloo::createDefaultDevice()->str()));
+      // GLOO_SOCKET_IFNAME picks the network interface, as in PyTorch; a
+      // single machine talks over loopback; otherwise the hostname's address.
+      const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
+      if (interface != nullptr && *interface != '\0') {
+        gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
+      } else if (options_.all_local) {
+        gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+      } else {
+        gloo->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+      }
       backend_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store_, rank, size, gloo);
     }
   } catch (const c10::Error& e) {

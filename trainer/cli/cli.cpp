@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -103,7 +104,14 @@ int launch_processes(const TrainerConfig& config, int argc, const char* const* a
   LocalLauncherOptions options(config.devices);
   options.num_nodes(config.num_nodes).node_rank(config.node_rank);
   if (const char* address = std::getenv("MASTER_ADDR")) options.main_address(address);
-  if (const char* port = std::getenv("MASTER_PORT")) options.main_port(std::stoll(port));
+  if (const char* port = std::getenv("MASTER_PORT")) {
+    char* end = nullptr;
+    const long long value = std::strtoll(port, &end, 10);
+    if (*port == '\0' || *end != '\0') {
+      throw ConfigError(fmt::format("MASTER_PORT='{}' is not a port number", port));
+    }
+    options.main_port(value);
+  }
   return LocalLauncher(options).launch(argc, argv);
 }
 
