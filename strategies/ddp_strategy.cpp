@@ -10,6 +10,9 @@
 namespace fulgur {
 namespace {
 
+// Dimensions compared by check_same_shape (more are rare in a collective).
+constexpr int64_t kMaxDims = 8;
+
 // Shapes of all parameters as one int64 tensor: [count, ndim0, dims0..., ndim1, ...].
 torch::Tensor shape_signature(const std::vector<torch::Tensor>& params) {
   std::vector<int64_t> sig{static_cast<int64_t>(params.size())};
@@ -105,7 +108,31 @@ void DDPStrategy::setup(LightningModule& module) {
 
 void DDPStrategy::teardown() { reducer_.reset(); }
 
+void DDPStrategy::check_same_shape(const torch::Tensor& tensor, const char* operation) {
+  // Collectives over tensors of different shapes hang or fail obscurely in
+  // the backend; exchanging the (small) shapes first gives a clear error.
+  torch::Tensor mine = torch::full({kMaxDims + 1}, -1, torch::kInt64);
+  mine[0] = tensor.dim();
+  for (int64_t d = 0; d < std::min<int64_t>(tensor.dim(), kMaxDims); ++d) mine[d + 1] = tensor.size(d);
+  const auto all = process_group().all_gather(mine.to(root_device()));
+  auto shape_text = [](const torch::Tensor& sig) {
+    const torch::Tensor c = sig.cpu();
+    std::vector<int64_t> dims;
+    for (int64_t d = 0; d < std::min<int64_t>(c[0].item<int64_t>(), kMaxDims); ++d) dims.push_back(c[d + 1].item<int64_t>());
+    return fmt::format("[{}]", fmt::join(dims, ", "));
+  };
+  const std::string reference = shape_text(all[0]);
+  for (int64_t r = 1; r < world_size(); ++r) {
+    const std::string other = shape_text(all[static_cast<size_t>(r)]);
+    if (other != reference) {
+      throw std::runtime_error(fmt::format("[DDPStrategy::{}] rank {} passed a tensor of shape {} but rank 0 of shape {}",
+                                           operation, r, other, reference));
+    }
+  }
+}
+
 torch::Tensor DDPStrategy::all_reduce(const torch::Tensor& tensor, ReduceOp op) {
+  check_same_shape(tensor, "all_reduce");
   torch::Tensor result = tensor.detach().to(root_device()).clone();
   process_group().all_reduce(result, op);
   return result;

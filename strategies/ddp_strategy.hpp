@@ -52,6 +52,7 @@ class DDPStrategy : public Strategy {
 
  private:
   void check_same_shapes(LightningModule& module);
+  void check_same_shape(const torch::Tensor& tensor, const char* operation);
 
   DDPOptions options_;
   std::unique_ptr<ProcessGroup> group_;

@@ -103,6 +103,31 @@ TEST_CASE("ddp: ranks with different models fail at setup, naming both ranks and
                            "rank 0") != std::string::npos);
 }
 
+TEST_CASE("ddp: a rank reducing a differently shaped tensor gets an error naming both shapes") {
+  TempDir dir("ddp-bad-reduce");
+  const auto result = run_command(
+      fit_command(dir, "bad", "--trainer.devices 2 --data.batch_size 8 --model.bad_reduce_rank 1"), 120);
+  INFO(result.output);
+  CHECK(result.exit_code != 0);
+  CHECK(result.output.find("[DDPStrategy::all_reduce] rank 1 passed a tensor of shape [3] but rank 0 of shape [2]") !=
+        std::string::npos);
+}
+
+TEST_CASE("ddp: a parameter without gradient is an error unless find_unused_parameters") {
+  TempDir dir("ddp-unused");
+  const auto strict = run_command(fit_command(dir, "strict", "--trainer.devices 2 --data.batch_size 8 --model.unused true"), 120);
+  INFO(strict.output);
+  CHECK(strict.exit_code != 0);
+  CHECK(strict.output.find("[GradientReducer::finish] parameter 'unused.bias' received no gradient in this step") !=
+        std::string::npos);
+  const auto lenient = run_command(
+      fit_command(dir, "lenient",
+                  "--trainer.devices 2 --data.batch_size 8 --model.unused true --trainer.find_unused_parameters true"),
+      120);
+  INFO(lenient.output);
+  CHECK(lenient.exit_code == 0);
+}
+
 TEST_CASE("ddp: launched world size and devices must agree before any group exists") {
   TempDir dir("ddp-world");
   const auto result = run_command("RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 "

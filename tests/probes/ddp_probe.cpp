@@ -18,7 +18,8 @@ struct ProbeModel : fulgur::LightningModule {
   explicit ProbeModel(fulgur::cli::ConfigSection& c)
       : output(c.get<std::string>("output", "")),
         kill_rank(c.get<int64_t>("kill_rank", -1)),
-        kill_step(c.get<int64_t>("kill_step", 3)) {
+        kill_step(c.get<int64_t>("kill_step", 3)),
+        bad_reduce_rank(c.get<int64_t>("bad_reduce_rank", -1)) {
     int64_t hidden = c.get<int64_t>("hidden", 32);
     // --model.mismatch_rank R: that rank builds a different model.
     const int64_t mismatch_rank = c.get<int64_t>("mismatch_rank", -1);
@@ -26,6 +27,14 @@ struct ProbeModel : fulgur::LightningModule {
     if (rank && std::atoll(rank) == mismatch_rank) hidden += 1;
     net = register_module("net", torch::nn::Sequential(torch::nn::Linear(8, hidden), torch::nn::Tanh(),
                                                        torch::nn::Linear(hidden, 4)));
+    // --model.unused true: a layer no step uses (DDP's find_unused_parameters case).
+    if (c.get<bool>("unused", false)) unused = register_module("unused", torch::nn::Linear(2, 2));
+  }
+  void on_train_start() override {
+    // --model.bad_reduce_rank R: that rank reduces a differently shaped tensor.
+    const char* rank = std::getenv("RANK");
+    const bool odd = rank && std::atoll(rank) == bad_reduce_rank;
+    if (bad_reduce_rank >= 0) trainer()->strategy().all_reduce(torch::ones({odd ? 3 : 2}), fulgur::ReduceOp::Sum);
   }
   torch::Tensor training_step(const fulgur::Batch& b, int64_t) override {
     const char* rank = std::getenv("RANK");
@@ -53,9 +62,11 @@ struct ProbeModel : fulgur::LightningModule {
     std::ofstream(output, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   }
   torch::nn::Sequential net{nullptr};
+  torch::nn::Linear unused{nullptr};
   std::string output;
   int64_t kill_rank;
   int64_t kill_step;
+  int64_t bad_reduce_rank;
 };
 
 struct ProbeData : fulgur::DataModule {
