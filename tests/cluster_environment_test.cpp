@@ -504,7 +504,9 @@ TEST_CASE("cluster environment: detection order is torchrun, SLURM, MPI, local")
 
   CHECK(detect_cluster_environment(fake_env(all))->name() == "torchrun");
   Vars slurm_and_mpi = without(without(all, "RANK"), "WORLD_SIZE");
-  CHECK(detect_cluster_environment(fake_env(slurm_and_mpi))->name() == "slurm");
+  CHECK(detect_cluster_environment(fake_env(slurm_and_mpi))->name() == "slurm");  // srun exporting PMI ranks
+  // mpirun inside an sbatch script: every rank inherited the batch step's SLURM_PROCID.
+  CHECK(detect_cluster_environment(fake_env(with(slurm_and_mpi, {{"OMPI_COMM_WORLD_RANK", "6"}})))->name() == "mpi");
   CHECK(detect_cluster_environment(fake_env(kOpenMPI))->name() == "mpi");
   CHECK(detect_cluster_environment(fake_env({}))->name() == "local");
   CHECK(detect_cluster_environment(fake_env({{"MASTER_PORT", "4321"}}))->main_port() == 4321);

@@ -79,6 +79,21 @@ TEST_CASE("ddp: real torchrun starts the ranks and gives the same result") {
   CHECK(torch::allclose(load(dir / "theirs.pt"), load(dir / "ours.pt"), 1e-6, 1e-6));
 }
 
+TEST_CASE("ddp: real mpirun (OpenMPI) starts the ranks and gives the same result") {
+  TempDir dir("ddp-mpirun");
+  const auto ours = run_command(fit_command(dir, "ours", "--trainer.devices 2 --data.batch_size 8"), 300);
+  INFO(ours.output);
+  REQUIRE(ours.exit_code == 0);
+  // Root needs --allow-run-as-root; the rendezvous comes from MASTER_ADDR/MASTER_PORT.
+  const auto theirs = run_command("mpirun --allow-run-as-root --oversubscribe -np 2 -x MASTER_ADDR=127.0.0.1 "
+                                  "-x MASTER_PORT=29651 " +
+                                      fit_command(dir, "theirs", "--trainer.devices 2 --data.batch_size 8"),
+                                  300);
+  INFO(theirs.output);
+  REQUIRE(theirs.exit_code == 0);
+  CHECK(torch::allclose(load(dir / "theirs.pt"), load(dir / "ours.pt"), 1e-6, 1e-6));
+}
+
 TEST_CASE("ddp: a rank killed mid-epoch brings the run down, naming the rank") {
   TempDir dir("ddp-kill");
   const auto started = std::chrono::steady_clock::now();
