@@ -32,17 +32,17 @@ class ClusterEnvironment {
   /// fulgur's Launcher has to start the other ranks itself.
   virtual bool creates_processes_externally() const = 0;
 
-  virtual int64_t world_size() const = 0;
-  virtual int64_t global_rank() const = 0;
-  virtual int64_t local_rank() const = 0;
-  virtual int64_t node_rank() const = 0;
-  virtual int64_t num_nodes() const = 0;
-  virtual int64_t local_world_size() const = 0;
+  int64_t world_size() const { return world_size_; }
+  int64_t global_rank() const { return global_rank_; }
+  int64_t local_rank() const { return local_rank_; }
+  int64_t node_rank() const { return node_rank_; }
+  int64_t num_nodes() const { return num_nodes_; }
+  int64_t local_world_size() const { return local_world_size_; }
 
   /// Host of the rendezvous store (rank 0's node).
-  virtual std::string main_address() const = 0;
+  const std::string& main_address() const { return main_address_; }
   /// Port of the rendezvous store; 0 means "not chosen yet".
-  virtual int main_port() const = 0;
+  int main_port() const { return main_port_; }
 
   /// The variables the world size came from, for error messages that must
   /// tell the user which knob to turn, e.g. "WORLD_SIZE=4" or
@@ -57,6 +57,16 @@ class ClusterEnvironment {
   std::string summary() const;
 
  protected:
+  // What every environment reads; each constructor fills these in.
+  int64_t world_size_ = 1;
+  int64_t global_rank_ = 0;
+  int64_t local_rank_ = 0;
+  int64_t node_rank_ = 0;
+  int64_t num_nodes_ = 1;
+  int64_t local_world_size_ = 1;
+  std::string main_address_ = "127.0.0.1";
+  int main_port_ = 0;
+
   ClusterEnvironment() = default;
   ClusterEnvironment(const ClusterEnvironment&) = default;
   ClusterEnvironment& operator=(const ClusterEnvironment&) = default;

@@ -30,14 +30,6 @@ class MPIEnvironment : public ClusterEnvironment {
 
   std::string name() const override { return "mpi"; }
   bool creates_processes_externally() const override { return true; }
-  int64_t world_size() const override { return world_size_; }
-  int64_t global_rank() const override { return global_rank_; }
-  int64_t local_rank() const override { return local_rank_; }
-  int64_t node_rank() const override { return node_rank_; }
-  int64_t num_nodes() const override { return num_nodes_; }
-  int64_t local_world_size() const override { return local_world_size_; }
-  std::string main_address() const override { return main_address_; }
-  int main_port() const override { return main_port_; }
   std::string world_size_source() const override;
   std::optional<std::string> file_store_path() const override { return file_store_path_; }
 
@@ -48,14 +40,6 @@ class MPIEnvironment : public ClusterEnvironment {
   std::string flavor_;
   std::string size_var_;
   std::string local_size_var_;
-  int64_t world_size_ = 1;
-  int64_t global_rank_ = 0;
-  int64_t local_rank_ = 0;
-  int64_t node_rank_ = 0;
-  int64_t num_nodes_ = 1;
-  int64_t local_world_size_ = 1;
-  std::string main_address_;
-  int main_port_ = 0;
   std::optional<std::string> file_store_path_;
 };
 

@@ -40,14 +40,6 @@ class SlurmEnvironment : public ClusterEnvironment {
 
   std::string name() const override { return "slurm"; }
   bool creates_processes_externally() const override { return true; }
-  int64_t world_size() const override { return world_size_; }
-  int64_t global_rank() const override { return global_rank_; }
-  int64_t local_rank() const override { return local_rank_; }
-  int64_t node_rank() const override { return node_rank_; }
-  int64_t num_nodes() const override { return num_nodes_; }
-  int64_t local_world_size() const override { return local_world_size_; }
-  std::string main_address() const override { return main_address_; }
-  int main_port() const override { return main_port_; }
   std::string world_size_source() const override;
 
   /// Tasks per node: the first count of SLURM_NTASKS_PER_NODE, else of
@@ -62,14 +54,6 @@ class SlurmEnvironment : public ClusterEnvironment {
   const std::optional<std::string>& job_id() const { return job_id_; }
 
  private:
-  int64_t world_size_ = 1;
-  int64_t global_rank_ = 0;
-  int64_t local_rank_ = 0;
-  int64_t node_rank_ = 0;
-  int64_t num_nodes_ = 1;
-  int64_t local_world_size_ = 1;
-  std::string main_address_;
-  int main_port_ = 0;
   std::optional<int64_t> ntasks_per_node_;
   std::optional<std::string> ntasks_per_node_text_;
   std::optional<std::string> tasks_per_node_text_;  // SLURM_TASKS_PER_NODE
