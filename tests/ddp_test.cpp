@@ -65,33 +65,34 @@ TEST_CASE("ddp: gradient accumulation communicates once per optimizer step and s
   CHECK(torch::allclose(load(dir / "two.pt"), load(dir / "one.pt"), 1e-5, 1e-5));
 }
 
-TEST_CASE("ddp: real torchrun starts the ranks and gives the same result") {
-  TempDir dir("ddp-torchrun");
+namespace {
+
+/// Two ranks started by `launcher` (a command prefix) end where two ranks
+/// started by fulgur's own launcher end.
+void check_matches_own_launcher(const std::string& name, const std::string& launcher) {
+  TempDir dir("ddp-" + name);
   const auto ours = run_command(fit_command(dir, "ours", "--trainer.devices 2 --data.batch_size 8"), 300);
   INFO(ours.output);
   REQUIRE(ours.exit_code == 0);
-  const std::string torchrun = std::string(FULGUR_SOURCE_DIR) + "/.venv/bin/torchrun";
-  const auto theirs = run_command(torchrun + " --no-python --nproc-per-node 2 --master-port 29617 " +
-                                      fit_command(dir, "theirs", "--trainer.devices 2 --data.batch_size 8"),
-                                  300);
+  const auto theirs =
+      run_command(launcher + " " + fit_command(dir, "theirs", "--trainer.devices 2 --data.batch_size 8"), 300);
   INFO(theirs.output);
   REQUIRE(theirs.exit_code == 0);
   CHECK(torch::allclose(load(dir / "theirs.pt"), load(dir / "ours.pt"), 1e-6, 1e-6));
 }
 
+}  // namespace
+
+TEST_CASE("ddp: real torchrun starts the ranks and gives the same result") {
+  check_matches_own_launcher("torchrun", std::string(FULGUR_SOURCE_DIR) +
+                                             "/.venv/bin/torchrun --no-python --nproc-per-node 2 --master-port 29617");
+}
+
 TEST_CASE("ddp: real mpirun (OpenMPI) starts the ranks and gives the same result") {
-  TempDir dir("ddp-mpirun");
-  const auto ours = run_command(fit_command(dir, "ours", "--trainer.devices 2 --data.batch_size 8"), 300);
-  INFO(ours.output);
-  REQUIRE(ours.exit_code == 0);
   // Root needs --allow-run-as-root; the rendezvous comes from MASTER_ADDR/MASTER_PORT.
-  const auto theirs = run_command("mpirun --allow-run-as-root --oversubscribe -np 2 -x MASTER_ADDR=127.0.0.1 "
-                                  "-x MASTER_PORT=29651 " +
-                                      fit_command(dir, "theirs", "--trainer.devices 2 --data.batch_size 8"),
-                                  300);
-  INFO(theirs.output);
-  REQUIRE(theirs.exit_code == 0);
-  CHECK(torch::allclose(load(dir / "theirs.pt"), load(dir / "ours.pt"), 1e-6, 1e-6));
+  check_matches_own_launcher("mpirun",
+                             "mpirun --allow-run-as-root --oversubscribe -np 2 -x MASTER_ADDR=127.0.0.1 -x "
+                             "MASTER_PORT=29651");
 }
 
 TEST_CASE("ddp: a rank killed mid-epoch brings the run down, naming the rank") {
