@@ -95,6 +95,12 @@ TEST_CASE("ddp: real mpirun (OpenMPI) starts the ranks and gives the same result
                              "MASTER_PORT=29651");
 }
 
+TEST_CASE("ddp: mpirun with a FileStore rendezvous on a shared path instead of MASTER_ADDR/PORT") {
+  TempDir store("ddp-filestore-path");
+  check_matches_own_launcher("filestore", "mpirun --allow-run-as-root --oversubscribe -np 2 -x FULGUR_FILE_STORE=" +
+                                              (store.path() / "rendezvous").string());
+}
+
 TEST_CASE("ddp: a rank killed mid-epoch brings the run down, naming the rank") {
   TempDir dir("ddp-kill");
   const auto started = std::chrono::steady_clock::now();
