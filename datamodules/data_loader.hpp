@@ -26,15 +26,21 @@ class DataLoader {
   virtual int64_t size() const = 0;
   /// Selects the epoch's order (shuffle seed is derived from it).
   virtual void set_epoch(int64_t epoch) { (void)epoch; }
+  /// How a loader splits its data between processes.
+  struct Shard {
+    int64_t rank = 0;
+    int64_t num_replicas = 1;
+    /// The shuffle seed all ranks share, so their shares do not overlap.
+    uint64_t seed = 0;
+    /// Training: pad by repeating examples so every rank runs the same number
+    /// of steps. Evaluation: no padding, so each example counts exactly once
+    /// and a synced metric equals the one-process metric.
+    bool pad = true;
+  };
   /// Restricts the loader to this process's share of the data when several
-  /// processes train together; `seed` is the shuffle seed all ranks share
-  /// (so their shares do not overlap). Loaders that cannot shard (batches
-  /// prepared by the user) ignore it and every rank sees the same batches.
-  virtual void shard(int64_t rank, int64_t num_replicas, uint64_t seed) {
-    (void)rank;
-    (void)num_replicas;
-    (void)seed;
-  }
+  /// processes work together. Loaders that cannot shard (batches prepared
+  /// by the user) ignore it and every rank sees the same batches.
+  virtual void shard(const Shard& shard) { (void)shard; }
   /// Starts a pass over the current epoch at batch index `first_batch`.
   virtual std::unique_ptr<BatchIterator> iterate(int64_t first_batch = 0) = 0;
 };

@@ -191,20 +191,25 @@ DatasetLoader::DatasetLoader(std::shared_ptr<const Dataset> dataset, DatasetLoad
   }
 }
 
-void DatasetLoader::shard(int64_t rank, int64_t num_replicas, uint64_t seed) {
-  if (num_replicas < 1 || rank < 0 || rank >= num_replicas) {
-    throw std::invalid_argument("[DatasetLoader::shard] rank " + std::to_string(rank) + " is outside " +
-                                std::to_string(num_replicas) + " replicas");
+void DatasetLoader::shard(const Shard& shard) {
+  if (shard.num_replicas < 1 || shard.rank < 0 || shard.rank >= shard.num_replicas) {
+    throw std::invalid_argument("[DatasetLoader::shard] rank " + std::to_string(shard.rank) + " is outside " +
+                                std::to_string(shard.num_replicas) + " replicas");
   }
-  rank_ = rank;
-  num_replicas_ = num_replicas;
-  options_.seed(seed);
+  shard_ = shard;
+  options_.seed(shard.seed);
 }
 
 int64_t DatasetLoader::size() const {
   const int64_t batch = options_.batch_size();
-  const int64_t examples = (num_examples_ + num_replicas_ - 1) / num_replicas_;
+  const int64_t examples = shard_examples();
   return options_.drop_last() ? examples / batch : (examples + batch - 1) / batch;
+}
+
+int64_t DatasetLoader::shard_examples() const {
+  const int64_t replicas = shard_.num_replicas;
+  if (shard_.pad) return (num_examples_ + replicas - 1) / replicas;
+  return num_examples_ / replicas + (shard_.rank < num_examples_ % replicas ? 1 : 0);
 }
 
 std::vector<int64_t> DatasetLoader::epoch_order() const {
@@ -217,12 +222,12 @@ std::vector<int64_t> DatasetLoader::epoch_order() const {
     const torch::Tensor permutation = torch::randperm(num_examples_, generator, torch::kLong).contiguous();
     std::copy(permutation.data_ptr<int64_t>(), permutation.data_ptr<int64_t>() + num_examples_, order.begin());
   }
-  if (num_replicas_ == 1 || num_examples_ == 0) return order;
+  if (shard_.num_replicas == 1 || num_examples_ == 0) return order;
   // Every rank sees the same permutation (same seed and epoch) and keeps its stride.
-  const int64_t per_rank = (num_examples_ + num_replicas_ - 1) / num_replicas_;
+  const int64_t total = shard_.pad ? shard_examples() * shard_.num_replicas : num_examples_;
   std::vector<int64_t> mine;
-  mine.reserve(static_cast<size_t>(per_rank));
-  for (int64_t i = rank_; i < per_rank * num_replicas_; i += num_replicas_) {
+  mine.reserve(static_cast<size_t>(shard_examples()));
+  for (int64_t i = shard_.rank; i < total; i += shard_.num_replicas) {
     mine.push_back(order[static_cast<size_t>(i % num_examples_)]);
   }
   return mine;

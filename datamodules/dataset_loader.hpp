@@ -51,13 +51,16 @@ class DatasetLoader : public DataLoader {
 
   int64_t size() const override;
   void set_epoch(int64_t epoch) override { epoch_ = epoch; }
-  /// Keeps every num_replicas-th example of the epoch's order, from `rank`,
-  /// with PyTorch's DistributedSampler semantics: the order (shuffled with the
-  /// shared `seed`) is padded by repeating its start so every rank gets
-  /// ceil(n / num_replicas) examples.
-  void shard(int64_t rank, int64_t num_replicas, uint64_t seed) override;
+  /// Keeps every num_replicas-th example of the epoch's order (shuffled with
+  /// the shared seed), from `rank`: PyTorch's DistributedSampler. With `pad`
+  /// the order is padded by repeating its start so every rank gets
+  /// ceil(n / num_replicas) examples; without, ranks get n / num_replicas or
+  /// one more, and no example is seen twice.
+  void shard(const Shard& shard) override;
   std::unique_ptr<BatchIterator> iterate(int64_t first_batch = 0) override;
 
+  /// Examples this rank gets per epoch.
+  int64_t shard_examples() const;
   /// The dataset indices of the current epoch, in the order they are batched.
   std::vector<int64_t> epoch_order() const;
 
@@ -71,8 +74,7 @@ class DatasetLoader : public DataLoader {
   DatasetLoaderOptions options_;
   int64_t num_examples_ = 0;
   int64_t epoch_ = 0;
-  int64_t rank_ = 0;
-  int64_t num_replicas_ = 1;
+  Shard shard_;
 };
 
 }  // namespace fulgur

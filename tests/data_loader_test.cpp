@@ -339,3 +339,42 @@ TEST_CASE("TensorBatchLoader: yields the stored batches in order without copying
   CHECK_THROWS_WITH_AS(loader.iterate(4), "[TensorBatchLoader::iterate] first_batch 4 is outside [0, 3]",
                        std::out_of_range);
 }
+
+TEST_CASE("DatasetLoader: shards follow DistributedSampler, padded for training only") {
+  auto dataset = std::make_shared<fulgur::TensorDataset>(torch::arange(10).to(torch::kFloat32).unsqueeze(1),
+                                                         torch::arange(10));
+  auto indices_of = [&](int64_t rank, bool pad, bool shuffle) {
+    fulgur::DatasetLoader loader(dataset, fulgur::DatasetLoaderOptions(2).shuffle(shuffle).seed(1));
+    fulgur::DataLoader::Shard shard;
+    shard.rank = rank;
+    shard.num_replicas = 3;
+    shard.seed = 99;
+    shard.pad = pad;
+    loader.shard(shard);
+    std::vector<int64_t> seen;
+    auto batches = loader.iterate(0);
+    while (auto batch = batches->next()) {
+      for (int64_t i = 0; i < batch->target.size(0); ++i) seen.push_back(batch->target[i].item<int64_t>());
+    }
+    CHECK(static_cast<int64_t>(seen.size()) == loader.shard_examples());
+    return seen;
+  };
+  // Padded: 10 -> 12 examples, ranks take every third; 0 and 1 appear twice.
+  CHECK(indices_of(0, true, false) == std::vector<int64_t>{0, 3, 6, 9});
+  CHECK(indices_of(1, true, false) == std::vector<int64_t>{1, 4, 7, 0});
+  CHECK(indices_of(2, true, false) == std::vector<int64_t>{2, 5, 8, 1});
+  // Unpadded: 4 + 3 + 3, every example exactly once.
+  CHECK(indices_of(0, false, false) == std::vector<int64_t>{0, 3, 6, 9});
+  CHECK(indices_of(1, false, false) == std::vector<int64_t>{1, 4, 7});
+  CHECK(indices_of(2, false, false) == std::vector<int64_t>{2, 5, 8});
+  // Shuffled with the shared seed: the ranks' shares still partition the data.
+  std::vector<int64_t> all;
+  for (int64_t r = 0; r < 3; ++r) {
+    const auto part = indices_of(r, false, true);
+    all.insert(all.end(), part.begin(), part.end());
+  }
+  std::sort(all.begin(), all.end());
+  std::vector<int64_t> expected(10);
+  std::iota(expected.begin(), expected.end(), 0);
+  CHECK(all == expected);
+}

@@ -150,6 +150,25 @@ TEST_CASE("ddp: a parameter without gradient is an error unless find_unused_para
   CHECK(lenient.exit_code == 0);
 }
 
+TEST_CASE("ddp: a synced validation metric on 3 ranks equals one process (no padded duplicates)") {
+  TempDir dir("ddp-validate");
+  auto validate = [&](const std::string& name, const std::string& extra) {
+    const auto result = run_command(kProbe + " validate --seed_everything 7 --trainer.accelerator cpu " +
+                                        "--trainer.enable_progress_bar false --data.samples 61 --data.batch_size 8 " +
+                                        "--trainer.default_root_dir " + (dir.path() / name).string() + " " + extra,
+                                    120);
+    INFO(result.output);
+    REQUIRE(result.exit_code == 0);
+    const std::string csv = read_file(dir.path() / name / "fulgur_logs" / "version_0" / "metrics.csv");
+    const auto last_line = csv.substr(csv.rfind('\n', csv.size() - 2) + 1);
+    return std::stod(last_line.substr(last_line.rfind(',') + 1));
+  };
+  const double one = validate("one", "");
+  const double three = validate("three", "--trainer.devices 3");
+  // 61 examples over 3 ranks: 21 + 20 + 20, each counted once, weighted by batch size.
+  CHECK(three == doctest::Approx(one).epsilon(1e-6));
+}
+
 TEST_CASE("ddp: launched world size and devices must agree before any group exists") {
   TempDir dir("ddp-world");
   const auto result = run_command("RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 "

@@ -167,21 +167,25 @@ auto Trainer::run_stage(TrainerStage stage, Stage data_stage, LightningModule& m
   }
 }
 
-std::shared_ptr<DataLoader> Trainer::prepare_loader(std::shared_ptr<DataLoader> loader) {
+std::shared_ptr<DataLoader> Trainer::prepare_loader(std::shared_ptr<DataLoader> loader, bool training) {
   if (loader && strategy_->world_size() > 1 && config_.use_distributed_sampler) {
     // Rank 0's draw becomes everyone's shuffle seed, so the shares never overlap.
     const torch::Tensor draw = torch::randint(0, std::numeric_limits<int32_t>::max(), {1}, torch::kInt64);
-    const auto seed = static_cast<uint64_t>(strategy_->broadcast(draw, 0).item<int64_t>());
-    loader->shard(strategy_->global_rank(), strategy_->world_size(), seed);
+    DataLoader::Shard shard;
+    shard.rank = strategy_->global_rank();
+    shard.num_replicas = strategy_->world_size();
+    shard.seed = static_cast<uint64_t>(strategy_->broadcast(draw, 0).item<int64_t>());
+    shard.pad = training;
+    loader->shard(shard);
   }
   return loader;
 }
 
 void Trainer::fit(LightningModule& module, DataModule& data) {
   run_stage(TrainerStage::Fitting, Stage::Fit, module, data, [&] {
-    auto train = prepare_loader(data.train_dataloader());
+    auto train = prepare_loader(data.train_dataloader(), /*training=*/true);
     if (!train) throw std::invalid_argument("[Trainer::fit] the DataModule returned no train_dataloader");
-    auto val = prepare_loader(data.val_dataloader());
+    auto val = prepare_loader(data.val_dataloader(), /*training=*/false);
     optimizers_ = module.configure_optimizers();
     if (!optimizers_.optimizer) {
       throw std::invalid_argument("[Trainer::fit] configure_optimizers returned no optimizer");
@@ -216,7 +220,7 @@ void Trainer::fit(LightningModule& module, DataModule& data) {
 
 std::map<std::string, double> Trainer::validate(LightningModule& module, DataModule& data) {
   return run_stage(TrainerStage::Validating, Stage::Validate, module, data, [&] {
-    auto val = prepare_loader(data.val_dataloader());
+    auto val = prepare_loader(data.val_dataloader(), /*training=*/false);
     if (!val) throw std::invalid_argument("[Trainer::validate] the DataModule returned no val_dataloader");
     return validate_loop_->run(*val, config_.limit_val_batches.limit(val->size(), "limit_val_batches"));
   });
@@ -224,7 +228,7 @@ std::map<std::string, double> Trainer::validate(LightningModule& module, DataMod
 
 std::map<std::string, double> Trainer::test(LightningModule& module, DataModule& data) {
   return run_stage(TrainerStage::Testing, Stage::Test, module, data, [&] {
-    auto loader = prepare_loader(data.test_dataloader());
+    auto loader = prepare_loader(data.test_dataloader(), /*training=*/false);
     if (!loader) throw std::invalid_argument("[Trainer::test] the DataModule returned no test_dataloader");
     return test_loop_->run(*loader, config_.limit_test_batches.limit(loader->size(), "limit_test_batches"));
   });
@@ -232,7 +236,7 @@ std::map<std::string, double> Trainer::test(LightningModule& module, DataModule&
 
 std::vector<torch::Tensor> Trainer::predict(LightningModule& module, DataModule& data) {
   return run_stage(TrainerStage::Predicting, Stage::Predict, module, data, [&] {
-    auto loader = prepare_loader(data.predict_dataloader());
+    auto loader = prepare_loader(data.predict_dataloader(), /*training=*/false);
     if (!loader) throw std::invalid_argument("[Trainer::predict] the DataModule returned no predict_dataloader");
     return predict_loop_->run(*loader,
                               config_.limit_predict_batches.limit(loader->size(), "limit_predict_batches"));

@@ -109,8 +109,9 @@ class Trainer {
   template <class Body>
   auto run_stage(TrainerStage stage, Stage data_stage, LightningModule& module, DataModule& data, Body&& body);
   void setup_run(LightningModule& module);
-  /// Shards a loader by rank when several processes train together.
-  std::shared_ptr<DataLoader> prepare_loader(std::shared_ptr<DataLoader> loader);
+  /// Shards a loader by rank when several processes work together; only
+  /// training shards are padded to equal length.
+  std::shared_ptr<DataLoader> prepare_loader(std::shared_ptr<DataLoader> loader, bool training);
   void start_loggers(LightningModule& module);
   void log_to_loggers(const std::map<std::string, double>& metrics);
 
