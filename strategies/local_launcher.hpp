@@ -1,5 +1,7 @@
 #pragma once
 
+#include <fulgur/strategies/cluster_environment.hpp>
+
 #include <torch/arg.h>
 
 #include <cstdint>
@@ -49,7 +51,7 @@ struct LocalLauncherOptions {
 class LocalLauncher {
  public:
   /// Looks up an environment variable; nullopt when it is not set.
-  using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+  using EnvLookup = fulgur::EnvLookup;  // the lookup the cluster environments read through
 
   explicit LocalLauncher(LocalLauncherOptions options);
 

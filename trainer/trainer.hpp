@@ -103,7 +103,6 @@ class Trainer {
   void report_step(const ResultCollection::Metrics& metrics, bool send_to_loggers);
   /// Reports epoch aggregates to the metric maps and the loggers.
   void report_epoch(const ResultCollection::Metrics& metrics);
-  void set_stage(TrainerStage stage) { stage_ = stage; }
 
  private:
   template <class Body>
