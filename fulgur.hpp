@@ -3,9 +3,14 @@
 // The one header a fulgur user includes.
 
 #include <fulgur/callbacks/callback.hpp>
+#include <fulgur/callbacks/callback_registry.hpp>
+#include <fulgur/callbacks/early_stopping.hpp>
+#include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
+#include <fulgur/callbacks/learning_rate_monitor.hpp>
 #include <fulgur/callbacks/loggers/csv_logger.hpp>
 #include <fulgur/callbacks/loggers/logger.hpp>
 #include <fulgur/callbacks/progress_bar.hpp>
+#include <fulgur/callbacks/timer.hpp>
 #include <fulgur/datamodules/batch.hpp>
 #include <fulgur/datamodules/data_loader.hpp>
 #include <fulgur/datamodules/data_module.hpp>

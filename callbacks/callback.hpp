@@ -28,6 +28,10 @@ class Callback {
   virtual std::string state_key() const = 0;
   virtual CallbackState state_dict() const { return {}; }
   virtual void load_state_dict(const CallbackState&) {}
+  /// True for callbacks that decide on a monitored metric (EarlyStopping,
+  /// ModelCheckpoint): their on_train_epoch_end runs after the module's and
+  /// after the epoch's metrics are reported.
+  virtual bool monitors_metrics() const { return false; }
 
   virtual void setup(Trainer&, LightningModule&) {}
   virtual void teardown(Trainer&, LightningModule&) {}

@@ -2,33 +2,63 @@
 
 #include <fulgur/callbacks/callback.hpp>
 
+#include <torch/arg.h>
+
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 namespace fulgur {
 
-/// Training progress on global rank 0. On a terminal one line is redrawn in
-/// place; otherwise (a log file, a SLURM output) it prints plain lines at
-/// most every `line_interval_s` seconds plus one per finished epoch, so logs
-/// stay readable.
+namespace cli {
+class ConfigSection;
+}
+
+/// Options of ProgressBar.
+struct ProgressBarOptions {
+  /// On a terminal: redraw every this many batches (at most 10 times a second).
+  TORCH_ARG(int64_t, refresh_rate) = 1;
+  /// Not on a terminal (a log file, a SLURM output): one line every this many
+  /// training batches, plus one at each epoch's end.
+  TORCH_ARG(int64_t, line_every_n_steps) = 50;
+  /// Decide the display by hand instead of asking isatty (tests, wrappers).
+  TORCH_ARG(std::optional<bool>, interactive) = std::nullopt;
+};
+
+/// Training and validation progress, printed by global rank 0 only. On a
+/// terminal one line is redrawn in place with a bar, it/s, elapsed time,
+/// ETA and the `prog_bar` metrics; otherwise it prints plain lines every
+/// `line_every_n_steps` batches so logs stay readable.
+///
+///   Epoch 1/9:  45%|#########           | 45/100 [00:03<00:04, 12.34 it/s] train_loss=0.1234
 class ProgressBar : public Callback {
  public:
-  explicit ProgressBar(std::FILE* out = stdout, double line_interval_s = 30.0);
+  explicit ProgressBar(ProgressBarOptions options = {}, std::FILE* out = stdout);
+  static std::shared_ptr<Callback> from_config(cli::ConfigSection& section);
 
   std::string state_key() const override { return "ProgressBar"; }
+  bool interactive() const { return interactive_; }
 
   void on_train_epoch_start(Trainer&, LightningModule&) override;
   void on_train_batch_end(Trainer&, LightningModule&, const torch::Tensor&, const Batch&, int64_t) override;
   void on_train_epoch_end(Trainer&, LightningModule&) override;
+  void on_validation_start(Trainer&, LightningModule&) override;
+  void on_validation_batch_end(Trainer&, LightningModule&, const Batch&, int64_t) override;
+  void on_validation_end(Trainer&, LightningModule&) override;
 
  private:
-  void print(Trainer& trainer, int64_t batch, int64_t total, bool final_line);
+  using Clock = std::chrono::steady_clock;
+  /// Writes the line for `done` of `total` batches; `final_line` ends it.
+  void print(const std::string& title, int64_t done, int64_t total, Clock::time_point start,
+             const std::string& metrics, bool final_line);
 
+  ProgressBarOptions options_;
   std::FILE* out_;
   bool interactive_;
-  double line_interval_s_;
-  std::chrono::steady_clock::time_point epoch_start_;
-  std::chrono::steady_clock::time_point last_line_;
+  Clock::time_point epoch_start_;
+  Clock::time_point validation_start_;
+  Clock::time_point last_draw_;
+  int64_t batches_done_ = 0;  // in the running epoch
 };
 
 }  // namespace fulgur

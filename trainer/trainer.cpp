@@ -38,6 +38,7 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
   });
   if (config_.enable_progress_bar && !has_progress_bar) callbacks_.push_back(std::make_shared<ProgressBar>());
 
+  accumulate_grad_batches_ = config_.accumulate_grad_batches;
   if (config_.deterministic) at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
   at::globalContext().setBenchmarkCuDNN(config_.benchmark);
 
@@ -48,6 +49,14 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::set_accumulate_grad_batches(int64_t batches) {
+  if (batches < 1) {
+    throw std::invalid_argument(
+        fmt::format("[Trainer::set_accumulate_grad_batches] expected a count >= 1, got {}", batches));
+  }
+  accumulate_grad_batches_ = batches;
+}
 
 LightningModule& Trainer::module() {
   if (module_ == nullptr) throw std::logic_error("[Trainer::module] no LightningModule is attached outside a run");

@@ -65,6 +65,11 @@ class Trainer {
   void request_stop() { should_stop_ = true; }
   bool should_stop() const { return should_stop_; }
 
+  /// Batches per optimizer step in the running epoch; starts at the
+  /// accumulate_grad_batches option, GradientAccumulationScheduler changes it.
+  int64_t accumulate_grad_batches() const { return accumulate_grad_batches_; }
+  void set_accumulate_grad_batches(int64_t batches);
+
   /// Latest values by base name: what ModelCheckpoint and EarlyStopping monitor.
   const std::map<std::string, double>& callback_metrics() const { return callback_metrics_; }
   /// Latest values sent to the loggers.
@@ -94,6 +99,17 @@ class Trainer {
   void call_callback_hook(void (Callback::*callback_hook)(Trainer&, LightningModule&, CallbackArgs...),
                           Args&&... args) {
     for (auto& callback : callbacks_) ((*callback).*callback_hook)(*this, module(), args...);
+  }
+
+  /// Calls a hook on the callbacks that monitor metrics (`monitoring` true)
+  /// or on the others; see Callback::monitors_metrics.
+  template <class... CallbackArgs, class... Args>
+  void call_callback_hook_where(bool monitoring,
+                                void (Callback::*callback_hook)(Trainer&, LightningModule&, CallbackArgs...),
+                                Args&&... args) {
+    for (auto& callback : callbacks_) {
+      if (callback->monitors_metrics() == monitoring) ((*callback).*callback_hook)(*this, module(), args...);
+    }
   }
 
   /// Routes the module's log() calls to `results` (nullptr: logging is an error).
@@ -127,6 +143,7 @@ class Trainer {
   OptimizerConfig optimizers_;
   TrainerStage stage_ = TrainerStage::Idle;
   bool should_stop_ = false;
+  int64_t accumulate_grad_batches_ = 1;
   bool run_folder_announced_ = false;
   std::map<std::string, double> callback_metrics_;
   std::map<std::string, double> logged_metrics_;

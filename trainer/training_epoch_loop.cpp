@@ -52,8 +52,12 @@ void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, DataLoader* 
   }
   batches.reset();
 
-  trainer_.call_hook(&Callback::on_train_epoch_end, &LightningModule::on_train_epoch_end);
+  // Callbacks that monitor metrics (EarlyStopping, ModelCheckpoint) run last,
+  // so they see what the module logs in its hook and the epoch aggregates.
+  trainer_.call_callback_hook_where(false, &Callback::on_train_epoch_end);
+  trainer_.module().on_train_epoch_end();
   trainer_.report_epoch(results_.epoch_metrics(trainer_.strategy()));
+  trainer_.call_callback_hook_where(true, &Callback::on_train_epoch_end);
 
   auto& scheduler = trainer_.optimizers().lr_scheduler;
   if (scheduler && scheduler->interval == SchedulerInterval::Epoch &&
@@ -87,8 +91,9 @@ void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_l
   }
 
   // The optimizer steps once per accumulation window and at the epoch's end.
-  const bool step_now = (batch_idx + 1) % c.accumulate_grad_batches == 0 || is_last_batch;
-  const torch::Tensor scaled = c.accumulate_grad_batches > 1 ? loss / c.accumulate_grad_batches : loss;
+  const int64_t accumulate = trainer_.accumulate_grad_batches();
+  const bool step_now = (batch_idx + 1) % accumulate == 0 || is_last_batch;
+  const torch::Tensor scaled = accumulate > 1 ? loss / accumulate : loss;
   trainer_.call_hook(&Callback::on_before_backward, &LightningModule::on_before_backward, scaled);
   strategy.backward(scaled, step_now);
   trainer_.call_hook(&Callback::on_after_backward, &LightningModule::on_after_backward);

@@ -8,6 +8,7 @@
 #include <fulgur/fulgur.hpp>
 
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <thread>
@@ -19,7 +20,8 @@ struct ProbeModel : fulgur::LightningModule {
       : output(c.get<std::string>("output", "")),
         kill_rank(c.get<int64_t>("kill_rank", -1)),
         kill_step(c.get<int64_t>("kill_step", 3)),
-        bad_reduce_rank(c.get<int64_t>("bad_reduce_rank", -1)) {
+        bad_reduce_rank(c.get<int64_t>("bad_reduce_rank", -1)),
+        improving_rank(c.get<int64_t>("improving_rank", -1)) {
     int64_t hidden = c.get<int64_t>("hidden", 32);
     // --model.mismatch_rank R: that rank builds a different model.
     const int64_t mismatch_rank = c.get<int64_t>("mismatch_rank", -1);
@@ -45,6 +47,20 @@ struct ProbeModel : fulgur::LightningModule {
   }
   void validation_step(const fulgur::Batch& b, int64_t) override {
     log("val_loss", torch::nn::functional::cross_entropy(net->forward(b.input), b.target), {.sync_dist = true});
+    // --model.improving_rank R: an unsynced score that improves every epoch on
+    // rank R only, so ranks would disagree about stopping if each decided alone.
+    if (improving_rank >= 0) {
+      const bool improving = trainer()->strategy().global_rank() == improving_rank;
+      log("rank_score", torch::tensor(improving ? 10.0 - static_cast<double>(trainer()->current_epoch()) : 10.0));
+    }
+  }
+  void on_train_end() override {
+    if (improving_rank >= 0) {
+      std::printf("rank %lld stopped at epoch %lld step %lld\n",
+                  static_cast<long long>(trainer()->strategy().global_rank()),
+                  static_cast<long long>(trainer()->current_epoch()), static_cast<long long>(trainer()->global_step()));
+      std::fflush(stdout);
+    }
   }
   fulgur::OptimizerConfig configure_optimizers() override {
     return {std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(0.2).momentum(0.9)),
@@ -67,6 +83,7 @@ struct ProbeModel : fulgur::LightningModule {
   int64_t kill_rank;
   int64_t kill_step;
   int64_t bad_reduce_rank;
+  int64_t improving_rank;
 };
 
 struct ProbeData : fulgur::DataModule {

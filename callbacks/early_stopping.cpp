@@ -1,0 +1,160 @@
+#include <fulgur/callbacks/early_stopping.hpp>
+
+#include <fulgur/trainer/cli/config_section.hpp>
+#include <fulgur/trainer/trainer.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <iostream>
+#include <limits>
+#include <stdexcept>
+
+namespace fulgur {
+
+EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : options_(std::move(options)) {
+  if (options_.monitor().empty()) throw std::invalid_argument("[EarlyStopping] monitor must name a metric");
+  if (options_.mode() != "min" && options_.mode() != "max") {
+    throw std::invalid_argument(fmt::format("[EarlyStopping] mode must be 'min' or 'max', got '{}'", options_.mode()));
+  }
+  if (options_.patience() < 0) {
+    throw std::invalid_argument(fmt::format("[EarlyStopping] patience must be >= 0, got {}", options_.patience()));
+  }
+  options_.min_delta(std::abs(options_.min_delta()));
+  best_score_ = options_.mode() == "min" ? std::numeric_limits<double>::infinity()
+                                         : -std::numeric_limits<double>::infinity();
+}
+
+std::shared_ptr<Callback> EarlyStopping::from_config(cli::ConfigSection& s) {
+  EarlyStoppingOptions o(s.require<std::string>("monitor"));
+  const EarlyStoppingOptions d("");
+  o.mode(s.choice("mode", d.mode(), {"min", "max"}));
+  o.patience(s.get<int64_t>("patience", d.patience()));
+  o.min_delta(s.get<double>("min_delta", d.min_delta()));
+  if (s.has("stopping_threshold")) o.stopping_threshold(s.get<double>("stopping_threshold", 0.0));
+  if (s.has("divergence_threshold")) o.divergence_threshold(s.get<double>("divergence_threshold", 0.0));
+  o.check_finite(s.get<bool>("check_finite", d.check_finite()));
+  o.strict(s.get<bool>("strict", d.strict()));
+  o.verbose(s.get<bool>("verbose", d.verbose()));
+  if (s.has("check_on_train_epoch_end")) o.check_on_train_epoch_end(s.get<bool>("check_on_train_epoch_end", false));
+  try {
+    return std::make_shared<EarlyStopping>(o);
+  } catch (const std::invalid_argument& e) {
+    throw cli::ConfigError(fmt::format("{}: {}", s.path(), e.what()));
+  }
+}
+
+std::string EarlyStopping::state_key() const {
+  return fmt::format("EarlyStopping{{'monitor': '{}', 'mode': '{}'}}", options_.monitor(), options_.mode());
+}
+
+CallbackState EarlyStopping::state_dict() const {
+  return {{"wait_count", wait_count_},
+          {"stopped_epoch", stopped_epoch_},
+          {"best_score", best_score_},
+          {"patience", options_.patience()}};
+}
+
+void EarlyStopping::load_state_dict(const CallbackState& state) {
+  auto field = [&](const char* key) -> const torch::IValue& {
+    const auto it = state.find(key);
+    if (it == state.end()) {
+      throw std::runtime_error(fmt::format("[EarlyStopping::load_state_dict] state of {} has no '{}'", state_key(), key));
+    }
+    return it->second;
+  };
+  wait_count_ = field("wait_count").toInt();
+  stopped_epoch_ = field("stopped_epoch").toInt();
+  best_score_ = field("best_score").toDouble();
+}
+
+void EarlyStopping::setup(Trainer& trainer, LightningModule&) {
+  // Lightning's rule: validation once per epoch at its end means the epoch-end
+  // check sees fresh validation metrics; otherwise check after each validation.
+  const TrainerConfig& c = trainer.config();
+  check_on_train_epoch_end_ = options_.check_on_train_epoch_end().value_or(
+      c.val_check_interval.is_fraction() && c.val_check_interval.value() == 1.0 && c.check_val_every_n_epoch &&
+      *c.check_val_every_n_epoch == 1);
+}
+
+void EarlyStopping::on_validation_end(Trainer& trainer, LightningModule&) {
+  if (check_on_train_epoch_end_ || trainer.stage() != TrainerStage::Fitting) return;
+  check(trainer);
+}
+
+void EarlyStopping::on_train_epoch_end(Trainer& trainer, LightningModule&) {
+  if (!check_on_train_epoch_end_ || trainer.stage() != TrainerStage::Fitting) return;
+  check(trainer);
+}
+
+bool EarlyStopping::improves(double current, double reference) const {
+  return options_.mode() == "min" ? current < reference : current > reference;
+}
+
+std::string EarlyStopping::evaluate(double current) {
+  const std::string& name = options_.monitor();
+  if (options_.check_finite() && !std::isfinite(current)) {
+    return fmt::format("Monitored metric {} = {} is not finite. Previous best value was {:.6g}. Signaling Trainer to stop.",
+                       name, current, best_score_);
+  }
+  if (options_.stopping_threshold() && improves(current, *options_.stopping_threshold())) {
+    return fmt::format("Stopping threshold reached: {} = {:.6g} {} {:.6g}. Signaling Trainer to stop.", name, current,
+                       options_.mode() == "min" ? "<" : ">", *options_.stopping_threshold());
+  }
+  if (options_.divergence_threshold() && improves(*options_.divergence_threshold(), current)) {
+    return fmt::format("Divergence threshold reached: {} = {:.6g} {} {:.6g}. Signaling Trainer to stop.", name, current,
+                       options_.mode() == "min" ? ">" : "<", *options_.divergence_threshold());
+  }
+  const double delta = options_.mode() == "min" ? -options_.min_delta() : options_.min_delta();
+  if (improves(current - delta, best_score_)) {
+    if (options_.verbose()) {
+      std::cout << (std::isfinite(best_score_)
+                        ? fmt::format("EarlyStopping: metric {} improved by {:.6g} >= min_delta = {}. New best score: {:.6g}",
+                                      name, std::abs(best_score_ - current), options_.min_delta(), current)
+                        : fmt::format("EarlyStopping: metric {} improved. New best score: {:.6g}", name, current))
+                << std::endl;
+    }
+    best_score_ = current;
+    wait_count_ = 0;
+    return "";
+  }
+  ++wait_count_;
+  if (wait_count_ >= options_.patience()) {
+    return fmt::format("Monitored metric {} did not improve in the last {} records. Best score: {:.6g}. "
+                       "Signaling Trainer to stop.",
+                       name, wait_count_, best_score_);
+  }
+  return "";
+}
+
+void EarlyStopping::check(Trainer& trainer) {
+  const auto& metrics = trainer.callback_metrics();
+  const auto found = metrics.find(options_.monitor());
+  // Rank 0's value decides for everyone, so no rank stops alone (a hang in DDP).
+  torch::Tensor local = torch::tensor({found != metrics.end() ? 1.0 : 0.0,
+                                       found != metrics.end() ? found->second : 0.0},
+                                      torch::kFloat64);
+  const torch::Tensor shared = trainer.strategy().broadcast(local, 0).cpu();
+  const bool present = shared[0].item<double>() != 0.0;
+  if (!present) {
+    std::vector<std::string> names;
+    for (const auto& [key, value] : metrics) names.push_back(key);
+    const std::string message =
+        fmt::format("[EarlyStopping] early stopping conditioned on metric '{}', which is not available; available "
+                    "metrics: {}",
+                    options_.monitor(), names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
+    if (options_.strict()) throw std::runtime_error(message);
+    if (!warned_missing_ && trainer.is_global_zero()) std::cerr << "warning: " << message << std::endl;
+    warned_missing_ = true;
+    return;
+  }
+  const std::string reason = evaluate(shared[1].item<double>());
+  if (reason.empty()) return;
+  stopping_reason_ = reason;
+  stopped_epoch_ = trainer.current_epoch();
+  trainer.request_stop();
+  if (options_.verbose() && trainer.is_global_zero()) std::cout << "EarlyStopping: " << reason << std::endl;
+}
+
+}  // namespace fulgur

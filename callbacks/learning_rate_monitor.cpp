@@ -1,0 +1,110 @@
+#include <fulgur/callbacks/learning_rate_monitor.hpp>
+
+#include <fulgur/trainer/cli/config_section.hpp>
+#include <fulgur/trainer/trainer.hpp>
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace fulgur {
+namespace {
+
+struct GroupValues {
+  std::optional<double> momentum;
+  std::optional<double> weight_decay;
+};
+
+// LibTorch keeps per-group hyper-parameters in optimizer-specific option types.
+GroupValues group_values(torch::optim::OptimizerOptions& options) {
+  using namespace torch::optim;
+  if (auto* o = dynamic_cast<SGDOptions*>(&options)) return {o->momentum(), o->weight_decay()};
+  if (auto* o = dynamic_cast<AdamOptions*>(&options)) return {std::get<0>(o->betas()), o->weight_decay()};
+  if (auto* o = dynamic_cast<AdamWOptions*>(&options)) return {std::get<0>(o->betas()), o->weight_decay()};
+  if (auto* o = dynamic_cast<RMSpropOptions*>(&options)) return {o->momentum(), o->weight_decay()};
+  if (auto* o = dynamic_cast<AdagradOptions*>(&options)) return {std::nullopt, o->weight_decay()};
+  return {};
+}
+
+}  // namespace
+
+LearningRateMonitor::LearningRateMonitor(LearningRateMonitorOptions options) : options_(std::move(options)) {
+  if (options_.logging_interval() && *options_.logging_interval() != "step" &&
+      *options_.logging_interval() != "epoch") {
+    throw std::invalid_argument(fmt::format("[LearningRateMonitor] logging_interval must be 'step', 'epoch' or null, got '{}'",
+                                            *options_.logging_interval()));
+  }
+}
+
+std::shared_ptr<Callback> LearningRateMonitor::from_config(cli::ConfigSection& s) {
+  LearningRateMonitorOptions o;
+  const YAML::Node interval = s.raw("logging_interval", YAML::Node(YAML::NodeType::Null));
+  if (!interval.IsNull()) {
+    if (!interval.IsScalar() || (interval.Scalar() != "step" && interval.Scalar() != "epoch")) {
+      YAML::Emitter out;
+      out << YAML::Flow << interval;
+      s.fail("logging_interval", "one of step, epoch, null", out.c_str());
+    }
+    o.logging_interval(interval.Scalar());
+  }
+  o.log_momentum(s.get<bool>("log_momentum", false));
+  o.log_weight_decay(s.get<bool>("log_weight_decay", false));
+  return std::make_shared<LearningRateMonitor>(o);
+}
+
+std::string LearningRateMonitor::optimizer_name(const torch::optim::Optimizer& optimizer) {
+  using namespace torch::optim;
+  if (dynamic_cast<const SGD*>(&optimizer)) return "SGD";
+  if (dynamic_cast<const AdamW*>(&optimizer)) return "AdamW";
+  if (dynamic_cast<const Adam*>(&optimizer)) return "Adam";
+  if (dynamic_cast<const RMSprop*>(&optimizer)) return "RMSprop";
+  if (dynamic_cast<const Adagrad*>(&optimizer)) return "Adagrad";
+  if (dynamic_cast<const LBFGS*>(&optimizer)) return "LBFGS";
+  return "Optimizer";
+}
+
+void LearningRateMonitor::on_train_start(Trainer& trainer, LightningModule&) {
+  if (trainer.loggers().empty()) {
+    throw std::invalid_argument("[LearningRateMonitor] cannot log learning rates: the Trainer has no logger");
+  }
+  const auto& scheduler = trainer.optimizers().lr_scheduler;
+  interval_ = options_.logging_interval().value_or(
+      scheduler && scheduler->interval == SchedulerInterval::Step ? "step" : "epoch");
+}
+
+std::map<std::string, double> LearningRateMonitor::extract(Trainer& trainer) const {
+  std::map<std::string, double> values;
+  torch::optim::Optimizer& optimizer = *trainer.optimizers().optimizer;
+  const std::string base = "lr-" + optimizer_name(optimizer);
+  auto& groups = optimizer.param_groups();
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const std::string name = groups.size() == 1 ? base : fmt::format("{}/pg{}", base, i + 1);
+    torch::optim::OptimizerOptions& options = groups[i].options();
+    values[name] = options.get_lr();
+    const GroupValues extra = group_values(options);
+    if (options_.log_momentum()) values[name + "-momentum"] = extra.momentum.value_or(0.0);
+    if (options_.log_weight_decay()) values[name + "-weight_decay"] = extra.weight_decay.value_or(0.0);
+  }
+  return values;
+}
+
+void LearningRateMonitor::log(Trainer& trainer) {
+  if (!trainer.is_global_zero()) return;
+  const int64_t step = trainer.global_step();
+  for (const auto& logger : trainer.loggers()) logger->log_metrics(extract(trainer), step);
+  last_logged_step_ = step;
+}
+
+void LearningRateMonitor::on_train_batch_start(Trainer& trainer, LightningModule&, const Batch&, int64_t) {
+  if (interval_ != "step") return;
+  // The rate the coming optimizer step uses, once per step and every log_every_n_steps.
+  const int64_t step = trainer.global_step();
+  if (step == last_logged_step_ || step % trainer.config().log_every_n_steps != 0) return;
+  log(trainer);
+}
+
+void LearningRateMonitor::on_train_epoch_start(Trainer& trainer, LightningModule&) {
+  if (interval_ == "epoch") log(trainer);
+}
+
+}  // namespace fulgur

@@ -1,0 +1,135 @@
+// Callbacks from the YAML config and the command line, end to end through
+// the example binary on the digits (trainer.callbacks, as LightningCLI reads it).
+#include "support/test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using fulgur::testing::read_file;
+using fulgur::testing::run_command;
+using fulgur::testing::TempDir;
+
+namespace {
+
+const std::string kBinary = std::string(FULGUR_BINARY_DIR) + "/bin/cinic10";
+const std::string kFit = kBinary + " fit --config " + FULGUR_SOURCE_DIR + "/examples/cinic10/digits.yaml --data.root " +
+                         FULGUR_SOURCE_DIR + "/data/digits-cinic --test_after_fit false ";
+
+/// The values of `column` in metrics.csv, in row order (empty cells skipped).
+std::vector<std::pair<std::string, std::string>> column(const std::string& csv, const std::string& name,
+                                                        const std::string& key_column = "step") {
+  std::istringstream in(csv);
+  std::string header;
+  std::getline(in, header);
+  std::vector<std::string> names;
+  std::stringstream hs(header);
+  for (std::string n; std::getline(hs, n, ',');) names.push_back(n);
+  const auto col = std::find(names.begin(), names.end(), name) - names.begin();
+  const auto key = std::find(names.begin(), names.end(), key_column) - names.begin();
+  std::vector<std::pair<std::string, std::string>> values;
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> cells;
+    std::stringstream ls(line);
+    for (std::string cell; std::getline(ls, cell, ',');) cells.push_back(cell);
+    cells.resize(names.size());
+    if (!cells[col].empty()) values.emplace_back(cells[key], cells[col]);
+  }
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("callbacks cli: EarlyStopping, LearningRateMonitor and Timer from the YAML config") {
+  TempDir dir("callbacks-yaml");
+  std::ofstream(dir / "callbacks.yaml") << R"(trainer:
+  max_epochs: 6
+  callbacks:
+    - class_path: EarlyStopping
+      init_args:
+        monitor: val_acc
+        mode: max
+        stopping_threshold: 0.5
+        verbose: true
+    - class_path: lightning.pytorch.callbacks.LearningRateMonitor
+      init_args: {logging_interval: epoch, log_momentum: true}
+    - class_path: Timer
+      init_args: {duration: "00:01:00:00", interval: epoch}
+)";
+  const auto result = run_command(kFit + "--config " + (dir / "callbacks.yaml").string() +
+                                      " --trainer.default_root_dir " + dir.path().string(),
+                                  600);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  CHECK(result.output.find("EarlyStopping: Stopping threshold reached: val_acc = ") != std::string::npos);
+  const std::string csv = read_file(dir.path() / "fulgur_logs" / "version_0" / "metrics.csv");
+  // val_acc passes 0.5 after the first epoch already: one validation, then stop.
+  const auto val_acc = column(csv, "val_acc", "epoch");
+  REQUIRE(val_acc.size() == 1);
+  CHECK(val_acc[0].first == "0");
+  CHECK(std::stod(val_acc[0].second) > 0.5);
+  const auto lr = column(csv, "lr-SGD");
+  REQUIRE(lr.size() == 1);
+  CHECK(std::stod(lr[0].second) == doctest::Approx(0.05));
+  CHECK(std::stod(column(csv, "lr-SGD-momentum")[0].second) == doctest::Approx(0.9));
+  // hparams.yaml records the resolved callback options, defaults included.
+  const std::string hparams = read_file(dir.path() / "fulgur_logs" / "version_0" / "hparams.yaml");
+  CHECK(hparams.find("class_path: EarlyStopping") != std::string::npos);
+  CHECK(hparams.find("patience: 3") != std::string::npos);
+}
+
+TEST_CASE("callbacks cli: from the command line, and GradientAccumulationScheduler changes the step count") {
+  TempDir dir("callbacks-cli");
+  const auto result = run_command(
+      kFit + "--trainer.max_epochs 2 --trainer.log_every_n_steps 1 --trainer.default_root_dir " + dir.path().string() +
+          " --trainer.callbacks '[{class_path: GradientAccumulationScheduler, init_args: {scheduling: {1: 4}}}, "
+          "LearningRateMonitor]'",
+      600);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  const std::string csv = read_file(dir.path() / "fulgur_logs" / "version_0" / "metrics.csv");
+  // 40 batches: 40 steps in epoch 0, then 10 in epoch 1 (4 batches per step).
+  const auto steps = column(csv, "train_loss");
+  REQUIRE_FALSE(steps.empty());
+  CHECK(steps.back().first == "50");
+  // The learning rate is logged per epoch (the example's StepLR steps by epoch).
+  CHECK(column(csv, "lr-SGD").size() == 2);
+}
+
+TEST_CASE("callbacks cli: unknown classes, keys and bad values exit 2 with one message, nothing written") {
+  TempDir dir("callbacks-bad");
+  const std::string fit = kFit + "--trainer.default_root_dir " + dir.path().string() + " --trainer.callbacks ";
+  const auto unknown_class = run_command(fit + "'[{class_path: EarlyStoping}]'");
+  CHECK(unknown_class.exit_code == 2);
+  CHECK(unknown_class.output ==
+        "error: trainer.callbacks[0].class_path: unknown callback class 'EarlyStoping' (known: EarlyStopping, "
+        "GradientAccumulationScheduler, LearningRateMonitor, ProgressBar, Timer)\n");
+  const auto unknown_key = run_command(fit + "'[{class_path: EarlyStopping, init_args: {monitor: x, patiense: 2}}]'");
+  CHECK(unknown_key.exit_code == 2);
+  CHECK(unknown_key.output == "error: unknown key 'trainer.callbacks[0].init_args.patiense' for EarlyStopping\n");
+  const auto missing = run_command(fit + "EarlyStopping");
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.output == "error: trainer.callbacks.init_args.monitor: expected a string (required), got 'null'\n");
+  const auto bad_mode = run_command(fit + "'{class_path: EarlyStopping, init_args: {monitor: x, mode: up}}'");
+  CHECK(bad_mode.exit_code == 2);
+  CHECK(bad_mode.output == "error: trainer.callbacks.init_args.mode: expected one of min, max, got 'up'\n");
+  const auto bad_duration = run_command(fit + "'[Timer, {class_path: Timer, init_args: {duration: \"1:99\"}}]'");
+  CHECK(bad_duration.exit_code == 2);
+  CHECK(bad_duration.output.find("error: trainer.callbacks[1].init_args.duration: expected seconds") == 0);
+  const auto bad_entry = run_command(fit + "'[{class_path: Timer, args: {}}]'");
+  CHECK(bad_entry.exit_code == 2);
+  CHECK(bad_entry.output == "error: trainer.callbacks[0]: unknown key 'args' (expected class_path, init_args)\n");
+  CHECK_FALSE(std::filesystem::exists(dir.path() / "fulgur_logs"));
+}
+
+TEST_CASE("callbacks cli: --print_config shows every callback option with its default") {
+  const auto printed = run_command(kBinary + " fit --print_config --data.root x --trainer.callbacks "
+                                             "'[{class_path: EarlyStopping, init_args: {monitor: val_loss}}]'");
+  INFO(printed.output);
+  CHECK(printed.exit_code == 0);
+  CHECK(printed.output.find("class_path: EarlyStopping") != std::string::npos);
+  CHECK(printed.output.find("min_delta: 0") != std::string::npos);
+  CHECK(printed.output.find("check_finite: true") != std::string::npos);
+}
