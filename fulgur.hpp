@@ -5,6 +5,8 @@
 #include <fulgur/callbacks/callback.hpp>
 #include <fulgur/callbacks/loggers/csv_logger.hpp>
 #include <fulgur/callbacks/loggers/logger.hpp>
+#include <fulgur/callbacks/loggers/make_loggers.hpp>
+#include <fulgur/callbacks/loggers/tensor_board_logger.hpp>
 #include <fulgur/callbacks/progress_bar.hpp>
 #include <fulgur/datamodules/batch.hpp>
 #include <fulgur/datamodules/data_loader.hpp>
