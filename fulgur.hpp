@@ -9,6 +9,8 @@
 #include <fulgur/callbacks/learning_rate_monitor.hpp>
 #include <fulgur/callbacks/loggers/csv_logger.hpp>
 #include <fulgur/callbacks/loggers/logger.hpp>
+#include <fulgur/callbacks/loggers/make_loggers.hpp>
+#include <fulgur/callbacks/loggers/tensor_board_logger.hpp>
 #include <fulgur/callbacks/progress_bar.hpp>
 #include <fulgur/callbacks/timer.hpp>
 #include <fulgur/datamodules/batch.hpp>

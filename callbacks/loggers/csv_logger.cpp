@@ -1,29 +1,15 @@
 #include <fulgur/callbacks/loggers/csv_logger.hpp>
 
+#include <fulgur/callbacks/loggers/run_folder.hpp>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <fstream>
-#include <regex>
 #include <stdexcept>
 
 namespace fulgur {
 namespace {
-
-int64_t next_version(const std::filesystem::path& dir) {
-  int64_t next = 0;
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) return 0;
-  static const std::regex pattern("version_([0-9]+)");
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    std::smatch match;
-    const std::string name = entry.path().filename().string();
-    if (entry.is_directory() && std::regex_match(name, match, pattern)) {
-      next = std::max<int64_t>(next, std::stoll(match[1].str()) + 1);
-    }
-  }
-  return next;
-}
 
 std::string format_row(const std::vector<std::string>& columns, const std::map<std::string, double>& row) {
   std::string line;
@@ -55,16 +41,7 @@ int64_t CSVLogger::version() {
 
 std::filesystem::path CSVLogger::log_dir() { return root_dir_ / name_ / fmt::format("version_{}", version()); }
 
-void CSVLogger::log_hyperparams(const YAML::Node& hparams) {
-  const auto dir = log_dir();
-  std::filesystem::create_directories(dir);
-  const auto path = dir / "hparams.yaml";
-  std::ofstream out(path);
-  YAML::Emitter emitter;
-  emitter << (hparams.IsNull() ? YAML::Node(YAML::NodeType::Map) : hparams);
-  out << emitter.c_str() << '\n';
-  check_stream(out, path);
-}
+void CSVLogger::log_hyperparams(const YAML::Node& hparams) { write_hparams_yaml(log_dir(), hparams, "CSVLogger"); }
 
 void CSVLogger::log_metrics(const std::map<std::string, double>& metrics, int64_t step) {
   auto row = metrics;

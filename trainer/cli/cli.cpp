@@ -1,6 +1,7 @@
 #include <fulgur/trainer/cli/cli.hpp>
 
 #include <fulgur/callbacks/callback_registry.hpp>
+#include <fulgur/callbacks/loggers/make_loggers.hpp>
 #include <fulgur/datamodules/data_error.hpp>
 #include <fulgur/strategies/local_launcher.hpp>
 #include <fulgur/trainer/cli/trainer_options_reader.hpp>
@@ -25,6 +26,7 @@ constexpr const char* kUsage = R"(usage: {0} <fit|validate|test|predict> [--conf
   --trainer.NAME VALUE   any Trainer option (max_epochs, accelerator, devices, precision, ...)
   --trainer.callbacks '[{{class_path: EarlyStopping, init_args: {{monitor: val_loss}}}}]'
                          callbacks, as in the YAML config (a list, one entry or a class name)
+  --trainer.logger L     csv (default), tensorboard, csv,tensorboard, or false
   --model.NAME VALUE     an option of the model
   --data.NAME VALUE      an option of the data module
   --seed_everything N    seed every generator (default: a random seed, printed)
@@ -141,6 +143,7 @@ int run_checked(const Arguments& args, const Factories& factories, int argc, con
   const TrainerOptions options = read_trainer_options(trainer_section);
   const auto callbacks = CallbackRegistry::with_builtins().create(
       trainer_section.raw("callbacks", YAML::Node(YAML::NodeType::Sequence)), "trainer.callbacks");
+  const std::vector<std::string> logger_names = read_logger_names(trainer_section);
   std::shared_ptr<LightningModule> model = factories.model(model_section);
   std::shared_ptr<DataModule> data = factories.data(data_section);
   for (const ConfigSection* section : {&trainer_section, &model_section, &data_section}) {
@@ -167,7 +170,7 @@ int run_checked(const Arguments& args, const Factories& factories, int argc, con
   const TrainerConfig config = TrainerConfig::resolve(options, platform);
   if (config.needs_launch) return launch_processes(config, argc, argv);
 
-  Trainer trainer(options, callbacks, {}, platform);
+  Trainer trainer(options, callbacks, make_loggers(logger_names, options.default_root_dir()), platform);
   switch (args.subcommand) {
     case Subcommand::Fit:
       trainer.fit(*model, *data);

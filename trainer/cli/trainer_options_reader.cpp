@@ -1,5 +1,12 @@
 #include <fulgur/trainer/cli/trainer_options_reader.hpp>
 
+#include <fulgur/callbacks/loggers/make_loggers.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
 namespace fulgur::cli {
 namespace {
 
@@ -90,7 +97,7 @@ TrainerOptions read_trainer_options(ConfigSection& s) {
   o.benchmark(s.get<bool>("benchmark", d.benchmark()));
   o.default_root_dir(s.get<std::string>("default_root_dir", d.default_root_dir()));
   o.enable_progress_bar(s.get<bool>("enable_progress_bar", d.enable_progress_bar()));
-  o.logger(s.get<bool>("logger", d.logger()));
+  o.logger(!read_logger_names(s).empty());
   o.process_group_timeout(s.get<double>("process_group_timeout", d.process_group_timeout()));
   o.node_rank(s.get<int64_t>("node_rank", d.node_rank()));
   o.find_unused_parameters(s.get<bool>("find_unused_parameters", d.find_unused_parameters()));
@@ -98,6 +105,43 @@ TrainerOptions read_trainer_options(ConfigSection& s) {
   o.broadcast_buffers(s.get<bool>("broadcast_buffers", d.broadcast_buffers()));
   o.use_distributed_sampler(s.get<bool>("use_distributed_sampler", d.use_distributed_sampler()));
   return o;
+}
+
+std::vector<std::string> read_logger_names(ConfigSection& s) {
+  const YAML::Node node = s.raw("logger", YAML::Node(true));
+  const auto& known = known_logger_names();
+  const std::string expected = fmt::format("true, false, or logger names from {} (a list or joined by commas)",
+                                           fmt::join(known, ", "));
+  std::vector<std::string> names;
+  if (node.IsScalar()) {
+    const std::string text = node.Scalar();
+    bool enabled = false;
+    if (YAML::convert<bool>::decode(node, enabled)) return enabled ? std::vector<std::string>{"csv"} : names;
+    size_t start = 0;
+    while (true) {
+      const size_t comma = text.find(',', start);
+      std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      part.erase(0, part.find_first_not_of(' '));
+      part.erase(part.find_last_not_of(' ') + 1);
+      names.push_back(part);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) {
+      if (!item.IsScalar()) s.fail("logger", expected, scalar_text(node));
+      names.push_back(item.Scalar());
+    }
+  } else if (!node.IsNull()) {
+    s.fail("logger", expected, scalar_text(node));
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (std::find(known.begin(), known.end(), names[i]) == known.end()) s.fail("logger", expected, scalar_text(node));
+    if (std::count(names.begin(), names.end(), names[i]) > 1) {
+      s.fail("logger", "each logger at most once", scalar_text(node));
+    }
+  }
+  return names;
 }
 
 }  // namespace fulgur::cli

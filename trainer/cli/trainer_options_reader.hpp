@@ -10,4 +10,9 @@ namespace fulgur::cli {
 /// checked by TrainerConfig::resolve.
 TrainerOptions read_trainer_options(ConfigSection& section);
 
+/// `trainer.logger`: true (the default: CSV), false (none), a logger name
+/// ("csv", "tensorboard"), names joined by commas ("csv,tensorboard"), or a
+/// YAML list of names. Returns the names in order; empty means no logger.
+std::vector<std::string> read_logger_names(ConfigSection& section);
+
 }  // namespace fulgur::cli

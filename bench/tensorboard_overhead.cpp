@@ -1,0 +1,105 @@
+// What TensorBoard logging at every step costs the demo: the digits CNN of
+// `make demo` (examples/cinic10 with digits.yaml's model and data options)
+// trained for alternating epochs without a logger and with a
+// TensorBoardLogger and log_every_n_steps 1 (train_loss and epoch written
+// at every optimizer step). The median epoch of each is compared; epochs
+// alternate so machine noise hits both.
+//
+//   build/bin/tensorboard_overhead [--epochs 8] [--data data/digits-cinic]
+#include "../examples/cinic10/lit_classifier.hpp"
+
+#include <fulgur/datamodules/cinic10.hpp>
+#include <fulgur/fulgur.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <iostream>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Times each training epoch (validation excluded) and counts its steps.
+struct EpochTimer : fulgur::Callback {
+  std::vector<double> seconds;
+  Clock::time_point start;
+  std::string state_key() const override { return "EpochTimer"; }
+  void on_train_epoch_start(fulgur::Trainer&, fulgur::LightningModule&) override { start = Clock::now(); }
+  void on_train_epoch_end(fulgur::Trainer&, fulgur::LightningModule&) override {
+    seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::string flag(int argc, char** argv, const char* name, const std::string& fallback) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
+  }
+  return fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int64_t epochs = std::stoll(flag(argc, argv, "--epochs", "8"));
+  const std::string root = flag(argc, argv, "--data", std::string(FULGUR_SOURCE_DIR) + "/data/digits-cinic");
+  const auto logs = std::filesystem::temp_directory_path() / fmt::format("tensorboard_overhead_{}", getpid());
+  torch::manual_seed(42);
+
+  // digits.yaml's model and data.
+  examples::LitClassifier::Options model_options;
+  model_options.lr_step_size = 10;
+  examples::LitClassifier model(model_options);
+  fulgur::CINIC10 data(fulgur::CINIC10Options(root).batch_size(32).num_workers(2));
+
+  auto off = std::make_shared<EpochTimer>();
+  auto on = std::make_shared<EpochTimer>();
+  std::shared_ptr<fulgur::TensorBoardLogger> logger;
+  int64_t steps_per_epoch = 0;
+  auto run_epoch = [&](bool tensorboard) {
+    auto options = fulgur::TrainerOptions()
+                       .max_epochs(1)
+                       .accelerator("cpu")
+                       .enable_progress_bar(false)
+                       .num_sanity_val_steps(0)
+                       .limit_val_batches(int64_t{0})
+                       .log_every_n_steps(1)
+                       .logger(tensorboard);
+    std::vector<std::shared_ptr<fulgur::Logger>> loggers;
+    if (tensorboard) {
+      logger = std::make_shared<fulgur::TensorBoardLogger>(logs);
+      loggers.push_back(logger);
+    }
+    fulgur::Trainer trainer(options, {tensorboard ? on : off}, loggers);
+    trainer.fit(model, data);
+    steps_per_epoch = trainer.num_training_batches();
+  };
+
+  run_epoch(false);  // warm-up: allocator, thread pool, page cache
+  run_epoch(true);
+  off->seconds.clear();
+  on->seconds.clear();
+  for (int64_t e = 0; e < epochs; ++e) {
+    // ABBA order, so a slow drift of the machine favours neither side.
+    const bool first = e % 2 == 0;
+    run_epoch(!first);
+    run_epoch(first);
+  }
+  const double off_rate = static_cast<double>(steps_per_epoch) / median(off->seconds);
+  const double on_rate = static_cast<double>(steps_per_epoch) / median(on->seconds);
+  std::cout << fmt::format("tensorboard_overhead: logging every step {:.1f} it/s, no logger {:.1f} it/s, ratio {:.3f}",
+                           on_rate, off_rate, on_rate / off_rate)
+            << std::endl;
+  std::cout << fmt::format("  (digits CNN, batch 32, {} steps/epoch, {} epochs each, median epoch)", steps_per_epoch,
+                           epochs)
+            << std::endl;
+  std::filesystem::remove_all(logs);
+  return 0;
+}

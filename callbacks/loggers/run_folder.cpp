@@ -1,0 +1,37 @@
+#include <fulgur/callbacks/loggers/run_folder.hpp>
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <regex>
+#include <stdexcept>
+
+namespace fulgur {
+
+int64_t next_version(const std::filesystem::path& dir) {
+  int64_t next = 0;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return 0;
+  static const std::regex pattern("version_([0-9]+)");
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::smatch match;
+    const std::string name = entry.path().filename().string();
+    if (entry.is_directory() && std::regex_match(name, match, pattern)) {
+      next = std::max<int64_t>(next, std::stoll(match[1].str()) + 1);
+    }
+  }
+  return next;
+}
+
+void write_hparams_yaml(const std::filesystem::path& dir, const YAML::Node& hparams, const char* who) {
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "hparams.yaml";
+  std::ofstream out(path);
+  YAML::Emitter emitter;
+  emitter << (hparams.IsNull() ? YAML::Node(YAML::NodeType::Map) : hparams);
+  out << emitter.c_str() << '\n';
+  out.flush();
+  if (!out) throw std::runtime_error(fmt::format("[{}::log_hyperparams] cannot write {}", who, path.string()));
+}
+
+}  // namespace fulgur
