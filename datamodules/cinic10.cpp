@@ -2,7 +2,7 @@
 
 #include <fulgur/datamodules/data_error.hpp>
 #include <fulgur/datamodules/dataset_loader.hpp>
-#include <fulgur/datamodules/png_image.hpp>
+#include <fulgur/datamodules/image_decode.hpp>
 #include <fulgur/datamodules/transforms.hpp>
 #include <fulgur/trainer/cli/config_section.hpp>
 
@@ -55,7 +55,7 @@ class AugmentedEpochView : public Dataset {
                               std::to_string(size()) + ")");
     }
     const auto& [path, label] = folder_->samples()[static_cast<size_t>(index)];
-    const torch::Tensor image = read_png(path);
+    const torch::Tensor image = read_image(path);
     auto generator = at::make_generator<at::CPUGeneratorImpl>(sample_seed(seed_, epoch_, index));
     return {normalize_chw(to_float_chw(random_translate_hwc(image, generator)), mean_, std_), label};
   }

@@ -1,7 +1,8 @@
 #include <fulgur/datamodules/image_folder.hpp>
 
 #include <fulgur/datamodules/data_error.hpp>
-#include <fulgur/datamodules/png_image.hpp>
+#include <fulgur/datamodules/image_codec.hpp>
+#include <fulgur/datamodules/image_decode.hpp>
 #include <fulgur/datamodules/transforms.hpp>
 
 #include <algorithm>
@@ -17,13 +18,6 @@ std::string quoted(const std::filesystem::path& path) { return "'" + path.string
 bool is_hidden(const std::filesystem::path& path) {
   const std::string name = path.filename().string();
   return !name.empty() && name.front() == '.';
-}
-
-bool is_png(const std::filesystem::path& path) {
-  std::string extension = path.extension().string();
-  std::transform(extension.begin(), extension.end(), extension.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return extension == ".png";
 }
 
 // c10::Error::what() carries a C++ backtrace; users want the one-line reason.
@@ -60,10 +54,12 @@ ImageFolder::ImageFolder(std::filesystem::path root, ImageTransform transform)
         if (it->is_directory()) it.disable_recursion_pending();
         continue;
       }
-      if (it->is_regular_file() && is_png(it->path())) images.push_back(it->path());
+      // Not only regular files: a dangling link or a FIFO named like an image
+      // is reported by get() with its reason instead of silently vanishing.
+      if (!it->is_directory() && has_image_extension(it->path())) images.push_back(it->path());
     }
     if (images.empty()) {
-      throw DataError(where + ("class folder " + quoted(class_dir)) + " contains no .png images");
+      throw DataError(where + ("class folder " + quoted(class_dir)) + " contains no images (.jpg, .jpeg or .png)");
     }
     std::sort(images.begin(), images.end());
     for (auto& image : images) samples_.emplace_back(std::move(image), static_cast<int64_t>(label));
@@ -76,7 +72,7 @@ Example ImageFolder::get(int64_t index) const {
                             std::to_string(size()) + ")");
   }
   const auto& [path, label] = samples_[static_cast<size_t>(index)];
-  torch::Tensor image = read_png(path);  // its errors already name the path
+  torch::Tensor image = read_image(path);  // its errors already name the path
   if (!transform_) return {to_float_chw(image), label};
   try {
     return {transform_(std::move(image), index), label};

@@ -31,3 +31,8 @@ single_wait="$(mean "$work/single" 3)"
 echo "ddp_overlap: allreduce wait after backward $(awk -v w="$bucketed_wait" 'BEGIN { printf "%.2f", w * 1000 }') ms/step" \
   "bucketed vs $(awk -v w="$single_wait" 'BEGIN { printf "%.2f", w * 1000 }') ms/step as one bucket after backward;" \
   "hidden fraction $(awk -v a="$bucketed_wait" -v b="$single_wait" 'BEGIN { printf "%.2f", (b > 0 ? 1 - a / b : 0) }')"
+
+# loader_vs_torchvision: our image pipeline (loader_bench) vs torchvision's
+# ImageFolder + DataLoader, same generated images, transforms and CPU cores.
+src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+"$src/.venv/bin/python" "$src/bench/loader_vs_torchvision" "$build"

@@ -315,7 +315,7 @@ TEST_CASE("ImageFolder: a missing root, no class folders or an empty class folde
   std::ofstream(root / "dog" / "readme.txt") << "no images here";
   CHECK_THROWS_WITH_AS(ImageFolder{root},
                        ("[ImageFolder::ImageFolder] class folder '" + (root / "dog").string() +
-                        "' contains no .png images")
+                        "' contains no images (.jpg, .jpeg or .png)")
                            .c_str(),
                        DataError);
 }
@@ -332,7 +332,7 @@ TEST_CASE("ImageFolder: a corrupt image fails get() and the loader with its path
   std::ofstream(bad, std::ios::binary | std::ios::trunc).write(bytes.data(), 30);
 
   auto folder = std::make_shared<ImageFolder>(root);
-  const std::string prefix = "[read_png] '" + bad.string() + "': corrupt or truncated PNG: ";
+  const std::string prefix = "[decode_image] '" + bad.string() + "': corrupt or truncated PNG: ";
   CHECK(starts_with(error_of([&] { folder->get(4); }), prefix));
   for (const int64_t workers : {0, 2}) {
     CAPTURE(workers);

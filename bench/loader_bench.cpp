@@ -1,0 +1,116 @@
+// Throughput of the image input pipeline: ImageFolder + transforms +
+// DatasetLoader, as a training job would iterate it.
+//
+//   loader_bench ROOT --pipeline imagenet-train|imagenet-val|cinic-train
+//                [--batch_size 64] [--num_workers 2] [--batches 50] [--seed 0]
+//
+// ROOT holds one folder per class. The first batch (thread start-up) is not
+// timed. Prints "loader_bench: <pipeline> <x> img/s" and the peak RSS.
+#include <fulgur/datamodules/center_crop.hpp>
+#include <fulgur/datamodules/compose.hpp>
+#include <fulgur/datamodules/data_error.hpp>
+#include <fulgur/datamodules/dataset_loader.hpp>
+#include <fulgur/datamodules/image_folder.hpp>
+#include <fulgur/datamodules/random_crop.hpp>
+#include <fulgur/datamodules/random_horizontal_flip.hpp>
+#include <fulgur/datamodules/random_resized_crop.hpp>
+#include <fulgur/datamodules/resize.hpp>
+#include <fulgur/datamodules/transformed_image_folder.hpp>
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+
+using namespace fulgur;
+
+namespace {
+
+std::shared_ptr<const Compose> make_pipeline(const std::string& name) {
+  const std::vector<double> imagenet_mean = {0.485, 0.456, 0.406};
+  const std::vector<double> imagenet_std = {0.229, 0.224, 0.225};
+  using Steps = std::vector<std::shared_ptr<const Transform>>;
+  if (name == "imagenet-train") {
+    return std::make_shared<Compose>(
+        Steps{std::make_shared<RandomResizedCrop>(224), std::make_shared<RandomHorizontalFlip>()},
+        Normalize(imagenet_mean, imagenet_std));
+  }
+  if (name == "imagenet-val") {
+    return std::make_shared<Compose>(Steps{std::make_shared<Resize>(256), std::make_shared<CenterCrop>(224)},
+                                     Normalize(imagenet_mean, imagenet_std));
+  }
+  if (name == "cinic-train") {
+    return std::make_shared<Compose>(Steps{std::make_shared<RandomCrop>(32, 4), std::make_shared<RandomHorizontalFlip>()},
+                                     Normalize({0.47889522, 0.47227842, 0.43047404},
+                                               {0.24205776, 0.23828046, 0.25874835}));
+  }
+  throw std::invalid_argument("--pipeline: expected imagenet-train, imagenet-val or cinic-train, got '" + name + "'");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]).rfind("--", 0) == 0) {
+    std::cerr << "usage: loader_bench ROOT --pipeline imagenet-train|imagenet-val|cinic-train [--batch_size B] "
+                 "[--num_workers N] [--batches K] [--seed S]\n";
+    return 2;
+  }
+  std::map<std::string, std::string> args = {
+      {"--pipeline", "imagenet-train"}, {"--batch_size", "64"}, {"--num_workers", "2"}, {"--batches", "50"},
+      {"--seed", "0"}};
+  for (int i = 2; i < argc; i += 2) {
+    if (!args.count(argv[i]) || i + 1 >= argc) {
+      std::cerr << "error: unknown option or missing value: " << argv[i] << "\n";
+      return 2;
+    }
+    args[argv[i]] = argv[i + 1];
+  }
+  try {
+    // Each loader thread decodes alone; no intra-op thread pools behind it.
+    torch::set_num_threads(1);
+    const std::string pipeline_name = args["--pipeline"];
+    auto pipeline = make_pipeline(pipeline_name);
+    auto folder = std::make_shared<const ImageFolder>(argv[1]);
+    const int64_t batches = std::stoll(args["--batches"]);
+    const auto options = DatasetLoaderOptions(std::stoll(args["--batch_size"]))
+                             .shuffle(true)
+                             .drop_last(true)
+                             .num_workers(std::stoll(args["--num_workers"]))
+                             .seed(std::stoull(args["--seed"]));
+    int64_t images = 0;
+    int64_t done = 0;
+    auto started = std::chrono::steady_clock::now();
+    for (int64_t epoch = 0; done <= batches; ++epoch) {
+      DatasetLoader loader(std::make_shared<TransformedImageFolder>(folder, pipeline, 1234, epoch), options);
+      loader.set_epoch(epoch);
+      if (loader.size() == 0) throw std::invalid_argument("fewer images than one batch in " + std::string(argv[1]));
+      auto it = loader.iterate();
+      while (done <= batches) {
+        auto batch = it->next();
+        if (!batch) break;
+        if (done == 0) {
+          started = std::chrono::steady_clock::now();  // after the warm-up batch
+        } else {
+          images += batch->size();
+        }
+        ++done;
+      }
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    std::printf("loader_bench: %s %.1f img/s\n", pipeline_name.c_str(), static_cast<double>(images) / seconds);
+    std::printf("loader_bench: peak RSS %.1f MiB\n", static_cast<double>(usage.ru_maxrss) / 1024.0);
+    return 0;
+  } catch (const DataError& error) {
+    std::cerr << "error: " << error.what() << "\n";
+    return 2;
+  } catch (const std::invalid_argument& error) {
+    std::cerr << "error: " << error.what() << "\n";
+    return 2;
+  }
+}
