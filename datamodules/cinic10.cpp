@@ -3,6 +3,8 @@
 #include <fulgur/datamodules/data_error.hpp>
 #include <fulgur/datamodules/dataset_loader.hpp>
 #include <fulgur/datamodules/image_decode.hpp>
+#include <fulgur/datamodules/default_num_workers.hpp>
+#include <fulgur/datamodules/png_image.hpp>
 #include <fulgur/datamodules/transforms.hpp>
 #include <fulgur/trainer/cli/config_section.hpp>
 
@@ -108,7 +110,8 @@ CINIC10Options CINIC10Options::from_config(cli::ConfigSection& section) {
   }
   options.batch_size(section.get<int64_t>("batch_size", options.batch_size()));
   if (options.batch_size() < 1) section.fail("batch_size", "an integer >= 1", std::to_string(options.batch_size()));
-  options.num_workers(section.get<int64_t>("num_workers", options.num_workers()));
+  // Unset: SLURM_CPUS_PER_TASK under SLURM, else the built-in default.
+  options.num_workers(section.get<int64_t>("num_workers", default_num_workers(options.num_workers())));
   if (options.num_workers() < 0) section.fail("num_workers", "an integer >= 0", std::to_string(options.num_workers()));
   options.augment(section.get<bool>("augment", options.augment()));
   options.shuffle(section.get<bool>("shuffle", options.shuffle()));

@@ -85,7 +85,17 @@ bool SlurmEnvironment::detect(const EnvLookup& env) {
 }
 
 bool SlurmEnvironment::in_allocation_without_srun(const EnvLookup& env) {
-  return env("SLURM_JOB_ID").has_value() && !env("SLURM_STEP_ID").has_value() && !env("SLURM_PROCID").has_value();
+  // Not SLURM_PROCID: the batch script itself has SLURM_PROCID=0 (seen with
+  // slurm-wlm 22.05); only srun's steps have a step id.
+  return env("SLURM_JOB_ID").has_value() && !env("SLURM_STEP_ID").has_value() && !env("SLURM_STEPID").has_value();
+}
+
+std::optional<int64_t> SlurmEnvironment::cpus_per_task(const EnvLookup& env) {
+  const std::string where = "[SlurmEnvironment::cpus_per_task]";
+  require_lookup(env, where);
+  const auto cpus = optional_int(env, where, "SLURM_CPUS_PER_TASK");
+  if (cpus) check_positive(where, "SLURM_CPUS_PER_TASK", *cpus);
+  return cpus;
 }
 
 SlurmEnvironment::SlurmEnvironment(const EnvLookup& env) {

@@ -33,10 +33,16 @@ class SlurmEnvironment : public ClusterEnvironment {
   /// not them. Naming the job "interactive" opts out so that, say, torchrun
   /// inside the allocation is detected instead.
   static bool detect(const EnvLookup& env);
-  /// Inside an allocation (SLURM_JOB_ID set) but not in an srun step (neither
-  /// SLURM_STEP_ID nor SLURM_PROCID set): the user probably forgot `srun`,
-  /// and only one process will run. Meant for a warning, not an error.
+  /// Inside an allocation (SLURM_JOB_ID set) but not in an srun step (no
+  /// SLURM_STEP_ID / SLURM_STEPID; the batch script itself does have
+  /// SLURM_PROCID=0): the user probably forgot `srun`, and only one process
+  /// will run.
   static bool in_allocation_without_srun(const EnvLookup& env);
+
+  /// SLURM_CPUS_PER_TASK (set by --cpus-per-task), the CPUs SLURM gave each
+  /// task; nullopt when unset. Throws naming the variable when it is not a
+  /// count >= 1.
+  static std::optional<int64_t> cpus_per_task(const EnvLookup& env);
 
   std::string name() const override { return "slurm"; }
   bool creates_processes_externally() const override { return true; }

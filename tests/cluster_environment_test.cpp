@@ -372,7 +372,9 @@ TEST_CASE("cluster environment: slurm detection skips interactive allocations, a
 TEST_CASE("cluster environment: slurm notices an allocation entered without srun") {
   CHECK(SlurmEnvironment::in_allocation_without_srun(fake_env({{"SLURM_JOB_ID", "7"}, {"SLURM_NTASKS", "4"}})));
   CHECK_FALSE(SlurmEnvironment::in_allocation_without_srun(fake_env({{"SLURM_JOB_ID", "7"}, {"SLURM_STEP_ID", "0"}})));
-  CHECK_FALSE(SlurmEnvironment::in_allocation_without_srun(fake_env({{"SLURM_JOB_ID", "7"}, {"SLURM_PROCID", "0"}})));
+  // The batch script has SLURM_PROCID=0 but no step id (seen on a real slurm-wlm 22.05).
+  CHECK(SlurmEnvironment::in_allocation_without_srun(fake_env({{"SLURM_JOB_ID", "7"}, {"SLURM_PROCID", "0"}})));
+  CHECK_FALSE(SlurmEnvironment::in_allocation_without_srun(fake_env({{"SLURM_JOB_ID", "7"}, {"SLURM_STEPID", "0"}})));
   CHECK_FALSE(SlurmEnvironment::in_allocation_without_srun(fake_env(kSlurm)));
   CHECK_FALSE(SlurmEnvironment::in_allocation_without_srun(fake_env({})));
 }

@@ -188,3 +188,57 @@ TEST_CASE("CountOrFraction: limits a loader's length") {
                        "[CountOrFraction::limit] limit_val_batches=0.05 of 10 batches is less than one batch",
                        std::invalid_argument);
 }
+
+TEST_CASE("TrainerConfig: the SLURM job's shape must match num_nodes and devices, with one clear error") {
+  Platform slurm;
+  slurm.processes_external = true;
+  slurm.world_size = 4;
+  slurm.world_size_source = "SLURM_NTASKS=4 (SLURM_NNODES=2, SLURM_NTASKS_PER_NODE=2)";
+  slurm.num_nodes = 2;
+  slurm.tasks_per_node = 2;
+  slurm.tasks_per_node_source = "SLURM_NTASKS_PER_NODE=2";
+  const TrainerConfig ok = TrainerConfig::resolve(TrainerOptions().accelerator("cpu").devices(2).num_nodes(2), slurm);
+  CHECK(ok.world_size == 4);
+  CHECK_FALSE(ok.needs_launch);
+
+  // --nodes 2 in the script but --trainer.num_nodes left at 1 (and devices 4 to make the product match).
+  CHECK_THROWS_WITH_AS(TrainerConfig::resolve(TrainerOptions().accelerator("cpu").devices(4), slurm),
+                       "[TrainerConfig::resolve] num_nodes=1 but the SLURM job has SLURM_NNODES=2 node(s) (pass "
+                       "--trainer.num_nodes $SLURM_NNODES, or change '#SBATCH --nodes')",
+                       std::invalid_argument);
+
+  // --ntasks-per-node=2 with --trainer.devices 4 on one node.
+  Platform one_node = slurm;
+  one_node.world_size = 2;
+  one_node.world_size_source = "SLURM_NTASKS=2 (SLURM_NNODES=1, SLURM_NTASKS_PER_NODE=2)";
+  one_node.num_nodes = 1;
+  CHECK_THROWS_WITH_AS(TrainerConfig::resolve(TrainerOptions().accelerator("cpu").devices(4), one_node),
+                       "[TrainerConfig::resolve] num_nodes * devices = 1 * 4 = 4 does not match the world size 2 "
+                       "reported by SLURM_NTASKS=2 (SLURM_NNODES=1, SLURM_NTASKS_PER_NODE=2)",
+                       std::invalid_argument);
+
+  // --ntasks=4 without --ntasks-per-node: refused before the other checks, which it would confuse.
+  Platform ntasks = slurm;
+  ntasks.tasks_per_node.reset();
+  ntasks.ntasks_without_ntasks_per_node = 4;
+  CHECK_THROWS_WITH_AS(TrainerConfig::resolve(TrainerOptions().accelerator("cpu").devices(2).num_nodes(2), ntasks),
+                       "[TrainerConfig::resolve] SLURM_NTASKS=4 comes from --ntasks (or srun -n) without "
+                       "--ntasks-per-node, so SLURM may place the tasks unevenly over the nodes; use '#SBATCH "
+                       "--ntasks-per-node=<devices per node>' (one task per device) instead",
+                       std::invalid_argument);
+}
+
+TEST_CASE("TrainerConfig: a SLURM job of several tasks run without srun is refused") {
+  Platform batch_script;
+  batch_script.processes_external = true;
+  batch_script.world_size = 2;
+  batch_script.world_size_source = "SLURM_NTASKS=2 (SLURM_NNODES=1, SLURM_NTASKS_PER_NODE=2)";
+  batch_script.num_nodes = 1;
+  batch_script.tasks_per_node = 2;
+  batch_script.slurm_tasks_without_srun = 2;
+  CHECK_THROWS_WITH_AS(TrainerConfig::resolve(TrainerOptions().accelerator("cpu").devices(2), batch_script),
+                       "[TrainerConfig::resolve] SLURM_NTASKS=2 but this process was not started by srun (no "
+                       "SLURM_STEP_ID), so the other tasks will never start; run the program with srun in the batch "
+                       "script (see examples/slurm/)",
+                       std::invalid_argument);
+}

@@ -14,6 +14,7 @@ bool FitLoop::done() const {
   const TrainerConfig& c = trainer_.config();
   if (c.max_steps != -1 && epoch_loop_.global_step() >= c.max_steps) return true;
   if (c.max_epochs != -1 && current_epoch() >= c.max_epochs) return true;
+  if (trainer_.stopped_by_signal()) return true;
   return trainer_.should_stop() && current_epoch() >= c.min_epochs;
 }
 

@@ -2,12 +2,16 @@
 
 #include <fulgur/callbacks/loggers/csv_logger.hpp>
 #include <fulgur/callbacks/progress_bar.hpp>
+#include <fulgur/strategies/cluster_environment.hpp>
 #include <fulgur/strategies/create_strategy.hpp>
 #include <fulgur/trainer/evaluation_loop.hpp>
 #include <fulgur/trainer/fit_loop.hpp>
 #include <fulgur/trainer/predict_loop.hpp>
+#include <fulgur/trainer/signal_connector.hpp>
+#include <fulgur/trainer/slurm_requeue.hpp>
 
 #include <ATen/Context.h>
+#include <ATen/Parallel.h>
 #include <fmt/format.h>
 
 #include <iostream>
@@ -27,6 +31,11 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
     if (!logger) throw std::invalid_argument("[Trainer::Trainer] a logger is null");
   }
   strategy_ = create_strategy(config_, platform);
+  if (!platform.environment || platform.environment->global_rank() == 0) {
+    for (const auto& warning : platform.warnings) std::cerr << "fulgur: warning: " << warning << std::endl;
+  }
+  // SLURM_CPUS_PER_TASK: use the CPUs the job was given, and no more.
+  if (config_.num_threads) at::set_num_threads(static_cast<int>(*config_.num_threads));
 
   if (!config_.logger) {
     loggers_.clear();
@@ -190,7 +199,31 @@ std::shared_ptr<DataLoader> Trainer::prepare_loader(std::shared_ptr<DataLoader> 
   return loader;
 }
 
+void Trainer::check_stop_signal() {
+  const int local = signals_ ? signals_->received() : 0;
+  int agreed = local;
+  if (strategy_->world_size() > 1) {
+    const torch::Tensor flag = torch::tensor({static_cast<int64_t>(local)}, torch::kInt64).to(strategy_->root_device());
+    agreed = static_cast<int>(strategy_->all_reduce(flag, ReduceOp::Max).item<int64_t>());
+  }
+  if (agreed == 0 || stop_signal_ != 0) return;
+  stop_signal_ = agreed;
+  should_stop_ = true;
+  // One line per rank: in a multi-node log this shows every rank stopped at the same step.
+  std::cerr << fmt::format("fulgur: rank {}: {} received, stopping after step {}", strategy_->global_rank(),
+                           SignalConnector::name(agreed), global_step())
+            << std::endl;
+}
+
 void Trainer::fit(LightningModule& module, DataModule& data) {
+  // SIGUSR1/SIGTERM only set a flag from here on; the loop acts on it.
+  signals_ = std::make_unique<SignalConnector>();
+  stop_signal_ = 0;
+  struct Uninstall {
+    std::unique_ptr<SignalConnector>& signals;
+    ~Uninstall() { signals.reset(); }
+  } uninstall{signals_};
+  bool requeue = false;
   run_stage(TrainerStage::Fitting, Stage::Fit, module, data, [&] {
     auto train = prepare_loader(data.train_dataloader(), /*training=*/true);
     if (!train) throw std::invalid_argument("[Trainer::fit] the DataModule returned no train_dataloader");
@@ -223,8 +256,33 @@ void Trainer::fit(LightningModule& module, DataModule& data) {
     }
     fit_loop_->run(*train, val.get());
     call_hook(&Callback::on_fit_end, &LightningModule::on_fit_end);
+    if (stop_signal_ != 0) {
+      // No rank leaves before every rank has run its end hooks (the
+      // checkpoint is on disk): a launcher stops the others once one exits,
+      // and a requeue ends this attempt. Only SIGUSR1, SLURM's time-limit
+      // warning, requeues; SIGTERM is also what scancel sends, and a
+      // cancelled job must stay cancelled.
+      strategy_->barrier("signal stop");
+      requeue = stop_signal_ == SIGUSR1 && is_global_zero();
+    }
     return 0;
   });
+  if (requeue) requeue_slurm_job();
+}
+
+void Trainer::requeue_slurm_job() {
+  const auto id = SlurmRequeue::job_id();
+  if (!id) return;  // not a SLURM job: stopping was all there was to do
+  if (!SlurmRequeue::is_valid_job_id(*id)) {
+    std::cerr << fmt::format("fulgur: not requeueing: job id '{}' is not a SLURM job id", *id) << std::endl;
+    return;
+  }
+  std::cerr << fmt::format("fulgur: requeueing SLURM job {} (scontrol requeue {})", *id, *id) << std::endl;
+  if (const int code = SlurmRequeue::requeue(*id); code != 0) {
+    std::cerr << fmt::format("fulgur: scontrol requeue {} failed with exit code {}; the job was not requeued", *id,
+                             code)
+              << std::endl;
+  }
 }
 
 std::map<std::string, double> Trainer::validate(LightningModule& module, DataModule& data) {

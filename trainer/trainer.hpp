@@ -21,6 +21,7 @@ namespace fulgur {
 class FitLoop;
 class EvaluationLoop;
 class PredictLoop;
+class SignalConnector;
 
 /// Runs a LightningModule's loops over a DataModule's data: fit (train with
 /// periodic validation), validate, test, predict. Options are resolved and
@@ -69,6 +70,16 @@ class Trainer {
   /// accumulate_grad_batches option, GradientAccumulationScheduler changes it.
   int64_t accumulate_grad_batches() const { return accumulate_grad_batches_; }
   void set_accumulate_grad_batches(int64_t batches);
+  /// The signal (SIGUSR1 or SIGTERM) that stopped the last fit, agreed by
+  /// every rank; 0 when fit was not stopped by a signal. Set at a step
+  /// boundary, before the loops' end hooks run, so callbacks (the checkpoint
+  /// written whenever training stops) can see why training stopped.
+  int stop_signal() const { return stop_signal_; }
+  bool stopped_by_signal() const { return stop_signal_ != 0; }
+  /// Called by the training loop after every optimizer step: the ranks agree
+  /// (an all_reduce max of the signal each has received) on whether to stop
+  /// now, so all stop after the same step. Every rank must call it.
+  void check_stop_signal();
 
   /// Latest values by base name: what ModelCheckpoint and EarlyStopping monitor.
   const std::map<std::string, double>& callback_metrics() const { return callback_metrics_; }
@@ -128,6 +139,8 @@ class Trainer {
   /// training shards are padded to equal length.
   std::shared_ptr<DataLoader> prepare_loader(std::shared_ptr<DataLoader> loader, bool training);
   void start_loggers(LightningModule& module);
+  /// Rank 0, after a SIGUSR1 stop: `scontrol requeue` this job, if it is one.
+  void requeue_slurm_job();
   void log_to_loggers(const std::map<std::string, double>& metrics);
 
   TrainerConfig config_;
@@ -144,6 +157,8 @@ class Trainer {
   TrainerStage stage_ = TrainerStage::Idle;
   bool should_stop_ = false;
   int64_t accumulate_grad_batches_ = 1;
+  std::unique_ptr<SignalConnector> signals_;  // installed during fit
+  int stop_signal_ = 0;
   bool run_folder_announced_ = false;
   std::map<std::string, double> callback_metrics_;
   std::map<std::string, double> logged_metrics_;

@@ -52,9 +52,23 @@ Platform Platform::detect() {
   platform.world_size = env->world_size();
   platform.world_size_source = env->world_size_source();
   platform.processes_external = env->creates_processes_externally();
-  if (const auto* slurm = dynamic_cast<const SlurmEnvironment*>(env.get()); slurm && slurm->ntasks_per_node()) {
-    platform.tasks_per_node = slurm->ntasks_per_node();
-    platform.tasks_per_node_source = "SLURM_NTASKS_PER_NODE=" + slurm->ntasks_per_node_text().value_or("");
+  if (const auto* slurm = dynamic_cast<const SlurmEnvironment*>(env.get())) {
+    if (slurm->ntasks_per_node()) {
+      platform.tasks_per_node = slurm->ntasks_per_node();
+      platform.tasks_per_node_source = "SLURM_NTASKS_PER_NODE=" + slurm->ntasks_per_node_text().value_or("");
+    }
+    platform.num_nodes = slurm->num_nodes();
+    if (slurm->world_size() > 1 && !slurm->ntasks_per_node_given()) platform.ntasks_without_ntasks_per_node = slurm->world_size();
+  }
+  const EnvLookup variables = process_environment();
+  platform.cpus_per_task = SlurmEnvironment::cpus_per_task(variables);
+  const bool without_srun = SlurmEnvironment::in_allocation_without_srun(variables);
+  if (without_srun && env->name() == "slurm" && env->world_size() > 1) {
+    platform.slurm_tasks_without_srun = env->world_size();
+  } else if (without_srun && env->name() == "local") {
+    platform.warnings.push_back(
+        "running inside a SLURM allocation (SLURM_JOB_ID is set) but not started by srun: only this one process "
+        "trains. To use every task of the job, start the program with `srun` (see examples/slurm/)");
   }
   platform.environment = std::move(env);
   return platform;
@@ -101,6 +115,23 @@ TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& pl
   if (c.strategy == "horovod") {
     invalid(fmt::format("strategy 'horovod' is not built yet in fulgur {}; use strategy 'ddp'", FULGUR_VERSION));
   }
+  // Started by srun: the job's shape must be the one the options describe.
+  if (platform.slurm_tasks_without_srun) {
+    invalid(fmt::format("SLURM_NTASKS={} but this process was not started by srun (no SLURM_STEP_ID), so the other "
+                        "tasks will never start; run the program with srun in the batch script (see examples/slurm/)",
+                        *platform.slurm_tasks_without_srun));
+  }
+  if (platform.ntasks_without_ntasks_per_node) {
+    invalid(fmt::format(
+        "SLURM_NTASKS={} comes from --ntasks (or srun -n) without --ntasks-per-node, so SLURM may place the tasks "
+        "unevenly over the nodes; use '#SBATCH --ntasks-per-node=<devices per node>' (one task per device) instead",
+        *platform.ntasks_without_ntasks_per_node));
+  }
+  if (platform.num_nodes && *platform.num_nodes != c.num_nodes) {
+    invalid(fmt::format("num_nodes={} but the SLURM job has SLURM_NNODES={} node(s) (pass --trainer.num_nodes "
+                        "$SLURM_NNODES, or change '#SBATCH --nodes')",
+                        c.num_nodes, *platform.num_nodes));
+  }
   // Started by torchrun/srun/mpirun: the launch must agree with the options.
   if (platform.processes_external || platform.world_size > 1) {
     if (c.world_size != platform.world_size) {
@@ -126,6 +157,7 @@ TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& pl
   c.bucket_cap_mb = o.bucket_cap_mb();
   c.broadcast_buffers = o.broadcast_buffers();
   c.use_distributed_sampler = o.use_distributed_sampler();
+  c.num_threads = platform.cpus_per_task;
 
   const std::string& p = o.precision();
   if (p == "32-true" || p == "32") {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace fulgur {
 
@@ -33,6 +34,22 @@ struct Platform {
   /// SLURM's tasks per node, when given, and the variable it came from.
   std::optional<int64_t> tasks_per_node;
   std::string tasks_per_node_source;
+  /// SLURM's node count (SLURM_NNODES) when srun started this process.
+  std::optional<int64_t> num_nodes;
+  /// SLURM_NTASKS when the job asked for --ntasks without --ntasks-per-node
+  /// (SLURM_NTASKS > 1, SLURM_NTASKS_PER_NODE unset): rejected, because SLURM
+  /// may then spread the tasks unevenly over the nodes.
+  std::optional<int64_t> ntasks_without_ntasks_per_node;
+  /// SLURM_NTASKS when this process is a SLURM task but was not started by
+  /// srun (a batch script running the program directly): the other tasks
+  /// would never start, so this is rejected.
+  std::optional<int64_t> slurm_tasks_without_srun;
+  /// SLURM_CPUS_PER_TASK: CPUs SLURM gave each process, the default for
+  /// compute threads (torch::set_num_threads) and loader workers.
+  std::optional<int64_t> cpus_per_task;
+  /// Things the user probably did not mean, printed by rank 0 at start-up
+  /// (e.g. inside a SLURM allocation without srun).
+  std::vector<std::string> warnings;
   /// Who this process is (rank, rendezvous); null means a lone local process.
   std::shared_ptr<const ClusterEnvironment> environment;
 
@@ -76,6 +93,9 @@ struct TrainerConfig {
   double bucket_cap_mb = 25.0;
   bool broadcast_buffers = true;
   bool use_distributed_sampler = true;
+  /// Compute threads for this process (torch::set_num_threads); nullopt
+  /// leaves LibTorch's default. From SLURM_CPUS_PER_TASK.
+  std::optional<int64_t> num_threads;
   /// Processes must be started by fulgur's launcher (world size > 1 and no
   /// external launcher).
   bool needs_launch = false;

@@ -15,6 +15,7 @@ TrainingEpochLoop::TrainingEpochLoop(Trainer& trainer)
 bool TrainingEpochLoop::done() const {
   const TrainerConfig& c = trainer_.config();
   if (c.max_steps != -1 && global_step() >= c.max_steps) return true;
+  if (trainer_.stopped_by_signal()) return true;  // min_epochs does not hold back a signal
   return trainer_.should_stop() && trainer_.current_epoch() >= c.min_epochs;
 }
 
@@ -48,6 +49,10 @@ void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, DataLoader* 
     if (val != nullptr && num_val_batches > 0 && should_validate(batch_idx, is_last_batch)) {
       val_loop_.run(*val, num_val_batches);
       trainer_.attach_results(&results_);
+    }
+    // A step boundary (never inside an accumulation window): stop here on a signal?
+    if ((batch_idx + 1) % trainer_.config().accumulate_grad_batches == 0 || is_last_batch) {
+      trainer_.check_stop_signal();
     }
   }
   batches.reset();

@@ -10,7 +10,10 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <unistd.h>
 #include <fstream>
+#include <chrono>
 #include <thread>
 
 namespace {
@@ -21,7 +24,12 @@ struct ProbeModel : fulgur::LightningModule {
         kill_rank(c.get<int64_t>("kill_rank", -1)),
         kill_step(c.get<int64_t>("kill_step", 3)),
         bad_reduce_rank(c.get<int64_t>("bad_reduce_rank", -1)),
-        improving_rank(c.get<int64_t>("improving_rank", -1)) {
+        improving_rank(c.get<int64_t>("improving_rank", -1)),
+        signal_rank(c.get<int64_t>("signal_rank", -1)),
+        signal_step(c.get<int64_t>("signal_step", 3)),
+        step_seconds(c.get<double>("step_seconds", 0.0)),
+        stop_file(c.get<std::string>("stop_file", "")),
+        pid_file(c.get<std::string>("pid_file", "")) {
     int64_t hidden = c.get<int64_t>("hidden", 32);
     // --model.mismatch_rank R: that rank builds a different model.
     const int64_t mismatch_rank = c.get<int64_t>("mismatch_rank", -1);
@@ -33,6 +41,12 @@ struct ProbeModel : fulgur::LightningModule {
     if (c.get<bool>("unused", false)) unused = register_module("unused", torch::nn::Linear(2, 2));
   }
   void on_train_start() override {
+    // --model.pid_file F: every rank writes its pid to F.<rank>, for tests that signal one rank.
+    if (!pid_file.empty()) {
+      const std::string path = pid_file + "." + std::to_string(trainer()->strategy().global_rank());
+      std::ofstream(path + ".tmp") << ::getpid() << "\n";
+      std::filesystem::rename(path + ".tmp", path);
+    }
     // --model.bad_reduce_rank R: that rank reduces a differently shaped tensor.
     const char* rank = std::getenv("RANK");
     const bool odd = rank && std::atoll(rank) == bad_reduce_rank;
@@ -41,6 +55,12 @@ struct ProbeModel : fulgur::LightningModule {
   torch::Tensor training_step(const fulgur::Batch& b, int64_t) override {
     const char* rank = std::getenv("RANK");
     if (rank && std::atoll(rank) == kill_rank && trainer()->global_step() == kill_step) std::raise(SIGKILL);
+    // --model.signal_rank R: that rank alone receives SIGUSR1 during step signal_step.
+    if (trainer()->strategy().global_rank() == signal_rank && trainer()->global_step() == signal_step) {
+      std::raise(SIGUSR1);
+    }
+    // --model.step_seconds S: slow steps, so an outside signal lands mid-run.
+    if (step_seconds > 0) std::this_thread::sleep_for(std::chrono::duration<double>(step_seconds));
     const torch::Tensor loss = torch::nn::functional::cross_entropy(net->forward(b.input), b.target);
     log("train_loss", loss, {.prog_bar = true});
     return loss;
@@ -67,6 +87,11 @@ struct ProbeModel : fulgur::LightningModule {
             std::nullopt};
   }
   void on_fit_end() override {
+    // --model.stop_file F: every rank writes "<global_step> <stop_signal>" to F.<rank>.
+    if (!stop_file.empty()) {
+      std::ofstream(stop_file + "." + std::to_string(trainer()->strategy().global_rank()))
+          << trainer()->global_step() << " " << trainer()->stop_signal() << "\n";
+    }
     if (output.empty() || !trainer()->is_global_zero()) return;
     std::vector<torch::Tensor> params;
     for (const auto& p : parameters()) params.push_back(p.detach().cpu());
@@ -84,6 +109,11 @@ struct ProbeModel : fulgur::LightningModule {
   int64_t kill_step;
   int64_t bad_reduce_rank;
   int64_t improving_rank;
+  int64_t signal_rank;
+  int64_t signal_step;
+  double step_seconds;
+  std::string stop_file;
+  std::string pid_file;
 };
 
 struct ProbeData : fulgur::DataModule {

@@ -34,7 +34,9 @@ constexpr const char* kUsage = R"(usage: {0} <fit|validate|test|predict> [--conf
   --print_config         print the full resolved configuration and exit
   --help                 this text
 
-Exit codes: 0 success, 2 bad input (the message names the key or file), 1 other failures.
+Exit codes: 0 success, 2 bad input (the message names the key or file), 1 other failures,
+  138 / 143: fit stopped early on SIGUSR1 / SIGTERM (128 + the signal) at a step every rank
+  agreed on, after the normal stop path; under SLURM, SIGUSR1 also requeued the job.
 )";
 
 const std::vector<std::string> kTopLevelKeys = {"trainer", "model", "data", "seed_everything", "test_after_fit"};
@@ -175,6 +177,8 @@ int run_checked(const Arguments& args, const Factories& factories, int argc, con
     case Subcommand::Fit:
       trainer.fit(*model, *data);
       if (trainer.is_global_zero()) print_metrics("fit", trainer.callback_metrics());
+      // Stopped by SIGUSR1/SIGTERM: the run is unfinished, say so in the exit code.
+      if (trainer.stopped_by_signal()) return 128 + trainer.stop_signal();
       if (test_after_fit) {
         const auto metrics = trainer.test(*model, *data);
         if (trainer.is_global_zero()) print_metrics("test", metrics);

@@ -1,0 +1,37 @@
+// The torchrun and mpirun launch scripts in examples/ start a real 2-process
+// DDP run of the cinic10 example (CPU, the demo digits) and it completes.
+#include "support/test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+using fulgur::testing::run_command;
+using fulgur::testing::TempDir;
+
+namespace {
+
+void check_script(const std::string& name, const std::string& script, const std::string& port) {
+  TempDir dir("launch-script-" + name);
+  const auto result = run_command(
+      "cd " + std::string(FULGUR_SOURCE_DIR) + " && FULGUR_BUILD_DIR=" + FULGUR_BINARY_DIR +
+          " NPROC=2 ACCELERATOR=cpu MASTER_PORT=" + port + " CONFIG=examples/cinic10/digits.yaml bash " + script +
+          " --trainer.max_epochs 1 --trainer.limit_train_batches 4 --trainer.limit_val_batches 2 "
+          "--trainer.enable_progress_bar false --test_after_fit false --data.num_workers 0 "
+          "--trainer.default_root_dir " + (dir / "runs").string(),
+      300);
+  INFO(result.output);
+  CHECK(result.exit_code == 0);
+  CHECK(std::filesystem::exists(dir / "runs" / "fulgur_logs" / "version_0" / "metrics.csv"));
+  CHECK(result.output.find("fit: ") != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("launch scripts: examples/torchrun/train.sh runs 2 processes to the end") {
+  check_script("torchrun", "examples/torchrun/train.sh", "29681");
+}
+
+TEST_CASE("launch scripts: examples/mpirun/train.sh runs 2 processes to the end") {
+  check_script("mpirun", "examples/mpirun/train.sh", "29683");
+}

@@ -1,0 +1,323 @@
+// Stopping on SIGUSR1/SIGTERM: the handler's flag, the agreed stop in one
+// process and across two real DDP ranks, the SLURM requeue command, the
+// automatic-resume decision and the SLURM_CPUS_PER_TASK defaults.
+#include "support/test_support.hpp"
+#include "support/tiny_modules.hpp"
+
+#include <fulgur/datamodules/default_num_workers.hpp>
+#include <fulgur/strategies/slurm_environment.hpp>
+#include <fulgur/trainer/auto_resume.hpp>
+#include <fulgur/trainer/signal_connector.hpp>
+#include <fulgur/trainer/slurm_requeue.hpp>
+
+#include <doctest/doctest.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+using namespace fulgur;
+using fulgur::testing::quiet_options;
+using fulgur::testing::read_file;
+using fulgur::testing::RegressionData;
+using fulgur::testing::run_command;
+using fulgur::testing::TempDir;
+
+namespace {
+
+using Vars = std::map<std::string, std::string>;
+
+EnvLookup fake_env(Vars vars) {
+  return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
+    const auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+/// Sets an environment variable for one scope and puts the old value back.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+/// A `scontrol` that only records its arguments, first on PATH for one scope.
+class FakeScontrol {
+ public:
+  explicit FakeScontrol(const TempDir& dir, int exit_code = 0)
+      : calls_(dir / "scontrol-calls"),
+        path_("PATH", dir.path().string() + ":" + (std::getenv("PATH") ? std::getenv("PATH") : "")) {
+    const auto script = dir / "scontrol";
+    std::ofstream(script) << "#!/bin/sh\necho \"$@\" >> '" << calls_.string() << "'\nexit " << exit_code << "\n";
+    std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  }
+  std::string calls() const { return std::filesystem::exists(calls_) ? read_file(calls_) : ""; }
+
+ private:
+  std::filesystem::path calls_;
+  ScopedEnv path_;
+};
+
+/// Raises `signal` in itself during training step `at_step` (0-based).
+class SignallingModule : public fulgur::testing::RecordingModule {
+ public:
+  SignallingModule(int signal, int64_t at_step) : signal_(signal), at_step_(at_step) {}
+  torch::Tensor training_step(const Batch& batch, int64_t batch_idx) override {
+    if (trainer()->global_step() == at_step_) std::raise(signal_);
+    return RecordingModule::training_step(batch, batch_idx);
+  }
+  int signal_;
+  int64_t at_step_;
+};
+
+}  // namespace
+
+TEST_CASE("SignalConnector: the handler only records the signal; SIGTERM outranks SIGUSR1; old handlers return") {
+  struct sigaction before {};
+  ::sigaction(SIGUSR1, nullptr, &before);
+  {
+    SignalConnector connector;
+    CHECK(connector.received() == 0);
+    std::raise(SIGUSR1);  // would end the process without the handler
+    CHECK(connector.received() == SIGUSR1);
+    std::raise(SIGTERM);
+    CHECK(connector.received() == SIGTERM);
+    std::raise(SIGUSR1);
+    CHECK(connector.received() == SIGTERM);
+  }
+  struct sigaction after {};
+  ::sigaction(SIGUSR1, nullptr, &after);
+  CHECK(reinterpret_cast<void*>(after.sa_handler) == reinterpret_cast<void*>(before.sa_handler));
+  SignalConnector fresh;
+  CHECK(fresh.received() == 0);
+  CHECK(std::string(SignalConnector::name(SIGUSR1)) == "SIGUSR1");
+  CHECK(std::string(SignalConnector::name(SIGTERM)) == "SIGTERM");
+}
+
+TEST_CASE("signal stop: one process stops after the step the signal arrived in, ignoring min_epochs") {
+  TempDir dir("signal-stop-single");
+  for (const int signal : {SIGUSR1, SIGTERM}) {
+    SignallingModule model(signal, /*at_step=*/3);
+    RegressionData data(10, 2);
+    Trainer trainer(quiet_options(dir.path()).max_epochs(5).min_epochs(5).logger(false), {}, {}, Platform{});
+    trainer.fit(model, data);
+    CHECK(trainer.stopped_by_signal());
+    CHECK(trainer.stop_signal() == signal);
+    CHECK(trainer.global_step() == 4);
+    CHECK(model.count("training_step") == 4);
+    CHECK(model.count("on_fit_end") == 1);  // the normal stop path, not an exception
+  }
+  // The next fit starts with a clean slate.
+  fulgur::testing::RecordingModule model;
+  RegressionData data(3, 1);
+  Trainer trainer(quiet_options(dir.path()).max_epochs(1).logger(false), {}, {}, Platform{});
+  trainer.fit(model, data);
+  CHECK_FALSE(trainer.stopped_by_signal());
+  CHECK(trainer.global_step() == 3);
+}
+
+TEST_CASE("signal stop: never inside a gradient-accumulation window") {
+  TempDir dir("signal-stop-accumulate");
+  SignallingModule model(SIGUSR1, /*at_step=*/1);  // arrives during batch 3 or 4 (step 1 spans batches 3-5)
+  RegressionData data(12, 0);
+  Trainer trainer(quiet_options(dir.path()).max_epochs(3).accumulate_grad_batches(3).logger(false), {}, {}, Platform{});
+  trainer.fit(model, data);
+  CHECK(trainer.stop_signal() == SIGUSR1);
+  CHECK(trainer.global_step() == 2);
+  CHECK(model.count("training_step") == 6);
+}
+
+TEST_CASE("signal stop: SIGUSR1 in a SLURM job requeues it through scontrol; SIGTERM does not") {
+  TempDir dir("signal-stop-requeue");
+  FakeScontrol scontrol(dir);
+  ScopedEnv job("SLURM_JOB_ID", "4242");
+  {
+    SignallingModule model(SIGTERM, 1);
+    RegressionData data(4, 0);
+    Trainer trainer(quiet_options(dir.path()).max_epochs(1).logger(false), {}, {}, Platform{});
+    trainer.fit(model, data);
+    CHECK(trainer.stop_signal() == SIGTERM);
+    CHECK(scontrol.calls().empty());
+  }
+  SignallingModule model(SIGUSR1, 1);
+  RegressionData data(4, 0);
+  Trainer trainer(quiet_options(dir.path()).max_epochs(1).logger(false), {}, {}, Platform{});
+  trainer.fit(model, data);
+  CHECK(trainer.stop_signal() == SIGUSR1);
+  CHECK(scontrol.calls() == "requeue 4242\n");
+}
+
+TEST_CASE("SlurmRequeue: job ids, array jobs, validation, and the command that runs") {
+  CHECK(SlurmRequeue::job_id(fake_env({})) == std::nullopt);
+  CHECK(SlurmRequeue::job_id(fake_env({{"SLURM_JOB_ID", "77"}})) == "77");
+  CHECK(SlurmRequeue::job_id(fake_env(
+            {{"SLURM_JOB_ID", "80"}, {"SLURM_ARRAY_JOB_ID", "77"}, {"SLURM_ARRAY_TASK_ID", "3"}})) == "77_3");
+  // Only one of the pair: not an array task.
+  CHECK(SlurmRequeue::job_id(fake_env({{"SLURM_JOB_ID", "80"}, {"SLURM_ARRAY_JOB_ID", "77"}})) == "80");
+
+  for (const char* good : {"0", "123456", "77_3", "1_0"}) CHECK(SlurmRequeue::is_valid_job_id(good));
+  for (const char* bad : {"", "_", "12_", "_3", "1_2_3", "12a", "12 ", " 12", "12;reboot", "$(id)", "12\n", "-1",
+                          "1-3", "1,2", "12_3\n"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(SlurmRequeue::is_valid_job_id(bad));
+  }
+
+  TempDir dir("slurm-requeue-fake");
+  {
+    FakeScontrol scontrol(dir);
+    CHECK(SlurmRequeue::requeue("77_3") == 0);
+    CHECK(SlurmRequeue::requeue("91") == 0);
+    CHECK(scontrol.calls() == "requeue 77_3\nrequeue 91\n");
+    CHECK_THROWS_WITH_AS(SlurmRequeue::requeue("91; touch x"),
+                         "[SlurmRequeue::requeue] job id '91; touch x' is not a SLURM job id (expected digits, or "
+                         "<array job>_<task>); nothing was run",
+                         std::invalid_argument);
+    CHECK(scontrol.calls() == "requeue 77_3\nrequeue 91\n");
+  }
+  TempDir failing_dir("slurm-requeue-fails");
+  FakeScontrol failing(failing_dir, 3);
+  CHECK(SlurmRequeue::requeue("5") == 3);
+}
+
+TEST_CASE("auto_resume_checkpoint: a restarted job resumes from the newest last.ckpt unless told otherwise") {
+  TempDir dir("auto-resume");
+  const auto logs = dir / "fulgur_logs";
+  auto make_ckpt = [&](const std::string& version) {
+    std::filesystem::create_directories(logs / version / "checkpoints");
+    std::ofstream(logs / version / "checkpoints" / "last.ckpt") << "x";
+  };
+  const Vars restarted{{"SLURM_RESTART_COUNT", "1"}, {"SLURM_JOB_ID", "9"}};
+
+  // No run folder yet, or runs without a checkpoint: start from scratch.
+  CHECK(auto_resume_checkpoint(std::nullopt, logs, fake_env(restarted)) == std::nullopt);
+  std::filesystem::create_directories(logs / "version_0" / "checkpoints");
+  CHECK(auto_resume_checkpoint(std::nullopt, logs, fake_env(restarted)) == std::nullopt);
+
+  make_ckpt("version_2");
+  make_ckpt("version_10");  // numbers compare as numbers, not text
+  std::filesystem::create_directories(logs / "version_11");  // the restarted attempt's own, empty folder
+  std::filesystem::create_directories(logs / "other" / "checkpoints");
+  const auto expected = logs / "version_10" / "checkpoints" / "last.ckpt";
+  CHECK(auto_resume_checkpoint(std::nullopt, logs, fake_env(restarted)) == expected);
+  CHECK(auto_resume_checkpoint(std::nullopt, logs, fake_env({{"TORCHELASTIC_RESTART_COUNT", "2"}})) == expected);
+
+  // A first attempt, or an explicit --ckpt_path, does not resume automatically.
+  CHECK(auto_resume_checkpoint(std::nullopt, logs, fake_env({{"SLURM_JOB_ID", "9"}})) == std::nullopt);
+  CHECK(auto_resume_checkpoint(std::nullopt, logs, fake_env({{"SLURM_RESTART_COUNT", "0"}})) == std::nullopt);
+  CHECK(auto_resume_checkpoint(std::string("best"), logs, fake_env(restarted)) == std::nullopt);
+  CHECK(auto_resume_checkpoint(std::string("/x/y.ckpt"), logs, fake_env(restarted)) == std::nullopt);
+
+  CHECK_THROWS_WITH_AS(auto_resume_checkpoint(std::nullopt, logs, fake_env({{"SLURM_RESTART_COUNT", "one"}})),
+                       "[auto_resume_checkpoint] SLURM_RESTART_COUNT='one' is not a restart count (a non-negative "
+                       "integer)",
+                       std::invalid_argument);
+}
+
+TEST_CASE("SLURM_CPUS_PER_TASK: default loader workers and compute threads") {
+  CHECK(default_num_workers(2, std::nullopt) == 2);
+  CHECK(default_num_workers(2, std::string("6")) == 6);
+  for (const char* bad : {"0", "-1", "x", "", "4 "}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(default_num_workers(2, std::string(bad)), std::invalid_argument);
+  }
+  CHECK_THROWS_WITH_AS(default_num_workers(2, std::string("0")),
+                       "[default_num_workers] SLURM_CPUS_PER_TASK='0' is not a CPU count >= 1", std::invalid_argument);
+
+  CHECK(SlurmEnvironment::cpus_per_task(fake_env({})) == std::nullopt);
+  CHECK(SlurmEnvironment::cpus_per_task(fake_env({{"SLURM_CPUS_PER_TASK", "3"}})) == 3);
+  CHECK_THROWS_WITH_AS(SlurmEnvironment::cpus_per_task(fake_env({{"SLURM_CPUS_PER_TASK", "0"}})),
+                       "[SlurmEnvironment::cpus_per_task] SLURM_CPUS_PER_TASK='0' must be at least 1",
+                       std::invalid_argument);
+
+  Platform platform;
+  platform.cpus_per_task = 1;
+  const int before = at::get_num_threads();
+  {
+    TempDir dir("cpus-per-task");
+    Trainer trainer(quiet_options(dir.path()).logger(false), {}, {}, platform);
+    CHECK(trainer.config().num_threads == 1);
+    CHECK(at::get_num_threads() == 1);
+  }
+  at::set_num_threads(before);
+  CHECK(TrainerConfig::resolve(TrainerOptions(), Platform{}).num_threads == std::nullopt);
+}
+
+namespace {
+
+const std::string kProbe = std::string(FULGUR_BINARY_DIR) + "/bin/ddp_probe";
+
+std::string probe_fit(const TempDir& dir, const std::string& extra) {
+  return kProbe + " fit --seed_everything 7 --trainer.accelerator cpu --trainer.max_epochs 4 " +
+         "--trainer.enable_progress_bar false --trainer.num_sanity_val_steps 0 --trainer.process_group_timeout 60 " +
+         "--trainer.default_root_dir " + dir.path().string() + " --model.stop_file " + (dir / "stop").string() +
+         " " + extra;
+}
+
+/// "<global_step> <stop_signal>" as written by the probe's rank `rank`.
+std::string stop_record(const TempDir& dir, int rank) {
+  const auto path = dir / ("stop." + std::to_string(rank));
+  return std::filesystem::exists(path) ? read_file(path) : "(no file)";
+}
+
+}  // namespace
+
+TEST_CASE("signal stop: two DDP ranks, SIGUSR1 to rank 1 only: both stop after the same step, exit 138") {
+  TempDir dir("signal-stop-ddp");
+  // 64 samples, 8 per rank and batch: 4 steps per epoch. Rank 1 is signalled
+  // during step 5 (0-based), so both must stop with global_step 6, mid-epoch.
+  const auto result = run_command(
+      probe_fit(dir, "--trainer.devices 2 --data.batch_size 8 --model.signal_rank 1 --model.signal_step 5"), 180);
+  INFO(result.output);
+  CHECK(result.exit_code == 128 + SIGUSR1);
+  CHECK(stop_record(dir, 0) == "6 10\n");
+  CHECK(stop_record(dir, 1) == "6 10\n");
+  CHECK(result.output.find("rank 0: SIGUSR1 received, stopping after step 6") != std::string::npos);
+  CHECK(result.output.find("rank 1: SIGUSR1 received, stopping after step 6") != std::string::npos);
+}
+
+TEST_CASE("signal stop: SIGTERM from outside to one torchrun rank stops both at the same step, exit 143") {
+  TempDir dir("signal-stop-torchrun");
+  // Slow steps (0.2 s, 32 of them) so the signal lands mid-run; the rank's
+  // pid comes from the file it writes when training starts.
+  const std::string torchrun =
+      std::string(FULGUR_SOURCE_DIR) + "/.venv/bin/torchrun --no-python --nproc-per-node 2 --master-port 29673 ";
+  const std::string pid_file = (dir / "pid").string();
+  const std::string command =
+      "( " + torchrun +
+      probe_fit(dir, "--trainer.devices 2 --data.batch_size 8 --model.step_seconds 0.2 --trainer.max_epochs 8 "
+                     "--model.pid_file " + pid_file) +
+      " > " + (dir / "log").string() + " 2>&1; echo $? > " + (dir / "rc").string() + " ) & " +
+      "for i in $(seq 300); do [ -f " + pid_file + ".1 ] && break; sleep 0.1; done; sleep 1; " +
+      "kill -TERM $(cat " + pid_file + ".1); wait";
+  const auto result = run_command(command, 180);
+  const std::string log = std::filesystem::exists(dir / "log") ? read_file(dir / "log") : "";
+  INFO(result.output);
+  INFO(log);
+  REQUIRE(std::filesystem::exists(dir / "rc"));
+  // torchrun reports a failed worker with exit code 1; each rank's own code is in its log.
+  CHECK(read_file(dir / "rc") != "0\n");
+  CHECK(log.find("rank 0: SIGTERM received, stopping after step") != std::string::npos);
+  const std::string rank0 = stop_record(dir, 0);
+  CHECK(rank0 == stop_record(dir, 1));
+  CHECK(rank0.size() > 3);
+  CHECK(rank0.substr(rank0.size() - 4) == " 15\n");
+  const int64_t step = std::atoll(rank0.c_str());
+  CHECK(step > 0);
+  CHECK(step < 32);
+}

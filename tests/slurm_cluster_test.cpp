@@ -1,0 +1,230 @@
+// The SLURM workflow on a real one-node SLURM cluster (slurmctld + slurmd +
+// munge on this machine), started by the ctest fixture slurm_cluster_start
+// (scripts/slurm_cluster.sh start) and stopped by slurm_cluster_stop. The
+// jobs are the example scripts in examples/slurm/, adapted only by sbatch
+// options and the FULGUR_* environment variables they document: CPU, two
+// processes, the demo digits.
+#include "support/test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <thread>
+
+using fulgur::testing::read_file;
+using fulgur::testing::run_command;
+using fulgur::testing::TempDir;
+
+namespace {
+
+const std::string kSource = FULGUR_SOURCE_DIR;
+const std::string kBinary = FULGUR_BINARY_DIR;
+
+/// Fails (does not skip) when the cluster is not up, saying how to start it.
+void require_cluster() {
+  const auto ping = run_command("sinfo -h -o %T 2>&1", 30);
+  INFO("sinfo: " << ping.output);
+  REQUIRE_MESSAGE(ping.exit_code == 0,
+                  "the local SLURM cluster is not running: ctest starts it with the slurm_cluster_start fixture, or "
+                  "run `scripts/slurm_cluster.sh start` (root, Debian 12)");
+}
+
+/// `sbatch ...` for the example script `script`, on CPU with the demo digits:
+/// the environment variables and sbatch options the script's comments document.
+std::string sbatch(const TempDir& dir, const std::string& script, const std::string& env, const std::string& options,
+                   const std::string& fulgur_args) {
+  return "FULGUR_ACCELERATOR=cpu FULGUR_CONFIG=examples/cinic10/digits.yaml FULGUR_BUILD_DIR=" + kBinary + " " + env +
+         " FULGUR_ARGS='--trainer.default_root_dir " + (dir / "runs").string() +
+         " --trainer.enable_progress_bar false --test_after_fit false --data.num_workers 0 " + fulgur_args +
+         "' sbatch --parsable --chdir=" + kSource + " --output=" + (dir / "job.out").string() +
+         " --ntasks-per-node=2 --cpus-per-task=1 --gres=none " + options + " " + kSource + "/examples/slurm/" + script;
+}
+
+std::string job_output(const TempDir& dir) {
+  return std::filesystem::exists(dir / "job.out") ? read_file(dir / "job.out") : "(no job output)";
+}
+
+std::string job_field(const std::string& job, const std::string& field) {
+  const auto show = run_command("scontrol show job " + job, 30);
+  const std::regex pattern(field + "=([^ \n]*)");
+  std::smatch match;
+  return std::regex_search(show.output, match, pattern) ? match[1].str() : "";
+}
+
+/// Waits until `done()` or `seconds` pass; returns done().
+template <class Done>
+bool wait_for(Done done, int seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  return done();
+}
+
+size_t count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("slurm: sbatch examples/slurm/cinic10-1node.sbatch with --ntasks-per-node=2 trains on CPU") {
+  require_cluster();
+  TempDir dir("slurm-1node");
+  // --wait: sbatch returns when the job ends, with the job's exit code.
+  const std::string short_run = "--trainer.max_epochs 2 --trainer.limit_train_batches 8 --trainer.limit_val_batches 4";
+  const auto result = run_command(sbatch(dir, "cinic10-1node.sbatch", "FULGUR_DEVICES=2", "--wait", short_run), 300);
+  const std::string out = job_output(dir);
+  INFO(result.output);
+  INFO(out);
+  CHECK(result.exit_code == 0);
+  // Rank 0 alone writes one run folder; both processes trained (DDP over srun's two tasks).
+  const auto run = dir / "runs" / "fulgur_logs" / "version_0";
+  REQUIRE(std::filesystem::exists(run / "metrics.csv"));
+  CHECK_FALSE(std::filesystem::exists(dir / "runs" / "fulgur_logs" / "version_1"));
+  const std::string metrics = read_file(run / "metrics.csv");
+  CHECK(metrics.find("val_acc") != std::string::npos);
+  CHECK(count(out, "fit: ") == 1);
+  CHECK(count(out, "fulgur: run folder ") == 1);
+}
+
+TEST_CASE("slurm: --ntasks-per-node=2 with --trainer.devices 4 fails before training, with the clear message") {
+  require_cluster();
+  TempDir dir("slurm-mismatch");
+  const auto result = run_command(sbatch(dir, "cinic10-1node.sbatch", "", "--wait", ""), 120);
+  const std::string out = job_output(dir);
+  INFO(result.output);
+  INFO(out);
+  CHECK(result.exit_code != 0);
+  // Each of the two tasks says why and exits 2; nothing was written.
+  CHECK(count(out,
+              "error: [TrainerConfig::resolve] num_nodes * devices = 1 * 4 = 4 does not match the world size 2 "
+              "reported by SLURM_NTASKS=2 (SLURM_NNODES=1, SLURM_NTASKS_PER_NODE=2)") == 2);
+  CHECK(out.find("Exited with exit code 2") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir / "runs"));
+}
+
+TEST_CASE("slurm: a batch script that forgets srun: refused with several tasks, warned with one") {
+  require_cluster();
+  TempDir dir("slurm-no-srun");
+  const std::string program = kBinary + "/bin/cinic10 fit --config examples/cinic10/digits.yaml --trainer.accelerator "
+                              "cpu --trainer.enable_progress_bar false --test_after_fit false --data.num_workers 0 "
+                              "--trainer.max_epochs 1 --trainer.limit_train_batches 2 --trainer.limit_val_batches 1 "
+                              "--trainer.default_root_dir " + (dir / "runs").string();
+  const std::string submit = "sbatch --parsable --wait --chdir=" + kSource + " --output=" + (dir / "job.out").string();
+  const auto two = run_command(submit + " --ntasks-per-node=2 --cpus-per-task=1 --wrap '" + program +
+                                   " --trainer.devices 2'", 120);
+  std::string out = job_output(dir);
+  INFO(two.output);
+  INFO(out);
+  CHECK(two.exit_code != 0);
+  CHECK(out.find("error: [TrainerConfig::resolve] SLURM_NTASKS=2 but this process was not started by srun (no "
+                 "SLURM_STEP_ID), so the other tasks will never start") != std::string::npos);
+
+  std::filesystem::remove(dir / "job.out");
+  const auto one = run_command(submit + " --cpus-per-task=1 --wrap '" + program + "'", 120);
+  out = job_output(dir);
+  INFO(one.output);
+  INFO(out);
+  CHECK(one.exit_code == 0);
+  CHECK(out.find("fulgur: warning: running inside a SLURM allocation (SLURM_JOB_ID is set) but not started by srun") !=
+        std::string::npos);
+}
+
+TEST_CASE("slurm: --time and --signal=USR1: every rank stops at the same step and the job requeues itself") {
+  require_cluster();
+  TempDir dir("slurm-requeue");
+  // A run far longer than the 1-minute limit: SLURM sends SIGUSR1 20 s before
+  // the limit (its timer ticks every 30 s, so 10-40 s after the start).
+  const auto submitted = run_command(
+      sbatch(dir, "cinic10-1node.sbatch", "FULGUR_DEVICES=2", "--time=1 --signal=USR1@20", "--trainer.max_epochs 1000"),
+      60);
+  INFO(submitted.output);
+  REQUIRE(submitted.exit_code == 0);
+  const std::string job = std::regex_replace(submitted.output, std::regex("\\s+"), "");
+  REQUIRE(std::regex_match(job, std::regex("[0-9]+")));
+  struct Cancel {
+    std::string job;
+    ~Cancel() { run_command("scancel " + job, 30); }
+  } cancel{job};
+
+  // First attempt: signalled, stopped, requeued (SLURM counts a restart).
+  const bool requeued = wait_for([&] { return job_field(job, "Restarts") == "1"; }, 120);
+  std::string out = job_output(dir);
+  INFO(out);
+  REQUIRE(requeued);
+  const std::smatch stop = [&] {
+    std::smatch m;
+    std::regex_search(out, m, std::regex("rank 0: SIGUSR1 received, stopping after step ([0-9]+)"));
+    return m;
+  }();
+  REQUIRE(!stop.empty());
+  CHECK(out.find("rank 1: SIGUSR1 received, stopping after step " + stop[1].str() + "\n") != std::string::npos);
+  CHECK(out.find("fulgur: requeueing SLURM job " + job + " (scontrol requeue " + job + ")") != std::string::npos);
+  CHECK(std::filesystem::exists(dir / "runs" / "fulgur_logs" / "version_0" / "metrics.csv"));
+
+  // SLURM holds a requeued job for two minutes; start it now instead of waiting.
+  CHECK(run_command("scontrol update JobId=" + job + " StartTime=now", 30).exit_code == 0);
+  const bool restarted = wait_for(
+      [&] { return std::filesystem::exists(dir / "runs" / "fulgur_logs" / "version_1" / "hparams.yaml"); }, 90);
+  out = job_output(dir);
+  INFO(out);
+  CHECK(restarted);
+  CHECK(count(out, "fulgur: run folder ") == 2);
+  // TODO(checkpoint merge): the second attempt resumes from version_0's last.ckpt; see the issue note.
+}
+
+// Needs the checkpoint work (ModelCheckpoint writing <run>/checkpoints/last.ckpt
+// whenever training stops, and the CLI resuming from auto_resume_checkpoint()).
+// Enabled by defining FULGUR_SLURM_RESUME_TEST once those are merged.
+#ifdef FULGUR_SLURM_RESUME_TEST
+TEST_CASE("slurm: a job stopped by --signal=USR1 resumes after its requeue and ends equal to an uninterrupted run") {
+  require_cluster();
+  TempDir dir("slurm-resume");
+  // Long enough (on 2 CPU ranks) that SLURM's warning arrives mid-run.
+  const std::string steps = "--trainer.max_steps 1500 --trainer.max_epochs -1 --trainer.deterministic true";
+  TempDir reference("slurm-resume-reference");
+  const auto whole = run_command(sbatch(reference, "cinic10-1node.sbatch", "FULGUR_DEVICES=2", "--wait", steps), 600);
+  INFO(whole.output);
+  REQUIRE(whole.exit_code == 0);
+
+  const auto submitted = run_command(
+      sbatch(dir, "cinic10-1node.sbatch", "FULGUR_DEVICES=2", "--time=1 --signal=USR1@20", steps), 60);
+  REQUIRE(submitted.exit_code == 0);
+  const std::string job = std::regex_replace(submitted.output, std::regex("\\s+"), "");
+  struct Cancel {
+    std::string job;
+    ~Cancel() { run_command("scancel " + job, 30); }
+  } cancel{job};
+  // Every requeue is held for two minutes by SLURM; release it at once.
+  const bool finished = wait_for(
+      [&] {
+        const std::string state = job_field(job, "JobState");
+        if (state == "PENDING" && job_field(job, "Reason") == "BeginTime") {
+          run_command("scontrol update JobId=" + job + " StartTime=now", 30);
+        }
+        return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED";
+      },
+      540);
+  const std::string out = job_output(dir);
+  INFO(out);
+  REQUIRE(finished);
+  CHECK(job_field(job, "JobState") == "COMPLETED");
+  CHECK(std::stoi(job_field(job, "Restarts")) >= 1);
+
+  // The final checkpoints' state_dicts, compared in Python torch.
+  const std::string compare = std::string(FULGUR_PYTHON) + " -c \"import glob,sys,torch\n"
+      "last=lambda d: sorted(glob.glob(d+'/runs/fulgur_logs/version_*/checkpoints/last.ckpt'), key=lambda p: int(p.split('version_')[1].split('/')[0]))[-1]\n"
+      "a=torch.load(last(sys.argv[1]),weights_only=True)['state_dict']; b=torch.load(last(sys.argv[2]),weights_only=True)['state_dict']\n"
+      "assert a.keys()==b.keys(); bad=[k for k in a if not torch.equal(a[k],b[k])]; print('differ:',bad); sys.exit(1 if bad else 0)\" " +
+      dir.path().string() + " " + reference.path().string();
+  const auto compared = run_command(compare, 120);
+  INFO(compared.output);
+  CHECK(compared.exit_code == 0);
+}
+#endif

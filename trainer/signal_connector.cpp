@@ -1,0 +1,46 @@
+#include <fulgur/trainer/signal_connector.hpp>
+
+#include <atomic>
+
+namespace fulgur {
+namespace {
+
+// A signal handler can only reach state with static storage; this is the one
+// such variable, written by the handler and read by SignalConnector.
+std::atomic<int> g_stop_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a lock-free atomic");
+
+// Keeps the larger number, so SIGTERM (15) wins over SIGUSR1 (10) on Linux.
+extern "C" void record_stop_signal(int signal) {
+  int seen = g_stop_signal.load();
+  while (signal > seen && !g_stop_signal.compare_exchange_weak(seen, signal)) {
+  }
+}
+
+}  // namespace
+
+SignalConnector::SignalConnector() {
+  g_stop_signal.store(0);
+  struct sigaction recorder {};
+  recorder.sa_handler = record_stop_signal;
+  sigemptyset(&recorder.sa_mask);
+  // SA_RESTART: a read or a collective interrupted by the signal carries on.
+  recorder.sa_flags = SA_RESTART;
+  ::sigaction(SIGUSR1, &recorder, &old_usr1_);
+  ::sigaction(SIGTERM, &recorder, &old_term_);
+}
+
+SignalConnector::~SignalConnector() {
+  ::sigaction(SIGUSR1, &old_usr1_, nullptr);
+  ::sigaction(SIGTERM, &old_term_, nullptr);
+}
+
+int SignalConnector::received() const { return g_stop_signal.load(); }
+
+const char* SignalConnector::name(int signal) {
+  if (signal == SIGUSR1) return "SIGUSR1";
+  if (signal == SIGTERM) return "SIGTERM";
+  return "another signal";
+}
+
+}  // namespace fulgur

@@ -1,0 +1,50 @@
+#include <fulgur/trainer/slurm_requeue.hpp>
+
+#include <fmt/format.h>
+
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <regex>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace fulgur {
+
+std::optional<std::string> SlurmRequeue::job_id(const EnvLookup& env) {
+  const auto array_job = env("SLURM_ARRAY_JOB_ID");
+  const auto array_task = env("SLURM_ARRAY_TASK_ID");
+  // A task of an array job has its own SLURM_JOB_ID, but scontrol names it
+  // by array and task; requeueing the array id would requeue every task.
+  if (array_job && array_task) return *array_job + "_" + *array_task;
+  return env("SLURM_JOB_ID");
+}
+
+bool SlurmRequeue::is_valid_job_id(const std::string& id) {
+  static const std::regex pattern("[0-9]+(_[0-9]+)?");
+  return std::regex_match(id, pattern);
+}
+
+int SlurmRequeue::requeue(const std::string& id) {
+  if (!is_valid_job_id(id)) {
+    throw std::invalid_argument(fmt::format(
+        "[SlurmRequeue::requeue] job id '{}' is not a SLURM job id (expected digits, or <array job>_<task>); "
+        "nothing was run",
+        id));
+  }
+  std::string program = "scontrol", verb = "requeue", job = id;
+  char* argv[] = {program.data(), verb.data(), job.data(), nullptr};
+  pid_t pid = 0;
+  if (::posix_spawnp(&pid, "scontrol", nullptr, nullptr, argv, environ) != 0) return 127;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return 127;
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + WTERMSIG(status);
+}
+
+}  // namespace fulgur
