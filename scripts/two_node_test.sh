@@ -36,8 +36,9 @@ for rank in 0 1 2 3; do
   node=$(( rank / 2 )); local_rank=$(( rank % 2 ))
   ns=$([ "$node" = 0 ] && echo "$ns0" || echo "$ns1")
   ifname=$([ "$node" = 0 ] && echo "$tag-a" || echo "$tag-b")
+  # As srun sets them (SLURM_STEP_ID too: without it fulgur refuses a SLURM task not started by srun).
   ip netns exec "$ns" env SLURM_JOB_ID=4242 SLURM_JOB_NAME=two-node SLURM_NTASKS=4 SLURM_NNODES=2 \
-    SLURM_NTASKS_PER_NODE=2 SLURM_PROCID="$rank" SLURM_LOCALID="$local_rank" SLURM_NODEID="$node" \
+    SLURM_STEP_ID=0 SLURM_NTASKS_PER_NODE=2 SLURM_PROCID="$rank" SLURM_LOCALID="$local_rank" SLURM_NODEID="$node" \
     SLURM_NODELIST="host[1-2]" MASTER_ADDR="$subnet.1" MASTER_PORT=29641 GLOO_SOCKET_IFNAME="$ifname" \
     "$build/bin/ddp_probe" "${common[@]}" --trainer.num_nodes 2 --trainer.devices 2 --data.batch_size 4 \
     --model.output "$out/four.pt" > "$out/rank$rank.log" 2>&1 &

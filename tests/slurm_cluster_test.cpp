@@ -168,10 +168,16 @@ TEST_CASE("slurm: --time and --signal=USR1: every rank stops at the same step an
   CHECK(out.find("fulgur: requeueing SLURM job " + job + " (scontrol requeue " + job + ")") != std::string::npos);
   CHECK(std::filesystem::exists(dir / "runs" / "fulgur_logs" / "version_0" / "metrics.csv"));
 
-  // SLURM holds a requeued job for two minutes; start it now instead of waiting.
-  CHECK(run_command("scontrol update JobId=" + job + " StartTime=now", 30).exit_code == 0);
+  // SLURM holds a requeued job for two minutes; once it is pending again
+  // (after COMPLETING), start it now instead of waiting.
   const bool restarted = wait_for(
-      [&] { return std::filesystem::exists(dir / "runs" / "fulgur_logs" / "version_1" / "hparams.yaml"); }, 90);
+      [&] {
+        if (job_field(job, "JobState") == "PENDING" && job_field(job, "Reason") == "BeginTime") {
+          run_command("scontrol update JobId=" + job + " StartTime=now", 30);
+        }
+        return std::filesystem::exists(dir / "runs" / "fulgur_logs" / "version_1" / "hparams.yaml");
+      },
+      120);
   out = job_output(dir);
   INFO(out);
   CHECK(restarted);
