@@ -7,6 +7,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 "$build/bin/trainer_overhead"
+"$build/bin/checkpoint_save" --dir "$work"
 
 # ddp_scaling: 1 process x 1 thread vs 2 processes x 1 thread each, same
 # per-process batch; then 2 processes with one big gradient bucket (allreduce

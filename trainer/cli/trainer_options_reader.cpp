@@ -90,6 +90,7 @@ TrainerOptions read_trainer_options(ConfigSection& s) {
   o.benchmark(s.get<bool>("benchmark", d.benchmark()));
   o.default_root_dir(s.get<std::string>("default_root_dir", d.default_root_dir()));
   o.enable_progress_bar(s.get<bool>("enable_progress_bar", d.enable_progress_bar()));
+  o.enable_checkpointing(s.get<bool>("enable_checkpointing", d.enable_checkpointing()));
   o.logger(s.get<bool>("logger", d.logger()));
   o.process_group_timeout(s.get<double>("process_group_timeout", d.process_group_timeout()));
   o.node_rank(s.get<int64_t>("node_rank", d.node_rank()));
