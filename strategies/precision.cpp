@@ -84,4 +84,21 @@ bool Precision::optimizer_step(torch::optim::Optimizer& optimizer) {
 
 double Precision::loss_scale() const { return uses_scaler() ? scale_.item<double>() : 1.0; }
 
+c10::impl::GenericDict Precision::state_dict() const {
+  auto state = c10::impl::GenericDict(c10::StringType::get(), c10::AnyType::get());
+  if (!uses_scaler()) return state;
+  state.insert("scale", scale_.item<double>());
+  state.insert("growth_factor", kGrowthFactor);
+  state.insert("backoff_factor", kBackoffFactor);
+  state.insert("growth_interval", kGrowthInterval);
+  state.insert("_growth_tracker", static_cast<int64_t>(growth_tracker_.item<int32_t>()));
+  return state;
+}
+
+void Precision::load_state_dict(const c10::impl::GenericDict& state) {
+  if (!uses_scaler() || !state.contains("scale")) return;
+  scale_.fill_(state.at("scale").toDouble());
+  growth_tracker_.fill_(state.at("_growth_tracker").toInt());
+}
+
 }  // namespace fulgur

@@ -44,6 +44,13 @@ class Precision {
   /// Current loss scale (1 when no scaler is used).
   double loss_scale() const;
 
+  /// The gradient scaler's state with torch.amp.GradScaler's keys ("scale",
+  /// "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker");
+  /// empty without a scaler. For checkpoints.
+  c10::impl::GenericDict state_dict() const;
+  /// Restores state_dict(); an empty dict leaves the scaler as it is.
+  void load_state_dict(const c10::impl::GenericDict& state);
+
  private:
   bool uses_scaler() const { return mode_ == PrecisionMode::FP16Mixed; }
   PrecisionMode mode_;

@@ -40,4 +40,24 @@ void FitLoop::run(DataLoader& train, DataLoader* val) {
   trainer_.call_hook(&Callback::on_train_end, &LightningModule::on_train_end);
 }
 
+c10::impl::GenericDict FitLoop::state_dict() const {
+  // Inside an epoch, or after one cut short by a stop, the position is that
+  // epoch's; after a complete epoch it is the start of the next.
+  const bool mid_epoch =
+      epoch_loop_.running() || (!epoch_loop_.epoch_complete() && epoch_progress_.total > 0);
+  const int64_t epoch = epoch_loop_.running() ? epoch_progress_.total
+                        : mid_epoch           ? epoch_progress_.total - 1
+                                              : epoch_progress_.total;
+  auto state = c10::impl::GenericDict(c10::StringType::get(), c10::AnyType::get());
+  state.insert("epoch", epoch);
+  state.insert("batch_in_epoch", mid_epoch ? epoch_loop_.batch_progress().current : int64_t{0});
+  state.insert("epoch_loop", epoch_loop_.state_dict());
+  return state;
+}
+
+void FitLoop::load_state_dict(const c10::impl::GenericDict& state) {
+  epoch_progress_.total = epoch_progress_.current = state.at("epoch").toInt();
+  epoch_loop_.load_state_dict(state.at("epoch_loop").toGenericDict(), state.at("batch_in_epoch").toInt());
+}
+
 }  // namespace fulgur

@@ -23,6 +23,13 @@ class FitLoop {
   TrainingEpochLoop& epoch_loop() { return epoch_loop_; }
   const Progress& epoch_progress() const { return epoch_progress_; }
 
+  /// Where training stands, for checkpoints: `epoch` (the one to run or
+  /// continue), `batch_in_epoch` (batches of it already done) and the epoch
+  /// loop's counters.
+  c10::impl::GenericDict state_dict() const;
+  /// Restores a state_dict(); the next run() continues from there.
+  void load_state_dict(const c10::impl::GenericDict& state);
+
  private:
   Trainer& trainer_;
   Progress epoch_progress_;

@@ -1,9 +1,11 @@
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fulgur/callbacks/loggers/csv_logger.hpp>
+#include <fulgur/callbacks/model_checkpoint.hpp>
 #include <fulgur/callbacks/progress_bar.hpp>
 #include <fulgur/strategies/cluster_environment.hpp>
 #include <fulgur/strategies/create_strategy.hpp>
+#include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>
 #include <fulgur/trainer/evaluation_loop.hpp>
 #include <fulgur/trainer/fit_loop.hpp>
 #include <fulgur/trainer/predict_loop.hpp>
@@ -46,6 +48,13 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
     return dynamic_cast<ProgressBar*>(c.get()) != nullptr;
   });
   if (config_.enable_progress_bar && !has_progress_bar) callbacks_.push_back(std::make_shared<ProgressBar>());
+  const bool has_model_checkpoint = std::any_of(callbacks_.begin(), callbacks_.end(), [](const auto& c) {
+    return dynamic_cast<ModelCheckpoint*>(c.get()) != nullptr;
+  });
+  // The default: <run folder>/checkpoints/last.ckpt after every epoch and when training stops.
+  if (config_.enable_checkpointing && !has_model_checkpoint) {
+    callbacks_.push_back(std::make_shared<ModelCheckpoint>(ModelCheckpointOptions().save_last(true)));
+  }
 
   accumulate_grad_batches_ = config_.accumulate_grad_batches;
   if (config_.deterministic) at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
@@ -55,6 +64,7 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
   validate_loop_ = std::make_unique<EvaluationLoop>(*this, LogStage::Validation);
   test_loop_ = std::make_unique<EvaluationLoop>(*this, LogStage::Test);
   predict_loop_ = std::make_unique<PredictLoop>(*this);
+  checkpoint_connector_ = std::make_unique<CheckpointConnector>(*this);
 }
 
 Trainer::~Trainer() = default;
@@ -121,8 +131,28 @@ void Trainer::report_epoch(const ResultCollection::Metrics& metrics) {
   }
 }
 
+void Trainer::save_checkpoint(const std::filesystem::path& path, bool weights_only) {
+  if (module_ != nullptr) {
+    checkpoint_connector_->save(path, weights_only);
+    return;
+  }
+  if (last_module_ == nullptr) {
+    throw std::logic_error("[Trainer::save_checkpoint] no model: call fit/validate/test/predict first");
+  }
+  // After a run: the process group may be gone, so rank 0 writes alone.
+  module_ = last_module_;
+  try {
+    if (is_global_zero()) CheckpointIO::save(checkpoint_connector_->dump(weights_only), path);
+  } catch (...) {
+    module_ = nullptr;
+    throw;
+  }
+  module_ = nullptr;
+}
+
 void Trainer::setup_run(LightningModule& module) {
   module_ = &module;
+  last_module_ = &module;
   module.trainer_ = this;
   strategy_->setup_environment();
   strategy_->setup(module);
@@ -140,7 +170,7 @@ void Trainer::start_loggers(LightningModule& module) {
 
 template <class Body>
 auto Trainer::run_stage(TrainerStage stage, Stage data_stage, LightningModule& module, DataModule& data,
-                        Body&& body) {
+                        const std::string& ckpt_path, Body&& body) {
   stage_ = stage;
   try {
     setup_run(module);
@@ -148,6 +178,19 @@ auto Trainer::run_stage(TrainerStage stage, Stage data_stage, LightningModule& m
     if (strategy_->local_rank() == 0) data.prepare_data();
     strategy_->barrier("prepare_data");
     data.setup(data_stage);
+    if (!ckpt_path.empty()) {
+      // Every process reads the same file; weights first, and the loggers
+      // before they write, so a resumed fit continues the same run folder.
+      const std::filesystem::path path = checkpoint_connector_->resolve(ckpt_path);
+      const Checkpoint checkpoint = CheckpointIO::load(path);
+      checkpoint_connector_->restore_model(checkpoint, path.string());
+      if (stage == TrainerStage::Fitting) {
+        checkpoint_connector_->restore_loggers(checkpoint);
+        resume_checkpoint_ = checkpoint;
+        resume_source_ = path.string();
+      }
+      if (is_global_zero()) std::cout << "fulgur: restored from checkpoint " << path.string() << std::endl;
+    }
     start_loggers(module);  // only once the data are known to be there
     call_callback_hook(&Callback::setup);
     auto result = body();
@@ -174,6 +217,7 @@ auto Trainer::run_stage(TrainerStage stage, Stage data_stage, LightningModule& m
         for (auto& logger : loggers_) logger->finalize("failed");
       }
       strategy_->teardown();
+      resume_checkpoint_.reset();
     } catch (const std::exception& cleanup_error) {
       std::cerr << "fulgur: error while cleaning up after a failure: " << cleanup_error.what() << std::endl;
     }
@@ -215,7 +259,7 @@ void Trainer::check_stop_signal() {
             << std::endl;
 }
 
-void Trainer::fit(LightningModule& module, DataModule& data) {
+void Trainer::fit(LightningModule& module, DataModule& data, const std::string& ckpt_path) {
   // SIGUSR1/SIGTERM only set a flag from here on; the loop acts on it.
   signals_ = std::make_unique<SignalConnector>();
   stop_signal_ = 0;
@@ -224,7 +268,7 @@ void Trainer::fit(LightningModule& module, DataModule& data) {
     ~Uninstall() { signals.reset(); }
   } uninstall{signals_};
   bool requeue = false;
-  run_stage(TrainerStage::Fitting, Stage::Fit, module, data, [&] {
+  run_stage(TrainerStage::Fitting, Stage::Fit, module, data, ckpt_path, [&] {
     auto train = prepare_loader(data.train_dataloader(), /*training=*/true);
     if (!train) throw std::invalid_argument("[Trainer::fit] the DataModule returned no train_dataloader");
     auto val = prepare_loader(data.val_dataloader(), /*training=*/false);
@@ -243,7 +287,8 @@ void Trainer::fit(LightningModule& module, DataModule& data) {
     module.train();
     call_hook(&Callback::on_fit_start, &LightningModule::on_fit_start);
 
-    if (val && config_.num_sanity_val_steps != 0) {
+    // A resumed run was checked when it started: no sanity check.
+    if (val && config_.num_sanity_val_steps != 0 && !resume_checkpoint_) {
       const int64_t limit = config_.limit_val_batches.limit(val->size(), "limit_val_batches");
       const int64_t steps = config_.num_sanity_val_steps == -1 ? limit : std::min(limit, config_.num_sanity_val_steps);
       if (steps > 0) {
@@ -253,6 +298,11 @@ void Trainer::fit(LightningModule& module, DataModule& data) {
         call_callback_hook(&Callback::on_sanity_check_end);
         stage_ = TrainerStage::Fitting;
       }
+    }
+    if (resume_checkpoint_) {
+      // Last, so that nothing between here and the first step draws from the restored RNG.
+      checkpoint_connector_->restore_training_state(*resume_checkpoint_, resume_source_);
+      resume_checkpoint_.reset();
     }
     fit_loop_->run(*train, val.get());
     call_hook(&Callback::on_fit_end, &LightningModule::on_fit_end);
@@ -285,24 +335,26 @@ void Trainer::requeue_slurm_job() {
   }
 }
 
-std::map<std::string, double> Trainer::validate(LightningModule& module, DataModule& data) {
-  return run_stage(TrainerStage::Validating, Stage::Validate, module, data, [&] {
+std::map<std::string, double> Trainer::validate(LightningModule& module, DataModule& data,
+                                               const std::string& ckpt_path) {
+  return run_stage(TrainerStage::Validating, Stage::Validate, module, data, ckpt_path, [&] {
     auto val = prepare_loader(data.val_dataloader(), /*training=*/false);
     if (!val) throw std::invalid_argument("[Trainer::validate] the DataModule returned no val_dataloader");
     return validate_loop_->run(*val, config_.limit_val_batches.limit(val->size(), "limit_val_batches"));
   });
 }
 
-std::map<std::string, double> Trainer::test(LightningModule& module, DataModule& data) {
-  return run_stage(TrainerStage::Testing, Stage::Test, module, data, [&] {
+std::map<std::string, double> Trainer::test(LightningModule& module, DataModule& data, const std::string& ckpt_path) {
+  return run_stage(TrainerStage::Testing, Stage::Test, module, data, ckpt_path, [&] {
     auto loader = prepare_loader(data.test_dataloader(), /*training=*/false);
     if (!loader) throw std::invalid_argument("[Trainer::test] the DataModule returned no test_dataloader");
     return test_loop_->run(*loader, config_.limit_test_batches.limit(loader->size(), "limit_test_batches"));
   });
 }
 
-std::vector<torch::Tensor> Trainer::predict(LightningModule& module, DataModule& data) {
-  return run_stage(TrainerStage::Predicting, Stage::Predict, module, data, [&] {
+std::vector<torch::Tensor> Trainer::predict(LightningModule& module, DataModule& data,
+                                            const std::string& ckpt_path) {
+  return run_stage(TrainerStage::Predicting, Stage::Predict, module, data, ckpt_path, [&] {
     auto loader = prepare_loader(data.predict_dataloader(), /*training=*/false);
     if (!loader) throw std::invalid_argument("[Trainer::predict] the DataModule returned no predict_dataloader");
     return predict_loop_->run(*loader,

@@ -13,11 +13,13 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace fulgur {
 
+class CheckpointConnector;
 class FitLoop;
 class EvaluationLoop;
 class PredictLoop;
@@ -39,13 +41,21 @@ class Trainer {
   Trainer& operator=(const Trainer&) = delete;
 
   // --- entry points ---------------------------------------------------------------
-  void fit(LightningModule& module, DataModule& data);
+  // `ckpt_path`: "" (start fresh), "last", "best" or a file. fit() resumes
+  // everything (weights, optimizer, loops, RNG, callbacks, loggers) and
+  // continues exactly; the other stages load the weights.
+  void fit(LightningModule& module, DataModule& data, const std::string& ckpt_path = "");
   /// Returns the epoch metrics the validation loop computed.
-  std::map<std::string, double> validate(LightningModule& module, DataModule& data);
+  std::map<std::string, double> validate(LightningModule& module, DataModule& data,
+                                         const std::string& ckpt_path = "");
   /// Returns the epoch metrics the test loop computed.
-  std::map<std::string, double> test(LightningModule& module, DataModule& data);
+  std::map<std::string, double> test(LightningModule& module, DataModule& data, const std::string& ckpt_path = "");
   /// Returns predict_step's output for every batch, in order.
-  std::vector<torch::Tensor> predict(LightningModule& module, DataModule& data);
+  std::vector<torch::Tensor> predict(LightningModule& module, DataModule& data, const std::string& ckpt_path = "");
+
+  /// Writes a checkpoint of the current (or last) run to `path`, atomically,
+  /// from rank 0. Inside a run every process must call it.
+  void save_checkpoint(const std::filesystem::path& path, bool weights_only = false);
 
   // --- state, for callbacks, loggers and loops ----------------------------------------
   const TrainerConfig& config() const { return config_; }
@@ -132,8 +142,10 @@ class Trainer {
   void report_epoch(const ResultCollection::Metrics& metrics);
 
  private:
+  friend class CheckpointConnector;
   template <class Body>
-  auto run_stage(TrainerStage stage, Stage data_stage, LightningModule& module, DataModule& data, Body&& body);
+  auto run_stage(TrainerStage stage, Stage data_stage, LightningModule& module, DataModule& data,
+                 const std::string& ckpt_path, Body&& body);
   void setup_run(LightningModule& module);
   /// Shards a loader by rank when several processes work together; only
   /// training shards are padded to equal length.
@@ -151,6 +163,12 @@ class Trainer {
   std::unique_ptr<EvaluationLoop> validate_loop_;
   std::unique_ptr<EvaluationLoop> test_loop_;
   std::unique_ptr<PredictLoop> predict_loop_;
+  std::unique_ptr<CheckpointConnector> checkpoint_connector_;
+  /// The checkpoint fit() resumes from, between loading and restoring.
+  std::optional<c10::impl::GenericDict> resume_checkpoint_;
+  std::string resume_source_;
+  /// The module of the last run, for save_checkpoint() after it.
+  LightningModule* last_module_ = nullptr;
 
   LightningModule* module_ = nullptr;
   OptimizerConfig optimizers_;

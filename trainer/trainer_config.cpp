@@ -231,6 +231,7 @@ TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& pl
   c.deterministic = o.deterministic();
   c.benchmark = o.benchmark();
   c.enable_progress_bar = o.enable_progress_bar();
+  c.enable_checkpointing = o.enable_checkpointing();
   c.logger = o.logger();
 
   // fast_dev_run: n batches of every loop, one epoch, no sanity check, no logging.
@@ -245,6 +246,7 @@ TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& pl
     c.val_check_interval = 1.0;
     c.check_val_every_n_epoch = 1;
     c.logger = false;
+    c.enable_checkpointing = false;
   }
   return c;
 }

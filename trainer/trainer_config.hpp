@@ -86,6 +86,7 @@ struct TrainerConfig {
   bool benchmark = false;
   std::string default_root_dir = ".";
   bool enable_progress_bar = true;
+  bool enable_checkpointing = true;
   bool logger = true;
   double process_group_timeout = 1800.0;
   int64_t node_rank = 0;

@@ -59,6 +59,9 @@ struct TrainerOptions {
   TORCH_ARG(bool, benchmark) = false;
   TORCH_ARG(std::string, default_root_dir) = ".";
   TORCH_ARG(bool, enable_progress_bar) = true;
+  /// Adds a default ModelCheckpoint (checkpoints/last.ckpt in the run folder)
+  /// unless one is given.
+  TORCH_ARG(bool, enable_checkpointing) = true;
   /// Writes the run folder (hparams.yaml, metrics.csv) when true.
   TORCH_ARG(bool, logger) = true;
 

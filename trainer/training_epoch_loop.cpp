@@ -34,28 +34,42 @@ bool TrainingEpochLoop::should_validate(int64_t batch_idx, bool is_last_batch) c
 
 void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, DataLoader* val, int64_t num_val_batches) {
   num_batches_ = num_batches;
-  batch_progress_.reset_current();
+  running_ = true;
+  // A resumed run continues the epoch where its checkpoint was taken.
+  const int64_t first_batch = restarting_ ? std::min(batch_progress_.current, num_batches_) : 0;
+  if (!restarting_) batch_progress_.reset_current();
+  restarting_ = false;
   results_.reset();
   trainer_.attach_results(&results_);
   trainer_.call_hook(&Callback::on_train_epoch_start, &LightningModule::on_train_epoch_start);
 
-  auto batches = train.iterate(0);
-  for (int64_t batch_idx = 0; batch_idx < num_batches_ && !done(); ++batch_idx) {
+  auto validate_if_due = [&](int64_t batch_idx, bool is_last_batch) {
+    if (val != nullptr && num_val_batches > 0 && should_validate(batch_idx, is_last_batch)) {
+      val_loop_.run(*val, num_val_batches);
+      validated_at_batch_total_ = batch_progress_.total;
+      trainer_.attach_results(&results_);
+    }
+  };
+  // A checkpoint taken in on_train_batch_end comes before that batch's validation.
+  if (first_batch > 0 && validated_at_batch_total_ != batch_progress_.total) {
+    validate_if_due(first_batch - 1, first_batch == num_batches_);
+  }
+
+  auto batches = train.iterate(first_batch);
+  int64_t batch_idx = first_batch;
+  for (; batch_idx < num_batches_ && !done(); ++batch_idx) {
     auto next = batches->next();
     if (!next) break;
     const bool is_last_batch = batch_idx + 1 == num_batches_;
     advance(trainer_.strategy().batch_to_device(*next), batch_idx, is_last_batch);
-
-    if (val != nullptr && num_val_batches > 0 && should_validate(batch_idx, is_last_batch)) {
-      val_loop_.run(*val, num_val_batches);
-      trainer_.attach_results(&results_);
-    }
+    validate_if_due(batch_idx, is_last_batch);
     // A step boundary (never inside an accumulation window): stop here on a signal?
-    if ((batch_idx + 1) % trainer_.config().accumulate_grad_batches == 0 || is_last_batch) {
+    if ((batch_idx + 1) % trainer_.accumulate_grad_batches() == 0 || is_last_batch) {
       trainer_.check_stop_signal();
     }
   }
   batches.reset();
+  epoch_complete_ = batch_idx >= num_batches_;
 
   // Callbacks that monitor metrics (EarlyStopping, ModelCheckpoint) run last,
   // so they see what the module logs in its hook and the epoch aggregates.
@@ -64,12 +78,31 @@ void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, DataLoader* 
   trainer_.report_epoch(results_.epoch_metrics(trainer_.strategy()));
   trainer_.call_callback_hook_where(true, &Callback::on_train_epoch_end);
 
+  // An epoch cut short by a stop does not step epoch schedulers: a resumed
+  // run finishes that epoch and steps them then, as an uninterrupted run would.
   auto& scheduler = trainer_.optimizers().lr_scheduler;
-  if (scheduler && scheduler->interval == SchedulerInterval::Epoch &&
+  if (epoch_complete_ && scheduler && scheduler->interval == SchedulerInterval::Epoch &&
       (trainer_.current_epoch() + 1) % scheduler->frequency == 0) {
     scheduler->scheduler->step();
   }
   trainer_.attach_results(nullptr);
+  running_ = false;
+}
+
+c10::impl::GenericDict TrainingEpochLoop::state_dict() const {
+  auto state = c10::impl::GenericDict(c10::StringType::get(), c10::AnyType::get());
+  state.insert("batches_total", batch_progress_.total);
+  state.insert("optimizer_steps", optimizer_steps_.total);
+  state.insert("validated_at_batch_total", validated_at_batch_total_);
+  return state;
+}
+
+void TrainingEpochLoop::load_state_dict(const c10::impl::GenericDict& state, int64_t batches_done) {
+  batch_progress_.total = state.at("batches_total").toInt();
+  batch_progress_.current = batches_done;
+  optimizer_steps_.total = optimizer_steps_.current = state.at("optimizer_steps").toInt();
+  validated_at_batch_total_ = state.at("validated_at_batch_total").toInt();
+  restarting_ = true;
 }
 
 void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_last_batch) {

@@ -29,6 +29,16 @@ class TrainingEpochLoop {
   int64_t num_batches() const { return num_batches_; }
   EvaluationLoop& val_loop() { return val_loop_; }
 
+  /// True between the start of run() and its end (hooks inside an epoch).
+  bool running() const { return running_; }
+  /// Whether the last epoch ran all its batches (false after a stop mid-epoch).
+  bool epoch_complete() const { return epoch_complete_; }
+  /// Counters for checkpoints: batches, optimizer steps, where validation last ran.
+  c10::impl::GenericDict state_dict() const;
+  /// Restores the counters; the next run() continues the epoch after
+  /// `batches_done` batches (running a validation that was due and not yet done).
+  void load_state_dict(const c10::impl::GenericDict& state, int64_t batches_done);
+
  private:
   void advance(const Batch& batch, int64_t batch_idx, bool is_last_batch);
   void optimizer_step();
@@ -40,6 +50,10 @@ class TrainingEpochLoop {
   Progress optimizer_steps_;
   EvaluationLoop val_loop_;
   int64_t num_batches_ = 0;
+  bool running_ = false;
+  bool epoch_complete_ = true;
+  bool restarting_ = false;
+  int64_t validated_at_batch_total_ = -1;  // batch_progress_.total when validation last ran in training
 };
 
 }  // namespace fulgur

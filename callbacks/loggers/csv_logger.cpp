@@ -6,6 +6,8 @@
 #include <fmt/ranges.h>
 
 #include <fstream>
+#include <regex>
+#include <sstream>
 #include <stdexcept>
 
 namespace fulgur {
@@ -92,6 +94,50 @@ void CSVLogger::write_all() {
   std::filesystem::rename(temp, path);
   written_columns_ = cols;
   rows_written_ = rows_.size();
+}
+
+}  // namespace fulgur
+
+namespace fulgur {
+
+std::map<std::string, int64_t> CSVLogger::state_dict() {
+  save();
+  return {{"version", version()}, {"rows", static_cast<int64_t>(rows_written_)}};
+}
+
+void CSVLogger::load_state_dict(const std::map<std::string, int64_t>& state) {
+  const auto version = state.find("version");
+  const auto rows = state.find("rows");
+  if (version == state.end() || rows == state.end()) return;
+  version_ = version->second;
+  rows_.clear();
+  metric_names_.clear();
+  rows_written_ = 0;
+  written_columns_.clear();
+  const auto path = metrics_file();
+  std::ifstream in(path);
+  std::string header;
+  if (in && std::getline(in, header)) {
+    std::vector<std::string> columns;
+    std::stringstream split(header);
+    for (std::string name; std::getline(split, name, ',');) columns.push_back(name);
+    std::string line;
+    while (static_cast<int64_t>(rows_.size()) < rows->second && std::getline(in, line)) {
+      std::map<std::string, double> row;
+      std::stringstream cells(line);
+      std::string cell;
+      for (size_t i = 0; i < columns.size() && std::getline(cells, cell, ','); ++i) {
+        if (!cell.empty()) row[columns[i]] = std::stod(cell);
+      }
+      for (const auto& [key, value] : row) {
+        if (key != "epoch" && key != "step") metric_names_.insert(key);
+      }
+      rows_.push_back(std::move(row));
+    }
+  }
+  in.close();
+  // Rewrite the kept rows, dropping whatever was logged after the checkpoint.
+  if (!rows_.empty()) write_all();
 }
 
 }  // namespace fulgur

@@ -23,6 +23,11 @@ class CSVLogger : public Logger {
   void log_hyperparams(const YAML::Node& hparams) override;
   void log_metrics(const std::map<std::string, double>& metrics, int64_t step) override;
   void save() override;
+  /// {"version", "rows"}: the rows written so far (saved first).
+  std::map<std::string, int64_t> state_dict() override;
+  /// Continues version `version`: keeps the first `rows` rows of its
+  /// metrics.csv (dropping rows logged after the checkpoint) and appends after them.
+  void load_state_dict(const std::map<std::string, int64_t>& state) override;
 
   std::filesystem::path metrics_file() { return log_dir() / "metrics.csv"; }
 

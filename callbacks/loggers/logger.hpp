@@ -24,6 +24,11 @@ class Logger {
   virtual void log_metrics(const std::map<std::string, double>& metrics, int64_t step) = 0;
   /// Makes everything logged so far durable.
   virtual void save() {}
+  /// Where the logger stands, for checkpoints (CSVLogger: its version and
+  /// the rows written), so a resumed run continues the same files.
+  virtual std::map<std::string, int64_t> state_dict() { return {}; }
+  /// Restores state_dict() before the run logs anything.
+  virtual void load_state_dict(const std::map<std::string, int64_t>& state) { (void)state; }
   /// End of a run: "success" or "failed".
   virtual void finalize(const std::string& status) {
     (void)status;

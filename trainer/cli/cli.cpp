@@ -6,6 +6,7 @@
 #include <fulgur/strategies/local_launcher.hpp>
 #include <fulgur/trainer/cli/trainer_options_reader.hpp>
 #include <fulgur/trainer/seed.hpp>
+#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fmt/format.h>
@@ -31,6 +32,8 @@ constexpr const char* kUsage = R"(usage: {0} <fit|validate|test|predict> [--conf
   --data.NAME VALUE      an option of the data module
   --seed_everything N    seed every generator (default: a random seed, printed)
   --test_after_fit BOOL  fit: run the test loop on the trained model, same run folder
+  --ckpt_path PATH       fit: resume from a checkpoint; validate/test/predict: load its weights
+                         (PATH: a file, "last" = newest checkpoint, "best" = ModelCheckpoint's best)
   --print_config         print the full resolved configuration and exit
   --help                 this text
 
@@ -39,7 +42,8 @@ Exit codes: 0 success, 2 bad input (the message names the key or file), 1 other 
   agreed on, after the normal stop path; under SLURM, SIGUSR1 also requeued the job.
 )";
 
-const std::vector<std::string> kTopLevelKeys = {"trainer", "model", "data", "seed_everything", "test_after_fit"};
+const std::vector<std::string> kTopLevelKeys = {"trainer",        "model",          "data",
+                                                "seed_everything", "test_after_fit", "ckpt_path"};
 
 Subcommand parse_subcommand(const std::string& word) {
   if (word == "fit") return Subcommand::Fit;
@@ -137,6 +141,7 @@ int run_checked(const Arguments& args, const Factories& factories, int argc, con
   const auto seed = top.get<int64_t>("seed_everything", static_cast<int64_t>(entropy() & 0x7fffffff));
   // Only fit acts on it; the other subcommands accept it so one config serves all.
   const bool test_after_fit = top.get<bool>("test_after_fit", false);
+  const std::string ckpt_path = top.get<std::string>("ckpt_path", "");
   seed_everything(static_cast<uint64_t>(seed));
 
   ConfigSection trainer_section(root["trainer"], "trainer");
@@ -175,7 +180,7 @@ int run_checked(const Arguments& args, const Factories& factories, int argc, con
   Trainer trainer(options, callbacks, make_loggers(logger_names, options.default_root_dir()), platform);
   switch (args.subcommand) {
     case Subcommand::Fit:
-      trainer.fit(*model, *data);
+      trainer.fit(*model, *data, ckpt_path);
       if (trainer.is_global_zero()) print_metrics("fit", trainer.callback_metrics());
       // Stopped by SIGUSR1/SIGTERM: the run is unfinished, say so in the exit code.
       if (trainer.stopped_by_signal()) return 128 + trainer.stop_signal();
@@ -185,17 +190,17 @@ int run_checked(const Arguments& args, const Factories& factories, int argc, con
       }
       break;
     case Subcommand::Validate: {
-      const auto metrics = trainer.validate(*model, *data);
+      const auto metrics = trainer.validate(*model, *data, ckpt_path);
       if (trainer.is_global_zero()) print_metrics("validate", metrics);
       break;
     }
     case Subcommand::Test: {
-      const auto metrics = trainer.test(*model, *data);
+      const auto metrics = trainer.test(*model, *data, ckpt_path);
       if (trainer.is_global_zero()) print_metrics("test", metrics);
       break;
     }
     case Subcommand::Predict: {
-      const auto outputs = trainer.predict(*model, *data);
+      const auto outputs = trainer.predict(*model, *data, ckpt_path);
       if (!trainer.is_global_zero()) break;
       // One tensor, batches joined along dim 0: what torch.load(weights_only=True) reads.
       const auto path = trainer.log_dir() / "predictions.pt";
@@ -292,6 +297,8 @@ int run(int argc, const char* const* argv, const Factories& factories) {
   } catch (const std::invalid_argument& e) {  // ConfigError and invalid options: bad input
     return report(e, 2);
   } catch (const DataError& e) {  // missing folder, corrupt image: bad input too
+    return report(e, 2);
+  } catch (const CheckpointError& e) {  // a missing or corrupt checkpoint: bad input
     return report(e, 2);
   } catch (const std::exception& e) {
     return report(e, 1);

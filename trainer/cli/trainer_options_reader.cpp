@@ -98,6 +98,7 @@ TrainerOptions read_trainer_options(ConfigSection& s) {
   o.default_root_dir(s.get<std::string>("default_root_dir", d.default_root_dir()));
   o.enable_progress_bar(s.get<bool>("enable_progress_bar", d.enable_progress_bar()));
   o.logger(!read_logger_names(s).empty());
+  o.enable_checkpointing(s.get<bool>("enable_checkpointing", d.enable_checkpointing()));
   o.process_group_timeout(s.get<double>("process_group_timeout", d.process_group_timeout()));
   o.node_rank(s.get<int64_t>("node_rank", d.node_rank()));
   o.find_unused_parameters(s.get<bool>("find_unused_parameters", d.find_unused_parameters()));

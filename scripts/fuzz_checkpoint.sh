@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds the checkpoint-loader fuzz target with clang's libFuzzer and runs it
+# for a bounded time from a seed corpus of real checkpoints.
+#   scripts/fuzz_checkpoint.sh BUILD_DIR [SECONDS]
+# The loader sources are compiled into the target (instrumented); LibTorch
+# is linked as it is.
+set -euo pipefail
+build=$(cd "${1:?build dir}" && pwd)
+seconds=${2:-30}
+root=$(cd "$(dirname "$0")/.." && pwd)
+out="$build/fuzz"
+mkdir -p "$out/corpus"
+torch=$("$root/.venv/bin/python" -c "import torch, os; print(os.path.dirname(torch.__file__))")
+version=$(sed -n 's/^project(fulgur VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
+
+if [ ! -x "$out/checkpoint_load_fuzzer" ] || [ -n "$(find "$root/trainer/checkpoint" "$root/tests/fuzz" -newer "$out/checkpoint_load_fuzzer" -name '*.[ch]pp')" ]; then
+  /usr/bin/clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address -DFMT_HEADER_ONLY=1 -DFULGUR_VERSION="\"$version\"" \
+    -I"$build/include" -isystem "$torch/include" -isystem "$torch/include/torch/csrc/api/include" \
+    "$root/tests/fuzz/checkpoint_load_fuzzer.cpp" "$root/trainer/checkpoint/checkpoint_io.cpp" \
+    "$root/trainer/checkpoint/zip_checksums.cpp" \
+    -L"$torch/lib" -Wl,-rpath,"$torch/lib" -ltorch -ltorch_cpu -lc10 -lz -o "$out/checkpoint_load_fuzzer"
+fi
+# Seeds: a real checkpoint and a foreign torch.save archive.
+"$build/bin/checkpoint_probe" write-sample "$out/corpus/sample.ckpt"
+"$root/.venv/bin/python" -c "import torch; torch.save({'w': torch.ones(3)}, '$out/corpus/foreign.pt')"
+# LibTorch is not built with ASan: leaks it keeps on purpose are not ours.
+ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 \
+  "$out/checkpoint_load_fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
+  -artifact_prefix="$out/" "$out/corpus"

@@ -1,0 +1,294 @@
+#include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>
+
+#include <fulgur/callbacks/model_checkpoint.hpp>
+#include <fulgur/modules/state_dict.hpp>
+#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
+#include <fulgur/trainer/checkpoint/optimizer_state.hpp>
+#include <fulgur/trainer/fit_loop.hpp>
+#include <fulgur/trainer/trainer.hpp>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
+#include <fmt/format.h>
+#include <torch/cuda.h>
+
+#include <algorithm>
+#include <iostream>
+
+namespace fulgur {
+namespace {
+
+using Dict = c10::impl::GenericDict;
+using List = c10::impl::GenericList;
+
+/// LRScheduler keeps its step count protected and has no setter; a derived
+/// type may name the member, and the pointer works on any scheduler.
+struct SchedulerAccess : torch::optim::LRScheduler {
+  static unsigned& step_count(torch::optim::LRScheduler& scheduler) {
+    return scheduler.*(&SchedulerAccess::step_count_);
+  }
+};
+
+c10::IValue yaml_to_ivalue(const YAML::Node& node) {
+  if (node.IsMap()) {
+    Dict dict = new_state_dict();
+    for (const auto& item : node) dict.insert(item.first.as<std::string>(), yaml_to_ivalue(item.second));
+    return dict;
+  }
+  if (node.IsSequence()) {
+    List list(c10::AnyType::get());
+    for (const auto& item : node) list.push_back(yaml_to_ivalue(item));
+    return list;
+  }
+  if (!node.IsScalar()) return c10::IValue();
+  int64_t i = 0;
+  double d = 0;
+  bool b = false;
+  if (YAML::convert<int64_t>::decode(node, i)) return i;
+  if (YAML::convert<double>::decode(node, d)) return d;
+  if (YAML::convert<bool>::decode(node, b)) return b;
+  return node.as<std::string>();
+}
+
+Dict require_dict(const Checkpoint& checkpoint, const std::string& key, const std::string& source) {
+  if (!checkpoint.contains(key) || !checkpoint.at(key).isGenericDict()) {
+    throw CheckpointError(fmt::format("[CheckpointConnector] {} has no '{}' section{}", source, key,
+                                      key == "loops" ? " (it holds weights only and cannot resume training)" : ""));
+  }
+  return checkpoint.at(key).toGenericDict();
+}
+
+std::vector<std::filesystem::path> checkpoint_files(const std::vector<std::filesystem::path>& dirs) {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (const auto& dir : dirs) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      if (entry.is_regular_file(ec) && entry.path().extension() == ".ckpt" &&
+          entry.path().filename().string().front() != '.') {
+        files.push_back(entry.path());
+      }
+    }
+  }
+  std::sort(files.begin(), files.end());
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+  // Newest first; a name breaks ties so the order is stable.
+  std::stable_sort(files.begin(), files.end(), [](const auto& a, const auto& b) {
+    std::error_code e;
+    return std::filesystem::last_write_time(a, e) > std::filesystem::last_write_time(b, e);
+  });
+  return files;
+}
+
+}  // namespace
+
+Checkpoint CheckpointConnector::dump(bool weights_only) {
+  LightningModule& module = trainer_.module();
+  Checkpoint c = new_state_dict();
+  c.insert(CheckpointIO::kVersionKey, std::string(FULGUR_VERSION));
+  const Dict loops = trainer_.fit_loop_->state_dict();
+  c.insert("epoch", loops.at("epoch"));
+  c.insert("global_step", trainer_.global_step());
+  Dict weights = new_state_dict();
+  for (const auto& entry : state_dict(module)) weights.insert(entry.key(), entry.value().detach());
+  c.insert("state_dict", weights);
+  c.insert("hyper_parameters", yaml_to_ivalue(module.hparams()));
+  if (weights_only) return c;
+
+  List optimizers(c10::AnyType::get());
+  List schedulers(c10::AnyType::get());
+  OptimizerConfig& config = trainer_.optimizers();
+  if (config.optimizer) optimizers.push_back(optimizer_state_dict(*config.optimizer));
+  if (config.lr_scheduler && config.lr_scheduler->scheduler) {
+    Dict scheduler = new_state_dict();
+    scheduler.insert("_step_count", static_cast<int64_t>(SchedulerAccess::step_count(*config.lr_scheduler->scheduler)));
+    List lrs(c10::AnyType::get());
+    for (const auto& group : config.optimizer->param_groups()) lrs.push_back(group.options().get_lr());
+    scheduler.insert("_last_lr", lrs);
+    schedulers.push_back(scheduler);
+  }
+  c.insert("optimizer_states", optimizers);
+  c.insert("lr_schedulers", schedulers);
+  c.insert("precision", trainer_.strategy().precision().state_dict());
+  Dict loop_states = new_state_dict();
+  loop_states.insert("fit_loop", loops);
+  c.insert("loops", loop_states);
+  Dict loader = new_state_dict();
+  loader.insert("epoch", loops.at("epoch"));
+  loader.insert("first_batch", loops.at("batch_in_epoch"));
+  c.insert("loader", loader);
+
+  Dict rng = new_state_dict();
+  rng.insert("torch", at::detail::getDefaultCPUGenerator().get_state());
+  List cuda(c10::AnyType::get());
+  if (torch::cuda::is_available()) {
+    for (int64_t i = 0; i < static_cast<int64_t>(torch::cuda::device_count()); ++i) {
+      cuda.push_back(at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, i)).get_state());
+    }
+  }
+  rng.insert("cuda", cuda);
+  c.insert("rng_states", rng);
+
+  Dict callbacks = new_state_dict();
+  for (const auto& callback : trainer_.callbacks()) {
+    Dict state = new_state_dict();
+    for (const auto& [key, value] : callback->state_dict()) state.insert(key, value);
+    callbacks.insert(callback->state_key(), state);
+  }
+  c.insert("callbacks", callbacks);
+  Dict loggers = new_state_dict();
+  for (const auto& logger : trainer_.loggers()) {
+    Dict state = new_state_dict();
+    for (const auto& [key, value] : logger->state_dict()) state.insert(key, value);
+    loggers.insert(logger->name(), state);
+  }
+  c.insert("loggers", loggers);
+  return c;
+}
+
+void CheckpointConnector::save(const std::filesystem::path& path, bool weights_only) {
+  Strategy& strategy = trainer_.strategy();
+  std::string error;
+  if (strategy.is_global_zero()) {
+    try {
+      CheckpointIO::save(dump(weights_only), path);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  if (strategy.world_size() > 1) {
+    const torch::Tensor failed = torch::tensor({error.empty() ? 0.0 : 1.0}).to(strategy.root_device());
+    if (strategy.all_reduce(failed, ReduceOp::Max).item<double>() > 0 && error.empty()) {
+      error = fmt::format("[CheckpointConnector::save] rank 0 failed to write {}", path.string());
+    }
+  }
+  if (!error.empty()) throw CheckpointError(error);
+}
+
+std::filesystem::path CheckpointConnector::resolve(const std::string& ckpt_path) {
+  if (ckpt_path != "last" && ckpt_path != "best") return ckpt_path;
+  std::vector<std::filesystem::path> dirs;
+  for (const auto& callback : trainer_.callbacks()) {
+    if (auto* mc = dynamic_cast<ModelCheckpoint*>(callback.get())) {
+      if (!mc->dirpath().empty()) dirs.push_back(mc->dirpath());
+    }
+  }
+  // Every version of the run folder: a fresh process logs to a new version.
+  if (!trainer_.loggers().empty()) {
+    const auto versions = trainer_.loggers().front()->log_dir().parent_path();
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(versions, ec)) {
+      if (entry.is_directory(ec)) dirs.push_back(entry.path() / "checkpoints");
+    }
+  }
+  dirs.push_back(std::filesystem::path(trainer_.config().default_root_dir) / "checkpoints");
+
+  for (const auto& file : checkpoint_files(dirs)) {
+    try {
+      const Checkpoint checkpoint = CheckpointIO::load(file);
+      if (ckpt_path == "last") return file;
+      const Dict callbacks = require_dict(checkpoint, "callbacks", file.string());
+      for (const auto& entry : callbacks) {
+        if (!entry.value().isGenericDict()) continue;
+        const Dict state = entry.value().toGenericDict();
+        if (state.contains("best_model_path") && state.at("best_model_path").isString() &&
+            !state.at("best_model_path").toStringRef().empty()) {
+          return state.at("best_model_path").toStringRef();
+        }
+      }
+      throw CheckpointError(fmt::format(
+          "[CheckpointConnector::resolve] ckpt_path 'best': the newest checkpoint {} records no best model "
+          "(ModelCheckpoint needs a monitor)", file.string()));
+    } catch (const CheckpointError& e) {
+      if (ckpt_path == "best" && std::string(e.what()).find("records no best model") != std::string::npos) throw;
+      std::cerr << "fulgur: warning: skipping checkpoint " << file.string() << ": " << e.what() << std::endl;
+    }
+  }
+  std::string searched;
+  for (const auto& dir : dirs) searched += (searched.empty() ? "" : ", ") + dir.string();
+  throw CheckpointError(fmt::format("[CheckpointConnector::resolve] ckpt_path '{}': no loadable checkpoint in {}",
+                                    ckpt_path, searched));
+}
+
+void CheckpointConnector::restore_model(const Checkpoint& checkpoint, const std::string& source) {
+  const Dict saved = require_dict(checkpoint, "state_dict", source);
+  c10::Dict<std::string, torch::Tensor> weights;
+  for (const auto& entry : saved) {
+    if (!entry.key().isString() || !entry.value().isTensor()) {
+      throw CheckpointError(fmt::format("[CheckpointConnector] {}: 'state_dict' holds a non-tensor entry", source));
+    }
+    weights.insert(entry.key().toStringRef(), entry.value().toTensor());
+  }
+  try {
+    load_state_dict(trainer_.module(), weights, /*strict=*/true);
+  } catch (const std::invalid_argument& e) {
+    throw CheckpointError(fmt::format("[CheckpointConnector] {} does not fit the model: {}", source, e.what()));
+  }
+}
+
+void CheckpointConnector::restore_loggers(const Checkpoint& checkpoint) {
+  if (!checkpoint.contains("loggers") || !checkpoint.at("loggers").isGenericDict()) return;
+  const Dict saved = checkpoint.at("loggers").toGenericDict();
+  for (const auto& logger : trainer_.loggers()) {
+    if (!saved.contains(logger->name()) || !saved.at(logger->name()).isGenericDict()) continue;
+    std::map<std::string, int64_t> state;
+    for (const auto& entry : saved.at(logger->name()).toGenericDict()) {
+      if (entry.key().isString() && entry.value().isInt()) state[entry.key().toStringRef()] = entry.value().toInt();
+    }
+    logger->load_state_dict(state);
+  }
+}
+
+void CheckpointConnector::restore_training_state(const Checkpoint& checkpoint, const std::string& source) {
+  const Dict loops = require_dict(checkpoint, "loops", source);
+  try {
+    OptimizerConfig& config = trainer_.optimizers();
+    const auto optimizers = checkpoint.at("optimizer_states").toList();
+    if (optimizers.size() != 1) {
+      throw CheckpointError(fmt::format("[CheckpointConnector] {} holds {} optimizer states, the model has 1", source,
+                                        optimizers.size()));
+    }
+    load_optimizer_state_dict(*config.optimizer, optimizers.get(0).toGenericDict());
+    const auto schedulers = checkpoint.at("lr_schedulers").toList();
+    if (config.lr_scheduler && schedulers.size() == 1) {
+      const Dict scheduler = schedulers.get(0).toGenericDict();
+      SchedulerAccess::step_count(*config.lr_scheduler->scheduler) =
+          static_cast<unsigned>(scheduler.at("_step_count").toInt());
+    }
+    trainer_.strategy().precision().load_state_dict(checkpoint.at("precision").toGenericDict());
+    trainer_.fit_loop_->load_state_dict(loops.at("fit_loop").toGenericDict());
+
+    const Dict callbacks = checkpoint.at("callbacks").toGenericDict();
+    for (const auto& callback : trainer_.callbacks()) {
+      if (!callbacks.contains(callback->state_key())) continue;
+      CallbackState state;
+      for (const auto& entry : callbacks.at(callback->state_key()).toGenericDict()) {
+        state[entry.key().toStringRef()] = entry.value();
+      }
+      callback->load_state_dict(state);
+    }
+
+    const Dict rng = checkpoint.at("rng_states").toGenericDict();
+    {
+      auto generator = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      generator.set_state(rng.at("torch").toTensor());
+    }
+    const auto cuda = rng.at("cuda").toList();
+    if (torch::cuda::is_available()) {
+      const size_t devices = std::min<size_t>(cuda.size(), torch::cuda::device_count());
+      for (size_t i = 0; i < devices; ++i) {
+        auto generator = at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<int8_t>(i)));
+        std::lock_guard<std::mutex> lock(generator.mutex());
+        generator.set_state(cuda.get(i).toTensor());
+      }
+    }
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw CheckpointError(
+        fmt::format("[CheckpointConnector] cannot restore training state from {}: {}", source,
+                    std::string(e.what()).substr(0, std::string(e.what()).find('\n'))));
+  }
+}
+
+}  // namespace fulgur

@@ -1,0 +1,51 @@
+#pragma once
+
+#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+
+#include <filesystem>
+#include <string>
+
+namespace fulgur {
+
+class Trainer;
+
+/// Gathers everything a run needs to continue into a Checkpoint, and puts
+/// it back: model weights, optimizer and LR-scheduler state, the gradient
+/// scaler, loop progress (epoch, position inside it, global step), RNG
+/// states, callback and logger states, hyper-parameters.
+///
+/// Key layout (what Python sees after torch.load): `fulgur_version`,
+/// `epoch`, `global_step`, `state_dict`, `optimizer_states`,
+/// `lr_schedulers`, `precision`, `loops`, `loader`, `rng_states`,
+/// `callbacks`, `loggers`, `hyper_parameters`. A weights-only checkpoint
+/// keeps the first four and `hyper_parameters`.
+class CheckpointConnector {
+ public:
+  explicit CheckpointConnector(Trainer& trainer) : trainer_(trainer) {}
+
+  /// The trainer's state now. Call on the process that writes (rank 0).
+  Checkpoint dump(bool weights_only);
+  /// Rank 0 writes `path` atomically, then every rank learns whether it
+  /// worked (a collective, so an error on rank 0 fails all ranks instead of
+  /// hanging them). Throws CheckpointError naming the path.
+  void save(const std::filesystem::path& path, bool weights_only);
+
+  /// "last": the newest loadable checkpoint among the run folders and
+  /// ModelCheckpoint folders (a corrupt one is skipped with a warning);
+  /// "best": the best model of the ModelCheckpoint state in "last"; anything
+  /// else is a path. Throws CheckpointError when nothing is found.
+  std::filesystem::path resolve(const std::string& ckpt_path);
+
+  /// Copies the checkpoint's weights into the module (strict).
+  void restore_model(const Checkpoint& checkpoint, const std::string& source);
+  /// Points the loggers at the checkpoint's run folder and rows.
+  void restore_loggers(const Checkpoint& checkpoint);
+  /// Everything else: optimizer, scheduler, scaler, loops, callbacks, RNG.
+  /// Call after configure_optimizers, right before training continues.
+  void restore_training_state(const Checkpoint& checkpoint, const std::string& source);
+
+ private:
+  Trainer& trainer_;
+};
+
+}  // namespace fulgur

@@ -1,0 +1,22 @@
+#pragma once
+
+#include <ATen/core/Dict.h>
+#include <torch/optim.h>
+
+namespace fulgur {
+
+/// An optimizer's state in PyTorch's `optimizer.state_dict()` layout:
+/// `{"state": {index: {...}}, "param_groups": [{"lr": ..., "params": [index, ...]}, ...]}`
+/// with parameters numbered across groups in order. Per-parameter state uses
+/// PyTorch's names: SGD `momentum_buffer`; Adam/AdamW `step`, `exp_avg`,
+/// `exp_avg_sq`, `max_exp_avg_sq`; RMSprop `step`, `square_avg`,
+/// `momentum_buffer`, `grad_avg`; Adagrad `step`, `sum`. Other optimizers
+/// throw std::invalid_argument naming the type.
+c10::impl::GenericDict optimizer_state_dict(const torch::optim::Optimizer& optimizer);
+
+/// Restores what optimizer_state_dict() produced into an optimizer of the
+/// same type over parameters of the same shapes; throws
+/// std::invalid_argument naming what does not match.
+void load_optimizer_state_dict(torch::optim::Optimizer& optimizer, const c10::impl::GenericDict& state);
+
+}  // namespace fulgur
