@@ -30,3 +30,6 @@ single_wait="$(mean "$work/single" 3)"
 echo "ddp_overlap: allreduce wait after backward $(awk -v w="$bucketed_wait" 'BEGIN { printf "%.2f", w * 1000 }') ms/step" \
   "bucketed vs $(awk -v w="$single_wait" 'BEGIN { printf "%.2f", w * 1000 }') ms/step as one bucket after backward;" \
   "hidden fraction $(awk -v a="$bucketed_wait" -v b="$single_wait" 'BEGIN { printf "%.2f", (b > 0 ? 1 - a / b : 0) }')"
+
+# Horovod-style ring allreduce vs Gloo's allreduce.
+bash "$(dirname "${BASH_SOURCE[0]}")/../bench/ring_vs_gloo.sh" "$build"

@@ -76,6 +76,8 @@ struct TrainerConfig {
   double bucket_cap_mb = 25.0;
   bool broadcast_buffers = true;
   bool use_distributed_sampler = true;
+  std::string timeline;
+  HorovodSettings horovod;
   /// Processes must be started by fulgur's launcher (world size > 1 and no
   /// external launcher).
   bool needs_launch = false;

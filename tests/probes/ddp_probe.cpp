@@ -6,10 +6,12 @@
 #include <fulgur/datamodules/dataset_loader.hpp>
 #include <fulgur/datamodules/tensor_dataset.hpp>
 #include <fulgur/fulgur.hpp>
+#include <fulgur/strategies/horovod_strategy.hpp>
 
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <thread>
 
 namespace {
@@ -19,7 +21,10 @@ struct ProbeModel : fulgur::LightningModule {
       : output(c.get<std::string>("output", "")),
         kill_rank(c.get<int64_t>("kill_rank", -1)),
         kill_step(c.get<int64_t>("kill_step", 3)),
-        bad_reduce_rank(c.get<int64_t>("bad_reduce_rank", -1)) {
+        bad_reduce_rank(c.get<int64_t>("bad_reduce_rank", -1)),
+        sleep_rank(c.get<int64_t>("sleep_rank", -1)),
+        sleep_step(c.get<int64_t>("sleep_step", 2)),
+        sleep_s(c.get<double>("sleep_s", 0.0)) {
     int64_t hidden = c.get<int64_t>("hidden", 32);
     // --model.mismatch_rank R: that rank builds a different model.
     const int64_t mismatch_rank = c.get<int64_t>("mismatch_rank", -1);
@@ -39,18 +44,30 @@ struct ProbeModel : fulgur::LightningModule {
   torch::Tensor training_step(const fulgur::Batch& b, int64_t) override {
     const char* rank = std::getenv("RANK");
     if (rank && std::atoll(rank) == kill_rank && trainer()->global_step() == kill_step) std::raise(SIGKILL);
+    // --model.sleep_rank R --model.sleep_s S: that rank keeps the others waiting once.
+    if (rank && std::atoll(rank) == sleep_rank && trainer()->global_step() == sleep_step && !slept) {
+      slept = true;
+      std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));
+    }
     const torch::Tensor loss = torch::nn::functional::cross_entropy(net->forward(b.input), b.target);
     log("train_loss", loss, {.prog_bar = true});
     return loss;
   }
   void validation_step(const fulgur::Batch& b, int64_t) override {
-    log("val_loss", torch::nn::functional::cross_entropy(net->forward(b.input), b.target), {.sync_dist = true});
+    const torch::Tensor logits = net->forward(b.input);
+    log("val_loss", torch::nn::functional::cross_entropy(logits, b.target), {.sync_dist = true});
+    log("val_acc", logits.argmax(1).eq(b.target).to(torch::kFloat32).mean(), {.sync_dist = true});
   }
   fulgur::OptimizerConfig configure_optimizers() override {
     return {std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(0.2).momentum(0.9)),
             std::nullopt};
   }
   void on_fit_end() override {
+    const auto* horovod = dynamic_cast<const fulgur::HorovodStrategy*>(&trainer()->strategy());
+    if (horovod && horovod->controller() && trainer()->is_global_zero()) {
+      std::cout << "ddp_probe: collectives in the last step: " << horovod->controller()->collectives_last_step()
+                << " for " << horovod->controller()->num_tensors() << " tensors" << std::endl;
+    }
     if (output.empty() || !trainer()->is_global_zero()) return;
     std::vector<torch::Tensor> params;
     for (const auto& p : parameters()) params.push_back(p.detach().cpu());
@@ -67,6 +84,10 @@ struct ProbeModel : fulgur::LightningModule {
   int64_t kill_rank;
   int64_t kill_step;
   int64_t bad_reduce_rank;
+  int64_t sleep_rank;
+  int64_t sleep_step;
+  double sleep_s;
+  bool slept = false;
 };
 
 struct ProbeData : fulgur::DataModule {
