@@ -166,12 +166,13 @@ TEST_CASE("horovod: real mpirun (OpenMPI) starts the ranks and gives fulgur's la
 }
 
 TEST_CASE("horovod: float16 compression trains the demo digits to within 1 % of float32") {
+  // The demo's own schedule (15 epochs, step decay at 10): both runs converge.
   const std::string digits = std::string(FULGUR_SOURCE_DIR) + "/data/digits-cinic";
   REQUIRE_MESSAGE(std::filesystem::exists(digits + "/train"), "demo data missing: run scripts/setup.sh");
   TempDir dir("horovod-fp16");
   auto test_acc = [&](const std::string& name, const std::string& extra) {
     const auto result = run_command(std::string(FULGUR_BINARY_DIR) + "/bin/cinic10 fit --config " +
-                                        FULGUR_SOURCE_DIR + "/examples/cinic10/digits.yaml --trainer.max_epochs 4 " +
+                                        FULGUR_SOURCE_DIR + "/examples/cinic10/digits.yaml " +
                                         "--trainer.enable_progress_bar false --data.num_workers 0 --data.root " +
                                         digits + " --trainer.devices 2 --trainer.strategy horovod " +
                                         "--data.batch_size 16 --trainer.default_root_dir " +
@@ -185,7 +186,7 @@ TEST_CASE("horovod: float16 compression trains the demo digits to within 1 % of 
   const double fp16 = test_acc("fp16", "--trainer.horovod.compression fp16");
   CAPTURE(fp32);
   CAPTURE(fp16);
-  CHECK(fp32 >= 0.9);
+  CHECK(fp32 >= 0.97);
   CHECK(std::abs(fp16 - fp32) <= 0.01);
 }
 
