@@ -1,7 +1,7 @@
 // Allreduce bandwidth of fulgur's ring against Gloo's allreduce on the same
 // process group, between local ranks started by fulgur's launcher:
 //
-//   allreduce_bench --algo ring|gloo|p2p --size_mb S --iters K --world_size N
+//   allreduce_bench --algo ring|gloo|p2p --size_mb S --iters K --world_size N [--segment_mb M]
 //
 // Rank 0 prints `allreduce_bench: <algo> <N> ranks <S> MB busbw <x> GB/s`,
 // where busbw = algbw * 2(n-1)/n (algbw = bytes / time per allreduce): the
@@ -28,7 +28,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::map<std::string, std::string> parse(int argc, char** argv) {
-  std::map<std::string, std::string> args{{"algo", "ring"}, {"size_mb", "64"}, {"iters", "10"}, {"world_size", "2"}};
+  std::map<std::string, std::string> args{{"algo", "ring"}, {"size_mb", "64"}, {"iters", "10"}, {"world_size", "2"},
+                                            {"segment_mb", "1"}};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string key = argv[i];
     if (key.rfind("--", 0) != 0 || !args.count(key.substr(2))) throw std::invalid_argument("unknown option " + key);
@@ -37,13 +38,13 @@ std::map<std::string, std::string> parse(int argc, char** argv) {
   return args;
 }
 
-double run_rank(const std::string& algo, double size_mb, int iters) {
+double run_rank(const std::string& algo, double size_mb, int iters, double segment_mb) {
   const auto env = fulgur::detect_cluster_environment();
   fulgur::ProcessGroup group(fulgur::process_group_options(*env, 300.0));
   const int64_t n = group.size();
   torch::set_num_threads(1);
   torch::Tensor buffer = torch::ones({static_cast<int64_t>(size_mb * (1 << 20) / 4)});
-  fulgur::RingAllreduce ring(group);
+  fulgur::RingAllreduce ring(group, {.segment_bytes = static_cast<int64_t>(segment_mb * (1 << 20))});
   auto once = [&] {
     if (algo == "ring") {
       ring.run(buffer, fulgur::ReduceOp::Sum);
@@ -82,7 +83,7 @@ int main(int argc, char** argv) {
       return fulgur::LocalLauncher(fulgur::LocalLauncherOptions(world_size)).launch(argc, argv);
     }
     const double busbw = run_rank(args.at("algo"), std::atof(args.at("size_mb").c_str()),
-                                  std::atoi(args.at("iters").c_str()));
+                                  std::atoi(args.at("iters").c_str()), std::atof(args.at("segment_mb").c_str()));
     if (std::getenv("RANK") == nullptr || std::string(std::getenv("RANK")) == "0") {
       std::cout << fmt::format("allreduce_bench: {} {} ranks {} MB busbw {:.3f} GB/s", args.at("algo"), world_size,
                                args.at("size_mb"), busbw)
