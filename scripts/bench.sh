@@ -37,3 +37,5 @@ echo "ddp_overlap: allreduce wait after backward $(awk -v w="$bucketed_wait" 'BE
 # ImageFolder + DataLoader, same generated images, transforms and CPU cores.
 src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$src/.venv/bin/python" "$src/bench/loader_vs_torchvision" "$build"
+# Horovod-style ring allreduce vs Gloo's allreduce.
+bash "$(dirname "${BASH_SOURCE[0]}")/../bench/ring_vs_gloo.sh" "$build"

@@ -2,6 +2,7 @@
 
 #include <fulgur/strategies/cluster_environment.hpp>
 #include <fulgur/strategies/ddp_strategy.hpp>
+#include <fulgur/strategies/horovod_strategy.hpp>
 #include <fulgur/strategies/single_device_strategy.hpp>
 
 #include <fmt/format.h>
@@ -12,12 +13,27 @@
 
 namespace fulgur {
 
+ProcessGroupOptions process_group_options(const ClusterEnvironment& env, double timeout_s) {
+  ProcessGroupOptions options;
+  options.rank = env.global_rank();
+  options.world_size = env.world_size();
+  options.main_address = env.main_address();
+  options.main_port = env.main_port();
+  options.file_store_path = env.file_store_path();
+  options.all_local = env.num_nodes() == 1;
+  // torchrun's agent already serves a TCPStore on MASTER_PORT and says so.
+  const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+  options.store_hosted_externally = agent_store != nullptr && std::string(agent_store) == "True";
+  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000.0));
+  return options;
+}
+
 std::unique_ptr<Strategy> create_strategy(const TrainerConfig& config, const Platform& platform) {
   Accelerator accelerator(config.accelerator);
   if (config.strategy == "single_device") {
     return std::make_unique<SingleDeviceStrategy>(accelerator, config.precision, accelerator.device(0));
   }
-  if (config.strategy == "ddp") {
+  if (config.strategy == "ddp" || config.strategy == "horovod") {
     const ClusterEnvironment* env = platform.environment.get();
     if (config.needs_launch || env == nullptr) {
       throw std::invalid_argument(fmt::format(
@@ -26,17 +42,7 @@ std::unique_ptr<Strategy> create_strategy(const TrainerConfig& config, const Pla
           config.devices, config.num_nodes));
     }
     DDPOptions options;
-    options.process_group.rank = env->global_rank();
-    options.process_group.world_size = env->world_size();
-    options.process_group.main_address = env->main_address();
-    options.process_group.main_port = env->main_port();
-    options.process_group.file_store_path = env->file_store_path();
-    options.process_group.all_local = env->num_nodes() == 1;
-    // torchrun's agent already serves a TCPStore on MASTER_PORT and says so.
-    const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
-    options.process_group.store_hosted_externally = agent_store != nullptr && std::string(agent_store) == "True";
-    options.process_group.timeout =
-        std::chrono::milliseconds(static_cast<int64_t>(config.process_group_timeout * 1000.0));
+    options.process_group = process_group_options(*env, config.process_group_timeout);
     options.local_rank = env->local_rank();
     options.node_rank = env->node_rank();
     options.reducer.find_unused_parameters = config.find_unused_parameters;
@@ -44,7 +50,19 @@ std::unique_ptr<Strategy> create_strategy(const TrainerConfig& config, const Pla
     options.reducer.first_bucket_bytes = std::min<int64_t>(options.reducer.first_bucket_bytes,
                                                            options.reducer.bucket_bytes);
     options.broadcast_buffers = config.broadcast_buffers;
-    return std::make_unique<DDPStrategy>(accelerator, config.precision, std::move(options));
+    options.timeline_path = config.timeline;
+    if (config.strategy == "ddp") return std::make_unique<DDPStrategy>(accelerator, config.precision, std::move(options));
+    HorovodOptions horovod;
+    horovod.ddp = std::move(options);
+    const HorovodSettings& h = config.horovod;
+    horovod.controller.fusion_threshold_bytes = static_cast<int64_t>(h.fusion_threshold_mb() * (1 << 20));
+    horovod.controller.cycle_time = std::chrono::microseconds(static_cast<int64_t>(h.cycle_time_ms() * 1000.0));
+    horovod.controller.fp16_compression = h.compression() == "fp16";
+    horovod.controller.stall.warning_s = h.stall_warning_s();
+    horovod.controller.stall.shutdown_s = h.stall_shutdown_s();
+    horovod.controller.find_unused_parameters = config.find_unused_parameters;
+    horovod.broadcast_optimizer_state = h.broadcast_optimizer_state();
+    return std::make_unique<HorovodStrategy>(accelerator, config.precision, std::move(horovod));
   }
   throw std::invalid_argument(fmt::format("[create_strategy] strategy '{}' is not built yet", config.strategy));
 }

@@ -49,6 +49,10 @@ void DDPStrategy::setup_environment() {
   Strategy::setup_environment();
   // One group for the strategy's lifetime: fit then test reuse it.
   if (!group_) group_ = std::make_unique<ProcessGroup>(options_.process_group);
+  if (!timeline_ && !options_.timeline_path.empty()) {
+    timeline_ = std::make_unique<Timeline>(Timeline::path_for_rank(options_.timeline_path, global_rank()),
+                                           global_rank());
+  }
 }
 
 void DDPStrategy::check_same_shapes(LightningModule& module) {
@@ -88,13 +92,17 @@ void DDPStrategy::check_same_shapes(LightningModule& module) {
   }
 }
 
-void DDPStrategy::setup(LightningModule& module) {
+void DDPStrategy::setup_replicas(LightningModule& module) {
   Strategy::setup(module);
   module_ = &module;
   check_same_shapes(module);
   torch::NoGradGuard no_grad;
   for (auto& p : module.parameters()) process_group().broadcast(p, 0);
   for (auto& b : module.buffers()) process_group().broadcast(b, 0);
+}
+
+void DDPStrategy::setup(LightningModule& module) {
+  setup_replicas(module);
 
   std::vector<torch::Tensor> params;
   std::vector<std::string> names;
@@ -103,7 +111,7 @@ void DDPStrategy::setup(LightningModule& module) {
     params.push_back(item.value());
   }
   reducer_ = std::make_unique<GradientReducer>(std::move(params), std::move(names), process_group(),
-                                               options_.reducer);
+                                               options_.reducer, timeline_.get());
 }
 
 void DDPStrategy::teardown() { reducer_.reset(); }

@@ -3,6 +3,7 @@
 #include <fulgur/strategies/gradient_reducer.hpp>
 #include <fulgur/strategies/process_group.hpp>
 #include <fulgur/strategies/strategy.hpp>
+#include <fulgur/strategies/timeline.hpp>
 
 #include <memory>
 
@@ -17,6 +18,9 @@ struct DDPOptions {
   /// Copy rank 0's buffers (BatchNorm running statistics) before every
   /// training step, as torch's DDP does by default.
   bool broadcast_buffers = true;
+  /// Chrome-trace file of the gradient collectives ("" = none); ranks other
+  /// than 0 write beside it (Timeline::path_for_rank).
+  std::string timeline_path;
 };
 
 /// Distributed data parallel: one process per device, each with a full copy
@@ -50,12 +54,20 @@ class DDPStrategy : public Strategy {
   ProcessGroup& process_group();
   const GradientReducer* reducer() const { return reducer_.get(); }
 
+ protected:
+  /// Every rank checks it has the same parameter shapes, then takes rank
+  /// 0's parameters and buffers: the replicas start equal.
+  void setup_replicas(LightningModule& module);
+  /// The timeline file, or null when none was asked for.
+  Timeline* timeline() { return timeline_.get(); }
+
  private:
   void check_same_shapes(LightningModule& module);
   void check_same_shape(const torch::Tensor& tensor, const char* operation);
 
   DDPOptions options_;
   std::unique_ptr<ProcessGroup> group_;
+  std::unique_ptr<Timeline> timeline_;
   std::unique_ptr<GradientReducer> reducer_;
   LightningModule* module_ = nullptr;
 };

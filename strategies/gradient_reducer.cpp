@@ -1,6 +1,7 @@
 #include <fulgur/strategies/gradient_reducer.hpp>
 
 #include <fulgur/strategies/process_group.hpp>
+#include <fulgur/strategies/timeline.hpp>
 
 #include <fmt/format.h>
 #include <torch/csrc/autograd/function_hook.h>
@@ -26,8 +27,12 @@ class ReadyHook : public torch::autograd::PostAccumulateGradHook {
 }  // namespace
 
 GradientReducer::GradientReducer(std::vector<torch::Tensor> parameters, std::vector<std::string> names,
-                                 ProcessGroup& group, Options options)
-    : parameters_(std::move(parameters)), names_(std::move(names)), group_(group), options_(options) {
+                                 ProcessGroup& group, Options options, Timeline* timeline)
+    : parameters_(std::move(parameters)),
+      names_(std::move(names)),
+      group_(group),
+      options_(options),
+      timeline_(timeline) {
   bucket_of_.resize(parameters_.size());
   ready_.assign(parameters_.size(), false);
   // Reverse order: the last layers' gradients are ready first in backward.
@@ -70,6 +75,7 @@ void GradientReducer::prepare(bool sync) {
   for (auto& bucket : buckets_) {
     bucket.pending = static_cast<int64_t>(bucket.params.size());
     bucket.work.reset();
+    bucket.first_ready = std::chrono::steady_clock::time_point::max();
   }
 }
 
@@ -77,6 +83,7 @@ void GradientReducer::on_gradient_ready(size_t k) {
   if (!syncing_ || ready_[k]) return;
   ready_[k] = true;
   Bucket& bucket = buckets_[bucket_of_[k]];
+  if (bucket.pending == static_cast<int64_t>(bucket.params.size())) bucket.first_ready = std::chrono::steady_clock::now();
   if (--bucket.pending == 0) launch_ready_buckets();
 }
 
@@ -89,6 +96,7 @@ void GradientReducer::launch_ready_buckets() {
 }
 
 void GradientReducer::launch(Bucket& bucket) {
+  bucket.copy_in = std::chrono::steady_clock::now();
   std::vector<torch::Tensor> grads;
   grads.reserve(bucket.params.size());
   for (size_t k : bucket.params) {
@@ -96,6 +104,7 @@ void GradientReducer::launch(Bucket& bucket) {
     grads.push_back(p.grad().defined() ? p.grad().reshape({-1}) : torch::zeros({p.numel()}, p.options()));
   }
   bucket.buffer = torch::cat(grads);
+  bucket.launched = std::chrono::steady_clock::now();
   bucket.work = group_.all_reduce_async(bucket.buffer, ReduceOp::Mean);
 }
 
@@ -121,6 +130,7 @@ void GradientReducer::finish() {
   const auto wait_start = std::chrono::steady_clock::now();
   for (auto& bucket : buckets_) {
     group_.wait(bucket.work, "all_reduce");
+    const auto copy_out = std::chrono::steady_clock::now();
     int64_t offset = 0;
     for (size_t k : bucket.params) {
       torch::Tensor& p = parameters_[k];
@@ -132,6 +142,17 @@ void GradientReducer::finish() {
       }
       offset += p.numel();
     }
+    if (timeline_) {
+      // Unused parameters enter at finish(): their bucket queued from then.
+      const auto queued = std::min(bucket.first_ready, bucket.copy_in);
+      const std::string what = fmt::format("bucket {} ({} tensors)", &bucket - buckets_.data(), bucket.params.size());
+      const int64_t bytes = bucket.buffer.nbytes();
+      timeline_->record("QUEUE", collectives_, what, bytes, queued, bucket.copy_in);
+      timeline_->record("COPY_IN", collectives_, what, bytes, bucket.copy_in, bucket.launched);
+      timeline_->record("ALLREDUCE", collectives_, what, bytes, bucket.launched, copy_out);
+      timeline_->record("COPY_OUT", collectives_, what, bytes, copy_out, std::chrono::steady_clock::now());
+    }
+    ++collectives_;
     bucket.buffer = torch::Tensor();
     bucket.work.reset();
   }

@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@ class Work;
 namespace fulgur {
 
 class ProcessGroup;
+class Timeline;
 
 /// DDP's gradient path: parameters are grouped into buckets (in reverse
 /// registration order, the order backward produces gradients; the first
@@ -32,8 +34,10 @@ class GradientReducer {
     bool find_unused_parameters = false;
   };
 
+  /// `timeline` (may be null) gets QUEUE, COPY_IN, ALLREDUCE and COPY_OUT
+  /// events for every bucket.
   GradientReducer(std::vector<torch::Tensor> parameters, std::vector<std::string> names, ProcessGroup& group,
-                  Options options);
+                  Options options, Timeline* timeline = nullptr);
   ~GradientReducer();
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
@@ -57,6 +61,8 @@ class GradientReducer {
     int64_t pending = 0;
     torch::Tensor buffer;
     c10::intrusive_ptr<c10d::Work> work;
+    // For the timeline: first gradient ready, copy-in start, allreduce start.
+    std::chrono::steady_clock::time_point first_ready, copy_in, launched;
   };
 
   void on_gradient_ready(size_t param_index);
@@ -67,6 +73,8 @@ class GradientReducer {
   std::vector<std::string> names_;
   ProcessGroup& group_;
   Options options_;
+  Timeline* timeline_;
+  int64_t collectives_ = 0;
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;  // parameter index -> bucket index
   std::vector<bool> ready_;

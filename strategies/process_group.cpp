@@ -74,25 +74,7 @@ ProcessGroup::ProcessGroup(const ProcessGroupOptions& options) : options_(option
   }
   try {
     store_ = c10::make_intrusive<c10d::PrefixStore>("fulgur", make_store(options_));
-    const int rank = static_cast<int>(options_.rank);
-    const int size = static_cast<int>(options_.world_size);
-    if (options_.device_type == torch::kCUDA) {
-      backend_ = make_nccl_backend(store_, rank, size, options_.timeout);
-    } else {
-      auto gloo = c10d::ProcessGroupGloo::Options::create();
-      gloo->timeout = options_.timeout;
-      // GLOO_SOCKET_IFNAME picks the network interface, as in PyTorch; a
-      // single machine talks over loopback; otherwise the hostname's address.
-      const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
-      if (interface != nullptr && *interface != '\0') {
-        gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
-      } else if (options_.all_local) {
-        gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-      } else {
-        gloo->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-      }
-      backend_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store_, rank, size, gloo);
-    }
+    create_backend(store_);
   } catch (const c10::Error& e) {
     throw std::runtime_error(fmt::format("[ProcessGroup::ProcessGroup] rank {} of {} could not join the group at {}: {}",
                                          options_.rank, options_.world_size,
@@ -100,6 +82,38 @@ ProcessGroup::ProcessGroup(const ProcessGroupOptions& options) : options_(option
                                                                   : fmt::format("{}:{}", options_.main_address,
                                                                                 options_.main_port),
                                          e.what_without_backtrace()));
+  }
+}
+
+void ProcessGroup::create_backend(const c10::intrusive_ptr<c10d::Store>& store) {
+  const int rank = static_cast<int>(options_.rank);
+  const int size = static_cast<int>(options_.world_size);
+  if (options_.device_type == torch::kCUDA) {
+    backend_ = make_nccl_backend(store, rank, size, options_.timeout);
+  } else {
+    auto gloo = c10d::ProcessGroupGloo::Options::create();
+    gloo->timeout = options_.timeout;
+    // GLOO_SOCKET_IFNAME picks the network interface, as in PyTorch; a
+    // single machine talks over loopback; otherwise the hostname's address.
+    const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
+    if (interface != nullptr && *interface != '\0') {
+      gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
+    } else if (options_.all_local) {
+      gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    } else {
+      gloo->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    }
+    backend_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, gloo);
+  }
+}
+
+ProcessGroup::ProcessGroup(const ProcessGroup& parent, const std::string& name) : options_(parent.options_) {
+  try {
+    store_ = c10::make_intrusive<c10d::PrefixStore>(name, parent.store_);
+    create_backend(store_);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(fmt::format("[ProcessGroup::ProcessGroup] rank {} of {} could not create group '{}': {}",
+                                         options_.rank, options_.world_size, name, e.what_without_backtrace()));
   }
 }
 
@@ -146,6 +160,20 @@ void ProcessGroup::barrier() {
   // A tiny allreduce is a barrier every backend implements the same way.
   torch::Tensor token = torch::zeros({1}, torch::TensorOptions().device(options_.device_type));
   all_reduce(token, ReduceOp::Sum);
+}
+
+}  // namespace fulgur
+
+namespace fulgur {
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::send_async(torch::Tensor& tensor, int64_t peer, int tag) {
+  std::vector<torch::Tensor> tensors{tensor};
+  return backend_->send(tensors, static_cast<int>(peer), tag);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::recv_async(torch::Tensor& tensor, int64_t peer, int tag) {
+  std::vector<torch::Tensor> tensors{tensor};
+  return backend_->recv(tensors, static_cast<int>(peer), tag);
 }
 
 }  // namespace fulgur

@@ -44,6 +44,10 @@ struct ProcessGroupOptions {
 class ProcessGroup {
  public:
   explicit ProcessGroup(const ProcessGroupOptions& options);
+  /// A second, independent group of the same processes that meets through
+  /// `parent`'s store under `name`: its collectives never pair with the
+  /// parent's, so another thread can use it concurrently.
+  ProcessGroup(const ProcessGroup& parent, const std::string& name);
   ~ProcessGroup();
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;
@@ -59,12 +63,18 @@ class ProcessGroup {
   /// Every rank's `tensor` (same shape on all ranks), in rank order.
   std::vector<torch::Tensor> all_gather(const torch::Tensor& tensor);
   void barrier();
+  /// Point-to-point: starts sending / receiving a contiguous `tensor` to /
+  /// from `peer`. Sends and receives pair by (peer, tag).
+  c10::intrusive_ptr<c10d::Work> send_async(torch::Tensor& tensor, int64_t peer, int tag);
+  c10::intrusive_ptr<c10d::Work> recv_async(torch::Tensor& tensor, int64_t peer, int tag);
 
   /// Waits for `work`, turning a failure (a dead peer, a timeout) into an
   /// exception that names this rank and the operation.
   void wait(const c10::intrusive_ptr<c10d::Work>& work, const char* operation) const;
 
  private:
+  void create_backend(const c10::intrusive_ptr<c10d::Store>& store);
+
   ProcessGroupOptions options_;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::Backend> backend_;

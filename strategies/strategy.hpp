@@ -40,6 +40,8 @@ class Strategy {
   /// Moves the module to the root device and wraps its gradient path.
   virtual void setup(LightningModule& module);
   virtual void teardown() {}
+  /// Once the optimizer exists (Horovod: broadcast its state from rank 0).
+  virtual void setup_optimizers(torch::optim::Optimizer& /*optimizer*/) {}
 
   // --- collectives (identity on one process) ----------------------------------------
   virtual torch::Tensor all_reduce(const torch::Tensor& tensor, ReduceOp op) = 0;

@@ -111,8 +111,14 @@ TEST_CASE("TrainerConfig: exact error messages") {
   CHECK(message(TrainerOptions().strategy("single_device").devices(2)) ==
         "[TrainerConfig::resolve] strategy 'single_device' needs devices=1 and num_nodes=1, got devices=2 "
         "num_nodes=1");
-  CHECK(message(TrainerOptions().strategy("horovod")) ==
-        "[TrainerConfig::resolve] strategy 'horovod' is not built yet in fulgur " FULGUR_VERSION "; use strategy 'ddp'");
+  CHECK(message(TrainerOptions().strategy("horovod").horovod(fulgur::HorovodSettings().compression("int8"))) ==
+        "[TrainerConfig::resolve] horovod.compression must be 'none' or 'fp16', got 'int8'");
+  CHECK(message(TrainerOptions().horovod(fulgur::HorovodSettings().cycle_time_ms(0))) ==
+        "[TrainerConfig::resolve] horovod.cycle_time_ms must be > 0, got 0");
+  CHECK(message(TrainerOptions().accumulate_grad_batches(2).horovod(
+            fulgur::HorovodSettings().backward_passes_per_step(3))) ==
+        "[TrainerConfig::resolve] horovod.backward_passes_per_step (3) and accumulate_grad_batches (2) disagree; set "
+        "one");
   CHECK(message(TrainerOptions().precision("16-mixed")) ==
         "[TrainerConfig::resolve] precision '16-mixed' needs a GPU (float16 autocast with a gradient scaler); on "
         "CPU use 'bf16-mixed'");

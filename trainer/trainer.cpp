@@ -276,6 +276,7 @@ void Trainer::fit(LightningModule& module, DataModule& data, const std::string& 
     if (!optimizers_.optimizer) {
       throw std::invalid_argument("[Trainer::fit] configure_optimizers returned no optimizer");
     }
+    strategy_->setup_optimizers(*optimizers_.optimizer);
     if (optimizers_.lr_scheduler) {
       const LRSchedulerConfig& s = *optimizers_.lr_scheduler;
       if (!s.scheduler) throw std::invalid_argument("[Trainer::fit] lr_scheduler config has no scheduler");

@@ -112,9 +112,6 @@ TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& pl
     invalid(fmt::format("strategy 'single_device' needs devices=1 and num_nodes=1, got devices={} num_nodes={}",
                         c.devices, c.num_nodes));
   }
-  if (c.strategy == "horovod") {
-    invalid(fmt::format("strategy 'horovod' is not built yet in fulgur {}; use strategy 'ddp'", FULGUR_VERSION));
-  }
   // Started by srun: the job's shape must be the one the options describe.
   if (platform.slurm_tasks_without_srun) {
     invalid(fmt::format("SLURM_NTASKS={} but this process was not started by srun (no SLURM_STEP_ID), so the other "
@@ -158,6 +155,23 @@ TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& pl
   c.broadcast_buffers = o.broadcast_buffers();
   c.use_distributed_sampler = o.use_distributed_sampler();
   c.num_threads = platform.cpus_per_task;
+  c.timeline = o.timeline();
+  const HorovodSettings& h = o.horovod();
+  if (!(h.fusion_threshold_mb() >= 0)) {
+    invalid(fmt::format("horovod.fusion_threshold_mb must be >= 0, got {}", h.fusion_threshold_mb()));
+  }
+  if (!(h.cycle_time_ms() > 0)) invalid(fmt::format("horovod.cycle_time_ms must be > 0, got {}", h.cycle_time_ms()));
+  if (h.compression() != "none" && h.compression() != "fp16") {
+    invalid(fmt::format("horovod.compression must be 'none' or 'fp16', got '{}'", h.compression()));
+  }
+  if (h.backward_passes_per_step() < 1) {
+    invalid(fmt::format("horovod.backward_passes_per_step must be >= 1, got {}", h.backward_passes_per_step()));
+  }
+  if (!(h.stall_warning_s() > 0)) invalid(fmt::format("horovod.stall_warning_s must be > 0, got {}", h.stall_warning_s()));
+  if (h.stall_shutdown_s() && !(*h.stall_shutdown_s() > 0)) {
+    invalid(fmt::format("horovod.stall_shutdown_s must be > 0 or null, got {}", *h.stall_shutdown_s()));
+  }
+  c.horovod = h;
 
   const std::string& p = o.precision();
   if (p == "32-true" || p == "32") {
@@ -188,6 +202,14 @@ TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& pl
     invalid(fmt::format("accumulate_grad_batches must be >= 1, got {}", o.accumulate_grad_batches()));
   }
   c.accumulate_grad_batches = o.accumulate_grad_batches();
+  // Horovod's backward_passes_per_step is gradient accumulation under another name.
+  if (const int64_t passes = o.horovod().backward_passes_per_step(); passes > 1) {
+    if (c.accumulate_grad_batches != 1 && c.accumulate_grad_batches != passes) {
+      invalid(fmt::format("horovod.backward_passes_per_step ({}) and accumulate_grad_batches ({}) disagree; set one",
+                          passes, c.accumulate_grad_batches));
+    }
+    c.accumulate_grad_batches = passes;
+  }
 
   if (o.gradient_clip_val() && *o.gradient_clip_val() < 0.0) {
     invalid(fmt::format("gradient_clip_val must be >= 0, got {}", *o.gradient_clip_val()));

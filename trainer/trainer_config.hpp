@@ -97,6 +97,8 @@ struct TrainerConfig {
   /// Compute threads for this process (torch::set_num_threads); nullopt
   /// leaves LibTorch's default. From SLURM_CPUS_PER_TASK.
   std::optional<int64_t> num_threads;
+  std::string timeline;
+  HorovodSettings horovod;
   /// Processes must be started by fulgur's launcher (world size > 1 and no
   /// external launcher).
   bool needs_launch = false;

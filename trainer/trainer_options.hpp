@@ -1,5 +1,6 @@
 #pragma once
 
+#include <fulgur/strategies/horovod_settings.hpp>
 #include <fulgur/trainer/count_or_fraction.hpp>
 
 #include <torch/arg.h>
@@ -79,6 +80,10 @@ struct TrainerOptions {
   TORCH_ARG(bool, broadcast_buffers) = true;
   /// Give each process its share of the data (DatasetLoader::shard).
   TORCH_ARG(bool, use_distributed_sampler) = true;
+  /// Chrome-trace JSON of every gradient collective (ddp, horovod); "" = off.
+  TORCH_ARG(std::string, timeline) = "";
+  /// Strategy horovod: fusion, cycle time, compression, stall inspection.
+  TORCH_ARG(HorovodSettings, horovod) = {};
 };
 
 }  // namespace fulgur

@@ -6,6 +6,7 @@
 #include <fulgur/datamodules/dataset_loader.hpp>
 #include <fulgur/datamodules/tensor_dataset.hpp>
 #include <fulgur/fulgur.hpp>
+#include <fulgur/strategies/horovod_strategy.hpp>
 
 #include <csignal>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 #include <fstream>
 #include <chrono>
+#include <iostream>
 #include <thread>
 
 namespace {
@@ -29,7 +31,10 @@ struct ProbeModel : fulgur::LightningModule {
         signal_step(c.get<int64_t>("signal_step", 3)),
         step_seconds(c.get<double>("step_seconds", 0.0)),
         stop_file(c.get<std::string>("stop_file", "")),
-        pid_file(c.get<std::string>("pid_file", "")) {
+        pid_file(c.get<std::string>("pid_file", "")),
+        sleep_rank(c.get<int64_t>("sleep_rank", -1)),
+        sleep_step(c.get<int64_t>("sleep_step", 2)),
+        sleep_s(c.get<double>("sleep_s", 0.0)) {
     int64_t hidden = c.get<int64_t>("hidden", 32);
     // --model.mismatch_rank R: that rank builds a different model.
     const int64_t mismatch_rank = c.get<int64_t>("mismatch_rank", -1);
@@ -61,12 +66,19 @@ struct ProbeModel : fulgur::LightningModule {
     }
     // --model.step_seconds S: slow steps, so an outside signal lands mid-run.
     if (step_seconds > 0) std::this_thread::sleep_for(std::chrono::duration<double>(step_seconds));
+    // --model.sleep_rank R --model.sleep_s S: that rank keeps the others waiting once.
+    if (rank && std::atoll(rank) == sleep_rank && trainer()->global_step() == sleep_step && !slept) {
+      slept = true;
+      std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));
+    }
     const torch::Tensor loss = torch::nn::functional::cross_entropy(net->forward(b.input), b.target);
     log("train_loss", loss, {.prog_bar = true});
     return loss;
   }
   void validation_step(const fulgur::Batch& b, int64_t) override {
-    log("val_loss", torch::nn::functional::cross_entropy(net->forward(b.input), b.target), {.sync_dist = true});
+    const torch::Tensor logits = net->forward(b.input);
+    log("val_loss", torch::nn::functional::cross_entropy(logits, b.target), {.sync_dist = true});
+    log("val_acc", logits.argmax(1).eq(b.target).to(torch::kFloat32).mean(), {.sync_dist = true});
     // --model.improving_rank R: an unsynced score that improves every epoch on
     // rank R only, so ranks would disagree about stopping if each decided alone.
     if (improving_rank >= 0) {
@@ -87,6 +99,11 @@ struct ProbeModel : fulgur::LightningModule {
             std::nullopt};
   }
   void on_fit_end() override {
+    const auto* horovod = dynamic_cast<const fulgur::HorovodStrategy*>(&trainer()->strategy());
+    if (horovod && horovod->controller() && trainer()->is_global_zero()) {
+      std::cout << "ddp_probe: collectives in the last step: " << horovod->controller()->collectives_last_step()
+                << " for " << horovod->controller()->num_tensors() << " tensors" << std::endl;
+    }
     // --model.stop_file F: every rank writes "<global_step> <stop_signal>" to F.<rank>.
     if (!stop_file.empty()) {
       std::ofstream(stop_file + "." + std::to_string(trainer()->strategy().global_rank()))
@@ -114,6 +131,10 @@ struct ProbeModel : fulgur::LightningModule {
   double step_seconds;
   std::string stop_file;
   std::string pid_file;
+  int64_t sleep_rank;
+  int64_t sleep_step;
+  double sleep_s;
+  bool slept = false;
 };
 
 struct ProbeData : fulgur::DataModule {

@@ -1,6 +1,8 @@
 #include "test_support.hpp"
 
+#include <algorithm>
 #include <array>
+#include <vector>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -44,6 +46,29 @@ std::string read_file(const std::filesystem::path& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+}  // namespace fulgur::testing
+
+namespace fulgur::testing {
+
+double last_csv_value(const std::string& csv, const std::string& column) {
+  std::istringstream in(csv);
+  std::string header;
+  std::getline(in, header);
+  std::vector<std::string> names;
+  std::stringstream hs(header);
+  for (std::string name; std::getline(hs, name, ',');) names.push_back(name);
+  const auto col = std::find(names.begin(), names.end(), column) - names.begin();
+  double value = -1;
+  for (std::string line; std::getline(in, line);) {
+    std::stringstream ls(line);
+    std::string cell;
+    for (int64_t i = 0; std::getline(ls, cell, ','); ++i) {
+      if (i == col && !cell.empty()) value = std::stod(cell);
+    }
+  }
+  return value;
 }
 
 }  // namespace fulgur::testing

@@ -32,4 +32,7 @@ CommandResult run_command(const std::string& command, int timeout_s = 300);
 /// Reads a whole file into a string; throws if it cannot be opened.
 std::string read_file(const std::filesystem::path& path);
 
+/// The last non-empty value of `column` in a metrics.csv text; -1 if none.
+double last_csv_value(const std::string& csv, const std::string& column);
+
 }  // namespace fulgur::testing

@@ -49,6 +49,33 @@ std::optional<int64_t> read_optional_int(ConfigSection& s, const std::string& ke
   return value;
 }
 
+// trainer.horovod is a mapping of its own; unknown keys in it are errors too.
+HorovodSettings read_horovod_settings(ConfigSection& trainer) {
+  const HorovodSettings d;
+  ConfigSection h(trainer.raw("horovod", YAML::Node(YAML::NodeType::Null)), trainer.dotted("horovod"));
+  HorovodSettings o;
+  o.fusion_threshold_mb(h.get<double>("fusion_threshold_mb", d.fusion_threshold_mb()));
+  o.cycle_time_ms(h.get<double>("cycle_time_ms", d.cycle_time_ms()));
+  o.compression(h.choice("compression", d.compression(), {"none", "fp16"}));
+  o.backward_passes_per_step(h.get<int64_t>("backward_passes_per_step", d.backward_passes_per_step()));
+  o.stall_warning_s(h.get<double>("stall_warning_s", d.stall_warning_s()));
+  const YAML::Node shutdown = h.raw("stall_shutdown_s", YAML::Node(YAML::NodeType::Null));
+  if (!shutdown.IsNull()) {
+    try {
+      size_t used = 0;
+      const double value = std::stod(scalar_text(shutdown), &used);
+      if (!shutdown.IsScalar() || used != shutdown.Scalar().size()) throw std::invalid_argument("");
+      o.stall_shutdown_s(value);
+    } catch (const std::exception&) {
+      h.fail("stall_shutdown_s", "a number of seconds or null", scalar_text(shutdown));
+    }
+  }
+  o.broadcast_optimizer_state(h.get<bool>("broadcast_optimizer_state", d.broadcast_optimizer_state()));
+  const auto unknown = h.unread_keys();
+  if (!unknown.empty()) throw ConfigError(fmt::format("unknown key '{}'", unknown.front()));
+  return o;
+}
+
 }  // namespace
 
 TrainerOptions read_trainer_options(ConfigSection& s) {
@@ -105,6 +132,8 @@ TrainerOptions read_trainer_options(ConfigSection& s) {
   o.bucket_cap_mb(s.get<double>("bucket_cap_mb", d.bucket_cap_mb()));
   o.broadcast_buffers(s.get<bool>("broadcast_buffers", d.broadcast_buffers()));
   o.use_distributed_sampler(s.get<bool>("use_distributed_sampler", d.use_distributed_sampler()));
+  o.timeline(s.get<std::string>("timeline", d.timeline()));
+  o.horovod(read_horovod_settings(s));
   return o;
 }
 

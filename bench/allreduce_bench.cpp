@@ -1,0 +1,97 @@
+// Allreduce bandwidth of fulgur's ring against Gloo's allreduce on the same
+// process group, between local ranks started by fulgur's launcher:
+//
+//   allreduce_bench --algo ring|gloo|p2p --size_mb S --iters K --world_size N [--segment_mb M]
+//
+// Rank 0 prints `allreduce_bench: <algo> <N> ranks <S> MB busbw <x> GB/s`,
+// where busbw = algbw * 2(n-1)/n (algbw = bytes / time per allreduce): the
+// rate each rank's link carries, comparable across world sizes. `p2p` is
+// the ring's bound on this machine: rank 0 sends S MB to rank 1 and back
+// (busbw = bytes one way / time one way).
+#include <fulgur/strategies/create_strategy.hpp>
+#include <fulgur/strategies/detect_cluster_environment.hpp>
+#include <fulgur/strategies/local_launcher.hpp>
+#include <fulgur/strategies/process_group.hpp>
+#include <fulgur/strategies/ring_allreduce.hpp>
+
+#include <fmt/format.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <string>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::map<std::string, std::string> parse(int argc, char** argv) {
+  std::map<std::string, std::string> args{{"algo", "ring"}, {"size_mb", "64"}, {"iters", "10"}, {"world_size", "2"},
+                                            {"segment_mb", "1"}};
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string key = argv[i];
+    if (key.rfind("--", 0) != 0 || !args.count(key.substr(2))) throw std::invalid_argument("unknown option " + key);
+    args[key.substr(2)] = argv[i + 1];
+  }
+  return args;
+}
+
+double run_rank(const std::string& algo, double size_mb, int iters, double segment_mb) {
+  const auto env = fulgur::detect_cluster_environment();
+  fulgur::ProcessGroup group(fulgur::process_group_options(*env, 300.0));
+  const int64_t n = group.size();
+  torch::set_num_threads(1);
+  torch::Tensor buffer = torch::ones({static_cast<int64_t>(size_mb * (1 << 20) / 4)});
+  fulgur::RingAllreduce ring(group, {.segment_bytes = static_cast<int64_t>(segment_mb * (1 << 20))});
+  auto once = [&] {
+    if (algo == "ring") {
+      ring.run(buffer, fulgur::ReduceOp::Sum);
+    } else if (algo == "gloo") {
+      group.all_reduce(buffer, fulgur::ReduceOp::Sum);
+    } else if (algo == "p2p") {
+      if (group.rank() == 0) {
+        group.wait(group.send_async(buffer, 1, 0), "send");
+        group.wait(group.recv_async(buffer, 1, 1), "recv");
+      } else if (group.rank() == 1) {
+        group.wait(group.recv_async(buffer, 0, 0), "recv");
+        group.wait(group.send_async(buffer, 0, 1), "send");
+      }
+    } else {
+      throw std::invalid_argument("--algo must be ring, gloo or p2p, got " + algo);
+    }
+  };
+  once();  // warm-up: connections, allocations
+  group.barrier();
+  const auto start = Clock::now();
+  for (int i = 0; i < iters; ++i) once();
+  group.barrier();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count() / iters;
+  const double bytes = static_cast<double>(buffer.nbytes());
+  if (algo == "p2p") return bytes / (seconds / 2) / 1e9;
+  return bytes / seconds * 2.0 * static_cast<double>(n - 1) / static_cast<double>(n) / 1e9;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const auto args = parse(argc, argv);
+    const int64_t world_size = std::atoll(args.at("world_size").c_str());
+    if (fulgur::LocalLauncher::should_launch()) {
+      return fulgur::LocalLauncher(fulgur::LocalLauncherOptions(world_size)).launch(argc, argv);
+    }
+    const double busbw = run_rank(args.at("algo"), std::atof(args.at("size_mb").c_str()),
+                                  std::atoi(args.at("iters").c_str()), std::atof(args.at("segment_mb").c_str()));
+    if (std::getenv("RANK") == nullptr || std::string(std::getenv("RANK")) == "0") {
+      std::cout << fmt::format("allreduce_bench: {} {} ranks {} MB busbw {:.3f} GB/s", args.at("algo"), world_size,
+                               args.at("size_mb"), busbw)
+                << std::endl;
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "allreduce_bench: " << e.what() << std::endl;
+    return 1;
+  }
+}

@@ -1,0 +1,280 @@
+#include <fulgur/strategies/horovod_controller.hpp>
+
+#include <fulgur/strategies/fusion_buffer.hpp>
+#include <fulgur/strategies/process_group.hpp>
+#include <fulgur/strategies/ring_allreduce.hpp>
+#include <fulgur/strategies/timeline.hpp>
+
+#include <fmt/format.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <algorithm>
+#include <iostream>
+#include <stdexcept>
+
+namespace fulgur {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Calls back into the controller once a parameter's .grad holds this step's sum.
+class SubmitHook : public torch::autograd::PostAccumulateGradHook {
+ public:
+  explicit SubmitHook(std::function<void()> on_ready) : on_ready_(std::move(on_ready)) {}
+  void operator()(const torch::autograd::Variable&) override { on_ready_(); }
+
+ private:
+  std::function<void()> on_ready_;
+};
+
+}  // namespace
+
+HorovodController::HorovodController(std::vector<torch::Tensor> parameters, std::vector<std::string> names,
+                                     ProcessGroup& group, Options options, Timeline* timeline)
+    : parameters_(std::move(parameters)),
+      names_(std::move(names)),
+      group_(group),
+      options_(options),
+      timeline_(timeline),
+      inspector_(options.stall) {
+  if (options_.fusion_threshold_bytes < 0) {
+    throw std::invalid_argument(fmt::format("[HorovodController::HorovodController] fusion threshold must be >= 0, got {}",
+                                            options_.fusion_threshold_bytes));
+  }
+  position_.assign(parameters_.size(), -1);
+  for (size_t k = parameters_.size(); k-- > 0;) {
+    if (!parameters_[k].requires_grad()) continue;
+    position_[k] = static_cast<int64_t>(order_.size());
+    order_.push_back(k);
+  }
+  ready_.assign(order_.size(), false);
+  ready_at_.assign(order_.size(), Clock::now());
+  for (size_t k : order_) {
+    torch::autograd::impl::set_post_acc_grad_hooks(
+        parameters_[k], std::make_unique<SubmitHook>([this, k] { on_gradient_ready(k); }));
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+HorovodController::~HorovodController() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_requested_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+  for (size_t k : order_) torch::autograd::impl::set_post_acc_grad_hooks(parameters_[k], nullptr);
+}
+
+std::string HorovodController::tensor_name(int64_t running_index) const {
+  if (order_.empty()) return "?";
+  return names_[order_[static_cast<size_t>(running_index % num_tensors())]];
+}
+
+void HorovodController::fail(const std::string& message) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!error_) error_ = message;
+  }
+  changed_.notify_all();
+}
+
+void HorovodController::prepare(bool sync) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (error_) throw std::runtime_error(*error_);
+  syncing_ = sync;
+  if (!sync) return;
+  ++steps_begun_;
+  prefix_ = 0;
+  std::fill(ready_.begin(), ready_.end(), false);
+  submitted_ = (steps_begun_ - 1) * num_tensors();
+}
+
+void HorovodController::on_gradient_ready(size_t k) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!syncing_) return;
+  const int64_t pos = position_[k];
+  if (pos < 0 || ready_[static_cast<size_t>(pos)]) return;
+  ready_[static_cast<size_t>(pos)] = true;
+  ready_at_[static_cast<size_t>(pos)] = Clock::now();
+  advance_prefix();
+}
+
+void HorovodController::advance_prefix() {
+  while (prefix_ < num_tensors() && ready_[static_cast<size_t>(prefix_)]) ++prefix_;
+  submitted_ = (steps_begun_ - 1) * num_tensors() + prefix_;
+  // A fully submitted step need not wait out the rest of the cycle.
+  if (prefix_ == num_tensors()) changed_.notify_all();
+}
+
+void HorovodController::finish() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!syncing_) return;
+  syncing_ = false;
+  // Parameters that took no part in this step's graph.
+  for (int64_t pos = 0; pos < num_tensors(); ++pos) {
+    if (ready_[static_cast<size_t>(pos)]) continue;
+    if (!options_.find_unused_parameters) {
+      throw std::runtime_error(fmt::format(
+          "[HorovodController::finish] parameter '{}' received no gradient in this step (rank {}); set "
+          "find_unused_parameters=true if the model does not use every parameter every step",
+          names_[order_[static_cast<size_t>(pos)]], group_.rank()));
+    }
+    ready_[static_cast<size_t>(pos)] = true;
+    ready_at_[static_cast<size_t>(pos)] = Clock::now();
+  }
+  advance_prefix();
+  const int64_t target = steps_begun_ * num_tensors();
+  changed_.wait(lock, [&] { return reduced_ >= target || error_ || thread_done_; });
+  if (reduced_ >= target) return;  // done, even if a peer has left since
+  if (error_) throw std::runtime_error(*error_);
+  {
+    throw std::runtime_error(fmt::format("[HorovodController::finish] rank {}: the gradient thread stopped",
+                                         group_.rank()));
+  }
+}
+
+int64_t HorovodController::collectives_last_step() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return collectives_last_step_;
+}
+
+void HorovodController::run() {
+  const torch::Device device = order_.empty() ? torch::Device(torch::kCPU) : parameters_[order_[0]].device();
+  const torch::Device control_device = group_.options().device_type == torch::kCUDA ? device : torch::kCPU;
+  Clock::time_point next_cycle = Clock::now();
+  try {
+    while (true) {
+      int64_t mine = 0;
+      bool stopping = false;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        // Sleep out the cycle unless a whole step is ready or we must stop.
+        changed_.wait_until(lock, next_cycle, [&] {
+          return stop_requested_ || (submitted_ > reduced_ && prefix_ == num_tensors());
+        });
+        mine = submitted_;
+        stopping = stop_requested_;
+      }
+      next_cycle = std::max(Clock::now(), next_cycle + options_.cycle_time);
+
+      // Negotiation: every rank's running count and whether it is leaving.
+      const torch::Tensor status = torch::tensor({mine, static_cast<int64_t>(stopping)}, torch::kInt64).to(control_device);
+      const std::vector<torch::Tensor> all = group_.all_gather(status);
+      std::vector<int64_t> counts;
+      bool someone_stops = false;
+      for (const auto& t : all) {
+        const torch::Tensor c = t.cpu();
+        counts.push_back(c[0].item<int64_t>());
+        someone_stops = someone_stops || c[1].item<int64_t>() != 0;
+      }
+      if (someone_stops) {
+        if (!stopping) fail(fmt::format("[HorovodController] rank {}: another rank left the run", group_.rank()));
+        break;
+      }
+      const StallInspector::Report report =
+          inspector_.check(counts, Clock::now(), [this](int64_t i) { return tensor_name(i); });
+      if (report.verdict == StallInspector::Verdict::Warn && group_.rank() == 0) {
+        std::cerr << report.message << std::endl;
+      }
+      if (report.verdict == StallInspector::Verdict::Shutdown) {
+        if (group_.rank() == 0) std::cerr << report.message << std::endl;
+        fail(report.message);
+        break;
+      }
+
+      // Reduce everything all ranks have submitted, in fused groups that do
+      // not cross a step or the fusion threshold.
+      const int64_t agreed = *std::min_element(counts.begin(), counts.end());
+      int64_t reduced = 0;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        reduced = reduced_;
+      }
+      while (reduced < agreed) {
+        const int64_t step_end = (reduced / num_tensors() + 1) * num_tensors();
+        const int64_t limit = std::min(agreed, step_end);
+        int64_t last = reduced + 1;
+        int64_t bytes = parameters_[order_[static_cast<size_t>(reduced % num_tensors())]].nbytes();
+        while (last < limit) {
+          const int64_t more = parameters_[order_[static_cast<size_t>(last % num_tensors())]].nbytes();
+          if (bytes + more > options_.fusion_threshold_bytes) break;
+          bytes += more;
+          ++last;
+        }
+        reduce(reduced, last);
+        reduced = last;
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          reduced_ = reduced;
+          ++collectives_this_step_;
+          ++collectives_total_;
+          if (reduced == step_end) {
+            collectives_last_step_ = collectives_this_step_;
+            collectives_this_step_ = 0;
+          }
+        }
+        changed_.notify_all();
+      }
+    }
+  } catch (const std::exception& e) {
+    fail(fmt::format("[HorovodController] rank {}: {}", group_.rank(), e.what()));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    thread_done_ = true;
+  }
+  changed_.notify_all();
+}
+
+void HorovodController::reduce(int64_t first, int64_t last) {
+  std::vector<torch::Tensor> params;
+  Clock::time_point queued = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int64_t i = first; i < last; ++i) {
+      const size_t pos = static_cast<size_t>(i % num_tensors());
+      params.push_back(parameters_[order_[pos]]);
+      queued = std::min(queued, ready_at_[pos]);
+    }
+  }
+  const int64_t id = collectives_total_;
+  const std::string what = last - first == 1 ? tensor_name(first)
+                                             : fmt::format("{} .. {} ({} tensors)", tensor_name(first),
+                                                           tensor_name(last - 1), last - first);
+  torch::NoGradGuard no_grad;
+  const Clock::time_point copy_in = Clock::now();
+  const double n = static_cast<double>(group_.size());
+  std::vector<torch::Tensor> grads;
+  for (auto& p : params) {
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    grads.push_back(p.grad());
+  }
+  const torch::ScalarType wire = options_.fp16_compression ? torch::kFloat16 : grads.front().scalar_type();
+  if (!fusion_ || fusion_->wire_type() != wire) fusion_ = std::make_unique<FusionBuffer>(wire, grads.front().device());
+  // float16 is summed on the wire, so the average is taken before the cast.
+  torch::Tensor buffer = fusion_->pack(grads, options_.fp16_compression ? 1.0 / n : 1.0);
+  const ReduceOp op = options_.fp16_compression ? ReduceOp::Sum : ReduceOp::Mean;
+  const Clock::time_point reducing = Clock::now();
+  if (timeline_) {
+    timeline_->record("QUEUE", id, what, buffer.nbytes(), queued, copy_in);
+    timeline_->record("COPY_IN", id, what, buffer.nbytes(), copy_in, reducing);
+  }
+  if (buffer.is_cuda()) {
+    // On GPUs NCCL's allreduce is itself a ring.
+    group_.all_reduce(buffer, op);
+    if (timeline_) timeline_->record("NCCL_ALLREDUCE", id, what, buffer.nbytes(), reducing, Clock::now());
+  } else {
+    RingAllreduce ring(group_, RingAllreduce::Options{.segment_bytes = options_.segment_bytes});
+    ring.run(buffer, op, [&](const std::string& phase, Clock::time_point start, Clock::time_point end) {
+      if (timeline_) timeline_->record(phase == "reduce_scatter" ? "REDUCE_SCATTER" : "ALL_GATHER", id, what,
+                                       buffer.nbytes(), start, end);
+    });
+  }
+  const Clock::time_point copy_out = Clock::now();
+  fusion_->unpack(grads);
+  if (timeline_) timeline_->record("COPY_OUT", id, what, buffer.nbytes(), copy_out, Clock::now());
+}
+
+}  // namespace fulgur

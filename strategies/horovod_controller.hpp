@@ -1,0 +1,105 @@
+#pragma once
+
+#include <fulgur/strategies/stall_inspector.hpp>
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace fulgur {
+
+class FusionBuffer;
+class ProcessGroup;
+class Timeline;
+
+/// The Horovod strategy's gradient path, run by a background thread the way
+/// Horovod's controller runs. A post-accumulate-grad hook submits each
+/// parameter's gradient as soon as backward has produced it; tensors count
+/// as submitted in a fixed order (reverse registration, the order backward
+/// usually produces them), so every rank's progress is one number. Every
+/// cycle_time the thread exchanges these numbers with the other ranks (a
+/// tiny all-gather on the group it owns), takes the tensors every rank has
+/// submitted, packs them into fusion buffers of at most fusion_threshold
+/// bytes, reduces each with the ring allreduce (NCCL's allreduce for CUDA
+/// buffers), optionally as float16 on the wire, and copies the averages back
+/// into the gradients. The same exchange feeds the StallInspector. Because
+/// every rank decides from the same exchanged numbers, the collectives pair
+/// up without a coordinator rank.
+class HorovodController {
+ public:
+  struct Options {
+    int64_t fusion_threshold_bytes = 64 * (1 << 20);
+    std::chrono::microseconds cycle_time{5000};
+    /// Send gradients as float16 (halves the bytes on the wire).
+    bool fp16_compression = false;
+    StallInspector::Options stall;
+    /// Parameters without a gradient in a step count as zero instead of
+    /// being an error.
+    bool find_unused_parameters = false;
+    /// Ring segment size (RingAllreduce::Options).
+    int64_t segment_bytes = 1 << 20;
+  };
+
+  /// `group` is used by the background thread only; `timeline` may be null.
+  HorovodController(std::vector<torch::Tensor> parameters, std::vector<std::string> names, ProcessGroup& group,
+                    Options options, Timeline* timeline);
+  /// Stops the thread (telling the other ranks) and removes the hooks.
+  ~HorovodController();
+  HorovodController(const HorovodController&) = delete;
+  HorovodController& operator=(const HorovodController&) = delete;
+
+  /// Before backward: `sync` false skips communication (local accumulation).
+  void prepare(bool sync);
+  /// After backward: waits until this step's gradients are averaged.
+  void finish();
+
+  /// Collectives (fused allreduces) the last completed step needed.
+  int64_t collectives_last_step() const;
+  int64_t num_tensors() const { return static_cast<int64_t>(order_.size()); }
+
+ private:
+  void on_gradient_ready(size_t param_index);
+  void advance_prefix();
+  void run();
+  void reduce(int64_t first, int64_t last);
+  std::string tensor_name(int64_t running_index) const;
+  void fail(const std::string& message);
+
+  std::vector<torch::Tensor> parameters_;
+  std::vector<std::string> names_;
+  ProcessGroup& group_;
+  Options options_;
+  Timeline* timeline_;
+  StallInspector inspector_;
+
+  std::vector<size_t> order_;       // submission position -> parameter index
+  std::vector<int64_t> position_;   // parameter index -> position, -1 if frozen
+
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  bool syncing_ = false;
+  int64_t steps_begun_ = 0;         // steps whose gradients are communicated
+  std::vector<bool> ready_;         // by position, current step
+  std::vector<std::chrono::steady_clock::time_point> ready_at_;
+  int64_t prefix_ = 0;              // positions 0..prefix_-1 of this step are submitted
+  int64_t submitted_ = 0;           // running count over all steps
+  int64_t reduced_ = 0;             // running count reduced by the thread
+  int64_t collectives_this_step_ = 0;
+  int64_t collectives_last_step_ = 0;
+  int64_t collectives_total_ = 0;
+  bool stop_requested_ = false;
+  bool thread_done_ = false;
+  std::optional<std::string> error_;
+  std::unique_ptr<FusionBuffer> fusion_;  // used by the thread only
+  std::thread thread_;
+};
+
+}  // namespace fulgur

@@ -1,0 +1,81 @@
+#include <fulgur/strategies/horovod_strategy.hpp>
+
+#include <fulgur/modules/lightning_module.hpp>
+
+#include <cstring>
+#include <sstream>
+
+namespace fulgur {
+
+HorovodStrategy::HorovodStrategy(Accelerator accelerator, PrecisionMode precision, HorovodOptions options)
+    : DDPStrategy(accelerator, precision, options.ddp), options_(std::move(options)) {}
+
+HorovodStrategy::~HorovodStrategy() {
+  controller_.reset();  // its thread uses gradient_group_
+}
+
+void HorovodStrategy::setup_environment() {
+  DDPStrategy::setup_environment();
+  // The gradient thread's own group: its collectives never pair with the
+  // main thread's (metrics, broadcasts, barriers).
+  if (!gradient_group_) gradient_group_ = std::make_unique<ProcessGroup>(process_group(), "horovod");
+}
+
+void HorovodStrategy::setup(LightningModule& module) {
+  setup_replicas(module);
+  std::vector<torch::Tensor> params;
+  std::vector<std::string> names;
+  for (const auto& item : module.named_parameters()) {
+    names.push_back(item.key());
+    params.push_back(item.value());
+  }
+  controller_ = std::make_unique<HorovodController>(std::move(params), std::move(names), *gradient_group_,
+                                                    options_.controller, timeline());
+}
+
+void HorovodStrategy::teardown() {
+  controller_.reset();
+  DDPStrategy::teardown();
+}
+
+void HorovodStrategy::setup_optimizers(torch::optim::Optimizer& optimizer) {
+  if (!options_.broadcast_optimizer_state || world_size() == 1) return;
+  torch::NoGradGuard no_grad;
+  // configure_optimizers may have changed parameters on some ranks.
+  for (auto& group : optimizer.param_groups()) {
+    for (auto& p : group.params()) process_group().broadcast(p, 0);
+  }
+  // The state (momentum buffers, step counts) travels as torch's archive bytes.
+  std::string bytes;
+  if (is_global_zero()) {
+    torch::serialize::OutputArchive archive;
+    optimizer.save(archive);
+    std::ostringstream out;
+    archive.save_to(out);
+    bytes = out.str();
+  }
+  torch::Tensor length = torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kInt64).to(root_device());
+  process_group().broadcast(length, 0);
+  const int64_t size = length.cpu().item<int64_t>();
+  torch::Tensor data = torch::empty({size}, torch::kUInt8);
+  if (is_global_zero()) std::memcpy(data.data_ptr(), bytes.data(), bytes.size());
+  data = data.to(root_device());
+  process_group().broadcast(data, 0);
+  if (is_global_zero()) return;
+  data = data.cpu();
+  std::istringstream in(std::string(static_cast<const char*>(data.data_ptr()), static_cast<size_t>(size)));
+  torch::serialize::InputArchive archive;
+  archive.load_from(in);
+  optimizer.load(archive);
+}
+
+void HorovodStrategy::backward(const torch::Tensor& loss, bool sync_gradients) {
+  if (controller_) controller_->prepare(sync_gradients);
+  Strategy::backward(loss, sync_gradients);
+}
+
+void HorovodStrategy::synchronize_gradients() {
+  if (controller_) controller_->finish();
+}
+
+}  // namespace fulgur

@@ -1,0 +1,51 @@
+#pragma once
+
+#include <fulgur/strategies/reduce_op.hpp>
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace fulgur {
+
+class ProcessGroup;
+
+/// Ring allreduce over a process group's point-to-point send/recv, the
+/// algorithm Horovod and NCCL use: the buffer is cut into world-size chunks;
+/// in n-1 reduce-scatter steps every rank sends one chunk to its right
+/// neighbour and adds the chunk arriving from its left, so each rank ends up
+/// owning one fully reduced chunk; n-1 all-gather steps then pass the reduced
+/// chunks round the ring. Each chunk is streamed in segments: a segment is
+/// forwarded as soon as it has arrived (and been added), so steps overlap and
+/// large buffers pipeline. Every rank moves 2(n-1)/n of the buffer, whatever
+/// n is. Works for any world size >= 1 and any length, including lengths
+/// smaller than or not divisible by the world size (chunks differ by at most
+/// one element; empty ones send nothing).
+class RingAllreduce {
+ public:
+  struct Options {
+    /// Bytes per streamed segment: small enough to pipeline, large enough
+    /// that per-message overhead stays small.
+    int64_t segment_bytes = 1 << 20;
+  };
+  using Clock = std::chrono::steady_clock;
+  /// Told when each phase ("reduce_scatter", "all_gather") starts and ends.
+  using PhaseObserver = std::function<void(const std::string& phase, Clock::time_point start, Clock::time_point end)>;
+
+  explicit RingAllreduce(ProcessGroup& group) : RingAllreduce(group, Options()) {}
+  RingAllreduce(ProcessGroup& group, Options options);
+
+  /// Reduces the contiguous `buffer` in place across all ranks (Sum, or
+  /// Mean: the sum divided by the world size). Every rank calls it with the
+  /// same length and dtype. Max / Min are not ring operations here.
+  void run(torch::Tensor& buffer, ReduceOp op, const PhaseObserver& observer = nullptr);
+
+ private:
+  ProcessGroup& group_;
+  Options options_;
+};
+
+}  // namespace fulgur
