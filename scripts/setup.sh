@@ -17,7 +17,7 @@ apt_packages=(
   build-essential cmake ninja-build ccache pkg-config
   libyaml-cpp-dev libfmt-dev doctest-dev
   libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev
-  libgloo-dev iproute2 openmpi-bin
+  libgloo-dev iproute2 openmpi-bin clang
   python3-venv
 )
 

@@ -182,13 +182,10 @@ TEST_CASE("slurm: --time and --signal=USR1: every rank stops at the same step an
   INFO(out);
   CHECK(restarted);
   CHECK(count(out, "fulgur: run folder ") == 2);
-  // TODO(checkpoint merge): the second attempt resumes from version_0's last.ckpt; see the issue note.
+  // The second attempt continues from the checkpoint the first one wrote when it stopped.
+  CHECK(count(out, "fulgur: restarted job: resuming from ") == 1);
 }
 
-// Needs the checkpoint work (ModelCheckpoint writing <run>/checkpoints/last.ckpt
-// whenever training stops, and the CLI resuming from auto_resume_checkpoint()).
-// Enabled by defining FULGUR_SLURM_RESUME_TEST once those are merged.
-#ifdef FULGUR_SLURM_RESUME_TEST
 TEST_CASE("slurm: a job stopped by --signal=USR1 resumes after its requeue and ends equal to an uninterrupted run") {
   require_cluster();
   TempDir dir("slurm-resume");
@@ -233,4 +230,3 @@ TEST_CASE("slurm: a job stopped by --signal=USR1 resumes after its requeue and e
   INFO(compared.output);
   CHECK(compared.exit_code == 0);
 }
-#endif

@@ -5,6 +5,7 @@
 #include <fulgur/datamodules/data_error.hpp>
 #include <fulgur/strategies/local_launcher.hpp>
 #include <fulgur/trainer/cli/trainer_options_reader.hpp>
+#include <fulgur/trainer/auto_resume.hpp>
 #include <fulgur/trainer/seed.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
 #include <fulgur/trainer/trainer.hpp>
@@ -179,8 +180,21 @@ int run_checked(const Arguments& args, const Factories& factories, int argc, con
 
   Trainer trainer(options, callbacks, make_loggers(logger_names, options.default_root_dir()), platform);
   switch (args.subcommand) {
-    case Subcommand::Fit:
-      trainer.fit(*model, *data, ckpt_path);
+    case Subcommand::Fit: {
+      // A job SLURM or torchrun restarted continues from the checkpoint its
+      // previous attempt left (on the shared filesystem), unless told otherwise.
+      std::string resume_from = ckpt_path;
+      const std::filesystem::path logs_root = trainer.loggers().empty()
+                                                  ? std::filesystem::path(options.default_root_dir())
+                                                  : trainer.loggers().front()->log_dir().parent_path();
+      if (auto previous = auto_resume_checkpoint(ckpt_path.empty() ? std::nullopt : std::optional(ckpt_path),
+                                                 logs_root)) {
+        if (trainer.is_global_zero()) {
+          std::cerr << "fulgur: restarted job: resuming from " << previous->string() << std::endl;
+        }
+        resume_from = previous->string();
+      }
+      trainer.fit(*model, *data, resume_from);
       if (trainer.is_global_zero()) print_metrics("fit", trainer.callback_metrics());
       // Stopped by SIGUSR1/SIGTERM: the run is unfinished, say so in the exit code.
       if (trainer.stopped_by_signal()) return 128 + trainer.stop_signal();
@@ -189,6 +203,7 @@ int run_checked(const Arguments& args, const Factories& factories, int argc, con
         if (trainer.is_global_zero()) print_metrics("test", metrics);
       }
       break;
+    }
     case Subcommand::Validate: {
       const auto metrics = trainer.validate(*model, *data, ckpt_path);
       if (trainer.is_global_zero()) print_metrics("validate", metrics);
