@@ -20,7 +20,11 @@ using ImageTransform = std::function<torch::Tensor(torch::Tensor image_hwc_uint8
 /// folders sorted by name get labels 0..k-1; the images of each class, found
 /// recursively and sorted by path, follow each other in class order. Names
 /// starting with '.' are skipped (editor and notebook clutter, not classes).
-/// Only PNG files (extension .png, any case) are read for now.
+/// Images are files named .jpg, .jpeg or .png in any case, decoded by
+/// read_image (image_decode.hpp), which sniffs the real format from the
+/// bytes; a directory named like an image is a folder like any other. An
+/// entry named like an image that cannot be read (a dangling link, a FIFO)
+/// is listed, and get() reports why with a DataError.
 class ImageFolder : public Dataset {
  public:
   /// Scans `root` once; throws DataError if it is missing, has no class
