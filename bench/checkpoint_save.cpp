@@ -24,12 +24,12 @@ using Clock = std::chrono::steady_clock;
 /// A conv + BatchNorm pair with torchvision's parameter shapes.
 void conv_bn(torch::nn::Module& parent, const std::string& name, int64_t in, int64_t out, int64_t k,
              const std::string& bn_name) {
-  parent.register_parameter(name + ".weight", torch::randn({out, in, k, k}) * 0.01);
-  parent.register_parameter(bn_name + ".weight", torch::ones({out}));
-  parent.register_parameter(bn_name + ".bias", torch::zeros({out}));
-  parent.register_buffer(bn_name + ".running_mean", torch::zeros({out}));
-  parent.register_buffer(bn_name + ".running_var", torch::ones({out}));
-  parent.register_buffer(bn_name + ".num_batches_tracked", torch::zeros({}, torch::kLong));
+  parent.register_parameter(name + "_weight", torch::randn({out, in, k, k}) * 0.01);
+  parent.register_parameter(bn_name + "_weight", torch::ones({out}));
+  parent.register_parameter(bn_name + "_bias", torch::zeros({out}));
+  parent.register_buffer(bn_name + "_running_mean", torch::zeros({out}));
+  parent.register_buffer(bn_name + "_running_var", torch::ones({out}));
+  parent.register_buffer(bn_name + "_num_batches_tracked", torch::zeros({}, torch::kLong));
 }
 
 /// A flat module holding ResNet-50's tensors. LibTorch forbids dots in
