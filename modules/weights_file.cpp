@@ -19,8 +19,16 @@ c10::Dict<std::string, torch::Tensor> read_state_dict(const std::string& path) {
   try {
     value = torch::pickle_load(bytes);
   } catch (const std::exception& e) {
-    throw std::invalid_argument(
-        fmt::format("[read_state_dict] '{}' is not a file written by torch.save: {}", path, e.what()));
+    const std::string what = e.what();
+    if (what.find("Expected GenericDict but got None") != std::string::npos) {
+      // LibTorch's unpickler cannot rebuild collections.OrderedDict (pytorch#100741).
+      throw std::invalid_argument(fmt::format(
+          "[read_state_dict] '{}' holds an OrderedDict, which LibTorch cannot read; save it from Python as "
+          "torch.save(dict(model.state_dict()), path)",
+          path));
+    }
+    throw std::invalid_argument(fmt::format("[read_state_dict] '{}' is not a file written by torch.save: {}", path,
+                                            what.substr(0, what.find('\n'))));
   }
   if (!value.isGenericDict()) {
     throw std::invalid_argument(fmt::format("[read_state_dict] '{}' holds a {}, expected a dict of name -> tensor",

@@ -7,8 +7,9 @@
 
 namespace fulgur {
 
-/// Reads a state dict saved by Python's `torch.save(model.state_dict(), path)`
-/// or by write_state_dict(). Throws std::invalid_argument naming the file when
+/// Reads a state dict saved by Python's `torch.save(dict(model.state_dict()), path)`
+/// or by write_state_dict(). (A bare `model.state_dict()` is an OrderedDict,
+/// which LibTorch's unpickler cannot rebuild; the error says so.) Throws std::invalid_argument naming the file when
 /// it is missing, unreadable, or not a dict of string -> tensor.
 c10::Dict<std::string, torch::Tensor> read_state_dict(const std::string& path);
 

@@ -30,3 +30,7 @@ single_wait="$(mean "$work/single" 3)"
 echo "ddp_overlap: allreduce wait after backward $(awk -v w="$bucketed_wait" 'BEGIN { printf "%.2f", w * 1000 }') ms/step" \
   "bucketed vs $(awk -v w="$single_wait" 'BEGIN { printf "%.2f", w * 1000 }') ms/step as one bucket after backward;" \
   "hidden fraction $(awk -v a="$bucketed_wait" -v b="$single_wait" 'BEGIN { printf "%.2f", (b > 0 ? 1 - a / b : 0) }')"
+
+# vs_lightning: end-to-end fit against PyTorch Lightning on a generated
+# 32x32 CINIC-format folder (resnet18-cifar batch 128, MLP batch 16).
+bash "$(dirname "${BASH_SOURCE[0]}")/../bench/vs_lightning/run.sh" "$build"
