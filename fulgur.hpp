@@ -19,9 +19,15 @@
 #include <fulgur/modules/lightning_module.hpp>
 #include <fulgur/modules/log_options.hpp>
 #include <fulgur/modules/metrics/accuracy.hpp>
+#include <fulgur/modules/models/basic_block.hpp>
+#include <fulgur/modules/models/bottleneck.hpp>
+#include <fulgur/modules/models/create_model.hpp>
 #include <fulgur/modules/models/mlp.hpp>
+#include <fulgur/modules/models/resnet.hpp>
 #include <fulgur/modules/models/small_cnn.hpp>
 #include <fulgur/modules/optimizer_config.hpp>
+#include <fulgur/modules/state_dict.hpp>
+#include <fulgur/modules/weights_file.hpp>
 #include <fulgur/strategies/strategy.hpp>
 #include <fulgur/trainer/cli/cli.hpp>
 #include <fulgur/trainer/seed.hpp>

@@ -39,3 +39,6 @@ src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$src/.venv/bin/python" "$src/bench/loader_vs_torchvision" "$build"
 # Horovod-style ring allreduce vs Gloo's allreduce.
 bash "$(dirname "${BASH_SOURCE[0]}")/../bench/ring_vs_gloo.sh" "$build"
+# vs_lightning: end-to-end fit against PyTorch Lightning on a generated
+# 32x32 CINIC-format folder (resnet18-cifar batch 128, MLP batch 16).
+bash "$(dirname "${BASH_SOURCE[0]}")/../bench/vs_lightning/run.sh" "$build"

@@ -1,12 +1,17 @@
 #include "lit_classifier.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <filesystem>
+
 namespace F = torch::nn::functional;
 
 namespace examples {
 
 LitClassifier::Options LitClassifier::read_options(fulgur::cli::ConfigSection& config) {
   Options o;
-  o.arch = config.choice("arch", o.arch, {"cnn", "mlp"});
+  o.arch = config.choice("arch", o.arch, fulgur::models::model_names());
   o.num_classes = config.get<int64_t>("num_classes", o.num_classes);
   if (o.num_classes < 2) config.fail("num_classes", "an integer >= 2", std::to_string(o.num_classes));
   o.in_channels = config.get<int64_t>("in_channels", o.in_channels);
@@ -20,18 +25,32 @@ LitClassifier::Options LitClassifier::read_options(fulgur::cli::ConfigSection& c
   o.lr_step_size = config.get<int64_t>("lr_step_size", o.lr_step_size);
   if (o.lr_step_size < 0) config.fail("lr_step_size", "an integer >= 0", std::to_string(o.lr_step_size));
   o.lr_gamma = config.get<double>("lr_gamma", o.lr_gamma);
+  o.weights = config.get<std::string>("weights", o.weights);
+  if (!o.weights.empty() && !std::filesystem::is_regular_file(o.weights)) {
+    config.fail("weights", "an existing state dict file", o.weights);
+  }
+  o.channels_last = config.get<bool>("channels_last", o.channels_last);
+  o.zero_init_residual = config.get<bool>("zero_init_residual", o.zero_init_residual);
   return o;
 }
 
 LitClassifier::LitClassifier(fulgur::cli::ConfigSection& config) : LitClassifier(read_options(config)) {}
 
 LitClassifier::LitClassifier(const Options& options) : options_(options) {
-  if (options_.arch == "cnn") {
-    net_ = torch::nn::AnyModule(fulgur::models::SmallCNN(options_.in_channels, options_.num_classes));
-  } else {
-    net_ = torch::nn::AnyModule(fulgur::models::MLP(options_.in_channels, options_.num_classes));
-  }
+  net_ = fulgur::models::create_model(options_.arch, options_.num_classes, options_.in_channels,
+                                      {.channels_last = options_.channels_last,
+                                       .zero_init_residual = options_.zero_init_residual});
   register_module("net", net_.ptr());
+  if (!options_.weights.empty()) {
+    const auto skipped =
+        fulgur::load_pretrained(*net_.ptr(), options_.weights, fulgur::models::classifier_head(options_.arch));
+    fmt::print("fulgur: loaded weights from {}", options_.weights);
+    if (!skipped.empty()) {
+      fmt::print(" except {} (shape differs: new head for num_classes {})", fmt::join(skipped, ", "),
+                 options_.num_classes);
+    }
+    fmt::print("\n");
+  }
 }
 
 torch::Tensor LitClassifier::forward(const torch::Tensor& x) { return net_.forward(x); }
@@ -46,12 +65,14 @@ void LitClassifier::validation_step(const fulgur::Batch& batch, int64_t) {
   const torch::Tensor logits = forward(batch.input);
   log("val_loss", F::cross_entropy(logits, batch.target), {.prog_bar = true, .sync_dist = true});
   log("val_acc", fulgur::metrics::accuracy(logits, batch.target), {.prog_bar = true, .sync_dist = true});
+  if (options_.num_classes > 5) log("val_acc_top5", fulgur::metrics::accuracy(logits, batch.target, 5), {.sync_dist = true});
 }
 
 void LitClassifier::test_step(const fulgur::Batch& batch, int64_t) {
   const torch::Tensor logits = forward(batch.input);
   log("test_loss", F::cross_entropy(logits, batch.target), {.sync_dist = true});
   log("test_acc", fulgur::metrics::accuracy(logits, batch.target), {.prog_bar = true, .sync_dist = true});
+  if (options_.num_classes > 5) log("test_acc_top5", fulgur::metrics::accuracy(logits, batch.target, 5), {.sync_dist = true});
 }
 
 torch::Tensor LitClassifier::predict_step(const fulgur::Batch& batch, int64_t) {

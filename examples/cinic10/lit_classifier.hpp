@@ -4,8 +4,12 @@
 
 namespace examples {
 
-/// An image classifier (small CNN or MLP) trained with SGD + momentum and
-/// an optional step LR schedule; logs train_loss, val_loss, val_acc, test_acc.
+/// An image classifier (any fulgur::models::create_model arch: ResNets,
+/// small CNN, MLP) trained with SGD + momentum and an optional step LR
+/// schedule; logs train_loss, val_loss, val_acc, test_acc, and the top-5
+/// accuracies val_acc_top5 / test_acc_top5 when there are more than 5 classes.
+/// `weights` loads a state dict (torchvision's or fulgur's) before training;
+/// a classifier head of another num_classes keeps its fresh initialisation.
 class LitClassifier : public fulgur::LightningModule {
  public:
   struct Options {
@@ -17,6 +21,9 @@ class LitClassifier : public fulgur::LightningModule {
     double weight_decay = 5e-4;
     int64_t lr_step_size = 0;  // epochs between LR decays; 0 = constant LR
     double lr_gamma = 0.1;
+    std::string weights;  // state dict file to start from; empty: random init
+    bool channels_last = false;
+    bool zero_init_residual = false;
   };
 
   explicit LitClassifier(const Options& options);

@@ -1,0 +1,114 @@
+"""The PyTorch Lightning peer of examples/cinic10, written as a Lightning
+user would: torchvision ImageFolder + DataLoader, a LightningModule around
+torchvision's resnet18 (or the MLP of the digits demo), Trainer.fit then
+Trainer.test. Same preprocessing as fulgur's CINIC10 DataModule (RGB, [0, 1],
+CINIC-10 mean/std, no augmentation) and the same SGD settings.
+
+  python bench/lightning/train_cinic.py --root data/digits-cinic --arch resnet18 \
+      --epochs 3 --batch-size 32 --lr 0.05 --workers 2 [--weights init.pt]
+
+Prints `fit_seconds=<s>` (Trainer.fit only) and `test_acc=<a>`.
+"""
+import argparse
+import time
+
+import pytorch_lightning as pl
+import torch
+import torch.nn.functional as F
+import torchvision
+from torch.utils.data import DataLoader
+from torchvision import transforms
+from torchvision.datasets import ImageFolder
+
+MEAN = (0.47889522, 0.47227842, 0.43047404)
+STD = (0.24205776, 0.23828046, 0.25874835)
+
+
+def build(arch: str, num_classes: int) -> torch.nn.Module:
+    if arch == "mlp":  # fulgur's MLP: 8x8 pooled view, two hidden layers of 256
+        return torch.nn.Sequential(
+            torch.nn.AdaptiveAvgPool2d(8), torch.nn.Flatten(), torch.nn.Linear(3 * 64, 256), torch.nn.ReLU(),
+            torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, num_classes))
+    model = torchvision.models.resnet18(weights=None, num_classes=num_classes)
+    if arch == "resnet18_cifar":  # the usual CIFAR stem: 3x3 conv, no max-pool
+        model.conv1 = torch.nn.Conv2d(3, 64, kernel_size=3, stride=1, padding=1, bias=False)
+        model.maxpool = torch.nn.Identity()
+    return model
+
+
+class LitClassifier(pl.LightningModule):
+    def __init__(self, arch, num_classes, lr, momentum, weight_decay, weights=None):
+        super().__init__()
+        self.save_hyperparameters()
+        self.net = build(arch, num_classes)
+        if weights:
+            self.net.load_state_dict(torch.load(weights, weights_only=True))
+
+    def forward(self, x):
+        return self.net(x)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = F.cross_entropy(self(x), y)
+        self.log("train_loss", loss, prog_bar=True)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        logits = self(x)
+        self.log("val_loss", F.cross_entropy(logits, y), prog_bar=True)
+        self.log("val_acc", (logits.argmax(1) == y).float().mean(), prog_bar=True)
+
+    def test_step(self, batch, batch_idx):
+        x, y = batch
+        self.log("test_acc", (self(x).argmax(1) == y).float().mean())
+
+    def configure_optimizers(self):
+        hp = self.hparams
+        return torch.optim.SGD(self.parameters(), lr=hp.lr, momentum=hp.momentum, weight_decay=hp.weight_decay)
+
+
+def loader(root, split, batch_size, workers, shuffle):
+    transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize(MEAN, STD)])
+    return DataLoader(ImageFolder(f"{root}/{split}", transform=transform), batch_size=batch_size, shuffle=shuffle,
+                      num_workers=workers, pin_memory=torch.cuda.is_available(),
+                      persistent_workers=workers > 0)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--root", required=True)
+    p.add_argument("--arch", default="resnet18")
+    p.add_argument("--num-classes", type=int, default=10)
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--weight-decay", type=float, default=5e-4)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--weights", default=None)
+    p.add_argument("--out", default="lightning_logs_bench")
+    p.add_argument("--skip-test", action="store_true")
+    p.add_argument("--limit-train-batches", type=int, default=None)
+    p.add_argument("--limit-val-batches", type=int, default=None)
+    args = p.parse_args()
+
+    torch.set_num_threads(args.threads)
+    model = LitClassifier(args.arch, args.num_classes, args.lr, args.momentum, args.weight_decay, args.weights)
+    trainer = pl.Trainer(max_epochs=args.epochs, accelerator="cpu", devices=1, default_root_dir=args.out,
+                         enable_progress_bar=False, enable_model_summary=False,
+                         limit_train_batches=args.limit_train_batches, limit_val_batches=args.limit_val_batches)
+    train = loader(args.root, "train", args.batch_size, args.workers, shuffle=True)
+    valid = loader(args.root, "valid", args.batch_size, args.workers, shuffle=False)
+    start = time.perf_counter()
+    trainer.fit(model, train, valid)
+    print(f"fit_seconds={time.perf_counter() - start:.3f}", flush=True)
+    if not args.skip_test:
+        result = trainer.test(model, loader(args.root, "test", args.batch_size, args.workers, shuffle=False),
+                              verbose=False)
+        print(f"test_acc={result[0]['test_acc']:.6f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

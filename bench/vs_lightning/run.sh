@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# vs_lightning: end-to-end `fit` for a fixed number of epochs on the same
+# CINIC-format PNG folder, fulgur's cinic10 example vs the PyTorch Lightning
+# peer (bench/lightning/train_cinic.py), same model, batch size, SGD settings
+# and compute threads. Wall time is the whole process on both sides (start-up
+# included for both); peak RSS is the main process's (fulgur's loader threads
+# are inside it, Lightning's worker processes are not: this favours Lightning).
+#
+#   bench/vs_lightning/run.sh [build-dir]
+#   env: THREADS (2), OURS_WORKERS (2), LIGHTNING_WORKERS (2), CASES ("resnet18_cifar mlp")
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+build="$(cd "${1:-$root/build}" && pwd)"
+python="$root/.venv/bin/python"
+data="${VS_LIGHTNING_DATA:-$build/bench-data/vs-lightning}"
+threads="${THREADS:-2}"
+[[ -f "$data/.complete" ]] || "$python" "$root/bench/vs_lightning/make_data.py" "$data" 400 60 60 > /dev/null
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+# Runs "$@" under GNU time; sets seconds, rss_mb and log.
+measure() {
+  log="$work/$1.log"
+  shift
+  if ! OMP_NUM_THREADS="$threads" /usr/bin/time -f "%e %M" -o "$work/time" "$@" > "$log" 2>&1; then
+    cat "$log" >&2
+    echo "vs_lightning: command failed: $*" >&2
+    exit 1
+  fi
+  read -r seconds rss_kb < "$work/time"
+  rss_mb=$(awk -v k="$rss_kb" 'BEGIN { printf "%.0f", k / 1024 }')
+}
+
+# $1 = case label, $2 = arch, $3 = batch size, $4 = epochs, $5 = train batches per epoch (0: all)
+compare() {
+  local label="$1" arch="$2" batch="$3" epochs="$4" limit="$5"
+  local ours_limit=() their_limit=()
+  if ((limit > 0)); then
+    ours_limit=(--trainer.limit_train_batches "$limit" --trainer.limit_val_batches 2)
+    their_limit=(--limit-train-batches "$limit" --limit-val-batches 2)
+  fi
+  measure "ours-$label" "$build/bin/cinic10" fit --seed_everything 0 --test_after_fit false \
+    --trainer.max_epochs "$epochs" --trainer.accelerator cpu --trainer.enable_progress_bar false \
+    --trainer.default_root_dir "$work/ours-$label" "${ours_limit[@]}" \
+    --data.root "$data" --data.batch_size "$batch" --data.num_workers "${OURS_WORKERS:-2}" --data.augment false \
+    --model.arch "$arch" --model.lr 0.05 --model.momentum 0.9 --model.weight_decay 0.0005 --model.lr_step_size 0
+  local ours_s="$seconds" ours_rss="$rss_mb"
+  measure "lightning-$label" "$python" "$root/bench/lightning/train_cinic.py" --root "$data" --arch "$arch" \
+    --epochs "$epochs" --batch-size "$batch" --lr 0.05 --momentum 0.9 --weight-decay 0.0005 \
+    --workers "${LIGHTNING_WORKERS:-2}" --threads "$threads" --out "$work/lightning-$label" --skip-test "${their_limit[@]}"
+  local their_s="$seconds" their_rss="$rss_mb"
+  local fit_only
+  fit_only="$(sed -n 's/^fit_seconds=//p' "$work/lightning-$label.log")"
+  echo "vs_lightning[$label]: ours $ours_s s, lightning $their_s s, ratio $(awk -v a="$their_s" -v b="$ours_s" 'BEGIN { printf "%.2f", a / b }')" \
+    "(lightning Trainer.fit alone $fit_only s)"
+  echo "vs_lightning[$label] peak RSS: ours $ours_rss MB, lightning $their_rss MB, ratio $(awk -v a="$ours_rss" -v b="$their_rss" 'BEGIN { printf "%.2f", a / b }')"
+}
+
+for case in ${CASES:-resnet18_cifar mlp}; do
+  case "$case" in
+    resnet18_cifar) compare resnet18-cifar-b128 resnet18_cifar 128 2 "${RESNET_BATCHES:-6}" ;;
+    mlp) compare mlp-b16 mlp 16 "${MLP_EPOCHS:-2}" 0 ;;
+    *) echo "vs_lightning: unknown case '$case'" >&2; exit 2 ;;
+  esac
+done

@@ -1,0 +1,91 @@
+#include <fulgur/modules/state_dict.hpp>
+#include <fulgur/modules/weights_file.hpp>
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+
+namespace fulgur {
+
+c10::Dict<std::string, torch::Tensor> read_state_dict(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument(fmt::format("[read_state_dict] cannot open weights file '{}'", path));
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  torch::IValue value;
+  try {
+    value = torch::pickle_load(bytes);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    if (what.find("Expected GenericDict but got None") != std::string::npos) {
+      // LibTorch's unpickler cannot rebuild collections.OrderedDict (pytorch#100741).
+      throw std::invalid_argument(fmt::format(
+          "[read_state_dict] '{}' holds an OrderedDict, which LibTorch cannot read; save it from Python as "
+          "torch.save(dict(model.state_dict()), path)",
+          path));
+    }
+    throw std::invalid_argument(fmt::format("[read_state_dict] '{}' is not a file written by torch.save: {}", path,
+                                            what.substr(0, what.find('\n'))));
+  }
+  if (!value.isGenericDict()) {
+    throw std::invalid_argument(fmt::format("[read_state_dict] '{}' holds a {}, expected a dict of name -> tensor",
+                                         path, value.tagKind()));
+  }
+  c10::Dict<std::string, torch::Tensor> state;
+  for (const auto& entry : value.toGenericDict()) {
+    if (!entry.key().isString() || !entry.value().isTensor()) {
+      throw std::invalid_argument(fmt::format("[read_state_dict] '{}' has an entry {} -> {}, expected name -> tensor",
+                                           path, entry.key().tagKind(), entry.value().tagKind()));
+    }
+    state.insert(entry.key().toStringRef(), entry.value().toTensor());
+  }
+  return state;
+}
+
+void write_state_dict(const c10::Dict<std::string, torch::Tensor>& state, const std::string& path) {
+  // Saved tensors must own compact CPU storage to be read back as such.
+  c10::Dict<std::string, torch::Tensor> compact;
+  for (const auto& entry : state) compact.insert(entry.key(), entry.value().detach().cpu().contiguous().clone());
+  const std::vector<char> bytes = torch::pickle_save(compact);
+  const std::string temp = path + ".tmp";
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) {
+      std::remove(temp.c_str());
+      throw std::runtime_error(fmt::format("[write_state_dict] cannot write '{}'", temp));
+    }
+  }
+  std::error_code error;
+  std::filesystem::rename(temp, path, error);
+  if (error) {
+    std::remove(temp.c_str());
+    throw std::runtime_error(fmt::format("[write_state_dict] cannot rename '{}' to '{}': {}", temp, path,
+                                         error.message()));
+  }
+}
+
+std::vector<std::string> load_pretrained(torch::nn::Module& module, const std::string& path,
+                                         const std::string& head_prefix) {
+  c10::Dict<std::string, torch::Tensor> state = read_state_dict(path);
+  const c10::Dict<std::string, torch::Tensor> own = fulgur::state_dict(module);
+  std::vector<std::string> skipped;
+  for (const auto& entry : own) {
+    const auto found = state.find(entry.key());
+    if (found == state.end() || entry.key().rfind(head_prefix, 0) != 0) continue;
+    if (found->value().sizes() != entry.value().sizes()) skipped.push_back(entry.key());
+  }
+  for (const auto& key : skipped) state.insert_or_assign(key, own.at(key));  // keep the fresh head
+  try {
+    load_state_dict(module, state, /*strict=*/true);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(fmt::format("{} (weights file '{}')", e.what(), path));
+  }
+  return skipped;
+}
+
+}  // namespace fulgur

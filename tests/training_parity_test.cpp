@@ -1,0 +1,93 @@
+// Training parity with PyTorch Lightning: the cinic10 example with
+// --model.arch resnet18 and a plain Lightning script with torchvision's
+// resnet18 train from the same initial weights (written by torchvision) on
+// the digits folder with the same settings (SGD + momentum, lr, weight decay,
+// batch size, epochs, no augmentation, each side its own shuffling) and must
+// end within 1 % test accuracy of each other.
+#include "support/test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <regex>
+#include <sstream>
+#include <vector>
+
+using fulgur::testing::read_file;
+using fulgur::testing::run_command;
+using fulgur::testing::TempDir;
+
+namespace {
+const std::string kSource = FULGUR_SOURCE_DIR;
+const std::string kDigits = kSource + "/data/digits-cinic";
+constexpr int kEpochs = 10;
+
+// The last non-empty value of `column` in a metrics.csv.
+double last_value(const std::string& csv, const std::string& column) {
+  std::istringstream in(csv);
+  std::string header;
+  std::getline(in, header);
+  std::vector<std::string> names;
+  std::stringstream header_cells(header);
+  for (std::string name; std::getline(header_cells, name, ',');) names.push_back(name);
+  const auto index = std::find(names.begin(), names.end(), column) - names.begin();
+  double value = -1;
+  for (std::string line; std::getline(in, line);) {
+    std::stringstream cells(line);
+    std::string cell;
+    for (int64_t i = 0; std::getline(cells, cell, ','); ++i) {
+      if (i == index && !cell.empty()) value = std::stod(cell);
+    }
+  }
+  return value;
+}
+
+double number_after(const std::string& text, const std::string& pattern) {
+  std::smatch match;
+  REQUIRE_MESSAGE(std::regex_search(text, match, std::regex(pattern + "([0-9.]+)")), pattern);
+  return std::stod(match[1]);
+}
+}  // namespace
+
+TEST_CASE("training parity: fulgur resnet18 and Lightning + torchvision reach the same test accuracy") {
+  REQUIRE_MESSAGE(std::filesystem::exists(kDigits + "/train"), "demo data missing: run scripts/setup.sh");
+  TempDir dir("training-parity");
+  const std::string init = (dir / "init.pt").string();
+  const std::string python = FULGUR_PYTHON;
+  const auto made = run_command(python + " -c \"import sys, torch; sys.path.insert(0, '" + kSource +
+                                "/bench/lightning'); from train_cinic import build; torch.manual_seed(0); "
+                                "torch.save(dict(build('resnet18', 10).state_dict()), '" + init + "')\"");
+  INFO(made.output);
+  REQUIRE(made.exit_code == 0);
+
+  // Both sides at once, one compute thread and one loader worker each.
+  const std::string epochs = std::to_string(kEpochs);
+  const std::string ours = std::string(FULGUR_BINARY_DIR) + "/bin/cinic10 fit --config " + kSource +
+                           "/examples/cinic10/digits.yaml --data.root " + kDigits + " --data.num_workers 1" +
+                           " --trainer.default_root_dir " + dir.path().string() + " --trainer.max_epochs " + epochs +
+                           " --trainer.enable_progress_bar false --model.arch resnet18 --model.weights " + init +
+                           " --model.lr 0.05 --model.lr_step_size 0 --data.batch_size 32";
+  const std::string theirs = python + " " + kSource + "/bench/lightning/train_cinic.py --root " + kDigits +
+                             " --arch resnet18 --weights " + init + " --epochs " + epochs +
+                             " --batch-size 32 --lr 0.05 --momentum 0.9 --weight-decay 0.0005 --workers 1"
+                             " --threads 1 --out " + (dir / "lightning").string();
+  const auto both = run_command("OMP_NUM_THREADS=1 " + ours + " > " + (dir / "ours.log").string() + " 2>&1 & " +
+                                    theirs + " > " + (dir / "theirs.log").string() + " 2>&1; theirs=$?; wait $!; " +
+                                    "ours=$?; echo exit $ours $theirs",
+                                600);
+  const std::string ours_log = read_file(dir / "ours.log");
+  const std::string theirs_log = read_file(dir / "theirs.log");
+  INFO(ours_log);
+  INFO(theirs_log);
+  REQUIRE(both.output == "exit 0 0\n");
+
+  const std::string csv = read_file(dir / "fulgur_logs" / "version_0" / "metrics.csv");
+  const double ours_acc = last_value(csv, "test_acc");
+  const double theirs_acc = number_after(theirs_log, "test_acc=");
+  MESSAGE("test accuracy: fulgur " << ours_acc << ", lightning " << theirs_acc);
+  CHECK(ours_acc > 0.8);
+  CHECK(theirs_acc > 0.8);
+  CHECK(std::abs(ours_acc - theirs_acc) <= 0.01);
+}
