@@ -83,10 +83,19 @@ class AugmentedTrainLoader : public DataLoader {
 
   int64_t size() const override { return size_; }
   void set_epoch(int64_t epoch) override { epoch_ = epoch; }
+  void shard(const Shard& shard) override {
+    shard_ = shard;
+    options_.seed(shard.seed);
+    DatasetLoader loader(folder_, options_);
+    loader.shard(shard);
+    size_ = loader.size();
+  }
 
   std::unique_ptr<BatchIterator> iterate(int64_t first_batch) override {
     auto view = std::make_shared<AugmentedEpochView>(folder_, mean_, std_, *options_.seed(), epoch_);
     DatasetLoader loader(std::move(view), options_);
+    if (shard_) loader.shard(*shard_);
+    loader.share_bad_samples(bad_samples_);
     loader.set_epoch(epoch_);
     return loader.iterate(first_batch);  // the iterator owns what it needs
   }
@@ -98,6 +107,8 @@ class AugmentedTrainLoader : public DataLoader {
   std::vector<double> std_;
   int64_t size_;
   int64_t epoch_ = 0;
+  std::optional<Shard> shard_;
+  std::shared_ptr<BadSampleLog> bad_samples_ = std::make_shared<BadSampleLog>();
 };
 
 }  // namespace
@@ -115,6 +126,7 @@ CINIC10Options CINIC10Options::from_config(cli::ConfigSection& section) {
   if (options.num_workers() < 0) section.fail("num_workers", "an integer >= 0", std::to_string(options.num_workers()));
   options.augment(section.get<bool>("augment", options.augment()));
   options.shuffle(section.get<bool>("shuffle", options.shuffle()));
+  options.skip_bad_samples(section.get<bool>("skip_bad_samples", options.skip_bad_samples()));
   options.mean(section.get<std::vector<double>>("mean", options.mean()));
   if (auto expected = check_channel_stats(options.mean(), false); !expected.empty()) {
     section.fail("mean", expected, join(options.mean()));
@@ -212,7 +224,8 @@ std::shared_ptr<DataLoader> CINIC10::train_dataloader() {
   auto options = DatasetLoaderOptions(options_.batch_size())
                      .shuffle(options_.shuffle())
                      .drop_last(false)
-                     .num_workers(options_.num_workers());
+                     .num_workers(options_.num_workers())
+                     .skip_bad_samples(options_.skip_bad_samples());
   if (options_.seed()) options.seed(*options_.seed());
   if (!options_.augment()) return std::make_shared<DatasetLoader>(train_, options);
   if (!options.seed()) {
@@ -232,7 +245,10 @@ std::shared_ptr<DataLoader> CINIC10::eval_loader(const std::shared_ptr<const Ima
   // A fixed seed: evaluation never shuffles, and drawing one would advance
   // torch's default generator as a side effect.
   return std::make_shared<DatasetLoader>(
-      dataset, DatasetLoaderOptions(options_.batch_size()).num_workers(options_.num_workers()).seed(0));
+      dataset, DatasetLoaderOptions(options_.batch_size())
+                   .num_workers(options_.num_workers())
+                   .skip_bad_samples(options_.skip_bad_samples())
+                   .seed(0));
 }
 
 std::shared_ptr<DataLoader> CINIC10::val_dataloader() {

@@ -32,6 +32,9 @@ struct CINIC10Options {
   TORCH_ARG(bool, augment) = false;
   /// Reshuffle the training split every epoch.
   TORCH_ARG(bool, shuffle) = true;
+  /// Log, count and replace unreadable images instead of stopping
+  /// (DatasetLoaderOptions::skip_bad_samples).
+  TORCH_ARG(bool, skip_bad_samples) = false;
   TORCH_ARG(std::vector<double>, mean) = {0.47889522, 0.47227842, 0.43047404};
   TORCH_ARG(std::vector<double>, std) = {0.24205776, 0.23828046, 0.25874835};
   /// Seed of the training order and augmentation; unset: drawn from torch's

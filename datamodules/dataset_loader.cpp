@@ -1,25 +1,36 @@
 #include <fulgur/datamodules/dataset_loader.hpp>
 
+#include <fulgur/datamodules/data_error.hpp>
+#include <fulgur/datamodules/worker_pool.hpp>
+
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <sstream>
 #include <stdexcept>
 #include <string>
-#include <thread>
 
 namespace fulgur {
 
 namespace {
 
-/// What an iterator needs of one epoch; shared so iterators do not depend on
-/// the loader outliving them.
+std::string reason_of(const std::exception& error) {
+  if (const auto* torch_error = dynamic_cast<const c10::Error*>(&error)) return torch_error->what_without_backtrace();
+  return error.what();
+}
+
+/// What an iterator needs of one epoch; shared so iterators and the tasks
+/// they queued do not depend on the loader outliving them.
 struct EpochPlan {
   std::shared_ptr<const Dataset> dataset;
   std::vector<int64_t> order;
   int64_t batch_size = 1;
   int64_t num_batches = 0;
+  bool pin_memory = false;
+  std::shared_ptr<BadSampleLog> bad_samples;  // set: skip bad samples
 
   std::vector<int64_t> indices_of(int64_t batch) const {
     const auto begin = order.begin() + batch * batch_size;
@@ -31,7 +42,47 @@ struct EpochPlan {
     // Worker threads start with grad mode on; data never needs autograd.
     // (Not InferenceMode: inference tensors cannot be saved for backward.)
     torch::NoGradGuard no_grad;
-    return dataset->get_batch(indices_of(batch));
+    Batch result = bad_samples ? build_skipping_bad(indices_of(batch)) : dataset->get_batch(indices_of(batch));
+    if (pin_memory) {
+      result.input = result.input.pin_memory();
+      if (result.target.defined()) result.target = result.target.pin_memory();
+    }
+    return result;
+  }
+
+  /// Each sample that throws DataError is replaced by the next good index,
+  /// so the batch keeps its size and the epoch its number of batches.
+  Batch build_skipping_bad(const std::vector<int64_t>& indices) const {
+    std::vector<torch::Tensor> inputs;
+    std::vector<int64_t> targets;
+    for (const int64_t index : indices) {
+      Example example = good_example_from(index);
+      if (!inputs.empty() && example.input.sizes() != inputs.front().sizes()) {
+        std::ostringstream message;
+        message << "[DatasetLoader] example " << index << " has input shape " << example.input.sizes()
+                << " but the batch's first has " << inputs.front().sizes()
+                << "; all inputs of a batch must have the same shape";
+        throw DataError(message.str());
+      }
+      inputs.push_back(std::move(example.input));
+      targets.push_back(example.target);
+    }
+    return {torch::stack(inputs), torch::tensor(targets, torch::kLong)};
+  }
+
+  Example good_example_from(int64_t index) const {
+    const int64_t n = dataset->size();
+    for (int64_t step = 0; step < n; ++step) {
+      const int64_t candidate = (index + step) % n;
+      if (bad_samples->is_bad(candidate)) continue;
+      try {
+        return dataset->get(candidate);
+      } catch (const DataError& error) {
+        bad_samples->record(candidate, reason_of(error));
+      }
+    }
+    throw DataError("[DatasetLoader] skip_bad_samples: every one of the " + std::to_string(n) +
+                    " samples is bad; the first: " + bad_samples->reason(index));
   }
 };
 
@@ -59,49 +110,45 @@ class SerialIterator : public BatchIterator {
   std::exception_ptr error_;
 };
 
-/// num_workers > 0: workers fill a ring of `window` slots; slot b % window
-/// holds batch b. A worker may start batch b only when b < next_ + window,
-/// so at most `window` batches exist ahead of the consumer, whatever the
-/// dataset size, and a slot is never overwritten before it is consumed.
-class ThreadedIterator : public BatchIterator {
+/// num_workers > 0: batch b is a task on the worker pool that fills slot
+/// b % window. Batch b is queued only once the consumer has taken batch
+/// b - window, so at most `window` batches exist ahead of the consumer,
+/// whatever the dataset size, and a slot is never overwritten before it is
+/// consumed. Workers never wait on the consumer: when the window is full
+/// they simply have no task, so stopping never has to wake a blocked one.
+class PooledIterator : public BatchIterator {
  public:
-  ThreadedIterator(std::shared_ptr<const EpochPlan> plan, int64_t first, int64_t num_workers, int64_t prefetch_factor)
-      : plan_(std::move(plan)), window_(num_workers * prefetch_factor), next_(first) {
-    slots_.resize(static_cast<size_t>(window_));
-    // More threads than remaining batches would only idle.
-    const int64_t threads = std::min(num_workers, plan_->num_batches - first);
-    try {
-      for (int64_t w = 0; w < threads; ++w) workers_.emplace_back([this, b = first + w, threads] { work(b, threads); });
-    } catch (...) {
-      stop_and_join();
-      throw;
-    }
+  PooledIterator(std::shared_ptr<const EpochPlan> plan, int64_t first, std::shared_ptr<WorkerPool> pool,
+                 int64_t window, bool owns_pool)
+      : plan_(std::move(plan)), pool_(std::move(pool)), owns_pool_(owns_pool), window_(window), next_(first) {
+    state_->slots.resize(static_cast<size_t>(window_));
+    for (int64_t b = first; b < std::min(first + window_, plan_->num_batches); ++b) submit(b);
   }
 
-  ~ThreadedIterator() override { stop_and_join(); }
+  ~PooledIterator() override { stop(); }
 
-  ThreadedIterator(const ThreadedIterator&) = delete;
-  ThreadedIterator& operator=(const ThreadedIterator&) = delete;
+  PooledIterator(const PooledIterator&) = delete;
+  PooledIterator& operator=(const PooledIterator&) = delete;
 
   std::optional<Batch> next() override {
     if (error_) std::rethrow_exception(error_);
     if (next_ >= plan_->num_batches) return std::nullopt;
     Slot slot;
     {
-      std::unique_lock<std::mutex> lock(mutex_);
-      Slot& due = slots_[static_cast<size_t>(next_ % window_)];
-      ready_cv_.wait(lock, [&] { return due.ready; });
+      std::unique_lock<std::mutex> lock(state_->mutex);
+      Slot& due = state_->slots[static_cast<size_t>(next_ % window_)];
+      state_->ready_cv.wait(lock, [&] { return due.ready; });
       slot = std::move(due);
       due = Slot{};
-      ++next_;
     }
-    space_cv_.notify_all();
     if (slot.error) {
       error_ = slot.error;
       // Batches after a failed one are never returned; stop building them.
-      stop_and_join();
+      stop();
       std::rethrow_exception(error_);
     }
+    if (next_ + window_ < plan_->num_batches) submit(next_ + window_);
+    ++next_;
     return std::move(slot.batch);
   }
 
@@ -111,65 +158,76 @@ class ThreadedIterator : public BatchIterator {
     std::optional<Batch> batch;
     std::exception_ptr error;
   };
+  /// Shared with the queued tasks, which may start after this iterator died.
+  struct State {
+    std::mutex mutex;
+    std::condition_variable ready_cv;    // the consumer waits for its slot
+    std::condition_variable running_cv;  // stop() waits for running tasks
+    std::vector<Slot> slots;
+    int64_t running = 0;
+    bool cancelled = false;
+  };
 
-  void work(int64_t batch, int64_t stride) {
-    for (; batch < plan_->num_batches; batch += stride) {
+  void submit(int64_t batch) {
+    pool_->submit([state = state_, plan = plan_, batch, window = window_] {
       {
-        std::unique_lock<std::mutex> lock(mutex_);
-        space_cv_.wait(lock, [&] { return stop_ || batch < next_ + window_; });
-        if (stop_) return;
+        std::lock_guard<std::mutex> lock(state->mutex);
+        if (state->cancelled) return;
+        ++state->running;
       }
       Slot slot;
       slot.ready = true;
       try {
-        slot.batch = plan_->build(batch);
+        slot.batch = plan->build(batch);
       } catch (...) {
         slot.error = std::current_exception();
       }
-      const bool failed = static_cast<bool>(slot.error);
       {
-        std::lock_guard<std::mutex> lock(mutex_);
-        slots_[static_cast<size_t>(batch % window_)] = std::move(slot);
+        std::lock_guard<std::mutex> lock(state->mutex);
+        state->slots[static_cast<size_t>(batch % window)] = std::move(slot);
+        --state->running;
       }
-      ready_cv_.notify_one();
-      if (failed) return;
-    }
+      state->ready_cv.notify_one();
+      state->running_cv.notify_all();
+    });
   }
 
-  void stop_and_join() {
+  /// Cancels the queued tasks and waits for the running ones (at most one
+  /// batch per worker), so nothing of this iterator runs after it is gone.
+  void stop() {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
+      std::unique_lock<std::mutex> lock(state_->mutex);
+      state_->cancelled = true;
+      state_->running_cv.wait(lock, [&] { return state_->running == 0; });
     }
-    space_cv_.notify_all();
-    for (auto& worker : workers_) {
-      if (worker.joinable()) worker.join();
-    }
-    workers_.clear();
+    if (owns_pool_) pool_.reset();  // joins this iterator's own threads
   }
 
   std::shared_ptr<const EpochPlan> plan_;
+  std::shared_ptr<WorkerPool> pool_;
+  const bool owns_pool_;
   const int64_t window_;
-  std::mutex mutex_;
-  std::condition_variable ready_cv_;  // consumer waits for its slot
-  std::condition_variable space_cv_;  // workers wait for the window to move
-  std::vector<Slot> slots_;
-  int64_t next_;  // written by the consumer under mutex_
-  bool stop_ = false;
-  std::exception_ptr error_;  // consumer-only: the first error, rethrown forever
-  std::vector<std::thread> workers_;
+  std::shared_ptr<State> state_ = std::make_shared<State>();
+  int64_t next_;
+  std::exception_ptr error_;  // the first error, rethrown forever
 };
 
 std::string range_text(int64_t low, int64_t high) {
   return "[" + std::to_string(low) + ", " + std::to_string(high) + "]";
 }
 
+int64_t checked_size(const std::shared_ptr<const Dataset>& dataset) {
+  if (!dataset) throw std::invalid_argument("[DatasetLoader::DatasetLoader] dataset is null");
+  return dataset->size();
+}
+
 }  // namespace
 
 DatasetLoader::DatasetLoader(std::shared_ptr<const Dataset> dataset, DatasetLoaderOptions options)
-    : dataset_(std::move(dataset)), options_(std::move(options)) {
+    : dataset_(std::move(dataset)),
+      options_(std::move(options)),
+      sampler_(checked_size(dataset_), DistributedSamplerOptions().shuffle(options_.shuffle())) {
   const char* where = "[DatasetLoader::DatasetLoader] ";
-  if (!dataset_) throw std::invalid_argument(std::string(where) + "dataset is null");
   if (options_.batch_size() < 1) {
     throw std::invalid_argument(std::string(where) + "batch_size must be >= 1, got " + std::to_string(options_.batch_size()));
   }
@@ -180,15 +238,12 @@ DatasetLoader::DatasetLoader(std::shared_ptr<const Dataset> dataset, DatasetLoad
     throw std::invalid_argument(std::string(where) + "prefetch_factor must be >= 1, got " +
                                 std::to_string(options_.prefetch_factor()));
   }
-  num_examples_ = dataset_->size();
-  if (num_examples_ < 0) {
-    throw std::invalid_argument(std::string(where) + "dataset size must be >= 0, got " + std::to_string(num_examples_));
-  }
   if (!options_.seed()) {
     auto generator = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(generator.mutex());
     options_.seed(generator.get<at::CPUGeneratorImpl>()->random64());
   }
+  sampler_ = DistributedSampler(sampler_.dataset_size(), DistributedSamplerOptions(sampler_.options()).seed(*options_.seed()));
 }
 
 void DatasetLoader::shard(const Shard& shard) {
@@ -196,7 +251,12 @@ void DatasetLoader::shard(const Shard& shard) {
     throw std::invalid_argument("[DatasetLoader::shard] rank " + std::to_string(shard.rank) + " is outside " +
                                 std::to_string(shard.num_replicas) + " replicas");
   }
-  shard_ = shard;
+  sampler_ = DistributedSampler(sampler_.dataset_size(), DistributedSamplerOptions()
+                                                             .num_replicas(shard.num_replicas)
+                                                             .rank(shard.rank)
+                                                             .shuffle(options_.shuffle())
+                                                             .seed(shard.seed)
+                                                             .pad(shard.pad));
   options_.seed(shard.seed);
 }
 
@@ -206,31 +266,12 @@ int64_t DatasetLoader::size() const {
   return options_.drop_last() ? examples / batch : (examples + batch - 1) / batch;
 }
 
-int64_t DatasetLoader::shard_examples() const {
-  const int64_t replicas = shard_.num_replicas;
-  if (shard_.pad) return (num_examples_ + replicas - 1) / replicas;
-  return num_examples_ / replicas + (shard_.rank < num_examples_ % replicas ? 1 : 0);
-}
+int64_t DatasetLoader::shard_examples() const { return sampler_.size(); }
 
 std::vector<int64_t> DatasetLoader::epoch_order() const {
-  std::vector<int64_t> order(static_cast<size_t>(num_examples_));
-  if (!options_.shuffle()) {
-    for (int64_t i = 0; i < num_examples_; ++i) order[static_cast<size_t>(i)] = i;
-  } else {
-    // Unsigned wrap-around is intended: any epoch (even negative) maps to a seed.
-    auto generator = at::make_generator<at::CPUGeneratorImpl>(*options_.seed() + static_cast<uint64_t>(epoch_));
-    const torch::Tensor permutation = torch::randperm(num_examples_, generator, torch::kLong).contiguous();
-    std::copy(permutation.data_ptr<int64_t>(), permutation.data_ptr<int64_t>() + num_examples_, order.begin());
-  }
-  if (shard_.num_replicas == 1 || num_examples_ == 0) return order;
-  // Every rank sees the same permutation (same seed and epoch) and keeps its stride.
-  const int64_t total = shard_.pad ? shard_examples() * shard_.num_replicas : num_examples_;
-  std::vector<int64_t> mine;
-  mine.reserve(static_cast<size_t>(shard_examples()));
-  for (int64_t i = shard_.rank; i < total; i += shard_.num_replicas) {
-    mine.push_back(order[static_cast<size_t>(i % num_examples_)]);
-  }
-  return mine;
+  DistributedSampler sampler = sampler_;
+  sampler.set_epoch(epoch_);
+  return sampler.indices();
 }
 
 std::unique_ptr<BatchIterator> DatasetLoader::iterate(int64_t first_batch) {
@@ -240,13 +281,27 @@ std::unique_ptr<BatchIterator> DatasetLoader::iterate(int64_t first_batch) {
                             range_text(0, batches));
   }
   auto plan = std::make_shared<EpochPlan>();
-  plan->dataset = dataset_;
+  plan->dataset = epoch_view_ ? epoch_view_(epoch_) : dataset_;
+  if (!plan->dataset || plan->dataset->size() != dataset_->size()) {
+    throw std::logic_error("[DatasetLoader::iterate] the epoch view of epoch " + std::to_string(epoch_) +
+                           " is null or its size differs from the dataset's " + std::to_string(dataset_->size()));
+  }
   plan->order = epoch_order();
   plan->batch_size = options_.batch_size();
   plan->num_batches = batches;
-  if (options_.num_workers() == 0) return std::make_unique<SerialIterator>(std::move(plan), first_batch);
-  return std::make_unique<ThreadedIterator>(std::move(plan), first_batch, options_.num_workers(),
-                                            options_.prefetch_factor());
+  plan->pin_memory = options_.pin_memory() && torch::cuda::is_available();
+  if (options_.skip_bad_samples()) plan->bad_samples = bad_samples_;
+  const int64_t workers = options_.num_workers();
+  if (workers == 0) return std::make_unique<SerialIterator>(std::move(plan), first_batch);
+  const int64_t window = workers * options_.prefetch_factor();
+  if (options_.persistent_workers()) {
+    if (!persistent_pool_) persistent_pool_ = std::make_shared<WorkerPool>(workers);
+    return std::make_unique<PooledIterator>(std::move(plan), first_batch, persistent_pool_, window, false);
+  }
+  // More threads than remaining batches would only idle.
+  const int64_t threads = std::max<int64_t>(1, std::min(workers, batches - first_batch));
+  return std::make_unique<PooledIterator>(std::move(plan), first_batch, std::make_shared<WorkerPool>(threads), window,
+                                          true);
 }
 
 }  // namespace fulgur

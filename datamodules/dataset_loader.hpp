@@ -1,16 +1,21 @@
 #pragma once
 
+#include <fulgur/datamodules/bad_sample_log.hpp>
 #include <fulgur/datamodules/data_loader.hpp>
 #include <fulgur/datamodules/dataset.hpp>
+#include <fulgur/datamodules/distributed_sampler.hpp>
 
 #include <torch/arg.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
 
 namespace fulgur {
+
+class WorkerPool;
 
 /// Options of a DatasetLoader, with chainable setters in the
 /// torch::data::DataLoaderOptions style:
@@ -36,11 +41,25 @@ struct DatasetLoaderOptions {
   /// generator when the loader is constructed, so torch::manual_seed makes
   /// runs reproducible.
   TORCH_ARG(std::optional<uint64_t>, seed) = std::nullopt;
+  /// Collate batches into page-locked memory so the copy to a CUDA device
+  /// can be non_blocking (the Strategy copies pinned batches that way).
+  /// Ignored when no CUDA device is available.
+  TORCH_ARG(bool, pin_memory) = false;
+  /// Keep the worker threads alive between epochs instead of starting
+  /// num_workers threads for every iterate() (PyTorch's persistent_workers).
+  TORCH_ARG(bool, persistent_workers) = false;
+  /// A sample whose get() throws DataError (a corrupt or unreadable file) is
+  /// logged once, counted (bad_samples()) and replaced in its batch by the
+  /// next good sample of the dataset (index + 1, + 2, ... wrapping around),
+  /// so batch sizes and the number of batches never change and every DDP
+  /// rank runs the same number of steps. Off: the DataError stops the epoch.
+  TORCH_ARG(bool, skip_bad_samples) = false;
 };
 
-/// The threaded loader over a Dataset. An epoch is the dataset's indices in
-/// order, or permuted by a generator seeded with (seed + epoch) when
-/// shuffling, cut into batches of batch_size. With workers, batch b is built
+/// The threaded loader over a Dataset. An epoch is the indices of its
+/// DistributedSampler (all of them in order, or permuted by a generator
+/// seeded with (seed + epoch) when shuffling; one rank's share once
+/// shard() is called), cut into batches of batch_size. With workers, batch b is built
 /// by worker (b - first) % num_workers and batches are returned strictly in
 /// order, so the result does not depend on num_workers. An exception thrown
 /// while building a batch (a corrupt image, say) is rethrown by next() when
@@ -51,11 +70,9 @@ class DatasetLoader : public DataLoader {
 
   int64_t size() const override;
   void set_epoch(int64_t epoch) override { epoch_ = epoch; }
-  /// Keeps every num_replicas-th example of the epoch's order (shuffled with
-  /// the shared seed), from `rank`: PyTorch's DistributedSampler. With `pad`
-  /// the order is padded by repeating its start so every rank gets
-  /// ceil(n / num_replicas) examples; without, ranks get n / num_replicas or
-  /// one more, and no example is seen twice.
+  /// Reads only this rank's share: the sampler becomes a DistributedSampler
+  /// over (shard.num_replicas, shard.rank, shard.seed, shard.pad) with the
+  /// loader's shuffle, PyTorch's DistributedSampler semantics.
   void shard(const Shard& shard) override;
   std::unique_ptr<BatchIterator> iterate(int64_t first_batch = 0) override;
 
@@ -68,13 +85,31 @@ class DatasetLoader : public DataLoader {
   /// The options, with seed always set (resolved at construction).
   const DatasetLoaderOptions& options() const { return options_; }
   const std::shared_ptr<const Dataset>& dataset() const { return dataset_; }
+  /// The sampler that orders (and shards) the indices; its epoch is set by
+  /// set_epoch() before every iterate().
+  const DistributedSampler& sampler() const { return sampler_; }
+  /// The samples skipped so far with skip_bad_samples (shared by every
+  /// iterator of this loader).
+  const BadSampleLog& bad_samples() const { return *bad_samples_; }
+  /// For datasets whose random augmentation depends on the epoch: iterate()
+  /// reads `view(epoch)` (a dataset of the same size) instead of dataset().
+  /// A view per iterator means a later set_epoch() cannot change batches an
+  /// earlier iterator is still building.
+  void set_epoch_view(std::function<std::shared_ptr<const Dataset>(int64_t epoch)> view) {
+    epoch_view_ = std::move(view);
+  }
+  /// Records bad samples in `log` instead, so loaders made afresh for each
+  /// epoch (over an epoch's augmented view, say) report each file once.
+  void share_bad_samples(std::shared_ptr<BadSampleLog> log) { bad_samples_ = std::move(log); }
 
  private:
   std::shared_ptr<const Dataset> dataset_;
   DatasetLoaderOptions options_;
-  int64_t num_examples_ = 0;
+  DistributedSampler sampler_;
   int64_t epoch_ = 0;
-  Shard shard_;
+  std::shared_ptr<BadSampleLog> bad_samples_ = std::make_shared<BadSampleLog>();
+  std::function<std::shared_ptr<const Dataset>(int64_t)> epoch_view_;
+  std::shared_ptr<WorkerPool> persistent_pool_;  // with persistent_workers, made at the first iterate()
 };
 
 }  // namespace fulgur

@@ -18,6 +18,7 @@ apt_packages=(
   libyaml-cpp-dev libfmt-dev doctest-dev
   libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev
   libgloo-dev iproute2 openmpi-bin clang
+  libhdf5-dev
   python3-venv
 )
 

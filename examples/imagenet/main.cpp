@@ -1,0 +1,49 @@
+// ImageNet classification from image folders, an index file or HDF5 packs
+// (see fulgur_pack). Every option is a flag or a YAML key:
+//
+//   build/bin/imagenet fit --config examples/imagenet/config.yaml --data.root /data/imagenet
+//   build/bin/imagenet fit --data.root packs/ --data.format hdf5 --trainer.devices 4
+//
+// At the end of training each rank prints how many batches it ran and how
+// many bad images it skipped (--data.skip_bad_samples true), so a run over
+// damaged data can be checked for equal steps on every rank.
+#include "lit_classifier.hpp"
+
+#include <fulgur/datamodules/imagenet.hpp>
+
+#include <iostream>
+
+namespace {
+
+class ImageNetClassifier : public examples::LitClassifier {
+ public:
+  explicit ImageNetClassifier(fulgur::cli::ConfigSection& config) : LitClassifier(config) {}
+  void on_train_batch_end(const torch::Tensor& loss, const fulgur::Batch& batch, int64_t batch_idx) override {
+    LitClassifier::on_train_batch_end(loss, batch, batch_idx);
+    ++train_batches_;
+  }
+  void on_train_end() override {
+    LitClassifier::on_train_end();
+    std::cout << "imagenet: rank " << trainer()->strategy().global_rank() << " ran " << train_batches_
+              << " training batches" << std::endl;
+  }
+
+ private:
+  int64_t train_batches_ = 0;
+};
+
+class ImageNetData : public fulgur::ImageNet {
+ public:
+  explicit ImageNetData(fulgur::cli::ConfigSection& config) : ImageNet(config) {}
+  void teardown(fulgur::Stage stage) override {
+    ImageNet::teardown(stage);
+    if (options().skip_bad_samples()) {
+      std::cout << "imagenet: skipped " << skipped_train_samples() << " bad training and " << skipped_val_samples()
+                << " bad validation images" << std::endl;
+    }
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) { return fulgur::cli::run<ImageNetClassifier, ImageNetData>(argc, argv); }
