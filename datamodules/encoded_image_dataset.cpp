@@ -1,7 +1,7 @@
 #include <fulgur/datamodules/encoded_image_dataset.hpp>
 
 #include <fulgur/datamodules/data_error.hpp>
-#include <fulgur/datamodules/encoded_image_decoder.hpp>
+#include <fulgur/datamodules/image_decode.hpp>
 #include <fulgur/datamodules/transforms.hpp>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -23,7 +23,7 @@ Example EncodedImageDataset::get(int64_t index) const {
   }
   const std::string bytes = source_->read(index);
   const std::string name = source_->name(index);
-  torch::Tensor image = decode_encoded_image(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), name);
+  torch::Tensor image = decode_image(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), name);
   const int64_t label = source_->label(index);
   if (!transform_) return {to_float_chw(image), label};
   try {

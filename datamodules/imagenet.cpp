@@ -1,6 +1,7 @@
 #include <fulgur/datamodules/imagenet.hpp>
 
 #include <fulgur/datamodules/data_error.hpp>
+#include <fulgur/datamodules/default_num_workers.hpp>
 #include <fulgur/datamodules/dataset_loader.hpp>
 #include <fulgur/datamodules/hdf5_image_file.hpp>
 #include <fulgur/datamodules/image_file_list.hpp>
@@ -41,7 +42,7 @@ ImageNetOptions ImageNetOptions::from_config(cli::ConfigSection& section) {
   }
   o.batch_size(section.get<int64_t>("batch_size", o.batch_size()));
   if (o.batch_size() < 1) section.fail("batch_size", "an integer >= 1", std::to_string(o.batch_size()));
-  o.num_workers(section.get<int64_t>("num_workers", o.num_workers()));
+  o.num_workers(section.get<int64_t>("num_workers", default_num_workers(o.num_workers())));
   if (o.num_workers() < 0) section.fail("num_workers", "an integer >= 0", std::to_string(o.num_workers()));
   o.augment(section.get<bool>("augment", o.augment()));
   o.shuffle(section.get<bool>("shuffle", o.shuffle()));

@@ -9,8 +9,8 @@ namespace F = torch::nn::functional;
 
 namespace examples {
 
-LitClassifier::Options LitClassifier::read_options(fulgur::cli::ConfigSection& config) {
-  Options o;
+LitClassifier::Options LitClassifier::read_options(fulgur::cli::ConfigSection& config, Options defaults) {
+  Options o = std::move(defaults);
   o.arch = config.choice("arch", o.arch, fulgur::models::model_names());
   o.num_classes = config.get<int64_t>("num_classes", o.num_classes);
   if (o.num_classes < 2) config.fail("num_classes", "an integer >= 2", std::to_string(o.num_classes));
@@ -34,7 +34,8 @@ LitClassifier::Options LitClassifier::read_options(fulgur::cli::ConfigSection& c
   return o;
 }
 
-LitClassifier::LitClassifier(fulgur::cli::ConfigSection& config) : LitClassifier(read_options(config)) {}
+LitClassifier::LitClassifier(fulgur::cli::ConfigSection& config, Options defaults)
+    : LitClassifier(read_options(config, std::move(defaults))) {}
 
 LitClassifier::LitClassifier(const Options& options) : options_(options) {
   net_ = fulgur::models::create_model(options_.arch, options_.num_classes, options_.in_channels,

@@ -15,9 +15,21 @@
 
 namespace {
 
+// The ImageNet recipe's model: ResNet-50, 1000 classes, SGD lr 0.1 with
+// momentum 0.9, weight decay 1e-4, divided by 10 every 30 epochs.
+examples::LitClassifier::Options imagenet_defaults() {
+  examples::LitClassifier::Options o;
+  o.arch = "resnet50";
+  o.num_classes = 1000;
+  o.lr = 0.1;
+  o.weight_decay = 1e-4;
+  o.lr_step_size = 30;
+  return o;
+}
+
 class ImageNetClassifier : public examples::LitClassifier {
  public:
-  explicit ImageNetClassifier(fulgur::cli::ConfigSection& config) : LitClassifier(config) {}
+  explicit ImageNetClassifier(fulgur::cli::ConfigSection& config) : LitClassifier(config, imagenet_defaults()) {}
   void on_train_batch_end(const torch::Tensor& loss, const fulgur::Batch& batch, int64_t batch_idx) override {
     LitClassifier::on_train_batch_end(loss, batch, batch_idx);
     ++train_batches_;
