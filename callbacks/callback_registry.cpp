@@ -3,6 +3,7 @@
 #include <fulgur/callbacks/early_stopping.hpp>
 #include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
 #include <fulgur/callbacks/learning_rate_monitor.hpp>
+#include <fulgur/callbacks/model_checkpoint.hpp>
 #include <fulgur/callbacks/progress_bar.hpp>
 #include <fulgur/callbacks/timer.hpp>
 
@@ -17,6 +18,7 @@ CallbackRegistry CallbackRegistry::with_builtins() {
   registry.add("EarlyStopping", &EarlyStopping::from_config);
   registry.add("GradientAccumulationScheduler", &GradientAccumulationScheduler::from_config);
   registry.add("LearningRateMonitor", &LearningRateMonitor::from_config);
+  registry.add("ModelCheckpoint", &ModelCheckpoint::from_config);
   registry.add("ProgressBar", &ProgressBar::from_config);
   registry.add("Timer", &Timer::from_config);
   return registry;

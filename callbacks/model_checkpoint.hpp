@@ -7,10 +7,15 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
 namespace fulgur {
+
+namespace cli {
+class ConfigSection;
+}
 
 /// Options of a ModelCheckpoint, with Lightning's names and defaults.
 struct ModelCheckpointOptions {
@@ -49,6 +54,8 @@ struct ModelCheckpointOptions {
 class ModelCheckpoint : public Callback {
  public:
   explicit ModelCheckpoint(ModelCheckpointOptions options = {});
+  /// From `trainer.callbacks[i].init_args` (Lightning's option names).
+  static std::shared_ptr<Callback> from_config(cli::ConfigSection& section);
 
   std::string state_key() const override;
   CallbackState state_dict() const override;

@@ -3,6 +3,10 @@
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include <filesystem>
 #include <fstream>
@@ -98,6 +102,36 @@ TEST_CASE("callbacks cli: from the command line, and GradientAccumulationSchedul
   CHECK(column(csv, "lr-SGD").size() == 2);
 }
 
+TEST_CASE("callbacks cli: ModelCheckpoint from the YAML config keeps the best file by a monitored metric") {
+  TempDir dir("callbacks-checkpoint");
+  std::ofstream(dir / "checkpoint.yaml") << R"(trainer:
+  max_epochs: 3
+  callbacks:
+    - class_path: ModelCheckpoint
+      init_args:
+        monitor: val_acc
+        mode: max
+        save_top_k: 2
+        save_last: true
+        filename: "{epoch}-{val_acc:.3f}"
+)";
+  const auto result = run_command(kFit + "--config " + (dir / "checkpoint.yaml").string() +
+                                      " --trainer.default_root_dir " + dir.path().string(),
+                                  600);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  const auto folder = dir.path() / "fulgur_logs" / "version_0" / "checkpoints";
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) names.push_back(entry.path().filename());
+  std::sort(names.begin(), names.end());
+  INFO(fmt::format("{}", fmt::join(names, " ")));
+  // Two best of three epochs, plus last.ckpt; no temporary files left.
+  REQUIRE(names.size() == 3);
+  CHECK(names.back() == "last.ckpt");
+  CHECK(names[0].rfind("epoch=", 0) == 0);
+  CHECK(names[0].find("-val_acc=0.") != std::string::npos);
+}
+
 TEST_CASE("callbacks cli: unknown classes, keys and bad values exit 2 with one message, nothing written") {
   TempDir dir("callbacks-bad");
   const std::string fit = kFit + "--trainer.default_root_dir " + dir.path().string() + " --trainer.callbacks ";
@@ -105,7 +139,7 @@ TEST_CASE("callbacks cli: unknown classes, keys and bad values exit 2 with one m
   CHECK(unknown_class.exit_code == 2);
   CHECK(unknown_class.output ==
         "error: trainer.callbacks[0].class_path: unknown callback class 'EarlyStoping' (known: EarlyStopping, "
-        "GradientAccumulationScheduler, LearningRateMonitor, ProgressBar, Timer)\n");
+        "GradientAccumulationScheduler, LearningRateMonitor, ModelCheckpoint, ProgressBar, Timer)\n");
   const auto unknown_key = run_command(fit + "'[{class_path: EarlyStopping, init_args: {monitor: x, patiense: 2}}]'");
   CHECK(unknown_key.exit_code == 2);
   CHECK(unknown_key.output == "error: unknown key 'trainer.callbacks[0].init_args.patiense' for EarlyStopping\n");
