@@ -57,6 +57,9 @@ class ModelCheckpoint : public Callback {
   /// From `trainer.callbacks[i].init_args` (Lightning's option names).
   static std::shared_ptr<Callback> from_config(cli::ConfigSection& section);
 
+  /// Runs its epoch-end hook after the epoch's metrics are reported, so a
+  /// monitored epoch aggregate is current.
+  bool monitors_metrics() const override { return true; }
   std::string state_key() const override;
   CallbackState state_dict() const override;
   void load_state_dict(const CallbackState& state) override;
