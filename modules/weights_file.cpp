@@ -46,8 +46,10 @@ c10::Dict<std::string, torch::Tensor> read_state_dict(const std::string& path) {
 }
 
 void write_state_dict(const c10::Dict<std::string, torch::Tensor>& state, const std::string& path) {
-  // Saved tensors must own compact CPU storage to be read back as such.
-  c10::Dict<std::string, torch::Tensor> compact;
+  // Saved tensors must own compact CPU storage to be read back as such. The
+  // dict is untyped (str -> Any): a typed Dict pickles a type tag that
+  // Python's torch.load(weights_only=True) refuses.
+  c10::impl::GenericDict compact(c10::StringType::get(), c10::AnyType::get());
   for (const auto& entry : state) compact.insert(entry.key(), entry.value().detach().cpu().contiguous().clone());
   const std::vector<char> bytes = torch::pickle_save(compact);
   const std::string temp = path + ".tmp";
