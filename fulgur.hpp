@@ -7,6 +7,7 @@
 #include <fulgur/callbacks/early_stopping.hpp>
 #include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
 #include <fulgur/callbacks/learning_rate_monitor.hpp>
+#include <fulgur/callbacks/model_checkpoint.hpp>
 #include <fulgur/callbacks/loggers/csv_logger.hpp>
 #include <fulgur/callbacks/loggers/logger.hpp>
 #include <fulgur/callbacks/loggers/make_loggers.hpp>
