@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+using fulgur::testing::last_csv_value;
 using fulgur::testing::read_file;
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
@@ -16,25 +17,6 @@ namespace {
 
 const std::string kBinary = std::string(FULGUR_BINARY_DIR) + "/bin/cinic10";
 const std::string kDigits = std::string(FULGUR_SOURCE_DIR) + "/data/digits-cinic";
-
-double last_value(const std::string& csv, const std::string& column) {
-  std::istringstream in(csv);
-  std::string header;
-  std::getline(in, header);
-  std::vector<std::string> names;
-  std::stringstream hs(header);
-  for (std::string name; std::getline(hs, name, ',');) names.push_back(name);
-  const auto col = std::find(names.begin(), names.end(), column) - names.begin();
-  double value = -1;
-  for (std::string line; std::getline(in, line);) {
-    std::stringstream ls(line);
-    std::string cell;
-    for (int64_t i = 0; std::getline(ls, cell, ','); ++i) {
-      if (i == col && !cell.empty()) value = std::stod(cell);
-    }
-  }
-  return value;
-}
 
 }  // namespace
 
@@ -51,8 +33,8 @@ TEST_CASE("example cinic10: fit + test on the digits reaches high accuracy") {
   CHECK(result.output.find("fulgur: run folder " + run.string()) != std::string::npos);
   const std::string csv = read_file(run / "metrics.csv");
   CHECK(csv.rfind("epoch,step,test_acc,test_acc_top5,test_loss,train_loss,val_acc,val_acc_top5,val_loss\n", 0) == 0);
-  CHECK(last_value(csv, "test_acc") >= 0.95);
-  CHECK(last_value(csv, "val_acc") >= 0.95);
+  CHECK(last_csv_value(csv, "test_acc") >= 0.95);
+  CHECK(last_csv_value(csv, "val_acc") >= 0.95);
   const std::string hparams = read_file(run / "hparams.yaml");
   CHECK(hparams.find("max_epochs: 4") != std::string::npos);
 }
