@@ -34,6 +34,8 @@ LitClassifier::Options LitClassifier::read_options(fulgur::cli::ConfigSection& c
   return o;
 }
 
+LitClassifier::LitClassifier(fulgur::cli::ConfigSection& config) : LitClassifier(config, Options{}) {}
+
 LitClassifier::LitClassifier(fulgur::cli::ConfigSection& config, Options defaults)
     : LitClassifier(read_options(config, std::move(defaults))) {}
 

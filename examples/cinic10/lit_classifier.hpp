@@ -27,8 +27,9 @@ class LitClassifier : public fulgur::LightningModule {
   };
 
   explicit LitClassifier(const Options& options);
+  explicit LitClassifier(fulgur::cli::ConfigSection& config);
   /// Reads the options from `config`; keys it lacks keep `defaults`.
-  explicit LitClassifier(fulgur::cli::ConfigSection& config, Options defaults = {});
+  LitClassifier(fulgur::cli::ConfigSection& config, Options defaults);
 
   torch::Tensor forward(const torch::Tensor& x);
   torch::Tensor training_step(const fulgur::Batch& batch, int64_t batch_idx) override;
@@ -37,7 +38,7 @@ class LitClassifier : public fulgur::LightningModule {
   torch::Tensor predict_step(const fulgur::Batch& batch, int64_t batch_idx) override;
   fulgur::OptimizerConfig configure_optimizers() override;
 
-  static Options read_options(fulgur::cli::ConfigSection& config, Options defaults = {});
+  static Options read_options(fulgur::cli::ConfigSection& config, Options defaults);
 
  private:
   Options options_;
