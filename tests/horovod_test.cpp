@@ -116,33 +116,6 @@ TEST_CASE("horovod and ddp: the timeline is Chrome-trace JSON with one event per
   }
 }
 
-TEST_CASE("horovod: the stall inspector names the rank that keeps the others waiting") {
-  TempDir dir("horovod-stall");
-  const auto started = std::chrono::steady_clock::now();
-  const auto warned = run_command(
-      fit_command(dir, "warn", "--trainer.devices 2 --data.batch_size 8 --trainer.strategy horovod "
-                               "--trainer.horovod.stall_warning_s 1 --model.sleep_rank 1 --model.sleep_s 4"),
-      120);
-  INFO(warned.output);
-  CHECK(warned.exit_code == 0);  // a warning only: the run goes on
-  CHECK(warned.output.find("[StallInspector] ranks [1] have not submitted tensor 'net.2.bias' for reduction; ranks "
-                           "[0] have been waiting for it") != std::string::npos);
-  CHECK(seconds_since(started) < 100);
-
-  const auto stop_started = std::chrono::steady_clock::now();
-  const auto stopped = run_command(
-      fit_command(dir, "stop", "--trainer.devices 2 --data.batch_size 8 --trainer.strategy horovod "
-                               "--trainer.horovod.stall_warning_s 1 --trainer.horovod.stall_shutdown_s 3 "
-                               "--model.sleep_rank 1 --model.sleep_s 300"),
-      120);
-  const double stop_seconds = seconds_since(stop_started);
-  INFO(stopped.output);
-  CHECK(stopped.exit_code != 0);
-  CHECK(stopped.exit_code != 124);  // not the test's own timeout
-  CHECK(stopped.output.find("shutting down after stall_shutdown_s = 3") != std::string::npos);
-  CHECK(stop_seconds < 60);
-}
-
 TEST_CASE("horovod: a rank killed mid-run brings the others down") {
   TempDir dir("horovod-kill");
   const auto started = std::chrono::steady_clock::now();
