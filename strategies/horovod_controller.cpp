@@ -10,6 +10,8 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <stdexcept>
 
@@ -41,6 +43,10 @@ HorovodController::HorovodController(std::vector<torch::Tensor> parameters, std:
   if (options_.fusion_threshold_bytes < 0) {
     throw std::invalid_argument(fmt::format("[HorovodController::HorovodController] fusion threshold must be >= 0, got {}",
                                             options_.fusion_threshold_bytes));
+  }
+  if (options_.shutdown_grace.count() < 0) {
+    throw std::invalid_argument(fmt::format("[HorovodController::HorovodController] shutdown_grace must be >= 0 ms, got {}",
+                                            options_.shutdown_grace.count()));
   }
   position_.assign(parameters_.size(), -1);
   for (size_t k = parameters_.size(); k-- > 0;) {
@@ -144,6 +150,10 @@ void HorovodController::run() {
   const torch::Device device = order_.empty() ? torch::Device(torch::kCPU) : parameters_[order_[0]].device();
   const torch::Device control_device = group_.options().device_type == torch::kCUDA ? device : torch::kCPU;
   Clock::time_point next_cycle = Clock::now();
+  // Rank 0's stall report once it has decided to shut down; the decision
+  // travels in the next exchange.
+  std::optional<std::string> shutdown_report;
+  bool shut_down = false;
   try {
     while (true) {
       int64_t mine = 0;
@@ -159,29 +169,44 @@ void HorovodController::run() {
       }
       next_cycle = std::max(Clock::now(), next_cycle + options_.cycle_time);
 
-      // Negotiation: every rank's running count and whether it is leaving.
-      const torch::Tensor status = torch::tensor({mine, static_cast<int64_t>(stopping)}, torch::kInt64).to(control_device);
+      // Negotiation: every rank's running count, whether it is leaving, and
+      // (rank 0 only) whether the run is shut down for a stall.
+      const torch::Tensor status =
+          torch::tensor({mine, static_cast<int64_t>(stopping), static_cast<int64_t>(shutdown_report.has_value())},
+                        torch::kInt64)
+              .to(control_device);
       const std::vector<torch::Tensor> all = group_.all_gather(status);
       std::vector<int64_t> counts;
       bool someone_stops = false;
+      bool shutdown = false;
       for (const auto& t : all) {
         const torch::Tensor c = t.cpu();
         counts.push_back(c[0].item<int64_t>());
         someone_stops = someone_stops || c[1].item<int64_t>() != 0;
+        shutdown = shutdown || c[2].item<int64_t>() != 0;
+      }
+      // Checked first: a rank that leaves at the same exchange has only torn
+      // down early, which must not turn the stall into "another rank left".
+      if (shutdown) {
+        fail(shutdown_report ? *shutdown_report
+                             : fmt::format("[HorovodController] rank {}: rank 0 shut the run down after "
+                                           "stall_shutdown_s = {} (a rank stopped submitting gradients; rank 0's "
+                                           "[StallInspector] line names it)",
+                                           group_.rank(), options_.stall.shutdown_s.value_or(0.0)));
+        shut_down = true;
+        break;
       }
       if (someone_stops) {
         if (!stopping) fail(fmt::format("[HorovodController] rank {}: another rank left the run", group_.rank()));
         break;
       }
-      const StallInspector::Report report =
-          inspector_.check(counts, Clock::now(), [this](int64_t i) { return tensor_name(i); });
-      if (report.verdict == StallInspector::Verdict::Warn && group_.rank() == 0) {
-        std::cerr << report.message << std::endl;
-      }
-      if (report.verdict == StallInspector::Verdict::Shutdown) {
-        if (group_.rank() == 0) std::cerr << report.message << std::endl;
-        fail(report.message);
-        break;
+      // Only rank 0 judges stalls: ranks judging alone could decide to stop
+      // one cycle apart, leaving the later ones in an all-gather nobody joins.
+      if (group_.rank() == 0 && !shutdown_report) {
+        const StallInspector::Report report =
+            inspector_.check(counts, Clock::now(), [this](int64_t i) { return tensor_name(i); });
+        if (report.verdict != StallInspector::Verdict::Ok) std::cerr << report.message << std::endl;
+        if (report.verdict == StallInspector::Verdict::Shutdown) shutdown_report = report.message;
       }
 
       // Reduce everything all ranks have submitted, in fused groups that do
@@ -226,6 +251,24 @@ void HorovodController::run() {
     thread_done_ = true;
   }
   changed_.notify_all();
+  if (shut_down) exit_unless_torn_down();
+}
+
+void HorovodController::exit_unless_torn_down() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (changed_.wait_for(lock, options_.shutdown_grace, [&] { return stop_requested_; })) return;
+  // The training thread is stuck in user code (a rank that stopped
+  // submitting) or in a collective with a stuck rank: neither returns, and
+  // only ending the process frees the others, whatever launched it. Its
+  // peers then see a closed connection instead of waiting out the timeout.
+  std::cerr << fmt::format(
+                   "[HorovodController] rank {}: the training thread has not stopped {} s after the stall shutdown; "
+                   "exiting with code 1",
+                   group_.rank(), std::chrono::duration<double>(options_.shutdown_grace).count())
+            << std::endl;
+  std::cout.flush();
+  std::fflush(nullptr);
+  std::_Exit(1);
 }
 
 void HorovodController::reduce(int64_t first, int64_t last) {

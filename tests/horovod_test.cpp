@@ -1,8 +1,11 @@
 // The Horovod-style strategy in real processes: parity with one process and
-// with DDP, fusion, accumulation, the timeline, the stall inspector, a
-// killed rank, mpirun, and float16 compression on the demo digits.
+// with DDP, fusion, accumulation, the timeline, the stall inspector and its
+// shutdown, a killed rank, mpirun, and float16 compression on the demo digits.
 #include "support/test_support.hpp"
 
+#include <fulgur/strategies/local_launcher.hpp>
+
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <doctest/doctest.h>
@@ -10,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 
+using fulgur::LocalLauncher;
 using fulgur::testing::last_csv_value;
 using fulgur::testing::read_file;
 using fulgur::testing::run_command;
@@ -114,6 +118,63 @@ TEST_CASE("horovod and ddp: the timeline is Chrome-trace JSON with one event per
       CHECK(check.output.find("timeline ok") != std::string::npos);
     }
   }
+}
+
+TEST_CASE("horovod: the stall inspector names the rank that keeps the others waiting") {
+  TempDir dir("horovod-stall");
+  const auto started = std::chrono::steady_clock::now();
+  const auto warned = run_command(
+      fit_command(dir, "warn", "--trainer.devices 2 --data.batch_size 8 --trainer.strategy horovod "
+                               "--trainer.horovod.stall_warning_s 1 --model.sleep_rank 1 --model.sleep_s 4"),
+      120);
+  INFO(warned.output);
+  CHECK(warned.exit_code == 0);  // a warning only: the run goes on
+  CHECK(warned.output.find("[StallInspector] ranks [1] have not submitted tensor 'net.2.bias' for reduction; ranks "
+                           "[0] have been waiting for it") != std::string::npos);
+  CHECK(seconds_since(started) < 100);
+
+  const auto stop_started = std::chrono::steady_clock::now();
+  const auto stopped = run_command(
+      fit_command(dir, "stop", "--trainer.devices 2 --data.batch_size 8 --trainer.strategy horovod "
+                               "--trainer.horovod.stall_warning_s 1 --trainer.horovod.stall_shutdown_s 3 "
+                               "--model.sleep_rank 1 --model.sleep_s 300"),
+      120);
+  const double stop_seconds = seconds_since(stop_started);
+  INFO(stopped.output);
+  CHECK(stopped.exit_code != 0);
+  CHECK(stopped.exit_code != 124);  // not the test's own timeout
+  CHECK(stopped.output.find("shutting down after stall_shutdown_s = 3") != std::string::npos);
+  CHECK(stop_seconds < 60);
+}
+
+TEST_CASE("horovod: without a launcher to stop it, the stuck rank ends itself after stall_shutdown_s") {
+  // Ranks started by hand, as srun (without --kill-on-bad-exit) would: no
+  // supervisor kills rank 1 when rank 0 fails, so rank 1's gradient thread
+  // must end its process while its training thread still sleeps.
+  TempDir dir("horovod-stall-external");
+  const int port = LocalLauncher::pick_free_port("127.0.0.1");
+  std::string command;
+  for (int rank = 0; rank < 2; ++rank) {
+    command += fmt::format(
+        "(RANK={0} WORLD_SIZE=2 LOCAL_RANK={0} LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT={1} {2}; "
+        "echo \"rank {0} exit $?\") & ",
+        rank, port,
+        fit_command(dir, "external",
+                    "--trainer.devices 2 --data.batch_size 8 --trainer.strategy horovod "
+                    "--trainer.horovod.stall_warning_s 1 --trainer.horovod.stall_shutdown_s 3 "
+                    "--model.sleep_rank 1 --model.sleep_s 300"));
+  }
+  command += "wait";
+  const auto started = std::chrono::steady_clock::now();
+  const auto result = run_command(command, 120);
+  const double seconds = seconds_since(started);
+  INFO(result.output);
+  CHECK(result.exit_code == 0);  // the shell's own; each rank's code is echoed
+  CHECK(result.output.find("shutting down after stall_shutdown_s = 3") != std::string::npos);
+  CHECK(result.output.find("rank 0 exit 1") != std::string::npos);
+  CHECK(result.output.find("rank 1 exit 1") != std::string::npos);
+  CHECK(result.output.find("[HorovodController] rank 1: the training thread has not stopped") != std::string::npos);
+  CHECK(seconds < 60);
 }
 
 TEST_CASE("horovod: a rank killed mid-run brings the others down") {
