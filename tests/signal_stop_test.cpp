@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 
 using namespace fulgur;
 using fulgur::testing::quiet_options;
@@ -108,6 +109,41 @@ TEST_CASE("SignalConnector: the handler only records the signal; SIGTERM outrank
   CHECK(fresh.received() == 0);
   CHECK(std::string(SignalConnector::name(SIGUSR1)) == "SIGUSR1");
   CHECK(std::string(SignalConnector::name(SIGTERM)) == "SIGTERM");
+}
+
+TEST_CASE("SignalConnector: an inner connector keeps a signal the outer one recorded (a warning before fit)") {
+  struct sigaction before {};
+  ::sigaction(SIGUSR1, nullptr, &before);
+  {
+    SignalConnector outer;
+    std::raise(SIGUSR1);
+    {
+      SignalConnector inner;
+      CHECK(inner.received() == SIGUSR1);
+    }
+    // The inner one gave the handler back to the outer one, not to the default.
+    std::raise(SIGUSR1);
+    CHECK(outer.received() == SIGUSR1);
+  }
+  struct sigaction after {};
+  ::sigaction(SIGUSR1, nullptr, &after);
+  CHECK(reinterpret_cast<void*>(after.sa_handler) == reinterpret_cast<void*>(before.sa_handler));
+  {
+    SignalConnector fresh;  // outermost again: a clean slate
+    CHECK(fresh.received() == 0);
+  }
+
+  // Through fit: a signal that came before fit stops it after its first step.
+  TempDir dir("signal-stop-before-fit");
+  std::optional<SignalConnector> early(std::in_place);
+  std::raise(SIGUSR1);
+  fulgur::testing::RecordingModule model;
+  RegressionData data(10, 2);
+  Trainer trainer(quiet_options(dir.path()).max_epochs(2).logger(false), {}, {}, Platform{});
+  trainer.fit(model, data);
+  early.reset();
+  CHECK(trainer.stop_signal() == SIGUSR1);
+  CHECK(trainer.global_step() == 1);
 }
 
 TEST_CASE("signal stop: one process stops after the step the signal arrived in, ignoring min_epochs") {
@@ -216,6 +252,13 @@ TEST_CASE("auto_resume_checkpoint: a restarted job resumes from the newest last.
   const auto expected = logs / "version_10" / "checkpoints" / "last.ckpt";
   CHECK(auto_resume_checkpoint(std::nullopt, logs, fake_env(restarted)) == expected);
   CHECK(auto_resume_checkpoint(std::nullopt, logs, fake_env({{"TORCHELASTIC_RESTART_COUNT", "2"}})) == expected);
+
+  // A run without a logger: ModelCheckpoint wrote default_root_dir/checkpoints/last.ckpt.
+  const auto plain = dir / "no-logger";
+  std::filesystem::create_directories(plain / "checkpoints");
+  CHECK(auto_resume_checkpoint(std::nullopt, plain, fake_env(restarted)) == std::nullopt);
+  std::ofstream(plain / "checkpoints" / "last.ckpt") << "x";
+  CHECK(auto_resume_checkpoint(std::nullopt, plain, fake_env(restarted)) == plain / "checkpoints" / "last.ckpt");
 
   // A first attempt, or an explicit --ckpt_path, does not resume automatically.
   CHECK(auto_resume_checkpoint(std::nullopt, logs, fake_env({{"SLURM_JOB_ID", "9"}})) == std::nullopt);

@@ -135,3 +135,105 @@ TEST_CASE("slurm: a batch script that forgets srun: refused with several tasks, 
   CHECK(out.find("fulgur: warning: running inside a SLURM allocation (SLURM_JOB_ID is set) but not started by srun") !=
         std::string::npos);
 }
+
+TEST_CASE("slurm: --time and --signal=USR1: every rank stops at the same step and the job requeues itself") {
+  require_cluster();
+  TempDir dir("slurm-requeue");
+  // A run far longer than the 1-minute limit: SLURM sends SIGUSR1 20 s before
+  // the limit (its timer ticks every 30 s, so 10-40 s after the start).
+  const auto submitted = run_command(
+      sbatch(dir, "cinic10-1node.sbatch", "FULGUR_DEVICES=2", "--time=1 --signal=USR1@20", "--trainer.max_epochs 1000"),
+      60);
+  INFO(submitted.output);
+  REQUIRE(submitted.exit_code == 0);
+  const std::string job = std::regex_replace(submitted.output, std::regex("\\s+"), "");
+  REQUIRE(std::regex_match(job, std::regex("[0-9]+")));
+  struct Cancel {
+    std::string job;
+    ~Cancel() { run_command("scancel " + job, 30); }
+  } cancel{job};
+
+  // First attempt: signalled, stopped, requeued (SLURM counts a restart).
+  const bool requeued = wait_for([&] { return job_field(job, "Restarts") == "1"; }, 120);
+  std::string out = job_output(dir);
+  INFO(out);
+  REQUIRE(requeued);
+  const std::smatch stop = [&] {
+    std::smatch m;
+    std::regex_search(out, m, std::regex("rank 0: SIGUSR1 received, stopping after step ([0-9]+)"));
+    return m;
+  }();
+  REQUIRE(!stop.empty());
+  CHECK(out.find("rank 1: SIGUSR1 received, stopping after step " + stop[1].str() + "\n") != std::string::npos);
+  CHECK(out.find("fulgur: requeueing SLURM job " + job + " (scontrol requeue " + job + ")") != std::string::npos);
+  CHECK(std::filesystem::exists(dir / "runs" / "fulgur_logs" / "version_0" / "metrics.csv"));
+
+  // SLURM holds a requeued job for two minutes; once it is pending again
+  // (after COMPLETING), start it now instead of waiting. The second attempt
+  // appends to the same job.out (--open-mode=append in the script).
+  const bool restarted = wait_for(
+      [&] {
+        if (job_field(job, "JobState") == "PENDING" && job_field(job, "Reason") == "BeginTime") {
+          run_command("scontrol update JobId=" + job + " StartTime=now", 30);
+        }
+        return count(job_output(dir), "fulgur: run folder ") >= 2;
+      },
+      120);
+  out = job_output(dir);
+  INFO(out);
+  CHECK(restarted);
+  // The second attempt continues from the checkpoint the first one wrote when
+  // it stopped, and in the same run folder: a resumed fit restores the CSV
+  // logger's version from the checkpoint (see "Checkpointing and resume"), so
+  // there is no version_1.
+  const auto run = dir / "runs" / "fulgur_logs" / "version_0";
+  CHECK(count(out, "fulgur: run folder " + run.string() + "\n") == 2);
+  CHECK(count(out, "fulgur: restarted job: resuming from " + (run / "checkpoints" / "last.ckpt").string() + "\n") ==
+        1);
+  CHECK_FALSE(std::filesystem::exists(dir / "runs" / "fulgur_logs" / "version_1"));
+}
+
+TEST_CASE("slurm: a job stopped by --signal=USR1 resumes after its requeue and ends equal to an uninterrupted run") {
+  require_cluster();
+  TempDir dir("slurm-resume");
+  // Long enough (on 2 CPU ranks) that SLURM's warning arrives mid-run.
+  const std::string steps = "--trainer.max_steps 1500 --trainer.max_epochs -1 --trainer.deterministic true";
+  TempDir reference("slurm-resume-reference");
+  const auto whole = run_command(sbatch(reference, "cinic10-1node.sbatch", "FULGUR_DEVICES=2", "--wait", steps), 600);
+  INFO(whole.output);
+  REQUIRE(whole.exit_code == 0);
+
+  const auto submitted = run_command(
+      sbatch(dir, "cinic10-1node.sbatch", "FULGUR_DEVICES=2", "--time=1 --signal=USR1@20", steps), 60);
+  REQUIRE(submitted.exit_code == 0);
+  const std::string job = std::regex_replace(submitted.output, std::regex("\\s+"), "");
+  struct Cancel {
+    std::string job;
+    ~Cancel() { run_command("scancel " + job, 30); }
+  } cancel{job};
+  // Every requeue is held for two minutes by SLURM; release it at once.
+  const bool finished = wait_for(
+      [&] {
+        const std::string state = job_field(job, "JobState");
+        if (state == "PENDING" && job_field(job, "Reason") == "BeginTime") {
+          run_command("scontrol update JobId=" + job + " StartTime=now", 30);
+        }
+        return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED";
+      },
+      540);
+  const std::string out = job_output(dir);
+  INFO(out);
+  REQUIRE(finished);
+  CHECK(job_field(job, "JobState") == "COMPLETED");
+  CHECK(std::stoi(job_field(job, "Restarts")) >= 1);
+
+  // The final checkpoints' state_dicts, compared in Python torch.
+  const std::string compare = std::string(FULGUR_PYTHON) + " -c \"import glob,sys,torch\n"
+      "last=lambda d: sorted(glob.glob(d+'/runs/fulgur_logs/version_*/checkpoints/last.ckpt'), key=lambda p: int(p.split('version_')[1].split('/')[0]))[-1]\n"
+      "a=torch.load(last(sys.argv[1]),weights_only=True)['state_dict']; b=torch.load(last(sys.argv[2]),weights_only=True)['state_dict']\n"
+      "assert a.keys()==b.keys(); bad=[k for k in a if not torch.equal(a[k],b[k])]; print('differ:',bad); sys.exit(1 if bad else 0)\" " +
+      dir.path().string() + " " + reference.path().string();
+  const auto compared = run_command(compare, 120);
+  INFO(compared.output);
+  CHECK(compared.exit_code == 0);
+}

@@ -46,7 +46,11 @@ std::optional<std::filesystem::path> auto_resume_checkpoint(const std::optional<
       newest_version = number;
     }
   }
-  return newest;
+  if (newest) return newest;
+  // No logger: ModelCheckpoint writes into default_root_dir/checkpoints.
+  const auto unversioned = logs_root / "checkpoints" / "last.ckpt";
+  if (std::filesystem::is_regular_file(unversioned, error)) return unversioned;
+  return std::nullopt;
 }
 
 }  // namespace fulgur

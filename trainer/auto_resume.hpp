@@ -16,8 +16,12 @@ namespace fulgur {
 /// again; it should continue from the checkpoint the previous attempt left,
 /// not start over. Returns the newest `version_<N>/checkpoints/last.ckpt`
 /// under `logs_root` (the logger's folder holding the version_<N> run
-/// folders: a restart gets a new version folder, so the checkpoint is in an
-/// earlier one), choosing the highest N that has one.
+/// folders), choosing the highest N that has one. With the CSV logger the
+/// resumed attempt continues the checkpoint's version folder (the logger's
+/// version is in the checkpoint), with a logger that keeps no state it gets
+/// a new one; either way the highest N with a last.ckpt is the previous
+/// attempt's. Without any version folder holding one, `logs_root/checkpoints/
+/// last.ckpt` (a run without a logger: its run folder is default_root_dir).
 ///
 /// Returns nullopt when `ckpt_path` is given (the user's choice wins), when
 /// this is not a restart, or when no earlier attempt left a last.ckpt (it

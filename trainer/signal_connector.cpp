@@ -10,6 +10,9 @@ namespace {
 std::atomic<int> g_stop_signal{0};
 static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a lock-free atomic");
 
+// Connectors alive now; the handler never touches it.
+std::atomic<int> g_live_connectors{0};
+
 // Keeps the larger number, so SIGTERM (15) wins over SIGUSR1 (10) on Linux.
 extern "C" void record_stop_signal(int signal) {
   int seen = g_stop_signal.load();
@@ -20,7 +23,8 @@ extern "C" void record_stop_signal(int signal) {
 }  // namespace
 
 SignalConnector::SignalConnector() {
-  g_stop_signal.store(0);
+  // An inner connector (fit's, inside the CLI's) keeps what the outer one saw.
+  if (g_live_connectors.fetch_add(1) == 0) g_stop_signal.store(0);
   struct sigaction recorder {};
   recorder.sa_handler = record_stop_signal;
   sigemptyset(&recorder.sa_mask);
@@ -33,6 +37,7 @@ SignalConnector::SignalConnector() {
 SignalConnector::~SignalConnector() {
   ::sigaction(SIGUSR1, &old_usr1_, nullptr);
   ::sigaction(SIGTERM, &old_term_, nullptr);
+  g_live_connectors.fetch_sub(1);
 }
 
 int SignalConnector::received() const { return g_stop_signal.load(); }

@@ -12,8 +12,12 @@ namespace fulgur {
 /// anyway, which needs a collective in normal code (Trainer::check_stop_signal).
 ///
 /// Handlers are installed by the constructor and the previous ones restored
-/// by the destructor; one connector is meant to be alive at a time (the
-/// Trainer holds one during fit).
+/// by the destructor. Connectors nest (destroyed in reverse order): the CLI
+/// holds one from the start of the program and the Trainer one during fit.
+/// Only the outermost constructor clears the recorded signal, so a signal
+/// that arrives before fit (SLURM's warning can come while the program is
+/// still loading its data) is acted on at fit's first step boundary instead
+/// of ending the process or being forgotten.
 class SignalConnector {
  public:
   SignalConnector();

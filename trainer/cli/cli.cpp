@@ -7,16 +7,19 @@
 #include <fulgur/trainer/cli/trainer_options_reader.hpp>
 #include <fulgur/trainer/auto_resume.hpp>
 #include <fulgur/trainer/seed.hpp>
+#include <fulgur/trainer/signal_connector.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
 
 namespace fulgur::cli {
@@ -127,12 +130,30 @@ int launch_processes(const TrainerConfig& config, int argc, const char* const* a
   return LocalLauncher(options).launch(argc, argv);
 }
 
+// Hands SIGUSR1/SIGTERM back to the handling they had before `early` took
+// them. A signal `early` recorded and nobody acted on is raised again when
+// `raise_pending`, so it has the effect it would have had without `early`
+// (SIGTERM ends the process).
+void release_signals(std::optional<SignalConnector>& early, bool raise_pending) {
+  if (!early) return;
+  const int pending = early->received();
+  early.reset();
+  if (raise_pending && pending != 0) std::raise(pending);
+}
+
 int run_checked(const Arguments& args, const Factories& factories, int argc, const char* const* argv) {
   const char* program = argc > 0 ? argv[0] : "fulgur";
   if (args.help) {
     std::cout << fmt::format(kUsage, program);
     return 0;
   }
+  // From here until fit takes over, SIGUSR1/SIGTERM are only recorded: SLURM
+  // sends its time-limit warning at a fixed time after the job starts, which
+  // can fall while this process is still loading (the default action would
+  // end it: no checkpoint, no requeue). fit acts on the recorded signal at
+  // its first step boundary; the other paths give it back (release_signals).
+  std::optional<SignalConnector> early;
+  if (args.subcommand == Subcommand::Fit) early.emplace();
   YAML::Node root = merge_configuration(args);
   check_top_level(root);
 
@@ -176,7 +197,11 @@ int run_checked(const Arguments& args, const Factories& factories, int argc, con
   // Every option is checked here, before a process, a group or a file exists.
   const Platform platform = Platform::detect();
   const TrainerConfig config = TrainerConfig::resolve(options, platform);
-  if (config.needs_launch) return launch_processes(config, argc, argv);
+  if (config.needs_launch) {
+    // The launcher forwards signals to its ranks itself.
+    release_signals(early, /*raise_pending=*/true);
+    return launch_processes(config, argc, argv);
+  }
 
   Trainer trainer(options, callbacks, make_loggers(logger_names, options.default_root_dir()), platform);
   switch (args.subcommand) {
@@ -195,6 +220,10 @@ int run_checked(const Arguments& args, const Factories& factories, int argc, con
         resume_from = previous->string();
       }
       trainer.fit(*model, *data, resume_from);
+      // A signal fit did not act on came after its last step: SIGTERM still
+      // ends the process, SIGUSR1 (time almost up) no longer matters.
+      const bool pending_term = early && !trainer.stopped_by_signal() && early->received() == SIGTERM;
+      release_signals(early, /*raise_pending=*/pending_term);
       if (trainer.is_global_zero()) print_metrics("fit", trainer.callback_metrics());
       // Stopped by SIGUSR1/SIGTERM: the run is unfinished, say so in the exit code.
       if (trainer.stopped_by_signal()) return 128 + trainer.stop_signal();
