@@ -1,7 +1,10 @@
 #include <fulgur/modules/state_dict.hpp>
 #include <fulgur/modules/weights_file.hpp>
 
+#include <caffe2/serialize/inline_container.h>
 #include <fmt/format.h>
+#include <torch/csrc/jit/serialization/export.h>
+#include <torch/csrc/jit/serialization/pickler.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -46,12 +49,29 @@ c10::Dict<std::string, torch::Tensor> read_state_dict(const std::string& path) {
 }
 
 void write_state_dict(const c10::Dict<std::string, torch::Tensor>& state, const std::string& path) {
-  // Saved tensors must own compact CPU storage to be read back as such. The
-  // dict is untyped (str -> Any): a typed Dict pickles a type tag that
-  // Python's torch.load(weights_only=True) refuses.
+  // Saved tensors must own compact CPU storage to be read back as such.
   c10::impl::GenericDict compact(c10::StringType::get(), c10::AnyType::get());
   for (const auto& entry : state) compact.insert(entry.key(), entry.value().detach().cpu().contiguous().clone());
-  const std::vector<char> bytes = torch::pickle_save(compact);
+  // Pickled as CheckpointIO::save does, not with torch::pickle_save: that
+  // one wraps every dict, typed or not, in a torch.jit._pickle.restore_type_tag
+  // call, a global Python's torch.load(weights_only=True) refuses.
+  std::vector<char> pickled;
+  torch::jit::Pickler pickler([&](const char* data, size_t size) { pickled.insert(pickled.end(), data, data + size); },
+                              /*tensor_table=*/nullptr, /*type_renamer=*/nullptr, /*memoized_class_types=*/nullptr,
+                              /*get_tensor_id=*/nullptr, /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(compact);
+  pickler.stop();
+  std::vector<char> bytes;
+  {
+    caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) -> size_t {
+      const auto* begin = static_cast<const char*>(data);
+      bytes.insert(bytes.end(), begin, begin + size);
+      return size;
+    });
+    torch::jit::writeArchiveAndTensors("data", pickled.data(), pickled.size(), pickler.tensorData(), writer);
+    writer.writeEndOfFile();
+  }
   const std::string temp = path + ".tmp";
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);

@@ -177,6 +177,11 @@ TEST_CASE("resnet50: torchvision weights give torchvision's outputs and gradient
 TEST_CASE("resnet18_cifar: torchvision weights give torchvision's outputs and gradients") {
   check_torchvision_to_fulgur("resnet18_cifar");
 }
+TEST_CASE("resnet18 and resnet50: fulgur weights load into torchvision with the same outputs") {
+  check_fulgur_to_torchvision("resnet18", 64);
+  check_fulgur_to_torchvision("resnet50", 64);
+}
+
 TEST_CASE("load_pretrained: a different head keeps its fresh init; other mismatches are errors") {
   TempDir dir("pretrained");
   torch::manual_seed(5);
