@@ -5,7 +5,7 @@ Trainer.test. Same preprocessing as fulgur's CINIC10 DataModule (RGB, [0, 1],
 CINIC-10 mean/std, no augmentation) and the same SGD settings.
 
   python bench/lightning/train_cinic.py --root data/digits-cinic --arch resnet18 \
-      --epochs 3 --batch-size 32 --lr 0.05 --workers 2 [--weights init.pt]
+      --epochs 3 --batch-size 32 --lr 0.05 --workers 2 [--weights init.pt] [--order-seed 7]
 
 Prints `fit_seconds=<s>` (Trainer.fit only) and `test_acc=<a>`.
 """
@@ -16,7 +16,7 @@ import pytorch_lightning as pl
 import torch
 import torch.nn.functional as F
 import torchvision
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, DistributedSampler
 from torchvision import transforms
 from torchvision.datasets import ImageFolder
 
@@ -68,9 +68,18 @@ class LitClassifier(pl.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=hp.lr, momentum=hp.momentum, weight_decay=hp.weight_decay)
 
 
-def loader(root, split, batch_size, workers, shuffle):
+def loader(root, split, batch_size, workers, shuffle, order_seed=None):
     transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize(MEAN, STD)])
-    return DataLoader(ImageFolder(f"{root}/{split}", transform=transform), batch_size=batch_size, shuffle=shuffle,
+    dataset = ImageFolder(f"{root}/{split}", transform=transform)
+    # With a seed, epoch e visits torch.randperm(n) drawn from seed + e (a
+    # one-replica DistributedSampler, whose epoch Lightning sets), which is
+    # the order fulgur's loader takes with --data.seed: both sides then see
+    # the same batches.
+    sampler = None
+    if shuffle and order_seed is not None:
+        sampler = DistributedSampler(dataset, num_replicas=1, rank=0, shuffle=True, seed=order_seed)
+        shuffle = False
+    return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, sampler=sampler,
                       num_workers=workers, pin_memory=torch.cuda.is_available(),
                       persistent_workers=workers > 0)
 
@@ -88,6 +97,8 @@ def main():
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--weights", default=None)
+    p.add_argument("--order-seed", type=int, default=None,
+                   help="shuffle as fulgur does with --data.seed (default: the DataLoader's own shuffling)")
     p.add_argument("--out", default="lightning_logs_bench")
     p.add_argument("--skip-test", action="store_true")
     p.add_argument("--limit-train-batches", type=int, default=None)
@@ -99,7 +110,7 @@ def main():
     trainer = pl.Trainer(max_epochs=args.epochs, accelerator="cpu", devices=1, default_root_dir=args.out,
                          enable_progress_bar=False, enable_model_summary=False,
                          limit_train_batches=args.limit_train_batches, limit_val_batches=args.limit_val_batches)
-    train = loader(args.root, "train", args.batch_size, args.workers, shuffle=True)
+    train = loader(args.root, "train", args.batch_size, args.workers, shuffle=True, order_seed=args.order_seed)
     valid = loader(args.root, "valid", args.batch_size, args.workers, shuffle=False)
     start = time.perf_counter()
     trainer.fit(model, train, valid)
