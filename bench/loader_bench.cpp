@@ -6,15 +6,13 @@
 //
 // ROOT holds one folder per class. The first batch (thread start-up) is not
 // timed. Prints "loader_bench: <pipeline> <x> img/s" and the peak RSS.
-#include <fulgur/datamodules/center_crop.hpp>
 #include <fulgur/datamodules/compose.hpp>
 #include <fulgur/datamodules/data_error.hpp>
 #include <fulgur/datamodules/dataset_loader.hpp>
 #include <fulgur/datamodules/image_folder.hpp>
+#include <fulgur/datamodules/imagenet_pipelines.hpp>
 #include <fulgur/datamodules/random_crop.hpp>
 #include <fulgur/datamodules/random_horizontal_flip.hpp>
-#include <fulgur/datamodules/random_resized_crop.hpp>
-#include <fulgur/datamodules/resize.hpp>
 #include <fulgur/datamodules/transformed_image_folder.hpp>
 
 #include <sys/resource.h>
@@ -31,18 +29,10 @@ using namespace fulgur;
 namespace {
 
 std::shared_ptr<const Compose> make_pipeline(const std::string& name) {
-  const std::vector<double> imagenet_mean = {0.485, 0.456, 0.406};
-  const std::vector<double> imagenet_std = {0.229, 0.224, 0.225};
+  // The ImageNet DataModule's default pipelines, so the benchmark measures what trains.
+  if (name == "imagenet-train") return imagenet_train_pipeline();
+  if (name == "imagenet-val") return imagenet_eval_pipeline();
   using Steps = std::vector<std::shared_ptr<const Transform>>;
-  if (name == "imagenet-train") {
-    return std::make_shared<Compose>(
-        Steps{std::make_shared<RandomResizedCrop>(224), std::make_shared<RandomHorizontalFlip>()},
-        Normalize(imagenet_mean, imagenet_std));
-  }
-  if (name == "imagenet-val") {
-    return std::make_shared<Compose>(Steps{std::make_shared<Resize>(256), std::make_shared<CenterCrop>(224)},
-                                     Normalize(imagenet_mean, imagenet_std));
-  }
   if (name == "cinic-train") {
     return std::make_shared<Compose>(Steps{std::make_shared<RandomCrop>(32, 4), std::make_shared<RandomHorizontalFlip>()},
                                      Normalize({0.47889522, 0.47227842, 0.43047404},

@@ -1,16 +1,18 @@
 #include <fulgur/datamodules/imagenet.hpp>
 
+#include <fulgur/datamodules/composed_image_dataset.hpp>
 #include <fulgur/datamodules/data_error.hpp>
 #include <fulgur/datamodules/default_num_workers.hpp>
 #include <fulgur/datamodules/dataset_loader.hpp>
 #include <fulgur/datamodules/hdf5_image_file.hpp>
 #include <fulgur/datamodules/image_file_list.hpp>
-#include <fulgur/datamodules/transforms.hpp>
+#include <fulgur/datamodules/imagenet_pipelines.hpp>
 #include <fulgur/trainer/cli/config_section.hpp>
 
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cmath>
+#include <functional>
 #include <stdexcept>
 
 namespace fulgur {
@@ -53,6 +55,13 @@ ImageNetOptions ImageNetOptions::from_config(cli::ConfigSection& section) {
   if (!valid_stats(o.mean(), false)) section.fail("mean", "a list of 3 numbers (one per RGB channel)", "");
   o.std(section.get<std::vector<double>>("std", o.std()));
   if (!valid_stats(o.std(), true)) section.fail("std", "a list of 3 positive numbers (one per RGB channel)", "");
+  o.crop_size(section.get<int64_t>("crop_size", o.crop_size()));
+  if (o.crop_size() < 1) section.fail("crop_size", "an integer >= 1", std::to_string(o.crop_size()));
+  o.resize_size(section.get<int64_t>("resize_size", o.resize_size()));
+  if (o.resize_size() < o.crop_size()) {
+    section.fail("resize_size", "an integer >= crop_size (" + std::to_string(o.crop_size()) + ")",
+                 std::to_string(o.resize_size()));
+  }
   const YAML::Node seed = section.raw("seed", YAML::Node());
   if (seed && !seed.IsNull()) {
     int64_t value = -1;
@@ -82,23 +91,20 @@ ImageNet::ImageNet(ImageNetOptions options) : options_(std::move(options)) {
   if (!valid_stats(options_.mean(), false) || !valid_stats(options_.std(), true)) {
     throw std::invalid_argument(where + "mean and std must be 3 numbers each (std positive)");
   }
-  const auto mean = options_.mean();
-  const auto std = options_.std();
-  if (!options_.val_transform()) {
-    options_.val_transform([mean, std](torch::Tensor image, torch::Generator&) {
-      return normalize_chw(to_float_chw(image), mean, std);
-    });
+  if (options_.crop_size() < 1 || options_.resize_size() < options_.crop_size()) {
+    throw std::invalid_argument(where + "expected 1 <= crop_size <= resize_size, got crop_size " +
+                                std::to_string(options_.crop_size()) + " and resize_size " +
+                                std::to_string(options_.resize_size()));
   }
-  if (!options_.train_transform()) {
-    const bool augment = options_.augment();
-    options_.train_transform([mean, std, augment](torch::Tensor image, torch::Generator& generator) {
-      if (augment) {
-        image = random_translate_hwc(image, generator);
-        // Horizontal flip with probability 1/2 (torchvision's RandomHorizontalFlip).
-        if (torch::rand({1}, generator).item<double>() < 0.5) image = image.flip({1});
-      }
-      return normalize_chw(to_float_chw(image), mean, std);
-    });
+  if (!options_.val_pipeline()) {
+    options_.val_pipeline(
+        imagenet_eval_pipeline(options_.resize_size(), options_.crop_size(), options_.mean(), options_.std()));
+  }
+  if (!options_.train_pipeline()) {
+    options_.train_pipeline(
+        options_.augment()
+            ? imagenet_train_pipeline(options_.crop_size(), options_.mean(), options_.std())
+            : imagenet_eval_pipeline(options_.resize_size(), options_.crop_size(), options_.mean(), options_.std()));
   }
 }
 
@@ -159,23 +165,35 @@ std::shared_ptr<DataLoader> ImageNet::train_dataloader() {
     std::lock_guard<std::mutex> lock(generator.mutex());
     seed = generator.get<at::CPUGeneratorImpl>()->random64();
   }
-  auto dataset = std::make_shared<const EncodedImageDataset>(train_, options_.train_transform(), seed, 0);
-  auto loader = std::make_shared<DatasetLoader>(dataset, DatasetLoaderOptions(options_.batch_size())
-                                                             .shuffle(options_.shuffle())
-                                                             .num_workers(options_.num_workers())
-                                                             .persistent_workers(options_.persistent_workers())
-                                                             .pin_memory(options_.pin_memory())
-                                                             .skip_bad_samples(options_.skip_bad_samples())
-                                                             .seed(seed));
-  loader->share_bad_samples(train_bad_);
   // The augmentation draws from (seed, epoch, index); the Trainer's set_epoch selects the view.
-  loader->set_epoch_view([dataset](int64_t epoch) { return dataset->at_epoch(epoch); });
+  std::function<std::shared_ptr<const Dataset>(int64_t)> epoch_view;
+  if (options_.train_transform()) {
+    auto dataset = std::make_shared<const EncodedImageDataset>(train_, options_.train_transform(), seed, 0);
+    epoch_view = [dataset](int64_t epoch) { return dataset->at_epoch(epoch); };
+  } else {
+    auto dataset = std::make_shared<const ComposedImageDataset>(train_, options_.train_pipeline(), seed, 0);
+    epoch_view = [dataset](int64_t epoch) { return dataset->at_epoch(epoch); };
+  }
+  auto loader = std::make_shared<DatasetLoader>(epoch_view(0), DatasetLoaderOptions(options_.batch_size())
+                                                                    .shuffle(options_.shuffle())
+                                                                    .num_workers(options_.num_workers())
+                                                                    .persistent_workers(options_.persistent_workers())
+                                                                    .pin_memory(options_.pin_memory())
+                                                                    .skip_bad_samples(options_.skip_bad_samples())
+                                                                    .seed(seed));
+  loader->share_bad_samples(train_bad_);
+  loader->set_epoch_view(std::move(epoch_view));
   return loader;
 }
 
 std::shared_ptr<DataLoader> ImageNet::val_dataloader() {
   if (!val_) throw std::logic_error("[ImageNet::val_dataloader] the val split is not set up; call setup() first");
-  auto dataset = std::make_shared<const EncodedImageDataset>(val_, options_.val_transform());
+  std::shared_ptr<const Dataset> dataset;
+  if (options_.val_transform()) {
+    dataset = std::make_shared<const EncodedImageDataset>(val_, options_.val_transform());
+  } else {
+    dataset = std::make_shared<const ComposedImageDataset>(val_, options_.val_pipeline());
+  }
   // A fixed seed: evaluation never shuffles, and drawing one would advance
   // torch's default generator as a side effect.
   auto loader = std::make_shared<DatasetLoader>(dataset, DatasetLoaderOptions(options_.batch_size())

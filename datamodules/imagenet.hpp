@@ -1,6 +1,7 @@
 #pragma once
 
 #include <fulgur/datamodules/bad_sample_log.hpp>
+#include <fulgur/datamodules/compose.hpp>
 #include <fulgur/datamodules/data_module.hpp>
 #include <fulgur/datamodules/encoded_image_dataset.hpp>
 
@@ -33,7 +34,9 @@ struct ImageNetOptions {
   TORCH_ARG(int64_t, batch_size) = 256;
   /// Loader threads per split (0: decode in the training thread).
   TORCH_ARG(int64_t, num_workers) = 8;
-  /// Random augmentation of training images (train_transform).
+  /// Random augmentation of training images: RandomResizedCrop(crop_size) and
+  /// a horizontal flip. Off: training images get the validation recipe
+  /// (Resize + CenterCrop), so a batch still has one shape.
   TORCH_ARG(bool, augment) = true;
   TORCH_ARG(bool, shuffle) = true;
   /// Keep loader threads alive across epochs.
@@ -48,15 +51,27 @@ struct ImageNetOptions {
   /// Seed of the training order and augmentation; unset: drawn from torch's
   /// default CPU generator when train_dataloader() is called.
   TORCH_ARG(std::optional<uint64_t>, seed) = std::nullopt;
-  /// The recipe's transforms (uint8 HWC image -> float CHW input). Unset:
-  /// train = (with augment) a random shift of up to 12.5% and a horizontal
-  /// flip, then normalize; val = normalize. Images of a batch must come out
-  /// the same size, so real ImageNet needs crop/resize transforms here.
+  /// Side of the square images a batch holds: [batch_size, 3, crop_size,
+  /// crop_size] from every loader.
+  TORCH_ARG(int64_t, crop_size) = 224;
+  /// Shorter side after the evaluation Resize, before the CenterCrop; at
+  /// least crop_size (torchvision's recipe: 256 for 224).
+  TORCH_ARG(int64_t, resize_size) = 256;
+  /// The pipelines (decode hints, uint8 transforms, ToTensor + Normalize).
+  /// Unset: torchvision's ImageNet recipe (imagenet_pipelines.hpp) with
+  /// crop_size, resize_size, mean and std: train = RandomResizedCrop +
+  /// RandomHorizontalFlip (with augment; else as val), val = Resize +
+  /// CenterCrop. A JPEG is decoded only where the pipeline needs it.
+  TORCH_ARG(std::shared_ptr<const Compose>, train_pipeline) = nullptr;
+  TORCH_ARG(std::shared_ptr<const Compose>, val_pipeline) = nullptr;
+  /// Free-form transforms on whole decoded images (uint8 HWC -> float CHW),
+  /// drawing from the per-sample generator they are given. When set, one
+  /// replaces that split's pipeline.
   TORCH_ARG(RandomImageTransform, train_transform) = nullptr;
   TORCH_ARG(RandomImageTransform, val_transform) = nullptr;
 
  public:
-  /// Reads every option but the transforms from `section`; an invalid value
+  /// Reads every option but the pipelines and transforms from `section`; an invalid value
   /// throws cli::ConfigError naming the dotted key.
   static ImageNetOptions from_config(cli::ConfigSection& section);
 };

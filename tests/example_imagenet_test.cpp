@@ -30,7 +30,7 @@ std::string fit(const TempDir& dir, const fs::path& root, const std::string& ext
   return kBinary + " fit --seed_everything 1 --trainer.accelerator cpu --trainer.max_epochs 2 " +
          "--trainer.enable_progress_bar false --trainer.process_group_timeout 60 --trainer.default_root_dir " +
          (dir / "run").string() + " --model.num_classes 3 --model.lr 0.05 --data.root " + root.string() +
-         " --data.batch_size 4 --data.num_workers 2 " + extra;
+         " --data.batch_size 4 --data.num_workers 2 --data.crop_size 12 --data.resize_size 14 " + extra;
 }
 
 /// The batches each rank reports ("imagenet: rank R ran N training batches").
@@ -58,6 +58,8 @@ TEST_CASE("example imagenet: fit on class folders, an index file and HDF5 packs 
   INFO(folders.output);
   REQUIRE(folders.exit_code == 0);
   CHECK(batches_by_rank(folders.output) == std::map<int64_t, int64_t>{{0, 12}});  // 24 images / 4, 2 epochs
+  // The 16x16 images come out as crop_size x crop_size crops.
+  CHECK(folders.output.find("training batches, inputs [4, 3, 12, 12]") != std::string::npos);
   CHECK(fs::exists(dir / "run" / "fulgur_logs" / "version_0" / "metrics.csv"));
 
   const auto packed = run_command(kPack + " --splits " + (dir / "data").string() + " " + (dir / "packs").string(), 120);
@@ -69,6 +71,7 @@ TEST_CASE("example imagenet: fit on class folders, an index file and HDF5 packs 
   INFO(hdf5.output);
   REQUIRE(hdf5.exit_code == 0);
   CHECK(batches_by_rank(hdf5.output) == std::map<int64_t, int64_t>{{0, 12}});
+  CHECK(hdf5.output.find("training batches, inputs [4, 3, 12, 12]") != std::string::npos);
 
   std::ofstream train(dir / "data" / "train.csv");
   for (size_t c = 0; c < 3; ++c) {

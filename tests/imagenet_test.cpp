@@ -9,6 +9,8 @@
 #include <fulgur/datamodules/hdf5_image_file.hpp>
 #include <fulgur/datamodules/image_file_list.hpp>
 #include <fulgur/datamodules/imagenet.hpp>
+#include <fulgur/datamodules/imagenet_pipelines.hpp>
+#include <fulgur/datamodules/transforms.hpp>
 
 #include <torch/torch.h>
 
@@ -60,8 +62,24 @@ std::string error_of(const std::function<void()>& f) {
   return "";
 }
 
+/// Crops of the test images' own size (16): the validation recipe (Resize +
+/// CenterCrop) leaves them as they are.
 ImageNetOptions options(const fs::path& root) {
-  return ImageNetOptions(root.string()).batch_size(4).num_workers(2).seed(3).persistent_workers(false);
+  return ImageNetOptions(root.string())
+      .batch_size(4)
+      .num_workers(2)
+      .seed(3)
+      .persistent_workers(false)
+      .crop_size(16)
+      .resize_size(16);
+}
+
+/// What `pipeline` makes of image `index` of `source` for (seed, epoch).
+torch::Tensor through(const fulgur::Compose& pipeline, const fulgur::EncodedImageSource& source, int64_t index,
+                      uint64_t seed, int64_t epoch) {
+  const std::string bytes = source.read(index);
+  fulgur::SampleRandom random(fulgur::sample_seed(seed, epoch, index));
+  return pipeline.decode(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), source.name(index), random);
 }
 
 }  // namespace
@@ -107,6 +125,47 @@ TEST_CASE("ImageNet: training augmentation is fixed by (seed, epoch, index), not
   const auto batches = epoch(*plain.train_dataloader(), 0);
   CHECK(batches[0].target[3].item<int64_t>() == 0);
   CHECK(batches[1].target[0].item<int64_t>() == 1);
+}
+
+TEST_CASE("ImageNet: default recipe: RandomResizedCrop + flip to train, Resize + CenterCrop to validate") {
+  TempDir dir("imagenet-recipe");
+  fulgur::testing::write_class_folders(dir / "train", kWnids, 4, 0, /*side=*/20);
+  fulgur::testing::write_class_folders(dir / "val", kWnids, 2, 500, /*side=*/20);
+
+  // The defaults are torchvision's sizes: every loader gives [B, 3, 224, 224].
+  const auto defaults = ImageNetOptions(dir.path().string()).batch_size(4).num_workers(0).seed(3);
+  CHECK(defaults.crop_size() == 224);
+  CHECK(defaults.resize_size() == 256);
+  ImageNet full(defaults);
+  full.setup(Stage::Fit);
+  CHECK(epoch(*full.train_dataloader(), 0)[0].input.sizes() == torch::IntArrayRef({4, 3, 224, 224}));
+  CHECK(epoch(*full.val_dataloader(), 0)[0].input.sizes() == torch::IntArrayRef({4, 3, 224, 224}));
+
+  const auto small = options(dir.path()).crop_size(12).resize_size(14).shuffle(false);
+  ImageNet data(small);
+  data.setup(Stage::Fit);
+  const auto train = epoch(*data.train_dataloader(), 1);
+  const auto val = epoch(*data.val_dataloader(), 0);
+  REQUIRE(train.size() == 3);
+  REQUIRE(val.size() == 2);
+  CHECK(train[2].input.sizes() == torch::IntArrayRef({4, 3, 12, 12}));
+  CHECK(val[1].input.sizes() == torch::IntArrayRef({2, 3, 12, 12}));
+  const auto train_recipe = fulgur::imagenet_train_pipeline(12);
+  const auto val_recipe = fulgur::imagenet_eval_pipeline(14, 12);
+  for (int64_t i = 0; i < 4; ++i) {
+    CAPTURE(i);
+    // Sample i's crop and flip come from its own generator, seeded by (seed, epoch, index).
+    CHECK(torch::equal(train[1].input[i], through(*train_recipe, *data.train_source(), 4 + i, 3, 1)));
+    CHECK(torch::equal(val[0].input[i], through(*val_recipe, *data.val_source(), i, 0, 0)));
+  }
+  CHECK_FALSE(torch::equal(train[1].input[0], through(*val_recipe, *data.train_source(), 4, 3, 1)));
+
+  // Without augment, training images get the validation recipe (one shape per batch).
+  ImageNet plain(ImageNetOptions(small).augment(false));
+  plain.setup(Stage::Fit);
+  const auto plain_train = epoch(*plain.train_dataloader(), 1);
+  CHECK(plain_train[0].input.sizes() == torch::IntArrayRef({4, 3, 12, 12}));
+  CHECK(torch::equal(plain_train[2].input[3], through(*val_recipe, *plain.train_source(), 11, 3, 1)));
 }
 
 TEST_CASE("ImageNet: flat val/ labelled by LOC_val_solution.csv") {
@@ -201,5 +260,9 @@ TEST_CASE("ImageNet: a missing split and invalid options are clear errors") {
   CHECK_THROWS_AS(ImageNet(options(dir.path())).setup(Stage::Fit), DataError);
   CHECK(error_of([&] { ImageNet(options(dir.path()).format("lmdb")); }) ==
         "[ImageNet::ImageNet] format must be folder, hdf5 or index, got 'lmdb'");
+  CHECK(error_of([&] { ImageNet(options(dir.path()).crop_size(32)); }) ==
+        "[ImageNet::ImageNet] expected 1 <= crop_size <= resize_size, got crop_size 32 and resize_size 16");
+  CHECK(error_of([&] { ImageNet(options(dir.path()).crop_size(0)); }) ==
+        "[ImageNet::ImageNet] expected 1 <= crop_size <= resize_size, got crop_size 0 and resize_size 16");
   CHECK_THROWS_AS(ImageNet(options(dir.path()).format("hdf5")).setup(Stage::Fit), DataError);
 }

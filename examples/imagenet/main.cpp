@@ -4,9 +4,10 @@
 //   build/bin/imagenet fit --config examples/imagenet/config.yaml --data.root /data/imagenet
 //   build/bin/imagenet fit --data.root packs/ --data.format hdf5 --trainer.devices 4
 //
-// At the end of training each rank prints how many batches it ran and how
-// many bad images it skipped (--data.skip_bad_samples true), so a run over
-// damaged data can be checked for equal steps on every rank.
+// At the end of training each rank prints how many batches it ran, the shape
+// of its first input batch, and how many bad images it skipped
+// (--data.skip_bad_samples true), so a run over damaged data can be checked
+// for equal steps on every rank.
 #include "lit_classifier.hpp"
 
 #include <fulgur/datamodules/imagenet.hpp>
@@ -32,16 +33,17 @@ class ImageNetClassifier : public examples::LitClassifier {
   explicit ImageNetClassifier(fulgur::cli::ConfigSection& config) : LitClassifier(config, imagenet_defaults()) {}
   void on_train_batch_end(const torch::Tensor& loss, const fulgur::Batch& batch, int64_t batch_idx) override {
     LitClassifier::on_train_batch_end(loss, batch, batch_idx);
-    ++train_batches_;
+    if (train_batches_++ == 0) first_input_ = batch.input.sizes().vec();
   }
   void on_train_end() override {
     LitClassifier::on_train_end();
     std::cout << "imagenet: rank " << trainer()->strategy().global_rank() << " ran " << train_batches_
-              << " training batches" << std::endl;
+              << " training batches, inputs " << c10::IntArrayRef(first_input_) << std::endl;
   }
 
  private:
   int64_t train_batches_ = 0;
+  std::vector<int64_t> first_input_;  // the shape the data pipeline gave the first batch
 };
 
 class ImageNetData : public fulgur::ImageNet {
