@@ -1,13 +1,17 @@
 // Allreduce bandwidth of fulgur's ring against Gloo's allreduce on the same
 // process group, between local ranks started by fulgur's launcher:
 //
-//   allreduce_bench --algo ring|gloo|p2p --size_mb S --iters K --world_size N [--segment_mb M]
+//   allreduce_bench --algo ring|gloo|p2p|exchange --size_mb S --iters K --world_size N
+//                   [--segment_mb M] [--in_flight F]
 //
 // Rank 0 prints `allreduce_bench: <algo> <N> ranks <S> MB busbw <x> GB/s`,
 // where busbw = algbw * 2(n-1)/n (algbw = bytes / time per allreduce): the
 // rate each rank's link carries, comparable across world sizes. `p2p` is
-// the ring's bound on this machine: rank 0 sends S MB to rank 1 and back
-// (busbw = bytes one way / time one way).
+// one link's speed: rank 0 sends S MB to rank 1 and back (busbw = bytes
+// one way / time one way). `exchange` is the 2-rank ring's bound on this
+// machine: ranks 0 and 1 send each other S MB at the same time, as every
+// ring step does (busbw = S / time, what a 2-rank ring's busbw counts), in
+// one message each, so no segmenting, reduction or protocol round trips.
 #include <fulgur/strategies/create_strategy.hpp>
 #include <fulgur/strategies/detect_cluster_environment.hpp>
 #include <fulgur/strategies/local_launcher.hpp>
@@ -29,7 +33,7 @@ using Clock = std::chrono::steady_clock;
 
 std::map<std::string, std::string> parse(int argc, char** argv) {
   std::map<std::string, std::string> args{{"algo", "ring"}, {"size_mb", "64"}, {"iters", "10"}, {"world_size", "2"},
-                                            {"segment_mb", "1"}};
+                                            {"segment_mb", "1"}, {"in_flight", "4"}};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string key = argv[i];
     if (key.rfind("--", 0) != 0 || !args.count(key.substr(2))) throw std::invalid_argument("unknown option " + key);
@@ -38,13 +42,15 @@ std::map<std::string, std::string> parse(int argc, char** argv) {
   return args;
 }
 
-double run_rank(const std::string& algo, double size_mb, int iters, double segment_mb) {
+double run_rank(const std::string& algo, double size_mb, int iters, double segment_mb, int64_t in_flight) {
   const auto env = fulgur::detect_cluster_environment();
   fulgur::ProcessGroup group(fulgur::process_group_options(*env, 300.0));
   const int64_t n = group.size();
   torch::set_num_threads(1);
   torch::Tensor buffer = torch::ones({static_cast<int64_t>(size_mb * (1 << 20) / 4)});
-  fulgur::RingAllreduce ring(group, {.segment_bytes = static_cast<int64_t>(segment_mb * (1 << 20))});
+  torch::Tensor incoming = algo == "exchange" ? torch::ones_like(buffer) : torch::Tensor();
+  fulgur::RingAllreduce ring(
+      group, {.segment_bytes = static_cast<int64_t>(segment_mb * (1 << 20)), .segments_in_flight = in_flight});
   auto once = [&] {
     if (algo == "ring") {
       ring.run(buffer, fulgur::ReduceOp::Sum);
@@ -58,8 +64,17 @@ double run_rank(const std::string& algo, double size_mb, int iters, double segme
         group.wait(group.recv_async(buffer, 0, 0), "recv");
         group.wait(group.send_async(buffer, 0, 1), "send");
       }
+    } else if (algo == "exchange") {
+      if (group.rank() < 2) {
+        const int64_t peer = 1 - group.rank();
+        // Receive announced first, as the ring does, so neither side waits.
+        auto recv = group.recv_async(incoming, peer, 2);
+        auto send = group.send_async(buffer, peer, 2);
+        group.wait(recv, "recv");
+        group.wait(send, "send");
+      }
     } else {
-      throw std::invalid_argument("--algo must be ring, gloo or p2p, got " + algo);
+      throw std::invalid_argument("--algo must be ring, gloo, p2p or exchange, got " + algo);
     }
   };
   once();  // warm-up: connections, allocations
@@ -70,6 +85,7 @@ double run_rank(const std::string& algo, double size_mb, int iters, double segme
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count() / iters;
   const double bytes = static_cast<double>(buffer.nbytes());
   if (algo == "p2p") return bytes / (seconds / 2) / 1e9;
+  if (algo == "exchange") return bytes / seconds / 1e9;
   return bytes / seconds * 2.0 * static_cast<double>(n - 1) / static_cast<double>(n) / 1e9;
 }
 
@@ -83,7 +99,8 @@ int main(int argc, char** argv) {
       return fulgur::LocalLauncher(fulgur::LocalLauncherOptions(world_size)).launch(argc, argv);
     }
     const double busbw = run_rank(args.at("algo"), std::atof(args.at("size_mb").c_str()),
-                                  std::atoi(args.at("iters").c_str()), std::atof(args.at("segment_mb").c_str()));
+                                  std::atoi(args.at("iters").c_str()), std::atof(args.at("segment_mb").c_str()),
+                                  std::atoll(args.at("in_flight").c_str()));
     if (std::getenv("RANK") == nullptr || std::string(std::getenv("RANK")) == "0") {
       std::cout << fmt::format("allreduce_bench: {} {} ranks {} MB busbw {:.3f} GB/s", args.at("algo"), world_size,
                                args.at("size_mb"), busbw)

@@ -30,6 +30,10 @@ class RingAllreduce {
     /// Bytes per streamed segment: small enough to pipeline, large enough
     /// that per-message overhead stays small.
     int64_t segment_bytes = 1 << 20;
+    /// Reduce-scatter segments whose receive is announced ahead of time
+    /// (each needs a scratch slot of segment_bytes); all-gather segments
+    /// land in the buffer itself and are all announced at the start.
+    int64_t segments_in_flight = 4;
   };
   using Clock = std::chrono::steady_clock;
   /// Told when each phase ("reduce_scatter", "all_gather") starts and ends.
@@ -46,6 +50,8 @@ class RingAllreduce {
  private:
   ProcessGroup& group_;
   Options options_;
+  /// Reduce-scatter receive slots, kept between calls on the same object.
+  torch::Tensor scratch_;
 };
 
 }  // namespace fulgur
