@@ -9,9 +9,10 @@
 // rate each rank's link carries, comparable across world sizes. `p2p` is
 // one link's speed: rank 0 sends S MB to rank 1 and back (busbw = bytes
 // one way / time one way). `exchange` is the 2-rank ring's bound on this
-// machine: ranks 0 and 1 send each other S MB at the same time, as every
-// ring step does (busbw = S / time, what a 2-rank ring's busbw counts), in
-// one message each, so no segmenting, reduction or protocol round trips.
+// machine: ranks 0 and 1 send each other S MB at the same time, in
+// --segment_mb messages whose receives are all announced first, so the
+// ring's data movement without its reduction or step dependencies (busbw =
+// S / time: a 2-rank ring moves S bytes each way per allreduce).
 #include <fulgur/strategies/create_strategy.hpp>
 #include <fulgur/strategies/detect_cluster_environment.hpp>
 #include <fulgur/strategies/local_launcher.hpp>
@@ -21,11 +22,13 @@
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -67,11 +70,20 @@ double run_rank(const std::string& algo, double size_mb, int iters, double segme
     } else if (algo == "exchange") {
       if (group.rank() < 2) {
         const int64_t peer = 1 - group.rank();
-        // Receive announced first, as the ring does, so neither side waits.
-        auto recv = group.recv_async(incoming, peer, 2);
-        auto send = group.send_async(buffer, peer, 2);
-        group.wait(recv, "recv");
-        group.wait(send, "send");
+        const int64_t segment = std::max<int64_t>(1, static_cast<int64_t>(segment_mb * (1 << 20)) / 4);
+        // Receives announced first, as the ring does, so neither side waits.
+        std::vector<c10::intrusive_ptr<c10d::Work>> recvs, sends;
+        std::vector<torch::Tensor> pieces;
+        for (int64_t at = 0, k = 0; at < buffer.numel(); at += segment, ++k) {
+          pieces.push_back(incoming.narrow(0, at, std::min(segment, buffer.numel() - at)));
+          recvs.push_back(group.recv_async(pieces.back(), peer, static_cast<int>(k)));
+        }
+        for (int64_t at = 0, k = 0; at < buffer.numel(); at += segment, ++k) {
+          torch::Tensor piece = buffer.narrow(0, at, std::min(segment, buffer.numel() - at));
+          sends.push_back(group.send_async(piece, peer, static_cast<int>(k)));
+        }
+        for (auto& w : recvs) group.wait(w, "recv");
+        for (auto& w : sends) group.wait(w, "send");
       }
     } else {
       throw std::invalid_argument("--algo must be ring, gloo, p2p or exchange, got " + algo);
