@@ -7,7 +7,9 @@
 # are inside it, Lightning's worker processes are not: this favours Lightning).
 #
 #   bench/vs_lightning/run.sh [build-dir]
-#   env: THREADS (2), OURS_WORKERS (2), LIGHTNING_WORKERS (2), CASES ("resnet18_cifar mlp")
+#   env: THREADS (2), OURS_WORKERS (2), LIGHTNING_WORKERS (2), CASES ("resnet18_cifar mlp"),
+#        OMP_WAIT_POLICY (unset: each side's default; fulgur's CLI then runs
+#        PASSIVE, PyTorch spins. Set it to give both sides the same policy.)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="$(cd "${1:-$root/build}" && pwd)"

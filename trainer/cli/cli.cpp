@@ -4,6 +4,7 @@
 #include <fulgur/callbacks/loggers/make_loggers.hpp>
 #include <fulgur/datamodules/data_error.hpp>
 #include <fulgur/strategies/local_launcher.hpp>
+#include <fulgur/trainer/cli/openmp_wait_policy.hpp>
 #include <fulgur/trainer/cli/trainer_options_reader.hpp>
 #include <fulgur/trainer/auto_resume.hpp>
 #include <fulgur/trainer/seed.hpp>
@@ -332,6 +333,7 @@ YAML::Node merge_configuration(const Arguments& args) {
 }
 
 int run(int argc, const char* const* argv, const Factories& factories) {
+  use_passive_openmp_wait(argc, argv);
   auto report = [](const std::exception& e, int exit_code) {
     std::cerr << "error: " << e.what() << std::endl;
     return exit_code;
