@@ -10,9 +10,11 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <regex>
 #include <string>
 #include <thread>
+#include <utility>
 
 using fulgur::testing::read_file;
 using fulgur::testing::run_command;
@@ -64,6 +66,36 @@ bool wait_for(Done done, int seconds) {
   }
   return done();
 }
+
+/// Starts a requeued job that SLURM holds (PENDING, Reason=BeginTime, for
+/// about two minutes) at once instead of waiting. Not too early: slurmd
+/// refuses a job whose credential is not newer, in whole seconds, than the
+/// revocation of its previous attempt's, and the job then ends FAILED
+/// (slurmctld.log: "Killing non-startable batch JobId=N: Job credential
+/// revoked"). So only once the hold has been seen for two seconds and the
+/// node is idle again (the previous attempt is cleaned up).
+class HeldJobStarter {
+ public:
+  explicit HeldJobStarter(std::string job) : job_(std::move(job)) {}
+
+  /// Call repeatedly while waiting.
+  void poll() {
+    if (job_field(job_, "JobState") != "PENDING" || job_field(job_, "Reason") != "BeginTime") {
+      held_since_.reset();
+      return;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!held_since_) held_since_ = now;
+    if (now - *held_since_ < std::chrono::seconds(2)) return;
+    if (run_command("sinfo -h -o %T", 30).output.rfind("idle", 0) != 0) return;
+    run_command("scontrol update JobId=" + job_ + " StartTime=now", 30);
+    held_since_.reset();
+  }
+
+ private:
+  std::string job_;
+  std::optional<std::chrono::steady_clock::time_point> held_since_;
+};
 
 size_t count(const std::string& text, const std::string& needle) {
   size_t n = 0;
@@ -168,14 +200,13 @@ TEST_CASE("slurm: --time and --signal=USR1: every rank stops at the same step an
   CHECK(out.find("fulgur: requeueing SLURM job " + job + " (scontrol requeue " + job + ")") != std::string::npos);
   CHECK(std::filesystem::exists(dir / "runs" / "fulgur_logs" / "version_0" / "metrics.csv"));
 
-  // SLURM holds a requeued job for two minutes; once it is pending again
-  // (after COMPLETING), start it now instead of waiting. The second attempt
-  // appends to the same job.out (--open-mode=append in the script).
+  // SLURM holds a requeued job for two minutes; start it now instead of
+  // waiting. The second attempt appends to the same job.out
+  // (--open-mode=append in the script).
+  HeldJobStarter starter(job);
   const bool restarted = wait_for(
       [&] {
-        if (job_field(job, "JobState") == "PENDING" && job_field(job, "Reason") == "BeginTime") {
-          run_command("scontrol update JobId=" + job + " StartTime=now", 30);
-        }
+        starter.poll();
         return count(job_output(dir), "fulgur: run folder ") >= 2;
       },
       120);
@@ -196,8 +227,10 @@ TEST_CASE("slurm: --time and --signal=USR1: every rank stops at the same step an
 TEST_CASE("slurm: a job stopped by --signal=USR1 resumes after its requeue and ends equal to an uninterrupted run") {
   require_cluster();
   TempDir dir("slurm-resume");
-  // Long enough (on 2 CPU ranks) that SLURM's warning arrives mid-run.
-  const std::string steps = "--trainer.max_steps 1500 --trainer.max_epochs -1 --trainer.deterministic true";
+  // SLURM's warning comes 10-40 s after the start (its timer ticks every 30 s
+  // and it signals up to one tick early); 2000 steps take over 50 s on two
+  // idle CPU ranks, so it always comes mid-run (1500 could finish first).
+  const std::string steps = "--trainer.max_steps 2000 --trainer.max_epochs -1 --trainer.deterministic true";
   TempDir reference("slurm-resume-reference");
   const auto whole = run_command(sbatch(reference, "cinic10-1node.sbatch", "FULGUR_DEVICES=2", "--wait", steps), 600);
   INFO(whole.output);
@@ -211,14 +244,13 @@ TEST_CASE("slurm: a job stopped by --signal=USR1 resumes after its requeue and e
     std::string job;
     ~Cancel() { run_command("scancel " + job, 30); }
   } cancel{job};
-  // Every requeue is held for two minutes by SLURM; release it at once.
+  // Every requeue is held for two minutes by SLURM; start it sooner.
+  HeldJobStarter starter(job);
   const bool finished = wait_for(
       [&] {
+        starter.poll();
         const std::string state = job_field(job, "JobState");
-        if (state == "PENDING" && job_field(job, "Reason") == "BeginTime") {
-          run_command("scontrol update JobId=" + job + " StartTime=now", 30);
-        }
-        return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED";
+        return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED" || state == "TIMEOUT";
       },
       540);
   const std::string out = job_output(dir);

@@ -136,8 +136,11 @@ void CSVLogger::load_state_dict(const std::map<std::string, int64_t>& state) {
     }
   }
   in.close();
-  // Rewrite the kept rows, dropping whatever was logged after the checkpoint.
-  if (!rows_.empty()) write_all();
+  // The kept rows replace the file (dropping whatever was logged after the
+  // checkpoint) at the next save(): written_columns_ is empty, so it rewrites
+  // everything. Not here: every rank restores the logger (they must agree on
+  // the run folder), but only rank 0 saves; two ranks rewriting metrics.csv
+  // through the same temp file made one of them fail on the rename.
 }
 
 }  // namespace fulgur

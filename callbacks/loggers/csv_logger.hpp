@@ -26,7 +26,9 @@ class CSVLogger : public Logger {
   /// {"version", "rows"}: the rows written so far (saved first).
   std::map<std::string, int64_t> state_dict() override;
   /// Continues version `version`: keeps the first `rows` rows of its
-  /// metrics.csv (dropping rows logged after the checkpoint) and appends after them.
+  /// metrics.csv and appends after them. Writes nothing itself (every rank
+  /// calls it): the next save() rewrites the file with the kept rows,
+  /// dropping rows logged after the checkpoint.
   void load_state_dict(const std::map<std::string, int64_t>& state) override;
 
   std::filesystem::path metrics_file() { return log_dir() / "metrics.csv"; }
