@@ -32,7 +32,10 @@ class RingAllreduce {
     int64_t segment_bytes = 1 << 20;
     /// Reduce-scatter segments whose receive is announced ahead of time
     /// (each needs a scratch slot of segment_bytes); all-gather segments
-    /// land in the buffer itself and are all announced at the start.
+    /// land in the buffer itself and are all announced at the start. Gloo
+    /// sends only to an announced receive, so with 1 the sender stalls on
+    /// every segment (twice the CPU per allreduce on 2 cores); 4 was as
+    /// fast as 32 in bench/RESULTS.md.
     int64_t segments_in_flight = 4;
   };
   using Clock = std::chrono::steady_clock;
@@ -44,7 +47,8 @@ class RingAllreduce {
 
   /// Reduces the contiguous `buffer` in place across all ranks (Sum, or
   /// Mean: the sum divided by the world size). Every rank calls it with the
-  /// same length and dtype. Max / Min are not ring operations here.
+  /// same length and dtype. Max / Min are not ring operations here. One
+  /// call at a time per object: the scratch slots are reused.
   void run(torch::Tensor& buffer, ReduceOp op, const PhaseObserver& observer = nullptr);
 
  private:
