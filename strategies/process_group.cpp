@@ -61,6 +61,13 @@ c10::intrusive_ptr<c10d::Store> make_store(const ProcessGroupOptions& o) {
   if (t.isServer && o.all_local) {
     t.masterListenFd = listen_on_loopback(o.main_port);
     t.useLibUV = false;  // the classic server accepts a pre-bound socket everywhere
+    // Port 0 (a single process picking any free port) binds an ephemeral
+    // port; the store checks the socket against the port it is given.
+    sockaddr_in bound{};
+    socklen_t length = sizeof(bound);
+    if (::getsockname(*t.masterListenFd, reinterpret_cast<sockaddr*>(&bound), &length) == 0) {
+      t.port = ntohs(bound.sin_port);
+    }
   }
   return c10::make_intrusive<c10d::TCPStore>(o.all_local ? "127.0.0.1" : o.main_address, t);
 }

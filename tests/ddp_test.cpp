@@ -52,6 +52,22 @@ TEST_CASE("ddp: 2 and 4 processes equal one process on the same global batch") {
   CHECK_FALSE(std::filesystem::exists(dir / "two" / "fulgur_logs" / "version_1"));
 }
 
+TEST_CASE("ddp and horovod with one process (no MASTER_PORT): a group of one on a free port, same result") {
+  // Lightning accepts strategy="ddp" on one device; the store then binds any free port.
+  TempDir dir("ddp-one-process");
+  const auto single = run_command(fit_command(dir, "single", "--data.batch_size 16"), 300);
+  INFO(single.output);
+  REQUIRE(single.exit_code == 0);
+  for (const std::string strategy : {"ddp", "horovod"}) {
+    const auto one = run_command("env -u MASTER_PORT -u MASTER_ADDR " +
+                                     fit_command(dir, strategy, "--data.batch_size 16 --trainer.strategy " + strategy),
+                                 300);
+    INFO(one.output);
+    REQUIRE(one.exit_code == 0);
+    CHECK(torch::allclose(load(dir / (strategy + ".pt")), load(dir / "single.pt"), 1e-6, 1e-6));
+  }
+}
+
 TEST_CASE("ddp: gradient accumulation communicates once per optimizer step and still matches") {
   TempDir dir("ddp-accumulate");
   const auto one =
