@@ -127,6 +127,7 @@ CINIC10Options CINIC10Options::from_config(cli::ConfigSection& section) {
   options.augment(section.get<bool>("augment", options.augment()));
   options.shuffle(section.get<bool>("shuffle", options.shuffle()));
   options.skip_bad_samples(section.get<bool>("skip_bad_samples", options.skip_bad_samples()));
+  options.pin_memory(section.get<bool>("pin_memory", options.pin_memory()));
   options.mean(section.get<std::vector<double>>("mean", options.mean()));
   if (auto expected = check_channel_stats(options.mean(), false); !expected.empty()) {
     section.fail("mean", expected, join(options.mean()));
@@ -225,6 +226,7 @@ std::shared_ptr<DataLoader> CINIC10::train_dataloader() {
                      .shuffle(options_.shuffle())
                      .drop_last(false)
                      .num_workers(options_.num_workers())
+                     .pin_memory(options_.pin_memory())
                      .skip_bad_samples(options_.skip_bad_samples());
   if (options_.seed()) options.seed(*options_.seed());
   if (!options_.augment()) return std::make_shared<DatasetLoader>(train_, options);
@@ -247,6 +249,7 @@ std::shared_ptr<DataLoader> CINIC10::eval_loader(const std::shared_ptr<const Ima
   return std::make_shared<DatasetLoader>(
       dataset, DatasetLoaderOptions(options_.batch_size())
                    .num_workers(options_.num_workers())
+                   .pin_memory(options_.pin_memory())
                    .skip_bad_samples(options_.skip_bad_samples())
                    .seed(0));
 }

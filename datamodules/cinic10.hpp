@@ -35,6 +35,9 @@ struct CINIC10Options {
   /// Log, count and replace unreadable images instead of stopping
   /// (DatasetLoaderOptions::skip_bad_samples).
   TORCH_ARG(bool, skip_bad_samples) = false;
+  /// Collate batches into page-locked memory so the copy to the GPU is
+  /// asynchronous (ignored without CUDA).
+  TORCH_ARG(bool, pin_memory) = false;
   TORCH_ARG(std::vector<double>, mean) = {0.47889522, 0.47227842, 0.43047404};
   TORCH_ARG(std::vector<double>, std) = {0.24205776, 0.23828046, 0.25874835};
   /// Seed of the training order and augmentation; unset: drawn from torch's
@@ -42,9 +45,9 @@ struct CINIC10Options {
   TORCH_ARG(std::optional<uint64_t>, seed) = std::nullopt;
 
  public:
-  /// Reads root, batch_size, num_workers, augment, shuffle, mean, std and
-  /// seed from `section`; an invalid value throws cli::ConfigError through
-  /// section.fail() naming the dotted key.
+  /// Reads root, batch_size, num_workers, augment, shuffle, skip_bad_samples,
+  /// pin_memory, mean, std and seed from `section`; an invalid value throws
+  /// cli::ConfigError through section.fail() naming the dotted key.
   static CINIC10Options from_config(cli::ConfigSection& section);
 };
 
