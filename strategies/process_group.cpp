@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <exception>
+#include <iostream>
 #include <stdexcept>
 
 namespace fulgur {
@@ -124,7 +126,22 @@ ProcessGroup::ProcessGroup(const ProcessGroup& parent, const std::string& name) 
   }
 }
 
-ProcessGroup::~ProcessGroup() = default;
+ProcessGroup::~ProcessGroup() {
+  // Tell the backend how the group ends, as torch.distributed's
+  // destroy_process_group does: NCCL's destructor otherwise warns that the
+  // group was not destroyed and may leave communicators to the exit path.
+  // Unwinding from an error aborts instead: a dead peer must not hold us.
+  if (!backend_) return;
+  try {
+    if (std::uncaught_exceptions() > 0) {
+      backend_->abort();
+    } else {
+      backend_->shutdown();
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "fulgur: warning: closing the process group failed: " << e.what() << std::endl;
+  }
+}
 
 void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const char* operation) const {
   try {
