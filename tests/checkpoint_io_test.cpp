@@ -123,6 +123,15 @@ TEST_CASE("CheckpointIO: truncated, bit-flipped and foreign files give one error
     flipped[at + 2] = static_cast<char>(flipped[at + 2] ^ 0x10);
     expect_error("flipped.ckpt", flipped, "CRC-32");
   }
+  SUBCASE("a zip64 end record pointing outside the file (found by the fuzzer) is an error") {
+    // LibTorch's zip reader trusts the zip64 record whenever its locator is
+    // there; a central-directory offset past the end made it read out of bounds.
+    const size_t record = bytes.rfind(std::string("PK\x06\x06", 4));
+    REQUIRE(record != std::string::npos);
+    std::string damaged = bytes;
+    for (size_t i = 0; i < 8; ++i) damaged[record + 48 + i] = static_cast<char>(0xF0);
+    expect_error("zip64.ckpt", damaged, "zip64 end record disagrees");
+  }
   SUBCASE("every single-byte flip is an error or loads the same values, never a crash") {
     for (size_t at = 0; at < bytes.size(); at += 7) {
       std::string flipped = bytes;

@@ -58,16 +58,26 @@ Directory find_central_directory(const Bytes& bytes) {
   }
   Directory dir{bytes.read(end + 10, 2, "end record"), bytes.read(end + 16, 4, "end record"),
                 bytes.read(end + 12, 4, "end record")};
-  if (dir.entries == 0xFFFF || dir.offset == 0xFFFFFFFF || dir.size == 0xFFFFFFFF) {
-    if (end < 20 || bytes.read(end - 20, 4, "zip64 locator") != kZip64Locator) {
-      throw std::runtime_error("corrupt zip archive (zip64 locator missing)");
-    }
+  const bool saturated = dir.entries == 0xFFFF || dir.offset == 0xFFFFFFFF || dir.size == 0xFFFFFFFF;
+  const bool has_locator = end >= 20 && bytes.read(end - 20, 4, "zip64 locator") == kZip64Locator;
+  if (saturated && !has_locator) throw std::runtime_error("corrupt zip archive (zip64 locator missing)");
+  // LibTorch's reader (miniz) takes the zip64 record whenever its locator is
+  // there, and reads it unchecked: its values must be checked too, and agree
+  // with the classic record where that one is not saturated.
+  if (has_locator) {
     const uint64_t record = bytes.read(end - 20 + 8, 8, "zip64 locator");
     if (bytes.read(record, 4, "zip64 end record") != kZip64EndOfCentralDirectory) {
       throw std::runtime_error("corrupt zip archive (zip64 end record missing)");
     }
-    dir = Directory{bytes.read(record + 32, 8, "zip64 end record"), bytes.read(record + 48, 8, "zip64 end record"),
-                    bytes.read(record + 40, 8, "zip64 end record")};
+    const Directory dir64{bytes.read(record + 32, 8, "zip64 end record"),
+                          bytes.read(record + 48, 8, "zip64 end record"),
+                          bytes.read(record + 40, 8, "zip64 end record")};
+    if ((dir.entries != 0xFFFF && dir.entries != dir64.entries) ||
+        (dir.offset != 0xFFFFFFFF && dir.offset != dir64.offset) ||
+        (dir.size != 0xFFFFFFFF && dir.size != dir64.size)) {
+      throw std::runtime_error("corrupt zip archive (the zip64 end record disagrees with the end record)");
+    }
+    dir = dir64;
   }
   bytes.require(dir.offset, dir.size, "central directory");
   if (dir.entries == 0) throw std::runtime_error("empty zip archive");
