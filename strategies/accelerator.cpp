@@ -1,5 +1,7 @@
 #include <fulgur/strategies/accelerator.hpp>
 
+#include <fulgur/strategies/cuda_runtime.hpp>
+
 #include <c10/core/DeviceGuard.h>
 #include <torch/cuda.h>
 
@@ -14,7 +16,7 @@ void Accelerator::setup_device(const torch::Device& device) const {
   if (device.is_cuda()) c10::impl::getDeviceGuardImpl(device.type())->setDevice(device);
 }
 
-bool Accelerator::is_cuda_available() { return torch::cuda::is_available(); }
+bool Accelerator::is_cuda_available() { return CudaRuntime::load() && torch::cuda::is_available(); }
 
 int64_t Accelerator::cuda_device_count() { return static_cast<int64_t>(torch::cuda::device_count()); }
 

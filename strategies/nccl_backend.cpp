@@ -1,11 +1,9 @@
 #include <fulgur/strategies/nccl_backend.hpp>
 
+#include <fulgur/strategies/cuda_runtime.hpp>
+
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
-
-#ifdef USE_C10D_NCCL
-#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
-#endif
 
 #include <stdexcept>
 
@@ -13,14 +11,17 @@ namespace fulgur {
 
 c10::intrusive_ptr<c10d::Backend> make_nccl_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                     int size, std::chrono::milliseconds timeout) {
-#ifdef USE_C10D_NCCL
-  auto options = c10d::ProcessGroupNCCL::Options::create();
-  options->timeout = timeout;
-  return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, options);
-#else
-  (void)store, (void)rank, (void)size, (void)timeout;
-  throw std::runtime_error("[make_nccl_backend] this LibTorch was built without NCCL; use accelerator 'cpu' (Gloo)");
-#endif
+  // The NCCL backend lives in the fulgur_cuda module (nccl_module.cpp), the
+  // one part of fulgur that links libtorch_cuda; see CudaRuntime.
+  using Make = void (*)(const c10::intrusive_ptr<c10d::Store>&, int, int, int64_t, c10::intrusive_ptr<c10d::Backend>&);
+  const auto make = reinterpret_cast<Make>(CudaRuntime::symbol("fulgur_make_nccl_backend"));
+  if (make == nullptr) {
+    throw std::runtime_error("[make_nccl_backend] NCCL needs CUDA, which is not loaded here (" +
+                             CudaRuntime::status() + "); use accelerator 'cpu' (Gloo)");
+  }
+  c10::intrusive_ptr<c10d::Backend> backend;
+  make(store, rank, size, timeout.count(), backend);
+  return backend;
 }
 
 }  // namespace fulgur

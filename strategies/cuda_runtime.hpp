@@ -1,0 +1,27 @@
+#pragma once
+
+#include <string>
+
+namespace fulgur {
+
+/// Loads LibTorch's CUDA half (libtorch_cuda, and cuDNN, cuBLAS, NCCL behind
+/// it) only on a machine with a CUDA driver. fulgur links LibTorch's CPU
+/// half alone; with a CUDA build of LibTorch the fulgur_cuda module (which
+/// needs libtorch_cuda and holds the NCCL backend) is loaded at start-up,
+/// before anything asks whether CUDA is there: ATen decides that once per
+/// process. Without a driver nothing is loaded, which spares a CPU-only run
+/// about 390 MB of resident memory and part of a second of start-up, and
+/// CUDA reads as unavailable, as it would anyway.
+class CudaRuntime {
+ public:
+  /// True when the module is loaded (so torch::cuda::is_available() can be
+  /// true). Loads it on the first call; later calls return the same answer.
+  static bool load();
+  /// A function the module exports, or nullptr when it is not loaded.
+  static void* symbol(const char* name);
+  /// Why the module is not loaded ("no CUDA driver (libcuda.so.1)", the
+  /// loader's error naming the file, or "this LibTorch has no CUDA").
+  static std::string status();
+};
+
+}  // namespace fulgur
