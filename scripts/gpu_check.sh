@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Trains the examples on this machine's first GPU: the checks that CI, which
 # has no GPU, cannot run. Builds against the LibTorch of the python3 on PATH
-# (or $TORCH_DIR) into build-gpu/ and stops at the first failure.
+# (or $TORCH_DIR) into build-gpu/ with $CXX (use the distribution's g++) and
+# stops at the first failure.
 #
 #   scripts/gpu_check.sh [build-dir]
 #
