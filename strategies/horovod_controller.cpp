@@ -60,6 +60,7 @@ HorovodController::HorovodController(std::vector<torch::Tensor> parameters, std:
     torch::autograd::impl::set_post_acc_grad_hooks(
         parameters_[k], std::make_unique<SubmitHook>([this, k] { on_gradient_ready(k); }));
   }
+  ring_ = std::make_unique<RingAllreduce>(group_, RingAllreduce::Options{.segment_bytes = options_.segment_bytes});
   thread_ = std::thread([this] { run(); });
 }
 
@@ -309,8 +310,7 @@ void HorovodController::reduce(int64_t first, int64_t last) {
     group_.all_reduce(buffer, op);
     if (timeline_) timeline_->record("NCCL_ALLREDUCE", id, what, buffer.nbytes(), reducing, Clock::now());
   } else {
-    RingAllreduce ring(group_, RingAllreduce::Options{.segment_bytes = options_.segment_bytes});
-    ring.run(buffer, op, [&](const std::string& phase, Clock::time_point start, Clock::time_point end) {
+    ring_->run(buffer, op, [&](const std::string& phase, Clock::time_point start, Clock::time_point end) {
       if (timeline_) timeline_->record(phase == "reduce_scatter" ? "REDUCE_SCATTER" : "ALL_GATHER", id, what,
                                        buffer.nbytes(), start, end);
     });

@@ -18,6 +18,7 @@ namespace fulgur {
 
 class FusionBuffer;
 class ProcessGroup;
+class RingAllreduce;
 class Timeline;
 
 /// The Horovod strategy's gradient path, run by a background thread the way
@@ -110,6 +111,7 @@ class HorovodController {
   bool thread_done_ = false;
   std::optional<std::string> error_;
   std::unique_ptr<FusionBuffer> fusion_;  // used by the thread only
+  std::unique_ptr<RingAllreduce> ring_;   // used by the thread only; its scratch is reused
   std::thread thread_;
 };
 
