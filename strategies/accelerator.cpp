@@ -1,6 +1,7 @@
 #include <fulgur/strategies/accelerator.hpp>
 
 #include <fulgur/strategies/cuda_runtime.hpp>
+#include <fulgur/strategies/host_caching_allocator.hpp>
 
 #include <c10/core/DeviceGuard.h>
 #include <torch/cuda.h>
@@ -13,6 +14,9 @@ torch::Device Accelerator::device(int64_t local_rank) const {
 }
 
 void Accelerator::setup_device(const torch::Device& device) const {
+  // Host tensors (all of them on the CPU; batches on the way to a GPU) are
+  // freed and allocated again every step.
+  HostCachingAllocator::install();
   if (device.is_cuda()) c10::impl::getDeviceGuardImpl(device.type())->setDevice(device);
 }
 

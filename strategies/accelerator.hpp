@@ -16,7 +16,8 @@ class Accelerator {
   AcceleratorKind kind() const { return kind_; }
   /// The device a process with this local rank uses.
   torch::Device device(int64_t local_rank) const;
-  /// Makes `device` current for this thread (CUDA) so allocations land there.
+  /// Makes `device` current for this thread (CUDA) so allocations land there,
+  /// and installs the HostCachingAllocator for host tensors.
   void setup_device(const torch::Device& device) const;
   /// Copies to this accelerator can be non_blocking (pinned host memory).
   bool supports_non_blocking_copy() const { return kind_ == AcceleratorKind::Cuda; }
