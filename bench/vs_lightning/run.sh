@@ -8,6 +8,8 @@
 #
 #   bench/vs_lightning/run.sh [build-dir]
 #   env: THREADS (2), OURS_WORKERS (2), LIGHTNING_WORKERS (2), CASES ("resnet18_cifar mlp"),
+#        REPEATS (3: runs per side, alternating ours/lightning; medians are
+#        compared, as single runs on a shared machine swing by 15 %),
 #        OMP_WAIT_POLICY (unset: each side's default; fulgur's CLI then runs
 #        PASSIVE, PyTorch spins. Set it to give both sides the same policy.)
 set -euo pipefail
@@ -33,6 +35,8 @@ measure() {
   rss_mb=$(awk -v k="$rss_kb" 'BEGIN { printf "%.0f", k / 1024 }')
 }
 
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
 # $1 = case label, $2 = arch, $3 = batch size, $4 = epochs, $5 = train batches per epoch (0: all)
 compare() {
   local label="$1" arch="$2" batch="$3" epochs="$4" limit="$5"
@@ -41,21 +45,27 @@ compare() {
     ours_limit=(--trainer.limit_train_batches "$limit" --trainer.limit_val_batches 2)
     their_limit=(--limit-train-batches "$limit" --limit-val-batches 2)
   fi
-  measure "ours-$label" "$build/bin/cinic10" fit --seed_everything 0 --test_after_fit false \
-    --trainer.max_epochs "$epochs" --trainer.accelerator cpu --trainer.enable_progress_bar false \
-    --trainer.default_root_dir "$work/ours-$label" "${ours_limit[@]}" \
-    --data.root "$data" --data.batch_size "$batch" --data.num_workers "${OURS_WORKERS:-2}" --data.augment false \
-    --model.arch "$arch" --model.lr 0.05 --model.momentum 0.9 --model.weight_decay 0.0005 --model.lr_step_size 0
-  local ours_s="$seconds" ours_rss="$rss_mb"
-  measure "lightning-$label" "$python" "$root/bench/lightning/train_cinic.py" --root "$data" --arch "$arch" \
-    --epochs "$epochs" --batch-size "$batch" --lr 0.05 --momentum 0.9 --weight-decay 0.0005 \
-    --workers "${LIGHTNING_WORKERS:-2}" --threads "$threads" --out "$work/lightning-$label" --skip-test "${their_limit[@]}"
-  local their_s="$seconds" their_rss="$rss_mb"
-  local fit_only
-  fit_only="$(sed -n 's/^fit_seconds=//p' "$work/lightning-$label.log")"
-  echo "vs_lightning[$label]: ours $ours_s s, lightning $their_s s, ratio $(awk -v a="$their_s" -v b="$ours_s" 'BEGIN { printf "%.2f", a / b }')" \
-    "(lightning Trainer.fit alone $fit_only s)"
-  echo "vs_lightning[$label] peak RSS: ours $ours_rss MB, lightning $their_rss MB, ratio $(awk -v a="$ours_rss" -v b="$their_rss" 'BEGIN { printf "%.2f", a / b }')"
+  local ours_s=() ours_rss=() their_s=() their_rss=() fit_only=()
+  for ((run = 1; run <= ${REPEATS:-3}; run++)); do
+    measure "ours-$label" "$build/bin/cinic10" fit --seed_everything 0 --test_after_fit false \
+      --trainer.max_epochs "$epochs" --trainer.accelerator cpu --trainer.enable_progress_bar false \
+      --trainer.default_root_dir "$work/ours-$label-$run" "${ours_limit[@]}" \
+      --data.root "$data" --data.batch_size "$batch" --data.num_workers "${OURS_WORKERS:-2}" --data.augment false \
+      --model.arch "$arch" --model.lr 0.05 --model.momentum 0.9 --model.weight_decay 0.0005 --model.lr_step_size 0
+    ours_s+=("$seconds") ours_rss+=("$rss_mb")
+    measure "lightning-$label" "$python" "$root/bench/lightning/train_cinic.py" --root "$data" --arch "$arch" \
+      --epochs "$epochs" --batch-size "$batch" --lr 0.05 --momentum 0.9 --weight-decay 0.0005 \
+      --workers "${LIGHTNING_WORKERS:-2}" --threads "$threads" --out "$work/lightning-$label-$run" --skip-test "${their_limit[@]}"
+    their_s+=("$seconds") their_rss+=("$rss_mb")
+    fit_only+=("$(sed -n 's/^fit_seconds=//p' "$work/lightning-$label.log")")
+    echo "vs_lightning[$label] run $run: ours ${ours_s[-1]} s, lightning ${their_s[-1]} s" >&2
+  done
+  local ours theirs ours_mb their_mb
+  ours="$(median "${ours_s[@]}")" theirs="$(median "${their_s[@]}")"
+  ours_mb="$(median "${ours_rss[@]}")" their_mb="$(median "${their_rss[@]}")"
+  echo "vs_lightning[$label]: ours $ours s, lightning $theirs s, ratio $(awk -v a="$theirs" -v b="$ours" 'BEGIN { printf "%.2f", a / b }')" \
+    "(medians of ${#ours_s[@]} runs each; lightning Trainer.fit alone $(median "${fit_only[@]}") s)"
+  echo "vs_lightning[$label] peak RSS: ours $ours_mb MB, lightning $their_mb MB, ratio $(awk -v a="$ours_mb" -v b="$their_mb" 'BEGIN { printf "%.2f", a / b }')"
 }
 
 for case in ${CASES:-resnet18_cifar mlp}; do
