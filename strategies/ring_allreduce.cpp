@@ -6,6 +6,7 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -27,6 +28,15 @@ RingAllreduce::RingAllreduce(ProcessGroup& group, Options options) : group_(grou
   }
 }
 
+int64_t RingAllreduce::segment_elements(int64_t segment_bytes, int64_t element_size, int64_t longest_chunk,
+                                        int64_t steps) {
+  const int64_t wanted = std::max<int64_t>(1, segment_bytes / element_size);
+  // Tags are step * segments_per_chunk + k; Gloo's tags are ints.
+  const int64_t segments_allowed = std::numeric_limits<int>::max() / std::max<int64_t>(steps, 1);
+  const int64_t smallest = (longest_chunk + segments_allowed - 1) / segments_allowed;
+  return std::max(wanted, smallest);
+}
+
 void RingAllreduce::run(torch::Tensor& buffer, ReduceOp op, const PhaseObserver& observer) {
   if (op != ReduceOp::Sum && op != ReduceOp::Mean) {
     throw std::invalid_argument("[RingAllreduce::run] only Sum and Mean are ring reductions");
@@ -40,7 +50,9 @@ void RingAllreduce::run(torch::Tensor& buffer, ReduceOp op, const PhaseObserver&
   torch::Tensor flat = buffer.view({-1});
   auto chunk_start = [&](int64_t c) { return c * length / n; };
   auto chunk_length = [&](int64_t c) { return chunk_start(c + 1) - chunk_start(c); };
-  const int64_t segment = std::max<int64_t>(1, options_.segment_bytes / static_cast<int64_t>(buffer.element_size()));
+  const int64_t steps = 2 * (n - 1);
+  const int64_t segment =
+      segment_elements(options_.segment_bytes, static_cast<int64_t>(buffer.element_size()), (length + n - 1) / n, steps);
   auto segments_of = [&](int64_t c) { return (chunk_length(c) + segment - 1) / segment; };
   int64_t max_segments = 0;
   for (int64_t c = 0; c < n; ++c) max_segments = std::max(max_segments, segments_of(c));
@@ -49,7 +61,6 @@ void RingAllreduce::run(torch::Tensor& buffer, ReduceOp op, const PhaseObserver&
 
   // 2(n-1) steps: the first n-1 reduce (scatter), the rest copy (gather).
   // In step s this rank sends chunk (rank - s) and receives chunk (rank - s - 1).
-  const int64_t steps = 2 * (n - 1);
   auto sent_chunk = [&](int64_t s) { return positive_mod(rank - s, n); };
   auto received_chunk = [&](int64_t s) { return positive_mod(rank - s - 1, n); };
   auto tag = [&](int64_t s, int64_t k) { return static_cast<int>(s * max_segments + k); };

@@ -51,6 +51,11 @@ class RingAllreduce {
   /// call at a time per object: the scratch slots are reused.
   void run(torch::Tensor& buffer, ReduceOp op, const PhaseObserver& observer = nullptr);
 
+  /// Elements per segment: segment_bytes worth, at least one, and enough
+  /// that every (step, segment) pair of `steps` steps over chunks of up to
+  /// `longest_chunk` elements gets its own int message tag.
+  static int64_t segment_elements(int64_t segment_bytes, int64_t element_size, int64_t longest_chunk, int64_t steps);
+
  private:
   ProcessGroup& group_;
   Options options_;

@@ -2,6 +2,8 @@
 // and awkward lengths, and a rank killed mid-ring does not hang the others.
 #include "support/test_support.hpp"
 
+#include <fulgur/strategies/ring_allreduce.hpp>
+
 #include <torch/torch.h>
 
 #include <doctest/doctest.h>
@@ -9,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <limits>
 #include <string>
 
 using fulgur::testing::run_command;
@@ -58,4 +61,18 @@ TEST_CASE("ring allreduce: a rank killed mid-ring makes the others fail, not han
   CHECK(result.output.find("rank 2 exit 1") != std::string::npos);
   CHECK(result.output.find("[ProcessGroup::ring_allreduce]") != std::string::npos);
   CHECK(seconds < 60);
+}
+
+TEST_CASE("ring allreduce: segments grow until every (step, segment) pair has its own int tag") {
+  using fulgur::RingAllreduce;
+  CHECK(RingAllreduce::segment_elements(1 << 20, 4, 1000, 2) == (1 << 18));
+  CHECK(RingAllreduce::segment_elements(1, 8, 1000, 2) == 1);
+  // 1-byte segments of a 12 GB float buffer over 64 ranks: 126 steps of
+  // 47 M segments would need tags past 2^31.
+  const int64_t longest = int64_t{3} << 30;
+  const int64_t steps = 126;
+  const int64_t segment = RingAllreduce::segment_elements(1, 4, longest, steps);
+  CHECK(segment > 1);
+  CHECK(steps * ((longest + segment - 1) / segment) <= std::numeric_limits<int>::max());
+  CHECK(steps * ((longest + segment - 2) / (segment - 1)) > std::numeric_limits<int>::max() / 2);
 }
