@@ -8,8 +8,9 @@
 #
 #   bench/vs_lightning/run.sh [build-dir]
 #   env: THREADS (2), OURS_WORKERS (2), LIGHTNING_WORKERS (2), CASES ("resnet18_cifar mlp"),
-#        REPEATS (3: runs per side, alternating ours/lightning; medians are
-#        compared, as single runs on a shared machine swing by 15 %),
+#        REPEATS (3: runs per side, alternating ours/lightning; the median of
+#        the pairs' ratios is reported, as single runs on a shared machine
+#        swing by 15 % and the machine may drift during the benchmark),
 #        OMP_WAIT_POLICY (unset: each side's default; fulgur's CLI then runs
 #        PASSIVE, PyTorch spins. Set it to give both sides the same policy.)
 set -euo pipefail
@@ -60,11 +61,16 @@ compare() {
     fit_only+=("$(sed -n 's/^fit_seconds=//p' "$work/lightning-$label.log")")
     echo "vs_lightning[$label] run $run: ours ${ours_s[-1]} s, lightning ${their_s[-1]} s" >&2
   done
-  local ours theirs ours_mb their_mb
+  # The ratio is the median of the runs' pairwise ratios: a pair ran back to
+  # back, so a machine that slows down during the benchmark cancels out.
+  local ours theirs ours_mb their_mb ratios=()
+  for ((i = 0; i < ${#ours_s[@]}; i++)); do
+    ratios+=("$(awk -v a="${their_s[i]}" -v b="${ours_s[i]}" 'BEGIN { printf "%.4f", a / b }')")
+  done
   ours="$(median "${ours_s[@]}")" theirs="$(median "${their_s[@]}")"
   ours_mb="$(median "${ours_rss[@]}")" their_mb="$(median "${their_rss[@]}")"
-  echo "vs_lightning[$label]: ours $ours s, lightning $theirs s, ratio $(awk -v a="$theirs" -v b="$ours" 'BEGIN { printf "%.2f", a / b }')" \
-    "(medians of ${#ours_s[@]} runs each; lightning Trainer.fit alone $(median "${fit_only[@]}") s)"
+  echo "vs_lightning[$label]: ours $ours s, lightning $theirs s, ratio $(awk -v r="$(median "${ratios[@]}")" 'BEGIN { printf "%.2f", r }')" \
+    "(medians of ${#ours_s[@]} runs each, ratio of the pairs; lightning Trainer.fit alone $(median "${fit_only[@]}") s)"
   echo "vs_lightning[$label] peak RSS: ours $ours_mb MB, lightning $their_mb MB, ratio $(awk -v a="$ours_mb" -v b="$their_mb" 'BEGIN { printf "%.2f", a / b }')"
 }
 
