@@ -1,5 +1,7 @@
 #pragma once
 
+#include "test_paths.hpp"
+
 #include <filesystem>
 #include <string>
 
