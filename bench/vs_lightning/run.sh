@@ -4,10 +4,14 @@
 # peer (bench/lightning/train_cinic.py), same model, batch size, SGD settings
 # and compute threads. Wall time is the whole process on both sides (start-up
 # included for both); peak RSS is the main process's (fulgur's loader threads
-# are inside it, Lightning's worker processes are not: this favours Lightning).
+# are inside it; Lightning loads in its main process with 0 workers, and its
+# worker processes, with LIGHTNING_WORKERS > 0, would not be counted).
 #
 #   bench/vs_lightning/run.sh [build-dir]
-#   env: THREADS (2), OURS_WORKERS (2), LIGHTNING_WORKERS (2), CASES ("resnet18_cifar mlp"),
+#   env: THREADS (2), OURS_WORKERS (2), LIGHTNING_WORKERS (0), CASES ("resnet18_cifar mlp"),
+#        (the worker counts are each side's fastest on the 2-core machine of
+#        bench/RESULTS.md: Lightning with 0 workers beat 1 and 2 in both
+#        cases, fulgur with 2 loader threads beat 0),
 #        REPEATS (3: runs per side, alternating ours/lightning; the median of
 #        the pairs' ratios is reported, as single runs on a shared machine
 #        swing by 15 % and the machine may drift during the benchmark),
@@ -56,7 +60,7 @@ compare() {
     ours_s+=("$seconds") ours_rss+=("$rss_mb")
     measure "lightning-$label" "$python" "$root/bench/lightning/train_cinic.py" --root "$data" --arch "$arch" \
       --epochs "$epochs" --batch-size "$batch" --lr 0.05 --momentum 0.9 --weight-decay 0.0005 \
-      --workers "${LIGHTNING_WORKERS:-2}" --threads "$threads" --out "$work/lightning-$label-$run" --skip-test "${their_limit[@]}"
+      --workers "${LIGHTNING_WORKERS:-0}" --threads "$threads" --out "$work/lightning-$label-$run" --skip-test "${their_limit[@]}"
     their_s+=("$seconds") their_rss+=("$rss_mb")
     fit_only+=("$(sed -n 's/^fit_seconds=//p' "$work/lightning-$label.log")")
     echo "vs_lightning[$label] run $run: ours ${ours_s[-1]} s, lightning ${their_s[-1]} s" >&2
