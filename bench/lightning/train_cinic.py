@@ -37,14 +37,18 @@ def build(arch: str, num_classes: int) -> torch.nn.Module:
 
 
 class LitClassifier(pl.LightningModule):
-    def __init__(self, arch, num_classes, lr, momentum, weight_decay, weights=None):
+    def __init__(self, arch, num_classes, lr, momentum, weight_decay, weights=None, channels_last=False):
         super().__init__()
         self.save_hyperparameters()
         self.net = build(arch, num_classes)
         if weights:
             self.net.load_state_dict(torch.load(weights, weights_only=True))
+        if channels_last:  # as fulgur's --model.channels_last: NHWC weights and inputs
+            self.net = self.net.to(memory_format=torch.channels_last)
 
     def forward(self, x):
+        if self.hparams.channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
         return self.net(x)
 
     def training_step(self, batch, batch_idx):
@@ -103,10 +107,12 @@ def main():
     p.add_argument("--skip-test", action="store_true")
     p.add_argument("--limit-train-batches", type=int, default=None)
     p.add_argument("--limit-val-batches", type=int, default=None)
+    p.add_argument("--channels-last", action="store_true")
     args = p.parse_args()
 
     torch.set_num_threads(args.threads)
-    model = LitClassifier(args.arch, args.num_classes, args.lr, args.momentum, args.weight_decay, args.weights)
+    model = LitClassifier(args.arch, args.num_classes, args.lr, args.momentum, args.weight_decay, args.weights,
+                          args.channels_last)
     trainer = pl.Trainer(max_epochs=args.epochs, accelerator="cpu", devices=1, default_root_dir=args.out,
                          enable_progress_bar=False, enable_model_summary=False,
                          limit_train_batches=args.limit_train_batches, limit_val_batches=args.limit_val_batches)
