@@ -12,6 +12,8 @@
 //   build/bin/raw_loop [--arch resnet18_cifar] [--batch_size 128] [--epochs 2]
 //                      [--train_batches 6] [--val_batches 2] [--sanity_batches 2]
 //                      [--threads 2] [--image_size 32] [--classes 10] [--channels_last 0]
+#include "bench_support.hpp"
+
 #include <fulgur/fulgur.hpp>
 #include <fulgur/modules/models/create_model.hpp>
 #include <fulgur/strategies/host_caching_allocator.hpp>
@@ -19,24 +21,13 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <cstring>
 #include <iostream>
 #include <string>
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string flag(int argc, char** argv, const char* name, const std::string& fallback) {
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
-  }
-  return fallback;
-}
-
-int64_t flag(int argc, char** argv, const char* name, int64_t fallback) {
-  return std::stoll(flag(argc, argv, name, std::to_string(fallback)));
-}
+using fulgur::bench::flag;
 
 /// Forward passes in eval mode without autograd, as a validation loop runs.
 void evaluate(torch::nn::AnyModule& model, const std::vector<fulgur::Batch>& batches, int64_t count) {

@@ -10,21 +10,22 @@
 //
 //   build/bin/tensorboard_overhead [--epochs 6] [--data data/digits-cinic]
 #include "../examples/cinic10/lit_classifier.hpp"
+#include "bench_support.hpp"
 
 #include <fulgur/datamodules/cinic10.hpp>
 #include <fulgur/fulgur.hpp>
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <ctime>
 #include <iostream>
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using fulgur::bench::flag;
+using fulgur::bench::median;
 
 double process_cpu_seconds() {
   timespec t{};
@@ -48,18 +49,6 @@ struct EpochTimer : fulgur::Callback {
     cpu_seconds.push_back(process_cpu_seconds() - cpu_start);
   }
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-std::string flag(int argc, char** argv, const char* name, const std::string& fallback) {
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
-  }
-  return fallback;
-}
 
 }  // namespace
 

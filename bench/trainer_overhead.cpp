@@ -4,19 +4,21 @@
 // machine noise hits both; the median epoch of each is compared.
 //
 //   build/bin/trainer_overhead [--epochs 15] [--batches 200] [--batch_size 64] [--threads 2]
+#include "bench_support.hpp"
+
 #include <fulgur/datamodules/tensor_batch_loader.hpp>
 #include <fulgur/fulgur.hpp>
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <iostream>
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using fulgur::bench::flag;
+using fulgur::bench::median;
 
 torch::nn::Sequential make_mlp() {
   return torch::nn::Sequential(torch::nn::Linear(784, 256), torch::nn::ReLU(), torch::nn::Linear(256, 256),
@@ -74,18 +76,6 @@ double raw_epoch(torch::nn::Sequential& net, torch::optim::Optimizer& optimizer,
     optimizer.step();
   }
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-int64_t flag(int argc, char** argv, const char* name, int64_t fallback) {
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], name) == 0) return std::stoll(argv[i + 1]);
-  }
-  return fallback;
 }
 
 }  // namespace
