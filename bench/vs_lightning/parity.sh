@@ -11,14 +11,8 @@
 #   bench/vs_lightning/parity.sh [build-dir]
 #   env: EPOCHS (4), BATCH (64), ORDER_SEED (7)
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-build="$(cd "${1:-$root/build}" && pwd)"
-python="$root/.venv/bin/python"
-data="${VS_LIGHTNING_DATA:-$build/bench-data/vs-lightning}"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 epochs="${EPOCHS:-4}" batch="${BATCH:-64}" order_seed="${ORDER_SEED:-7}"
-[[ -f "$data/.complete" ]] || "$python" "$root/bench/vs_lightning/make_data.py" "$data" 400 60 60 > /dev/null
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
 
 # The shared initial weights, written by torchvision's model.
 "$python" -c "import sys, torch; sys.path.insert(0, '$root/bench/lightning'); from train_cinic import build

@@ -22,14 +22,8 @@
 #        OMP_WAIT_POLICY (unset: each side's default; fulgur's CLI then runs
 #        PASSIVE, PyTorch spins. Set it to give both sides the same policy.)
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-build="$(cd "${1:-$root/build}" && pwd)"
-python="$root/.venv/bin/python"
-data="${VS_LIGHTNING_DATA:-$build/bench-data/vs-lightning}"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 threads="${THREADS:-2}"
-[[ -f "$data/.complete" ]] || "$python" "$root/bench/vs_lightning/make_data.py" "$data" 400 60 60 > /dev/null
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
 
 # Runs "$@" under GNU time; sets seconds, rss_mb and log.
 measure() {
