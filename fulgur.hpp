@@ -14,9 +14,13 @@
 #include <fulgur/callbacks/loggers/tensor_board_logger.hpp>
 #include <fulgur/callbacks/progress_bar.hpp>
 #include <fulgur/callbacks/timer.hpp>
-#include <fulgur/datamodules/batch.hpp>
+#include <fulgur/modules/batch.hpp>
 #include <fulgur/datamodules/data_loader.hpp>
 #include <fulgur/datamodules/data_module.hpp>
+#include <fulgur/datamodules/dataset.hpp>
+#include <fulgur/datamodules/dataset_loader.hpp>
+#include <fulgur/datamodules/pad_sequences.hpp>
+#include <fulgur/datamodules/tensor_batch_loader.hpp>
 #include <fulgur/modules/lightning_module.hpp>
 #include <fulgur/modules/log_options.hpp>
 #include <fulgur/modules/metrics/accuracy.hpp>

@@ -13,7 +13,6 @@
 // --segment_mb messages whose receives are all announced first, so the
 // ring's data movement without its reduction or step dependencies (busbw =
 // S / time: a 2-rank ring moves S bytes each way per allreduce).
-#include <fulgur/strategies/create_strategy.hpp>
 #include <fulgur/strategies/detect_cluster_environment.hpp>
 #include <fulgur/strategies/local_launcher.hpp>
 #include <fulgur/strategies/process_group.hpp>
@@ -107,7 +106,7 @@ int main(int argc, char** argv) {
   try {
     const auto args = parse(argc, argv);
     const int64_t world_size = std::atoll(args.at("world_size").c_str());
-    if (fulgur::LocalLauncher::should_launch()) {
+    if (!fulgur::detect_cluster_environment()->creates_processes_externally()) {
       return fulgur::LocalLauncher(fulgur::LocalLauncherOptions(world_size)).launch(argc, argv);
     }
     const double busbw = run_rank(args.at("algo"), std::atof(args.at("size_mb").c_str()),

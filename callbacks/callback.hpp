@@ -1,6 +1,6 @@
 #pragma once
 
-#include <fulgur/datamodules/batch.hpp>
+#include <fulgur/modules/batch.hpp>
 
 #include <torch/torch.h>
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <fulgur/datamodules/batch.hpp>
+#include <fulgur/modules/batch.hpp>
 
 #include <memory>
 #include <optional>
@@ -39,7 +39,7 @@ class DataLoader {
   };
   /// Restricts the loader to this process's share of the data when several
   /// processes work together. Loaders that cannot shard (batches prepared
-  /// by the user) ignore it and every rank sees the same batches.
+  /// by the user) say so (TensorBatchLoader warns once).
   virtual void shard(const Shard& shard) { (void)shard; }
   /// Starts a pass over the current epoch at batch index `first_batch`.
   virtual std::unique_ptr<BatchIterator> iterate(int64_t first_batch = 0) = 0;

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <fulgur/datamodules/batch.hpp>
+#include <fulgur/modules/batch.hpp>
 #include <fulgur/datamodules/example.hpp>
 
 #include <cstdint>
@@ -20,10 +20,14 @@ class Dataset {
   virtual int64_t size() const = 0;
   /// The example at `index`.
   virtual Example get(int64_t index) const = 0;
-  /// The examples at `indices` collated into one batch: inputs stacked along
-  /// a new first dimension, targets as an int64 vector. Override it when a
+  /// The examples at `indices` collated into one batch. Override it when a
   /// dataset can gather a batch faster than one get() per sample.
   virtual Batch get_batch(const std::vector<int64_t>& indices) const;
+  /// Joins examples into a batch: inputs and every named tensor stacked along
+  /// a new first dimension, targets as an int64 vector. Override it for
+  /// examples of different shapes (e.g. pad variable-length sequences with
+  /// pad_sequences); the loaders call it for every batch.
+  virtual Batch collate(std::vector<Example> examples) const;
 };
 
 }  // namespace fulgur

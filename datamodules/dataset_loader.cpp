@@ -43,31 +43,15 @@ struct EpochPlan {
     // (Not InferenceMode: inference tensors cannot be saved for backward.)
     torch::NoGradGuard no_grad;
     Batch result = bad_samples ? build_skipping_bad(indices_of(batch)) : dataset->get_batch(indices_of(batch));
-    if (pin_memory) {
-      result.input = result.input.pin_memory();
-      if (result.target.defined()) result.target = result.target.pin_memory();
-    }
-    return result;
+    return pin_memory ? result.pin_memory() : result;
   }
 
   /// Each sample that throws DataError is replaced by the next good index,
   /// so the batch keeps its size and the epoch its number of batches.
   Batch build_skipping_bad(const std::vector<int64_t>& indices) const {
-    std::vector<torch::Tensor> inputs;
-    std::vector<int64_t> targets;
-    for (const int64_t index : indices) {
-      Example example = good_example_from(index);
-      if (!inputs.empty() && example.input.sizes() != inputs.front().sizes()) {
-        std::ostringstream message;
-        message << "[DatasetLoader] example " << index << " has input shape " << example.input.sizes()
-                << " but the batch's first has " << inputs.front().sizes()
-                << "; all inputs of a batch must have the same shape";
-        throw DataError(message.str());
-      }
-      inputs.push_back(std::move(example.input));
-      targets.push_back(example.target);
-    }
-    return {torch::stack(inputs), torch::tensor(targets, torch::kLong)};
+    std::vector<Example> examples;
+    for (const int64_t index : indices) examples.push_back(good_example_from(index));
+    return dataset->collate(std::move(examples));
   }
 
   Example good_example_from(int64_t index) const {

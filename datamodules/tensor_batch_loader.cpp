@@ -1,5 +1,6 @@
 #include <fulgur/datamodules/tensor_batch_loader.hpp>
 
+#include <iostream>
 #include <stdexcept>
 #include <string>
 
@@ -26,6 +27,14 @@ class TensorBatchIterator : public BatchIterator {
 
 TensorBatchLoader::TensorBatchLoader(std::vector<Batch> batches)
     : batches_(std::make_shared<const std::vector<Batch>>(std::move(batches))) {}
+
+void TensorBatchLoader::shard(const Shard& shard) {
+  if (shard.rank != 0 || warned_) return;
+  warned_ = true;
+  std::cerr << "fulgur: warning: TensorBatchLoader does not shard: each of the " << shard.num_replicas
+            << " processes trains on the " << size() << " batches it holds (use a DatasetLoader to split the data)"
+            << std::endl;
+}
 
 std::unique_ptr<BatchIterator> TensorBatchLoader::iterate(int64_t first_batch) {
   if (first_batch < 0 || first_batch > size()) {

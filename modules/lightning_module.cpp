@@ -1,5 +1,4 @@
 #include <fulgur/modules/lightning_module.hpp>
-#include <fulgur/trainer/result_collection.hpp>
 
 #include <fmt/format.h>
 

@@ -1,7 +1,8 @@
 #pragma once
 
-#include <fulgur/datamodules/batch.hpp>
+#include <fulgur/modules/batch.hpp>
 #include <fulgur/modules/log_options.hpp>
+#include <fulgur/modules/metric_sink.hpp>
 #include <fulgur/modules/optimizer_config.hpp>
 
 #include <torch/torch.h>
@@ -11,7 +12,6 @@
 
 namespace fulgur {
 
-class ResultCollection;
 class Trainer;
 
 /// The model and everything about how it trains, in one torch::nn::Module:
@@ -74,7 +74,7 @@ class LightningModule : public torch::nn::Module {
  private:
   friend class Trainer;
   Trainer* trainer_ = nullptr;
-  ResultCollection* results_ = nullptr;
+  MetricSink* results_ = nullptr;
   YAML::Node hparams_{YAML::NodeType::Map};
 };
 

@@ -1,17 +1,11 @@
 #pragma once
 
+#include <fulgur/modules/reduce_op.hpp>
+
 #include <cstdint>
 #include <optional>
 
 namespace fulgur {
-
-/// How values logged over an epoch are combined into one number.
-enum class Reduce {
-  Mean,  // mean weighted by batch size
-  Sum,
-  Max,
-  Min,
-};
 
 /// Options of LightningModule::log(), with Lightning's names. on_step and
 /// on_epoch default by where log() is called: training_step logs per step,
@@ -22,7 +16,8 @@ struct LogOptions {
   bool logger = true;
   std::optional<bool> on_step;
   std::optional<bool> on_epoch;
-  Reduce reduce = Reduce::Mean;
+  /// How the epoch value combines the steps' (Mean: weighted by batch size).
+  ReduceOp reduce = ReduceOp::Mean;
   /// Reduce the epoch value across processes before it is used anywhere.
   bool sync_dist = false;
   /// Weight of this value in the epoch mean; defaults to the batch's size.

@@ -15,3 +15,10 @@ cmake -S "$source_dir/tests/install" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYP
   || { cat "$work/configure.log"; exit 1; }
 cmake --build "$work/build" -j2
 "$work/build/consumer"
+# A program of its own switches strategy and process count through TrainerOptions alone.
+for strategy in ddp horovod; do
+  out="$(timeout 120 "$work/build/consumer" "$strategy" 2 2>&1)" || { echo "$out"; exit 1; }
+  echo "$out"
+  grep -q "rank=0 world=2 steps=200" <<< "$out" && grep -q "rank=1 world=2 steps=200" <<< "$out" \
+    || { echo "consumer $strategy 2: expected both ranks of a world of 2 to take 200 steps"; exit 1; }
+done

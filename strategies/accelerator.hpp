@@ -1,10 +1,13 @@
 #pragma once
 
-#include <fulgur/trainer/trainer_config.hpp>
 
 #include <torch/torch.h>
 
 namespace fulgur {
+
+enum class AcceleratorKind { Cpu, Cuda };
+/// "cpu" or "gpu".
+const char* to_string(AcceleratorKind kind);
 
 /// Which hardware runs the math: the CPU, or one CUDA device per process.
 /// Builds that lack CUDA (or machines without a GPU) still compile every

@@ -44,10 +44,6 @@ HorovodController::HorovodController(std::vector<torch::Tensor> parameters, std:
     throw std::invalid_argument(fmt::format("[HorovodController::HorovodController] fusion threshold must be >= 0, got {}",
                                             options_.fusion_threshold_bytes));
   }
-  if (options_.shutdown_grace.count() < 0) {
-    throw std::invalid_argument(fmt::format("[HorovodController::HorovodController] shutdown_grace must be >= 0 ms, got {}",
-                                            options_.shutdown_grace.count()));
-  }
   position_.assign(parameters_.size(), -1);
   for (size_t k = parameters_.size(); k-- > 0;) {
     if (!parameters_[k].requires_grad()) continue;
@@ -154,7 +150,6 @@ void HorovodController::run() {
   // Rank 0's stall report once it has decided to shut down; the decision
   // travels in the next exchange.
   std::optional<std::string> shutdown_report;
-  bool shut_down = false;
   try {
     while (true) {
       int64_t mine = 0;
@@ -194,7 +189,6 @@ void HorovodController::run() {
                                            "stall_shutdown_s = {} (a rank stopped submitting gradients; rank 0's "
                                            "[StallInspector] line names it)",
                                            group_.rank(), options_.stall.shutdown_s.value_or(0.0)));
-        shut_down = true;
         break;
       }
       if (someone_stops) {
@@ -252,24 +246,6 @@ void HorovodController::run() {
     thread_done_ = true;
   }
   changed_.notify_all();
-  if (shut_down) exit_unless_torn_down();
-}
-
-void HorovodController::exit_unless_torn_down() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (changed_.wait_for(lock, options_.shutdown_grace, [&] { return stop_requested_; })) return;
-  // The training thread is stuck in user code (a rank that stopped
-  // submitting) or in a collective with a stuck rank: neither returns, and
-  // only ending the process frees the others, whatever launched it. Its
-  // peers then see a closed connection instead of waiting out the timeout.
-  std::cerr << fmt::format(
-                   "[HorovodController] rank {}: the training thread has not stopped {} s after the stall shutdown; "
-                   "exiting with code 1",
-                   group_.rank(), std::chrono::duration<double>(options_.shutdown_grace).count())
-            << std::endl;
-  std::cout.flush();
-  std::fflush(nullptr);
-  std::_Exit(1);
 }
 
 void HorovodController::reduce(int64_t first, int64_t last) {

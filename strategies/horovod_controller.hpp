@@ -37,10 +37,10 @@ class Timeline;
 /// stall shutdown, which rank 0 decides alone (as Horovod's coordinator does)
 /// and announces in the next exchange, so every rank's thread leaves after
 /// the same collective and none is left waiting in one. After a stall
-/// shutdown a rank whose training thread does not tear the controller down
-/// within `shutdown_grace` (it is stuck in its own code, or in a collective
-/// with a stuck rank) is ended by the gradient thread with exit code 1: the
-/// run must stop on every rank whatever started the processes.
+/// shutdown every rank's next prepare()/finish() throws the shutdown's
+/// message; a rank whose training thread is stuck in its own code throws
+/// once that code returns (and a launcher — fulgur's, torchrun, srun with
+/// --kill-on-bad-exit — ends it as soon as another rank has failed).
 class HorovodController {
  public:
   struct Options {
@@ -54,9 +54,6 @@ class HorovodController {
     bool find_unused_parameters = false;
     /// Ring segment size (RingAllreduce::Options).
     int64_t segment_bytes = 1 << 20;
-    /// After a stall shutdown, how long the training thread has to reach
-    /// teardown before the process is ended (std::_Exit(1)).
-    std::chrono::milliseconds shutdown_grace{10000};
   };
 
   /// `group` is used by the background thread only; `timeline` may be null.
@@ -83,7 +80,6 @@ class HorovodController {
   void reduce(int64_t first, int64_t last);
   std::string tensor_name(int64_t running_index) const;
   void fail(const std::string& message);
-  void exit_unless_torn_down();
 
   std::vector<torch::Tensor> parameters_;
   std::vector<std::string> names_;

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <fstream>
+#include <mutex>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
@@ -45,11 +47,19 @@ extern "C" void record_signal(int sig) { g_received_signal.store(sig); }
 constexpr const char* kLauncherVariables[] = {"RANK",       "WORLD_SIZE",  "LOCAL_RANK",  "LOCAL_WORLD_SIZE",
                                               "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT", "FULGUR_LAUNCHED"};
 
-// Set by torchrun / SLURM / MPI runtimes (or by us): processes already exist.
-constexpr const char* kExternalLaunchVariables[] = {"RANK",     "WORLD_SIZE",          "SLURM_NTASKS",   "OMPI_COMM_WORLD_SIZE",
-                                                    "PMI_SIZE", "MV2_COMM_WORLD_SIZE", "FULGUR_LAUNCHED"};
-
 constexpr const char* kSelfExe = "/proc/self/exe";
+
+std::vector<std::pair<std::string, std::string>> launcher_variables(const LocalLauncherOptions& o, int64_t local_rank,
+                                                                    int64_t port) {
+  return {{"RANK", std::to_string(o.node_rank() * o.nprocs() + local_rank)},
+          {"WORLD_SIZE", std::to_string(o.nprocs() * o.num_nodes())},
+          {"LOCAL_RANK", std::to_string(local_rank)},
+          {"LOCAL_WORLD_SIZE", std::to_string(o.nprocs())},
+          {"GROUP_RANK", std::to_string(o.node_rank())},
+          {"MASTER_ADDR", o.main_address()},
+          {"MASTER_PORT", std::to_string(port)},
+          {"FULGUR_LAUNCHED", "1"}};
+}
 
 std::string signal_name(int sig) {
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
@@ -121,9 +131,9 @@ void write_all(int fd, const char* data, size_t size) {
 }
 
 // Runs in the forked child; never returns.
-[[noreturn]] void exec_child(const ChildSpec& spec, char* const* argv, pid_t supervisor, const SignalGuard& guard,
+[[noreturn]] void exec_child(const ChildSpec& spec, char* const* argv, pid_t supervisor, const SignalGuard* guard,
                              const sigset_t& original_mask) {
-  guard.restore();
+  if (guard != nullptr) guard->restore();
   // Die with the supervisor even if it is SIGKILLed. If it died before prctl
   // took effect, we were re-parented already and must not run unsupervised.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != supervisor) ::_exit(127);
@@ -155,6 +165,9 @@ class Supervisor {
     deadline_ = Clock::now() + grace_;
     signal_running(sig);
   }
+
+  // Reaps the children that already ended, reporting the first failure.
+  void poll() { reap(); }
 
   int run() {
     // Checks for a signal before the first reap, so one that arrived before
@@ -252,6 +265,43 @@ class Supervisor {
   int result_ = 0;
 };
 
+// The environment of the process with global rank `rank`: this process's
+// own, less the launcher's variables, plus that rank's.
+ChildSpec make_spec(const LocalLauncherOptions& o, int64_t local_rank, int64_t port) {
+  ChildSpec spec;
+  spec.rank = o.node_rank() * o.nprocs() + local_rank;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view kv(*entry);
+    const auto name = kv.substr(0, kv.find('='));
+    bool ours = false;
+    for (const char* var : kLauncherVariables) ours = ours || name == var;
+    if (!ours) spec.env_storage.emplace_back(kv);
+  }
+  for (const auto& [name, value] : launcher_variables(o, local_rank, port)) {
+    spec.env_storage.push_back(name + "=" + value);
+  }
+  for (auto& s : spec.env_storage) spec.envp.push_back(s.data());
+  spec.envp.push_back(nullptr);
+  spec.exec_error = fmt::format("[LocalLauncher] rank {} could not execute {} (errno ", spec.rank, kSelfExe);
+  return spec;
+}
+
+// This process's command line as the kernel holds it (NUL-separated).
+std::vector<std::string> own_command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  std::string arg;
+  while (std::getline(in, arg, '\0')) args.push_back(arg);
+  if (args.empty()) throw std::runtime_error("[LocalLauncher::start_peers] cannot read /proc/self/cmdline");
+  return args;
+}
+
+// Peers that start_peers() started; they belong to the process (see the header).
+std::mutex g_peers_mutex;
+std::vector<Child> g_peers;
+
+void join_peers_at_exit() { LocalLauncher::join_peers(); }
+
 }  // namespace
 
 LocalLauncher::LocalLauncher(LocalLauncherOptions options) : options_(std::move(options)) {
@@ -285,22 +335,6 @@ LocalLauncher::LocalLauncher(LocalLauncherOptions options) : options_(std::move(
     throw std::invalid_argument(fmt::format(
         "[LocalLauncher::LocalLauncher] grace_period_s must be a finite number >= 0, got {}", o.grace_period_s()));
   }
-}
-
-bool LocalLauncher::should_launch() {
-  return should_launch([](const std::string& name) -> std::optional<std::string> {
-    const char* value = std::getenv(name.c_str());
-    if (value == nullptr) return std::nullopt;
-    return std::string(value);
-  });
-}
-
-bool LocalLauncher::should_launch(const EnvLookup& env) {
-  for (const char* name : kExternalLaunchVariables) {
-    // An empty value counts as unset, the way `RANK= ./train` reads.
-    if (auto value = env(name); value && !value->empty()) return false;
-  }
-  return true;
 }
 
 int LocalLauncher::pick_free_port(const std::string& address) {
@@ -355,7 +389,6 @@ int LocalLauncher::launch(int argc, const char* const* argv) {
 
   const auto& o = options_;
   const int64_t port = o.main_port() != 0 ? o.main_port() : pick_free_port(o.main_address());
-  const int64_t world_size = o.nprocs() * o.num_nodes();
 
   // execve wants char* const*; the strings are not modified.
   std::vector<char*> child_argv;
@@ -363,32 +396,8 @@ int LocalLauncher::launch(int argc, const char* const* argv) {
   for (int i = 0; i < argc; ++i) child_argv.push_back(const_cast<char*>(argv[i]));
   child_argv.push_back(nullptr);
 
-  std::vector<std::string> inherited;
-  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-    const std::string_view kv(*entry);
-    const auto name = kv.substr(0, kv.find('='));
-    bool ours = false;
-    for (const char* var : kLauncherVariables) ours = ours || name == var;
-    if (!ours) inherited.emplace_back(kv);
-  }
-
-  std::vector<ChildSpec> specs(static_cast<size_t>(o.nprocs()));
-  for (int64_t local_rank = 0; local_rank < o.nprocs(); ++local_rank) {
-    auto& spec = specs[static_cast<size_t>(local_rank)];
-    spec.rank = o.node_rank() * o.nprocs() + local_rank;
-    spec.env_storage = inherited;
-    spec.env_storage.push_back(fmt::format("RANK={}", spec.rank));
-    spec.env_storage.push_back(fmt::format("WORLD_SIZE={}", world_size));
-    spec.env_storage.push_back(fmt::format("LOCAL_RANK={}", local_rank));
-    spec.env_storage.push_back(fmt::format("LOCAL_WORLD_SIZE={}", o.nprocs()));
-    spec.env_storage.push_back(fmt::format("GROUP_RANK={}", o.node_rank()));
-    spec.env_storage.push_back(fmt::format("MASTER_ADDR={}", o.main_address()));
-    spec.env_storage.push_back(fmt::format("MASTER_PORT={}", port));
-    spec.env_storage.push_back("FULGUR_LAUNCHED=1");
-    for (auto& s : spec.env_storage) spec.envp.push_back(s.data());
-    spec.envp.push_back(nullptr);
-    spec.exec_error = fmt::format("[LocalLauncher] rank {} could not execute {} (errno ", spec.rank, kSelfExe);
-  }
+  std::vector<ChildSpec> specs;
+  for (int64_t local_rank = 0; local_rank < o.nprocs(); ++local_rank) specs.push_back(make_spec(o, local_rank, port));
 
   g_received_signal.store(0);
   SignalGuard guard;
@@ -411,7 +420,7 @@ int LocalLauncher::launch(int argc, const char* const* argv) {
     sigset_t original_mask;
     ::pthread_sigmask(SIG_BLOCK, &stop_signals, &original_mask);
     const pid_t pid = ::fork();
-    if (pid == 0) exec_child(spec, child_argv.data(), self, guard, original_mask);
+    if (pid == 0) exec_child(spec, child_argv.data(), self, &guard, original_mask);
     const int fork_errno = errno;
     ::pthread_sigmask(SIG_SETMASK, &original_mask, nullptr);
     if (pid < 0) {
@@ -426,6 +435,57 @@ int LocalLauncher::launch(int argc, const char* const* argv) {
   const int result = supervisor.run();
   // A signal that arrived after the last child was reaped has nothing left to stop.
   g_received_signal.store(0);
+  return result;
+}
+
+void LocalLauncher::start_peers() {
+  const auto& o = options_;
+  const std::vector<std::string> args = own_command_line();
+  std::vector<char*> child_argv;
+  for (const auto& arg : args) child_argv.push_back(const_cast<char*>(arg.c_str()));
+  child_argv.push_back(nullptr);
+  const int64_t port = o.main_port() != 0 ? o.main_port() : pick_free_port(o.main_address());
+  std::vector<ChildSpec> specs;
+  for (int64_t local_rank = 1; local_rank < o.nprocs(); ++local_rank) specs.push_back(make_spec(o, local_rank, port));
+
+  std::lock_guard<std::mutex> lock(g_peers_mutex);
+  static const bool registered = std::atexit(join_peers_at_exit) == 0;
+  (void)registered;
+  // The stop signals stay blocked across fork() so a child never runs our
+  // handler (whose effect would be lost in it); it unblocks before exec.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGUSR1);
+  const pid_t self = ::getpid();
+  for (const auto& spec : specs) {
+    sigset_t original_mask;
+    ::pthread_sigmask(SIG_BLOCK, &stop_signals, &original_mask);
+    const pid_t pid = ::fork();
+    if (pid == 0) exec_child(spec, child_argv.data(), self, nullptr, original_mask);
+    const int fork_errno = errno;
+    ::pthread_sigmask(SIG_SETMASK, &original_mask, nullptr);
+    if (pid < 0) {
+      Supervisor supervisor(g_peers, o.grace_period_s());
+      supervisor.stop(SIGTERM);
+      supervisor.run();
+      throw std::runtime_error(fmt::format("[LocalLauncher::start_peers] fork failed for rank {}: {}", spec.rank,
+                                           std::strerror(fork_errno)));
+    }
+    g_peers.push_back({spec.rank, pid, true});
+  }
+  for (const auto& [name, value] : launcher_variables(o, 0, port)) ::setenv(name.c_str(), value.c_str(), 1);
+}
+
+int LocalLauncher::join_peers(bool stop, double grace_period_s) {
+  std::lock_guard<std::mutex> lock(g_peers_mutex);
+  if (g_peers.empty()) return 0;
+  Supervisor supervisor(g_peers, grace_period_s);
+  supervisor.poll();  // a peer that already failed is reported before the others are stopped
+  if (stop) supervisor.stop(SIGTERM);
+  const int result = supervisor.run();
+  g_peers.clear();
   return result;
 }
 

@@ -39,8 +39,9 @@ struct LocalLauncherOptions {
 /// (/proc/self/exe, same argv) once per local rank, in the manner of
 /// torchrun's elastic agent on one node. Each child gets RANK, WORLD_SIZE,
 /// LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT and
-/// FULGUR_LAUNCHED=1 (so should_launch() is false in it and it never launches
-/// again). The calling process only supervises: the first child that exits
+/// FULGUR_LAUNCHED=1 (so the Trainer in it reads a launched process and never
+/// launches again). This is torchrun for programs without a Trainer (tests,
+/// benchmarks); a Trainer starts its ranks itself with start_peers(). The calling process only supervises: the first child that exits
 /// non-zero or dies by a signal is reported on stderr in one line, the others
 /// are stopped (SIGTERM, then SIGKILL after grace_period_s) and launch()
 /// returns that child's code. SIGINT / SIGTERM sent to the supervisor are
@@ -63,14 +64,28 @@ class LocalLauncher {
   /// launch() may run at a time in a process.
   int launch(int argc, const char* const* argv);
 
-  const LocalLauncherOptions& options() const { return options_; }
+  /// What a Trainer does when no launcher started its ranks (Lightning's
+  /// subprocess-script launcher): this process becomes local rank 0 of this
+  /// node and keeps running; local ranks 1..nprocs-1 start as copies of it
+  /// (/proc/self/exe with this process's own command line, read from
+  /// /proc/self/cmdline), so they run the same program from the top. This
+  /// process's environment gets the variables its children get (RANK,
+  /// WORLD_SIZE, ..., FULGUR_LAUNCHED=1), so everything after reads as a
+  /// torchrun launch and a second Trainer in the same program joins the same
+  /// ranks. The peers belong to the process, not to one Trainer: they live
+  /// until they exit, and join_peers() (called at the latest when the process
+  /// exits normally) waits for them. They die with this process's launching
+  /// thread (PR_SET_PDEATHSIG). Throws when a peer could not be started.
+  void start_peers();
 
-  /// True when no launcher or MPI/SLURM runtime has set up this process
-  /// already: none of RANK, WORLD_SIZE, SLURM_NTASKS, OMPI_COMM_WORLD_SIZE,
-  /// PMI_SIZE, MV2_COMM_WORLD_SIZE, FULGUR_LAUNCHED is set to a non-empty
-  /// value. The overload without arguments reads the process environment.
-  static bool should_launch();
-  static bool should_launch(const EnvLookup& env);
+  /// Waits for every peer start_peers() started in this process and returns
+  /// 0 when all exited 0, else the first failure's code (128 + signal when
+  /// killed); the failure is reported on stderr in one line
+  /// ("[LocalLauncher] rank 1 exited with code 3") and the other peers are
+  /// stopped (SIGTERM, SIGKILL after grace_period_s). With `stop`, stops them
+  /// first (the error path: a peer may be waiting in a collective for this
+  /// process). Returns 0 when no peer was started.
+  static int join_peers(bool stop = false, double grace_period_s = 5.0);
 
   /// A TCP port that is free on `address` (a numeric IPv4/IPv6 address or a
   /// host name), found by binding port 0 and asking the kernel which port it

@@ -1,6 +1,7 @@
 #pragma once
 
-#include <fulgur/strategies/reduce_op.hpp>
+#include <fulgur/strategies/cluster_environment.hpp>
+#include <fulgur/modules/reduce_op.hpp>
 
 #include <torch/torch.h>
 
@@ -79,5 +80,9 @@ class ProcessGroup {
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::Backend> backend_;
 };
+
+/// Where the processes `env` describes meet (store address or file, rank,
+/// world size), with collectives failing after `timeout_s` seconds.
+ProcessGroupOptions process_group_options(const ClusterEnvironment& env, double timeout_s);
 
 }  // namespace fulgur

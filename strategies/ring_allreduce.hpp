@@ -1,6 +1,6 @@
 #pragma once
 
-#include <fulgur/strategies/reduce_op.hpp>
+#include <fulgur/modules/reduce_op.hpp>
 
 #include <torch/torch.h>
 

@@ -1,9 +1,9 @@
 #pragma once
 
-#include <fulgur/datamodules/batch.hpp>
+#include <fulgur/modules/batch.hpp>
 #include <fulgur/strategies/accelerator.hpp>
 #include <fulgur/strategies/precision.hpp>
-#include <fulgur/strategies/reduce_op.hpp>
+#include <fulgur/modules/reduce_op.hpp>
 
 #include <torch/torch.h>
 

@@ -315,8 +315,9 @@ TEST_CASE("Dataset: the default get_batch stacks examples and names mismatched s
   CHECK(ok.input.sizes() == torch::IntArrayRef({2, 2, 2}));
   CHECK(torch::equal(ok.target, torch::tensor({0, 1}, torch::kLong)));
   CHECK_THROWS_WITH_AS(ragged.get_batch({0, 2}),
-                       "[Dataset::get_batch] example 2 has input shape [3, 2] but example 0 has [2, 2]; "
-                       "all inputs of a batch must have the same shape",
+                       "[Dataset::collate] example 1 of the batch has input shape [3, 2] but example 0 has [2, 2]; "
+                       "all inputs of a batch must have the same shape (or override Dataset::collate, e.g. with "
+                       "pad_sequences)",
                        DataError);
 }
 

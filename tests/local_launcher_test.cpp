@@ -144,25 +144,6 @@ TEST_CASE("LocalLauncher: a validation error reaches the user of a binary before
   CHECK(probe_lines(result.output).empty());
 }
 
-TEST_CASE("LocalLauncher: should_launch is false under any launcher or MPI runtime") {
-  std::map<std::string, std::string> env;
-  const LocalLauncher::EnvLookup lookup = [&](const std::string& name) -> std::optional<std::string> {
-    auto it = env.find(name);
-    if (it == env.end()) return std::nullopt;
-    return it->second;
-  };
-  env = {{"PATH", "/bin"}, {"LOCAL_RANK", "0"}};
-  CHECK(LocalLauncher::should_launch(lookup));
-  for (const char* name : {"RANK", "WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
-                           "MV2_COMM_WORLD_SIZE", "FULGUR_LAUNCHED"}) {
-    CAPTURE(name);
-    env = {{name, "1"}};
-    CHECK_FALSE(LocalLauncher::should_launch(lookup));
-    env = {{name, ""}};  // set but empty reads as unset
-    CHECK(LocalLauncher::should_launch(lookup));
-  }
-}
-
 TEST_CASE("LocalLauncher: pick_free_port returns a port that can be bound") {
   const int port = LocalLauncher::pick_free_port("127.0.0.1");
   CHECK(port > 0);

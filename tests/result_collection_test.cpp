@@ -39,9 +39,9 @@ TEST_CASE("ResultCollection: sum, max and min reductions") {
   auto strategy = cpu_strategy();
   ResultCollection results(LogStage::Test);
   for (double v : {2.0, -1.0, 5.0}) {
-    results.log("total", torch::tensor(v), {.reduce = Reduce::Sum});
-    results.log("peak", torch::tensor(v), {.reduce = Reduce::Max});
-    results.log("floor", torch::tensor(v), {.reduce = Reduce::Min});
+    results.log("total", torch::tensor(v), {.reduce = ReduceOp::Sum});
+    results.log("peak", torch::tensor(v), {.reduce = ReduceOp::Max});
+    results.log("floor", torch::tensor(v), {.reduce = ReduceOp::Min});
   }
   const auto m = results.epoch_metrics(strategy).logger;
   CHECK(m.at("total") == doctest::Approx(6.0));
@@ -88,7 +88,7 @@ TEST_CASE("ResultCollection: bad values are rejected with the metric's name") {
                        "[LightningModule::log] 'x' is logged with on_step=false and on_epoch=false",
                        std::invalid_argument);
   results.log("y", torch::tensor(1.0), {});
-  CHECK_THROWS_WITH_AS(results.log("y", torch::tensor(1.0), {.reduce = Reduce::Max}),
+  CHECK_THROWS_WITH_AS(results.log("y", torch::tensor(1.0), {.reduce = ReduceOp::Max}),
                        "[LightningModule::log] 'y' was logged with different on_step/on_epoch/reduce options "
                        "within one epoch",
                        std::invalid_argument);

@@ -6,7 +6,7 @@
 
 #include <fulgur/datamodules/default_num_workers.hpp>
 #include <fulgur/strategies/slurm_environment.hpp>
-#include <fulgur/trainer/auto_resume.hpp>
+#include <fulgur/trainer/run_identity.hpp>
 #include <fulgur/trainer/signal_connector.hpp>
 #include <fulgur/trainer/slurm_requeue.hpp>
 
@@ -231,45 +231,50 @@ TEST_CASE("SlurmRequeue: job ids, array jobs, validation, and the command that r
   CHECK(SlurmRequeue::requeue("5") == 3);
 }
 
-TEST_CASE("auto_resume_checkpoint: a restarted job resumes from the newest last.ckpt unless told otherwise") {
-  TempDir dir("auto-resume");
-  const auto logs = dir / "fulgur_logs";
-  auto make_ckpt = [&](const std::string& version) {
-    std::filesystem::create_directories(logs / version / "checkpoints");
-    std::ofstream(logs / version / "checkpoints" / "last.ckpt") << "x";
-  };
-  const Vars restarted{{"SLURM_RESTART_COUNT", "1"}, {"SLURM_JOB_ID", "9"}};
-
-  // No run folder yet, or runs without a checkpoint: start from scratch.
-  CHECK(auto_resume_checkpoint(std::nullopt, logs, fake_env(restarted)) == std::nullopt);
-  std::filesystem::create_directories(logs / "version_0" / "checkpoints");
-  CHECK(auto_resume_checkpoint(std::nullopt, logs, fake_env(restarted)) == std::nullopt);
-
-  make_ckpt("version_2");
-  make_ckpt("version_10");  // numbers compare as numbers, not text
-  std::filesystem::create_directories(logs / "version_11");  // the restarted attempt's own, empty folder
-  std::filesystem::create_directories(logs / "other" / "checkpoints");
-  const auto expected = logs / "version_10" / "checkpoints" / "last.ckpt";
-  CHECK(auto_resume_checkpoint(std::nullopt, logs, fake_env(restarted)) == expected);
-  CHECK(auto_resume_checkpoint(std::nullopt, logs, fake_env({{"TORCHELASTIC_RESTART_COUNT", "2"}})) == expected);
-
-  // A run without a logger: ModelCheckpoint wrote default_root_dir/checkpoints/last.ckpt.
-  const auto plain = dir / "no-logger";
-  std::filesystem::create_directories(plain / "checkpoints");
-  CHECK(auto_resume_checkpoint(std::nullopt, plain, fake_env(restarted)) == std::nullopt);
-  std::ofstream(plain / "checkpoints" / "last.ckpt") << "x";
-  CHECK(auto_resume_checkpoint(std::nullopt, plain, fake_env(restarted)) == plain / "checkpoints" / "last.ckpt");
-
-  // A first attempt, or an explicit --ckpt_path, does not resume automatically.
-  CHECK(auto_resume_checkpoint(std::nullopt, logs, fake_env({{"SLURM_JOB_ID", "9"}})) == std::nullopt);
-  CHECK(auto_resume_checkpoint(std::nullopt, logs, fake_env({{"SLURM_RESTART_COUNT", "0"}})) == std::nullopt);
-  CHECK(auto_resume_checkpoint(std::string("best"), logs, fake_env(restarted)) == std::nullopt);
-  CHECK(auto_resume_checkpoint(std::string("/x/y.ckpt"), logs, fake_env(restarted)) == std::nullopt);
-
-  CHECK_THROWS_WITH_AS(auto_resume_checkpoint(std::nullopt, logs, fake_env({{"SLURM_RESTART_COUNT", "one"}})),
-                       "[auto_resume_checkpoint] SLURM_RESTART_COUNT='one' is not a restart count (a non-negative "
-                       "integer)",
+TEST_CASE("restart_count and run_identity: what a restarted job reads and what its checkpoints record") {
+  CHECK(restart_count(fake_env({})) == 0);
+  CHECK(restart_count(fake_env({{"SLURM_RESTART_COUNT", "2"}, {"TORCHELASTIC_RESTART_COUNT", "1"}})) == 3);
+  CHECK_THROWS_WITH_AS(restart_count(fake_env({{"SLURM_RESTART_COUNT", "one"}})),
+                       "[restart_count] SLURM_RESTART_COUNT='one' is not a restart count (a non-negative integer)",
                        std::invalid_argument);
+
+  YAML::Node hparams;
+  hparams["model"]["lr"] = 0.1;
+  hparams["seed_everything"] = 7;
+  const std::string id = run_identity(hparams, "M", fake_env({{"SLURM_JOB_ID", "42"}}));
+  CHECK(id.rfind("job=42 module=M hparams=", 0) == 0);
+  YAML::Node reseeded = YAML::Clone(hparams);
+  reseeded["seed_everything"] = 8;  // an unseeded CLI run draws a new seed on every attempt
+  CHECK(run_identity(reseeded, "M", fake_env({{"SLURM_JOB_ID", "42"}})) == id);
+  CHECK(run_identity(hparams, "M", fake_env({{"SLURM_JOB_ID", "43"}})) != id);
+  CHECK(run_identity(hparams, "Other", fake_env({{"SLURM_JOB_ID", "42"}})) != id);
+  YAML::Node changed = YAML::Clone(hparams);
+  changed["model"]["lr"] = 0.2;
+  CHECK(run_identity(changed, "M", fake_env({{"SLURM_JOB_ID", "42"}})) != id);
+  CHECK(run_identity(hparams, "M", fake_env({{"TORCHELASTIC_RUN_ID", "r1"}})).rfind("job=r1 ", 0) == 0);
+}
+
+TEST_CASE("auto-resume: a restarted job resumes its own newest checkpoint, another job's is left alone") {
+  TempDir dir("auto-resume");
+  RegressionData data(5, 1);
+  auto fit = [&](const std::string& job, const std::string& restarts, double lr, int64_t epochs) {
+    ScopedEnv job_id("SLURM_JOB_ID", job);
+    ScopedEnv restart("SLURM_RESTART_COUNT", restarts);
+    fulgur::testing::RecordingModule model(4, lr);
+    YAML::Node hparams;
+    hparams["lr"] = lr;
+    model.save_hyperparameters(hparams);
+    Trainer trainer(quiet_options(dir.path()).max_epochs(epochs), {}, {}, Platform{});
+    trainer.fit(model, data);
+    return std::make_pair(trainer.global_step(), model.count("training_step"));
+  };
+  CHECK(fit("11", "0", 0.1, 1) == std::make_pair<int64_t, int64_t>(5, 5));
+  // Requeued (same job, same config): continues from epoch 1, running only epoch 2's steps.
+  CHECK(fit("11", "1", 0.1, 2) == std::make_pair<int64_t, int64_t>(10, 5));
+  // Another job in the same folder that happens to be a restart: starts fresh.
+  CHECK(fit("12", "1", 0.1, 1) == std::make_pair<int64_t, int64_t>(5, 5));
+  // The same job with another config (a new model): starts fresh too.
+  CHECK(fit("11", "2", 0.05, 1) == std::make_pair<int64_t, int64_t>(5, 5));
 }
 
 TEST_CASE("SLURM_CPUS_PER_TASK: default loader workers and compute threads") {

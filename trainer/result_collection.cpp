@@ -49,17 +49,17 @@ void ResultCollection::log(const std::string& name, const torch::Tensor& value, 
   if (!m.accumulator.defined()) {
     m.accumulator = torch::zeros({}, v.options());
     m.weight = torch::zeros({}, v.options());
-    if (options.reduce == Reduce::Max) m.accumulator.fill_(-std::numeric_limits<double>::infinity());
-    if (options.reduce == Reduce::Min) m.accumulator.fill_(std::numeric_limits<double>::infinity());
+    if (options.reduce == ReduceOp::Max) m.accumulator.fill_(-std::numeric_limits<double>::infinity());
+    if (options.reduce == ReduceOp::Min) m.accumulator.fill_(std::numeric_limits<double>::infinity());
   }
   switch (options.reduce) {
-    case Reduce::Mean:
+    case ReduceOp::Mean:
       m.accumulator.add_(v * weight);
       m.weight.add_(weight);
       break;
-    case Reduce::Sum: m.accumulator.add_(v); break;
-    case Reduce::Max: m.accumulator = torch::maximum(m.accumulator, v); break;
-    case Reduce::Min: m.accumulator = torch::minimum(m.accumulator, v); break;
+    case ReduceOp::Sum: m.accumulator.add_(v); break;
+    case ReduceOp::Max: m.accumulator = torch::maximum(m.accumulator, v); break;
+    case ReduceOp::Min: m.accumulator = torch::minimum(m.accumulator, v); break;
   }
 }
 
@@ -93,16 +93,16 @@ double ResultCollection::compute_epoch(const Metric& m, Strategy& strategy) cons
   torch::Tensor weight = m.weight;
   if (m.options.sync_dist && strategy.world_size() > 1) {
     switch (m.options.reduce) {
-      case Reduce::Mean:
-      case Reduce::Sum:
+      case ReduceOp::Mean:
+      case ReduceOp::Sum:
         value = strategy.all_reduce(value.clone(), ReduceOp::Sum);
         weight = strategy.all_reduce(weight.clone(), ReduceOp::Sum);
         break;
-      case Reduce::Max: value = strategy.all_reduce(value.clone(), ReduceOp::Max); break;
-      case Reduce::Min: value = strategy.all_reduce(value.clone(), ReduceOp::Min); break;
+      case ReduceOp::Max: value = strategy.all_reduce(value.clone(), ReduceOp::Max); break;
+      case ReduceOp::Min: value = strategy.all_reduce(value.clone(), ReduceOp::Min); break;
     }
   }
-  if (m.options.reduce == Reduce::Mean) return (value / weight).item<double>();
+  if (m.options.reduce == ReduceOp::Mean) return (value / weight).item<double>();
   return value.item<double>();
 }
 

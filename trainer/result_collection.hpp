@@ -1,6 +1,6 @@
 #pragma once
 
-#include <fulgur/modules/log_options.hpp>
+#include <fulgur/modules/metric_sink.hpp>
 
 #include <torch/torch.h>
 
@@ -18,15 +18,15 @@ enum class LogStage { Train, Validation, Test };
 /// running epoch aggregate (weighted mean / sum / max / min). Values stay
 /// tensors on their device until someone asks for numbers, so logging does
 /// not force a device synchronisation every step.
-class ResultCollection {
+class ResultCollection : public MetricSink {
  public:
   explicit ResultCollection(LogStage stage) : stage_(stage) {}
 
-  /// Weight for this batch's Reduce::Mean values (its size).
+  /// Weight for this batch's ReduceOp::Mean values (its size).
   void set_batch_size(int64_t batch_size) { batch_size_ = batch_size; }
 
   /// Records one value; validates the name, shape and the options.
-  void log(const std::string& name, const torch::Tensor& value, const LogOptions& options);
+  void log(const std::string& name, const torch::Tensor& value, const LogOptions& options) override;
 
   /// Values split by destination: loggers, the progress bar, and the
   /// callback metrics (base names, what callbacks monitor).
@@ -61,7 +61,7 @@ class ResultCollection {
     bool on_epoch = false;
     torch::Tensor step_value;  // latest value this step (undefined after reset_step)
     torch::Tensor accumulator;  // float64: weighted sum, sum, max or min
-    torch::Tensor weight;       // float64: total batch size for Reduce::Mean
+    torch::Tensor weight;       // float64: total batch size for ReduceOp::Mean
   };
 
   std::string step_name(const std::string& name, const Metric& m) const;

@@ -42,6 +42,8 @@ SignalConnector::~SignalConnector() {
 
 int SignalConnector::received() const { return g_stop_signal.load(); }
 
+void SignalConnector::clear() { g_stop_signal.store(0); }
+
 const char* SignalConnector::name(int signal) {
   if (signal == SIGUSR1) return "SIGUSR1";
   if (signal == SIGTERM) return "SIGTERM";

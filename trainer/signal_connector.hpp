@@ -12,12 +12,12 @@ namespace fulgur {
 /// anyway, which needs a collective in normal code (Trainer::check_stop_signal).
 ///
 /// Handlers are installed by the constructor and the previous ones restored
-/// by the destructor. Connectors nest (destroyed in reverse order): the CLI
-/// holds one from the start of the program and the Trainer one during fit.
-/// Only the outermost constructor clears the recorded signal, so a signal
-/// that arrives before fit (SLURM's warning can come while the program is
-/// still loading its data) is acted on at fit's first step boundary instead
-/// of ending the process or being forgotten.
+/// by the destructor. Connectors nest (destroyed in reverse order), e.g. two
+/// Trainers alive at once. Only the outermost constructor clears the
+/// recorded signal, so a signal that arrives before fit (SLURM's warning can
+/// come while the program is still loading its data; the Trainer holds its
+/// connector from construction) is acted on at fit's first step boundary
+/// instead of ending the process or being forgotten.
 class SignalConnector {
  public:
   SignalConnector();
@@ -28,6 +28,8 @@ class SignalConnector {
   /// The signal received since construction: SIGTERM if it came at all
   /// (stopping for good outranks "time is almost up"), else SIGUSR1, else 0.
   int received() const;
+  /// Forgets the recorded signal (it was acted on).
+  void clear();
 
   /// "SIGUSR1", "SIGTERM", or "signal N".
   static const char* name(int signal);

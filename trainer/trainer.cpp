@@ -4,20 +4,25 @@
 #include <fulgur/callbacks/model_checkpoint.hpp>
 #include <fulgur/callbacks/progress_bar.hpp>
 #include <fulgur/strategies/cluster_environment.hpp>
-#include <fulgur/strategies/create_strategy.hpp>
+#include <fulgur/strategies/local_launcher.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>
+#include <fulgur/trainer/create_strategy.hpp>
 #include <fulgur/trainer/evaluation_loop.hpp>
 #include <fulgur/trainer/fit_loop.hpp>
 #include <fulgur/trainer/predict_loop.hpp>
 #include <fulgur/trainer/signal_connector.hpp>
+#include <fulgur/trainer/run_identity.hpp>
 #include <fulgur/trainer/slurm_requeue.hpp>
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
 
+#include <csignal>
+#include <cstdlib>
 #include <iostream>
 #include <stdexcept>
+#include <typeinfo>
 
 namespace fulgur {
 
@@ -32,7 +37,21 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
   for (const auto& logger : loggers_) {
     if (!logger) throw std::invalid_argument("[Trainer::Trainer] a logger is null");
   }
-  strategy_ = create_strategy(config_, platform);
+  // Everything is checked; from here on a signal only sets a flag.
+  signals_ = std::make_unique<SignalConnector>();
+  if (config_.needs_launch) {
+    launch_peers();
+    try {
+      platform = Platform::detect();  // now a launched rank, as under torchrun
+      config_ = TrainerConfig::resolve(options, platform);
+      strategy_ = create_strategy(config_, platform);
+    } catch (...) {
+      LocalLauncher::join_peers(/*stop=*/true);  // they would wait for this rank
+      throw;
+    }
+  } else {
+    strategy_ = create_strategy(config_, platform);
+  }
   if (!platform.environment || platform.environment->global_rank() == 0) {
     for (const auto& warning : platform.warnings) std::cerr << "fulgur: warning: " << warning << std::endl;
   }
@@ -67,7 +86,56 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
   checkpoint_connector_ = std::make_unique<CheckpointConnector>(*this);
 }
 
-Trainer::~Trainer() = default;
+Trainer::~Trainer() {
+  // A SIGTERM that no fit acted on (it came after the last step, or during
+  // validate/test) still ends the process, as it would have without us.
+  const int pending = signals_ ? signals_->received() : 0;
+  signals_.reset();
+  if (pending == SIGTERM && stop_signal_ != SIGTERM) std::raise(SIGTERM);
+}
+
+void Trainer::launch_peers() {
+  LocalLauncherOptions launch(config_.devices);
+  launch.num_nodes(config_.num_nodes).node_rank(config_.node_rank);
+  if (const char* address = std::getenv("MASTER_ADDR"); address != nullptr && *address != '\0') {
+    launch.main_address(address);
+  }
+  if (const char* port = std::getenv("MASTER_PORT"); port != nullptr && *port != '\0') {
+    char* end = nullptr;
+    const long long value = std::strtoll(port, &end, 10);
+    if (*end != '\0') {
+      throw std::invalid_argument(fmt::format("[Trainer::Trainer] MASTER_PORT='{}' is not a port number", port));
+    }
+    launch.main_port(value);
+  }
+  LocalLauncher(launch).start_peers();
+  launched_peers_ = true;
+}
+
+std::string Trainer::auto_resume_path() {
+  if (restart_count() == 0) return "";
+  std::vector<std::string> others;
+  const auto found = checkpoint_connector_->find_newest([&](const Checkpoint& checkpoint,
+                                                            const std::filesystem::path& file) {
+    const auto key = CheckpointConnector::kRunIdentityKey;
+    const std::string theirs =
+        checkpoint.contains(key) && checkpoint.at(key).isString() ? checkpoint.at(key).toStringRef() : "none recorded";
+    if (theirs == run_identity_) return true;
+    others.push_back(fmt::format("{} ({})", file.string(), theirs));
+    return false;
+  });
+  if (is_global_zero()) {
+    if (found) {
+      std::cerr << "fulgur: restarted job: resuming from " << found->string() << std::endl;
+    } else if (!others.empty()) {
+      std::cerr << fmt::format("fulgur: restarted job: starting fresh; no checkpoint of this run ({}) was found, "
+                               "only another run's: {}",
+                               run_identity_, others.front())
+                << std::endl;
+    }
+  }
+  return found ? found->string() : "";
+}
 
 void Trainer::set_accumulate_grad_batches(int64_t batches) {
   if (batches < 1) {
@@ -170,14 +238,16 @@ void Trainer::start_loggers(LightningModule& module) {
 
 template <class Body>
 auto Trainer::run_stage(TrainerStage stage, Stage data_stage, LightningModule& module, DataModule& data,
-                        const std::string& ckpt_path, Body&& body) {
+                        std::string ckpt_path, Body&& body) {
   stage_ = stage;
   try {
     setup_run(module);
+    run_identity_ = fulgur::run_identity(module.hparams(), typeid(module).name());
     // prepare_data runs once per node; the strategy orders it before setup.
     if (strategy_->local_rank() == 0) data.prepare_data();
     strategy_->barrier("prepare_data");
     data.setup(data_stage);
+    if (ckpt_path.empty() && stage == TrainerStage::Fitting) ckpt_path = auto_resume_path();
     if (!ckpt_path.empty()) {
       // Every process reads the same file; weights first, and the loggers
       // before they write, so a resumed fit continues the same run folder.
@@ -218,6 +288,8 @@ auto Trainer::run_stage(TrainerStage stage, Stage data_stage, LightningModule& m
       }
       strategy_->teardown();
       resume_checkpoint_.reset();
+      // The other ranks may wait for this one in a collective: stop them.
+      if (launched_peers_) LocalLauncher::join_peers(/*stop=*/true);
     } catch (const std::exception& cleanup_error) {
       std::cerr << "fulgur: error while cleaning up after a failure: " << cleanup_error.what() << std::endl;
     }
@@ -260,13 +332,9 @@ void Trainer::check_stop_signal() {
 }
 
 void Trainer::fit(LightningModule& module, DataModule& data, const std::string& ckpt_path) {
-  // SIGUSR1/SIGTERM only set a flag from here on; the loop acts on it.
-  signals_ = std::make_unique<SignalConnector>();
+  // A signal an earlier fit stopped on is done with.
+  if (stop_signal_ != 0) signals_->clear();
   stop_signal_ = 0;
-  struct Uninstall {
-    std::unique_ptr<SignalConnector>& signals;
-    ~Uninstall() { signals.reset(); }
-  } uninstall{signals_};
   bool requeue = false;
   run_stage(TrainerStage::Fitting, Stage::Fit, module, data, ckpt_path, [&] {
     auto train = prepare_loader(data.train_dataloader(), /*training=*/true);

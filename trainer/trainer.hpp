@@ -29,19 +29,35 @@ class SignalConnector;
 /// periodic validation), validate, test, predict. Options are resolved and
 /// checked in the constructor, before anything touches a file or a device.
 ///
-///   Trainer trainer(TrainerOptions().max_epochs(10));
+///   Trainer trainer(TrainerOptions().max_epochs(10).devices(2).strategy("ddp"));
 ///   trainer.fit(model, data);
 ///   auto metrics = trainer.test(model, data);
+///
+/// The Trainer owns the runtime, in any program:
+/// - launching: when the options ask for more processes than were started
+///   (devices * num_nodes > 1 and no torchrun, srun or mpirun), the
+///   constructor starts the other local ranks as copies of this program
+///   (LocalLauncher::start_peers) and this process becomes local rank 0;
+/// - signals: from construction on, SIGUSR1 and SIGTERM are only recorded;
+///   fit stops at a step every rank agrees on (SLURM's time-limit warning
+///   can come while the program still loads its data). A SIGTERM no fit
+///   acted on is raised again when the Trainer is destroyed;
+/// - resuming: fit() of a job that SLURM requeued or torchrun restarted
+///   continues from the newest checkpoint its own run wrote (same
+///   run_identity), unless ckpt_path says otherwise;
+/// - requeueing: after a SIGUSR1 stop under SLURM, rank 0 requeues the job.
 class Trainer {
  public:
   explicit Trainer(TrainerOptions options = {}, std::vector<std::shared_ptr<Callback>> callbacks = {},
                    std::vector<std::shared_ptr<Logger>> loggers = {}, Platform platform = Platform::detect());
+  /// Puts SIGUSR1/SIGTERM handling back; see the class comment.
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
   // --- entry points ---------------------------------------------------------------
-  // `ckpt_path`: "" (start fresh), "last", "best" or a file. fit() resumes
+  // `ckpt_path`: "" (start fresh, or resume a restarted job's own checkpoint),
+  // "last", "best" or a file. fit() resumes
   // everything (weights, optimizer, loops, RNG, callbacks, loggers) and
   // continues exactly; the other stages load the weights.
   void fit(LightningModule& module, DataModule& data, const std::string& ckpt_path = "");
@@ -90,6 +106,10 @@ class Trainer {
   /// (an all_reduce max of the signal each has received) on whether to stop
   /// now, so all stop after the same step. Every rank must call it.
   void check_stop_signal();
+
+  /// What checkpoints of this run record to tell them from other runs'
+  /// (see run_identity()); set when a stage starts.
+  const std::string& run_identity() const { return run_identity_; }
 
   /// Latest values by base name: what ModelCheckpoint and EarlyStopping monitor.
   const std::map<std::string, double>& callback_metrics() const { return callback_metrics_; }
@@ -145,7 +165,7 @@ class Trainer {
   friend class CheckpointConnector;
   template <class Body>
   auto run_stage(TrainerStage stage, Stage data_stage, LightningModule& module, DataModule& data,
-                 const std::string& ckpt_path, Body&& body);
+                 std::string ckpt_path, Body&& body);
   void setup_run(LightningModule& module);
   /// Shards a loader by rank when several processes work together; only
   /// training shards are padded to equal length.
@@ -153,6 +173,10 @@ class Trainer {
   void start_loggers(LightningModule& module);
   /// Rank 0, after a SIGUSR1 stop: `scontrol requeue` this job, if it is one.
   void requeue_slurm_job();
+  /// Starts the other local ranks when no launcher did (see the class comment).
+  void launch_peers();
+  /// A restarted job's own newest checkpoint, or "" (one line says why).
+  std::string auto_resume_path();
   void log_to_loggers(const std::map<std::string, double>& metrics);
 
   TrainerConfig config_;
@@ -175,7 +199,10 @@ class Trainer {
   TrainerStage stage_ = TrainerStage::Idle;
   bool should_stop_ = false;
   int64_t accumulate_grad_batches_ = 1;
-  std::unique_ptr<SignalConnector> signals_;  // installed during fit
+  std::unique_ptr<SignalConnector> signals_;  // installed by the constructor
+  std::string run_identity_;
+  /// This process started the other local ranks (stopped on the error path).
+  bool launched_peers_ = false;
   int stop_signal_ = 0;
   bool run_folder_announced_ = false;
   std::map<std::string, double> callback_metrics_;

@@ -34,17 +34,6 @@ int64_t parse_devices(const std::string& devices, int64_t available) {
 
 }  // namespace
 
-const char* to_string(AcceleratorKind kind) { return kind == AcceleratorKind::Cuda ? "gpu" : "cpu"; }
-
-const char* to_string(PrecisionMode mode) {
-  switch (mode) {
-    case PrecisionMode::Full32: return "32-true";
-    case PrecisionMode::BF16Mixed: return "bf16-mixed";
-    case PrecisionMode::FP16Mixed: return "16-mixed";
-  }
-  return "?";
-}
-
 Platform Platform::detect() {
   Platform platform;
   platform.cuda_device_count = static_cast<int64_t>(torch::cuda::device_count());

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <fulgur/strategies/accelerator.hpp>
+#include <fulgur/strategies/precision.hpp>
 #include <fulgur/trainer/count_or_fraction.hpp>
 #include <fulgur/trainer/trainer_options.hpp>
 
@@ -13,12 +15,7 @@ namespace fulgur {
 
 class ClusterEnvironment;
 
-enum class AcceleratorKind { Cpu, Cuda };
-enum class PrecisionMode { Full32, BF16Mixed, FP16Mixed };
 enum class ClipAlgorithm { Norm, Value };
-
-const char* to_string(AcceleratorKind kind);
-const char* to_string(PrecisionMode mode);
 
 /// Facts about the machine and the launch that resolution depends on; kept
 /// separate so resolution is a pure function tests can drive.

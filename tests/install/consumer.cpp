@@ -22,12 +22,23 @@ struct Points : fulgur::DataModule {
   }
 };
 
-int main() {
+// `consumer [STRATEGY DEVICES]`: the Trainer starts the other ranks itself.
+int main(int argc, char** argv) {
   Line model;
   Points data;
-  fulgur::Trainer trainer(
-      fulgur::TrainerOptions().max_steps(200).accelerator("cpu").logger(false).enable_progress_bar(false));
+  const std::string strategy = argc > 2 ? argv[1] : "auto";
+  const int64_t devices = argc > 2 ? std::stoll(argv[2]) : 1;
+  fulgur::Trainer trainer(fulgur::TrainerOptions()
+                              .max_steps(200)
+                              .accelerator("cpu")
+                              .devices(devices)
+                              .strategy(strategy)
+                              .logger(false)
+                              .enable_checkpointing(false)
+                              .enable_progress_bar(false));
   trainer.fit(model, data);
-  std::cout << "steps=" << trainer.global_step() << " w=" << model.fc->weight.item<double>() << std::endl;
+  std::cout << "rank=" << trainer.strategy().global_rank() << " world=" << trainer.strategy().world_size()
+            << " steps=" << trainer.global_step() << " w=" << model.fc->weight.item<double>() << std::endl;
+  if (trainer.strategy().world_size() != devices) return 1;
   return std::abs(model.fc->weight.item<double>() - 3.0) < 0.05 ? 0 : 1;
 }

@@ -12,7 +12,6 @@
 //
 // A rank prints "ring_probe rank R: ok, C checks" or the first mismatch and
 // exits 1. FULGUR_RING_TIMEOUT_S bounds every wait (default 60).
-#include <fulgur/strategies/create_strategy.hpp>
 #include <fulgur/strategies/detect_cluster_environment.hpp>
 #include <fulgur/strategies/local_launcher.hpp>
 #include <fulgur/strategies/process_group.hpp>
@@ -90,7 +89,7 @@ int main(int argc, char** argv) {
   const std::string mode = argv[1];
   const int64_t world_size = std::atoll(argv[2]);
   try {
-    if (fulgur::LocalLauncher::should_launch()) {
+    if (!fulgur::detect_cluster_environment()->creates_processes_externally()) {
       return fulgur::LocalLauncher(fulgur::LocalLauncherOptions(world_size)).launch(argc, argv);
     }
     const char* timeout = std::getenv("FULGUR_RING_TIMEOUT_S");

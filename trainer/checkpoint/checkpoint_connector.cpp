@@ -92,6 +92,7 @@ Checkpoint CheckpointConnector::dump(bool weights_only) {
   for (const auto& entry : state_dict(module)) weights.insert(entry.key(), entry.value().detach());
   c.insert("state_dict", weights);
   c.insert("hyper_parameters", yaml_to_ivalue(module.hparams()));
+  c.insert(kRunIdentityKey, trainer_.run_identity());
   if (weights_only) return c;
 
   List optimizers(c10::AnyType::get());
@@ -164,8 +165,7 @@ void CheckpointConnector::save(const std::filesystem::path& path, bool weights_o
   if (!error.empty()) throw CheckpointError(error);
 }
 
-std::filesystem::path CheckpointConnector::resolve(const std::string& ckpt_path) {
-  if (ckpt_path != "last" && ckpt_path != "best") return ckpt_path;
+std::vector<std::filesystem::path> CheckpointConnector::search_dirs() {
   std::vector<std::filesystem::path> dirs;
   for (const auto& callback : trainer_.callbacks()) {
     if (auto* mc = dynamic_cast<ModelCheckpoint*>(callback.get())) {
@@ -181,32 +181,52 @@ std::filesystem::path CheckpointConnector::resolve(const std::string& ckpt_path)
     }
   }
   dirs.push_back(std::filesystem::path(trainer_.config().default_root_dir) / "checkpoints");
+  return dirs;
+}
 
-  for (const auto& file : checkpoint_files(dirs)) {
+std::optional<std::filesystem::path> CheckpointConnector::find_newest(
+    const std::function<bool(const Checkpoint&, const std::filesystem::path&)>& accept) {
+  for (const auto& file : checkpoint_files(search_dirs())) {
+    std::optional<Checkpoint> checkpoint;
     try {
-      const Checkpoint checkpoint = CheckpointIO::load(file);
-      if (ckpt_path == "last") return file;
-      const Dict callbacks = require_dict(checkpoint, "callbacks", file.string());
-      for (const auto& entry : callbacks) {
-        if (!entry.value().isGenericDict()) continue;
-        const Dict state = entry.value().toGenericDict();
-        if (state.contains("best_model_path") && state.at("best_model_path").isString() &&
-            !state.at("best_model_path").toStringRef().empty()) {
-          return state.at("best_model_path").toStringRef();
-        }
-      }
-      throw CheckpointError(fmt::format(
-          "[CheckpointConnector::resolve] ckpt_path 'best': the newest checkpoint {} records no best model "
-          "(ModelCheckpoint needs a monitor)", file.string()));
+      checkpoint = CheckpointIO::load(file);
     } catch (const CheckpointError& e) {
-      if (ckpt_path == "best" && std::string(e.what()).find("records no best model") != std::string::npos) throw;
       std::cerr << "fulgur: warning: skipping checkpoint " << file.string() << ": " << e.what() << std::endl;
+      continue;
+    }
+    if (accept(*checkpoint, file)) return file;
+  }
+  return std::nullopt;
+}
+
+std::filesystem::path CheckpointConnector::resolve(const std::string& ckpt_path) {
+  if (ckpt_path != "last" && ckpt_path != "best") return ckpt_path;
+  std::optional<Checkpoint> newest;
+  const auto found = find_newest([&](const Checkpoint& checkpoint, const std::filesystem::path&) {
+    newest = checkpoint;
+    return true;
+  });
+  if (!found) {
+    std::string searched;
+    for (const auto& dir : search_dirs()) searched += (searched.empty() ? "" : ", ") + dir.string();
+    throw CheckpointError(fmt::format("[CheckpointConnector::resolve] ckpt_path '{}': no loadable checkpoint in {}",
+                                      ckpt_path, searched));
+  }
+  if (ckpt_path == "last") return *found;
+  if (newest->contains("callbacks") && newest->at("callbacks").isGenericDict()) {
+    for (const auto& entry : newest->at("callbacks").toGenericDict()) {
+      if (!entry.value().isGenericDict()) continue;
+      const Dict state = entry.value().toGenericDict();
+      if (state.contains("best_model_path") && state.at("best_model_path").isString() &&
+          !state.at("best_model_path").toStringRef().empty()) {
+        return state.at("best_model_path").toStringRef();
+      }
     }
   }
-  std::string searched;
-  for (const auto& dir : dirs) searched += (searched.empty() ? "" : ", ") + dir.string();
-  throw CheckpointError(fmt::format("[CheckpointConnector::resolve] ckpt_path '{}': no loadable checkpoint in {}",
-                                    ckpt_path, searched));
+  throw CheckpointError(fmt::format(
+      "[CheckpointConnector::resolve] ckpt_path 'best': the newest checkpoint {} records no best model "
+      "(ModelCheckpoint needs a monitor)",
+      found->string()));
 }
 
 void CheckpointConnector::restore_model(const Checkpoint& checkpoint, const std::string& source) {

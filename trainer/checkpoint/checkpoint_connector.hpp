@@ -3,7 +3,10 @@
 #include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
 
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace fulgur {
 
@@ -17,8 +20,8 @@ class Trainer;
 /// Key layout (what Python sees after torch.load): `fulgur_version`,
 /// `epoch`, `global_step`, `state_dict`, `optimizer_states`,
 /// `lr_schedulers`, `precision`, `loops`, `loader`, `rng_states`,
-/// `callbacks`, `loggers`, `hyper_parameters`. A weights-only checkpoint
-/// keeps the first four and `hyper_parameters`.
+/// `callbacks`, `loggers`, `hyper_parameters`, `run_identity`. A weights-only
+/// checkpoint keeps the first four, `hyper_parameters` and `run_identity`.
 class CheckpointConnector {
  public:
   explicit CheckpointConnector(Trainer& trainer) : trainer_(trainer) {}
@@ -35,6 +38,14 @@ class CheckpointConnector {
   /// "best": the best model of the ModelCheckpoint state in "last"; anything
   /// else is a path. Throws CheckpointError when nothing is found.
   std::filesystem::path resolve(const std::string& ckpt_path);
+  /// The newest loadable checkpoint in the places resolve() searches that
+  /// `accept` takes (a corrupt one is skipped with a warning); the one
+  /// finder behind "last", "best" and resuming a restarted job.
+  std::optional<std::filesystem::path> find_newest(
+      const std::function<bool(const Checkpoint&, const std::filesystem::path&)>& accept);
+
+  /// Key of the run identity (see run_identity()) in every checkpoint.
+  static constexpr const char* kRunIdentityKey = "run_identity";
 
   /// Copies the checkpoint's weights into the module (strict).
   void restore_model(const Checkpoint& checkpoint, const std::string& source);
@@ -45,6 +56,7 @@ class CheckpointConnector {
   void restore_training_state(const Checkpoint& checkpoint, const std::string& source);
 
  private:
+  std::vector<std::filesystem::path> search_dirs();
   Trainer& trainer_;
 };
 

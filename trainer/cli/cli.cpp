@@ -6,9 +6,7 @@
 #include <fulgur/strategies/local_launcher.hpp>
 #include <fulgur/trainer/cli/openmp_wait_policy.hpp>
 #include <fulgur/trainer/cli/trainer_options_reader.hpp>
-#include <fulgur/trainer/auto_resume.hpp>
 #include <fulgur/trainer/seed.hpp>
-#include <fulgur/trainer/signal_connector.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
@@ -114,47 +112,11 @@ void print_metrics(const char* title, const std::map<std::string, double>& metri
   std::cout << std::endl;
 }
 
-// Starts one process per device through fulgur's launcher; each re-runs this
-// command line as one rank. Returns the launcher's exit code.
-int launch_processes(const TrainerConfig& config, int argc, const char* const* argv) {
-  LocalLauncherOptions options(config.devices);
-  options.num_nodes(config.num_nodes).node_rank(config.node_rank);
-  if (const char* address = std::getenv("MASTER_ADDR")) options.main_address(address);
-  if (const char* port = std::getenv("MASTER_PORT")) {
-    char* end = nullptr;
-    const long long value = std::strtoll(port, &end, 10);
-    if (*port == '\0' || *end != '\0') {
-      throw ConfigError(fmt::format("MASTER_PORT='{}' is not a port number", port));
-    }
-    options.main_port(value);
-  }
-  return LocalLauncher(options).launch(argc, argv);
-}
-
-// Hands SIGUSR1/SIGTERM back to the handling they had before `early` took
-// them. A signal `early` recorded and nobody acted on is raised again when
-// `raise_pending`, so it has the effect it would have had without `early`
-// (SIGTERM ends the process).
-void release_signals(std::optional<SignalConnector>& early, bool raise_pending) {
-  if (!early) return;
-  const int pending = early->received();
-  early.reset();
-  if (raise_pending && pending != 0) std::raise(pending);
-}
-
-int run_checked(const Arguments& args, const Factories& factories, int argc, const char* const* argv) {
-  const char* program = argc > 0 ? argv[0] : "fulgur";
+int run_checked(const Arguments& args, const Factories& factories, const char* program) {
   if (args.help) {
     std::cout << fmt::format(kUsage, program);
     return 0;
   }
-  // From here until fit takes over, SIGUSR1/SIGTERM are only recorded: SLURM
-  // sends its time-limit warning at a fixed time after the job starts, which
-  // can fall while this process is still loading (the default action would
-  // end it: no checkpoint, no requeue). fit acts on the recorded signal at
-  // its first step boundary; the other paths give it back (release_signals).
-  std::optional<SignalConnector> early;
-  if (args.subcommand == Subcommand::Fit) early.emplace();
   YAML::Node root = merge_configuration(args);
   check_top_level(root);
 
@@ -195,39 +157,20 @@ int run_checked(const Arguments& args, const Factories& factories, int argc, con
   }
   model->save_hyperparameters(resolved);
 
-  // Every option is checked here, before a process, a group or a file exists.
-  const Platform platform = Platform::detect();
-  const TrainerConfig config = TrainerConfig::resolve(options, platform);
-  if (config.needs_launch) {
-    // The launcher forwards signals to its ranks itself.
-    release_signals(early, /*raise_pending=*/true);
-    return launch_processes(config, argc, argv);
-  }
-
-  Trainer trainer(options, callbacks, make_loggers(logger_names, options.default_root_dir()), platform);
+  // The Trainer checks every option before a process, a group or a file
+  // exists, starts the other ranks when no launcher did, and resumes a
+  // restarted job.
+  Trainer trainer(options, callbacks, make_loggers(logger_names, options.default_root_dir()));
+  int code = 0;
   switch (args.subcommand) {
     case Subcommand::Fit: {
-      // A job SLURM or torchrun restarted continues from the checkpoint its
-      // previous attempt left (on the shared filesystem), unless told otherwise.
-      std::string resume_from = ckpt_path;
-      const std::filesystem::path logs_root = trainer.loggers().empty()
-                                                  ? std::filesystem::path(options.default_root_dir())
-                                                  : trainer.loggers().front()->log_dir().parent_path();
-      if (auto previous = auto_resume_checkpoint(ckpt_path.empty() ? std::nullopt : std::optional(ckpt_path),
-                                                 logs_root)) {
-        if (trainer.is_global_zero()) {
-          std::cerr << "fulgur: restarted job: resuming from " << previous->string() << std::endl;
-        }
-        resume_from = previous->string();
-      }
-      trainer.fit(*model, *data, resume_from);
-      // A signal fit did not act on came after its last step: SIGTERM still
-      // ends the process, SIGUSR1 (time almost up) no longer matters.
-      const bool pending_term = early && !trainer.stopped_by_signal() && early->received() == SIGTERM;
-      release_signals(early, /*raise_pending=*/pending_term);
+      trainer.fit(*model, *data, ckpt_path);
       if (trainer.is_global_zero()) print_metrics("fit", trainer.callback_metrics());
       // Stopped by SIGUSR1/SIGTERM: the run is unfinished, say so in the exit code.
-      if (trainer.stopped_by_signal()) return 128 + trainer.stop_signal();
+      if (trainer.stopped_by_signal()) {
+        code = 128 + trainer.stop_signal();
+        break;
+      }
       if (test_after_fit) {
         const auto metrics = trainer.test(*model, *data);
         if (trainer.is_global_zero()) print_metrics("test", metrics);
@@ -256,7 +199,9 @@ int run_checked(const Arguments& args, const Factories& factories, int argc, con
       break;
     }
   }
-  return 0;
+  // The ranks this process started, if any: their failure is the run's too.
+  const int peers = LocalLauncher::join_peers();
+  return code != 0 ? code : peers;
 }
 
 }  // namespace
@@ -339,7 +284,7 @@ int run(int argc, const char* const* argv, const Factories& factories) {
     return exit_code;
   };
   try {
-    return run_checked(parse_arguments(argc, argv), factories, argc, argv);
+    return run_checked(parse_arguments(argc, argv), factories, argc > 0 ? argv[0] : "fulgur");
   } catch (const std::invalid_argument& e) {  // ConfigError and invalid options: bad input
     return report(e, 2);
   } catch (const DataError& e) {  // missing folder, corrupt image: bad input too

@@ -1,4 +1,4 @@
-#include <fulgur/strategies/create_strategy.hpp>
+#include <fulgur/trainer/create_strategy.hpp>
 
 #include <fulgur/strategies/cluster_environment.hpp>
 #include <fulgur/strategies/ddp_strategy.hpp>
@@ -7,26 +7,9 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
-
 #include <stdexcept>
 
 namespace fulgur {
-
-ProcessGroupOptions process_group_options(const ClusterEnvironment& env, double timeout_s) {
-  ProcessGroupOptions options;
-  options.rank = env.global_rank();
-  options.world_size = env.world_size();
-  options.main_address = env.main_address();
-  options.main_port = env.main_port();
-  options.file_store_path = env.file_store_path();
-  options.all_local = env.num_nodes() == 1;
-  // torchrun's agent already serves a TCPStore on MASTER_PORT and says so.
-  const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
-  options.store_hosted_externally = agent_store != nullptr && std::string(agent_store) == "True";
-  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000.0));
-  return options;
-}
 
 std::unique_ptr<Strategy> create_strategy(const TrainerConfig& config, const Platform& platform) {
   Accelerator accelerator(config.accelerator);
