@@ -2,17 +2,17 @@
 
 // The one header a fulgur user includes.
 
-#include <fulgur/callbacks/callback.hpp>
+#include <fulgur/trainer/callback.hpp>
 #include <fulgur/callbacks/callback_registry.hpp>
 #include <fulgur/callbacks/early_stopping.hpp>
 #include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
 #include <fulgur/callbacks/learning_rate_monitor.hpp>
-#include <fulgur/callbacks/model_checkpoint.hpp>
-#include <fulgur/callbacks/loggers/csv_logger.hpp>
-#include <fulgur/callbacks/loggers/logger.hpp>
+#include <fulgur/trainer/model_checkpoint.hpp>
+#include <fulgur/trainer/loggers/csv_logger.hpp>
+#include <fulgur/trainer/loggers/logger.hpp>
 #include <fulgur/callbacks/loggers/make_loggers.hpp>
 #include <fulgur/callbacks/loggers/tensor_board_logger.hpp>
-#include <fulgur/callbacks/progress_bar.hpp>
+#include <fulgur/trainer/progress_bar.hpp>
 #include <fulgur/callbacks/timer.hpp>
 #include <fulgur/modules/batch.hpp>
 #include <fulgur/datamodules/data_loader.hpp>

@@ -3,8 +3,8 @@
 #include <fulgur/callbacks/early_stopping.hpp>
 #include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
 #include <fulgur/callbacks/learning_rate_monitor.hpp>
-#include <fulgur/callbacks/model_checkpoint.hpp>
-#include <fulgur/callbacks/progress_bar.hpp>
+#include <fulgur/trainer/model_checkpoint.hpp>
+#include <fulgur/trainer/progress_bar.hpp>
 #include <fulgur/callbacks/timer.hpp>
 
 #include <fmt/format.h>

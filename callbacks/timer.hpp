@@ -1,6 +1,6 @@
 #pragma once
 
-#include <fulgur/callbacks/callback.hpp>
+#include <fulgur/trainer/callback.hpp>
 
 #include <torch/arg.h>
 

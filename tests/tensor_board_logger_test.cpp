@@ -4,7 +4,7 @@
 #include "support/tiny_modules.hpp"
 
 #include <fulgur/callbacks/loggers/crc32c.hpp>
-#include <fulgur/callbacks/loggers/csv_logger.hpp>
+#include <fulgur/trainer/loggers/csv_logger.hpp>
 #include <fulgur/callbacks/loggers/event_file_writer.hpp>
 #include <fulgur/callbacks/loggers/make_loggers.hpp>
 #include <fulgur/callbacks/loggers/tensor_board_logger.hpp>

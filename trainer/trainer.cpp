@@ -1,8 +1,8 @@
 #include <fulgur/trainer/trainer.hpp>
 
-#include <fulgur/callbacks/loggers/csv_logger.hpp>
-#include <fulgur/callbacks/model_checkpoint.hpp>
-#include <fulgur/callbacks/progress_bar.hpp>
+#include <fulgur/trainer/loggers/csv_logger.hpp>
+#include <fulgur/trainer/model_checkpoint.hpp>
+#include <fulgur/trainer/progress_bar.hpp>
 #include <fulgur/strategies/cluster_environment.hpp>
 #include <fulgur/strategies/local_launcher.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>

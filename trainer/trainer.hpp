@@ -1,7 +1,7 @@
 #pragma once
 
-#include <fulgur/callbacks/callback.hpp>
-#include <fulgur/callbacks/loggers/logger.hpp>
+#include <fulgur/trainer/callback.hpp>
+#include <fulgur/trainer/loggers/logger.hpp>
 #include <fulgur/datamodules/data_module.hpp>
 #include <fulgur/modules/lightning_module.hpp>
 #include <fulgur/strategies/strategy.hpp>

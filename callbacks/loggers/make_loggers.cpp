@@ -1,7 +1,7 @@
 #include <fulgur/callbacks/loggers/make_loggers.hpp>
 
-#include <fulgur/callbacks/loggers/csv_logger.hpp>
-#include <fulgur/callbacks/loggers/run_folder.hpp>
+#include <fulgur/trainer/loggers/csv_logger.hpp>
+#include <fulgur/trainer/loggers/run_folder.hpp>
 #include <fulgur/callbacks/loggers/tensor_board_logger.hpp>
 
 #include <fmt/format.h>

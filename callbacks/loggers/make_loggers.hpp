@@ -1,6 +1,6 @@
 #pragma once
 
-#include <fulgur/callbacks/loggers/logger.hpp>
+#include <fulgur/trainer/loggers/logger.hpp>
 
 #include <memory>
 #include <string>

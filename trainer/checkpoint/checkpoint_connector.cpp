@@ -1,6 +1,6 @@
 #include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>
 
-#include <fulgur/callbacks/model_checkpoint.hpp>
+#include <fulgur/trainer/model_checkpoint.hpp>
 #include <fulgur/modules/state_dict.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
 #include <fulgur/trainer/checkpoint/optimizer_state.hpp>

@@ -1,2 +1,2 @@
-#include <fulgur/callbacks/callback.hpp>
+#include <fulgur/trainer/callback.hpp>
 // Callback is header-only; this unit checks the header compiles on its own.

@@ -1,4 +1,4 @@
-#include <fulgur/callbacks/progress_bar.hpp>
+#include <fulgur/trainer/progress_bar.hpp>
 
 #include <fulgur/trainer/cli/config_section.hpp>
 #include <fulgur/trainer/trainer.hpp>

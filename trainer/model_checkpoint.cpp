@@ -1,4 +1,4 @@
-#include <fulgur/callbacks/model_checkpoint.hpp>
+#include <fulgur/trainer/model_checkpoint.hpp>
 
 #include <fulgur/trainer/cli/config_error.hpp>
 #include <fulgur/trainer/cli/config_section.hpp>

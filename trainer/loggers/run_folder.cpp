@@ -1,4 +1,4 @@
-#include <fulgur/callbacks/loggers/run_folder.hpp>
+#include <fulgur/trainer/loggers/run_folder.hpp>
 
 #include <fmt/format.h>
 

@@ -1,0 +1,111 @@
+#pragma once
+
+// The checks an options field declares (see FULGUR_OPTIONS): each returns
+// nothing when the value is fine, else the rule it breaks ("must be > 0"),
+// which validate_options() completes into "[Options] name must be > 0, got -1".
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <concepts>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fulgur::check {
+
+/// A value as messages and option tables show it.
+template <class T>
+std::string text(const T& value) {
+  if constexpr (std::same_as<T, bool>) {
+    return value ? "true" : "false";
+  } else if constexpr (std::same_as<T, std::string>) {
+    return value;
+  } else if constexpr (requires { value.has_value(); }) {
+    return value ? text(*value) : "null";
+  } else if constexpr (requires { fmt::format("{}", value); }) {
+    return fmt::format("{}", value);
+  } else if constexpr (requires { value.to_string(); }) {
+    return value.to_string();
+  } else {
+    return to_string(value);  // an enum with a to_string() beside it
+  }
+}
+
+using Result = std::optional<std::string>;
+
+/// Anything goes.
+struct Any {
+  template <class T>
+  Result operator()(const T&) const {
+    return std::nullopt;
+  }
+};
+
+/// A number > 0 (an unset optional passes).
+struct Positive {
+  template <class T>
+  Result operator()(const T& value) const {
+    if constexpr (requires { value.has_value(); }) {
+      return value ? (*this)(*value) : std::nullopt;
+    } else {
+      return value > 0 ? std::nullopt : Result("must be > 0");
+    }
+  }
+};
+
+/// A number >= min (an unset optional passes).
+struct AtLeast {
+  double min;
+  template <class T>
+  Result operator()(const T& value) const {
+    if constexpr (requires { value.has_value(); }) {
+      return value ? (*this)(*value) : std::nullopt;
+    } else {
+      return static_cast<double>(value) >= min ? std::nullopt : Result(fmt::format("must be >= {}", min));
+    }
+  }
+};
+
+/// A number in [min, max].
+struct Between {
+  double min;
+  double max;
+  template <class T>
+  Result operator()(const T& value) const {
+    const double v = static_cast<double>(value);
+    return v >= min && v <= max ? std::nullopt : Result(fmt::format("must be in [{}, {}]", min, max));
+  }
+};
+
+/// -1 (no limit, or all) or a number >= min.
+struct NoLimitOrAtLeast {
+  int64_t min;
+  template <class T>
+  Result operator()(const T& value) const {
+    if constexpr (requires { value.has_value(); }) {
+      return value ? (*this)(*value) : std::nullopt;
+    } else {
+      return value == -1 || value >= min ? std::nullopt : Result(fmt::format("must be -1 or >= {}", min));
+    }
+  }
+};
+
+/// A string from a fixed list.
+struct OneOf {
+  std::vector<std::string> allowed;
+  Result operator()(const std::string& value) const {
+    if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return std::nullopt;
+    return fmt::format("must be one of {}", fmt::join(allowed, ", "));
+  }
+};
+
+/// A string that is not empty.
+struct NotEmpty {
+  Result operator()(const std::string& value) const {
+    return value.empty() ? Result("must be given (it has no default)") : std::nullopt;
+  }
+};
+
+}  // namespace fulgur::check
