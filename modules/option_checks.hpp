@@ -11,6 +11,7 @@
 #include <concepts>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace fulgur::check {
@@ -24,12 +25,14 @@ std::string text(const T& value) {
     return value;
   } else if constexpr (requires { value.has_value(); }) {
     return value ? text(*value) : "null";
-  } else if constexpr (requires { fmt::format("{}", value); }) {
-    return fmt::format("{}", value);
   } else if constexpr (requires { value.to_string(); }) {
     return value.to_string();
+  } else if constexpr (std::is_enum_v<T>) {
+    return to_string(value);  // found beside the enum
+  } else if constexpr (requires { value.begin(); }) {
+    return fmt::format("[{}]", fmt::join(value, ", "));
   } else {
-    return to_string(value);  // an enum with a to_string() beside it
+    return fmt::format("{}", value);
   }
 }
 

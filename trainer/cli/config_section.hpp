@@ -44,6 +44,9 @@ class ConfigSection {
   /// shapes, such as "auto" or an integer. Records `default_value` if absent.
   YAML::Node raw(const std::string& key, const YAML::Node& default_value);
 
+  /// Sets what --print_config shows for `key` (a nested section's resolved map).
+  void record(const std::string& key, const YAML::Node& value) { resolved_[key] = value; }
+
   /// Throws ConfigError: "<path.key>: expected <expected>, got '<value>'".
   [[noreturn]] void fail(const std::string& key, const std::string& expected, const std::string& got) const;
 
