@@ -3,7 +3,7 @@
 // The one header a fulgur user includes.
 
 #include <fulgur/trainer/callback.hpp>
-#include <fulgur/callbacks/callback_registry.hpp>
+#include <fulgur/trainer/cli/callback_registry.hpp>
 #include <fulgur/callbacks/early_stopping.hpp>
 #include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
 #include <fulgur/callbacks/learning_rate_monitor.hpp>

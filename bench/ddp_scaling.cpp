@@ -13,9 +13,24 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+#define SCALING_MODEL_OPTIONS(X)                                                                   \
+  X(std::string, report, "", "file rank 0 appends its timings to", fulgur::check::Any{})          \
+  X(int64_t, width, 1024, "hidden width of the MLP", fulgur::check::AtLeast{1})
+struct ScalingModelOptions {
+  FULGUR_OPTIONS(ScalingModelOptions, SCALING_MODEL_OPTIONS)
+};
+
+#define SCALING_DATA_OPTIONS(X)                                                         \
+  X(int64_t, batch_size, 64, "examples per batch", fulgur::check::AtLeast{1})          \
+  X(int64_t, batches, 30, "batches per epoch (each rank's own)", fulgur::check::AtLeast{1})
+struct ScalingDataOptions {
+  FULGUR_OPTIONS(ScalingDataOptions, SCALING_DATA_OPTIONS)
+};
+
 struct ScalingModel : fulgur::LightningModule {
-  explicit ScalingModel(fulgur::cli::ConfigSection& c) : report(c.get<std::string>("report", "")) {
-    const int64_t width = c.get<int64_t>("width", 1024);
+  using Options = ScalingModelOptions;
+  explicit ScalingModel(const Options& o) : report(o.report()) {
+    const int64_t width = o.width();
     net = register_module("net", torch::nn::Sequential(torch::nn::Linear(512, width), torch::nn::ReLU(),
                                                        torch::nn::Linear(width, width), torch::nn::ReLU(),
                                                        torch::nn::Linear(width, width), torch::nn::ReLU(),
@@ -58,8 +73,8 @@ struct ScalingModel : fulgur::LightningModule {
 };
 
 struct ScalingData : fulgur::DataModule {
-  explicit ScalingData(fulgur::cli::ConfigSection& c)
-      : batch_size(c.get<int64_t>("batch_size", 64)), batches(c.get<int64_t>("batches", 30)) {}
+  using Options = ScalingDataOptions;
+  explicit ScalingData(const Options& o) : batch_size(o.batch_size()), batches(o.batches()) {}
   std::shared_ptr<fulgur::DataLoader> train_dataloader() override {
     std::vector<fulgur::Batch> data;
     for (int64_t i = 0; i < batches; ++i) {

@@ -59,9 +59,7 @@ int main(int argc, char** argv) {
   torch::manual_seed(42);
 
   // digits.yaml's model and data.
-  examples::LitClassifier::Options model_options;
-  model_options.lr_step_size = 10;
-  examples::LitClassifier model(model_options);
+  examples::LitClassifier model(examples::LitClassifierOptions().lr_step_size(10));
   fulgur::CINIC10 data(fulgur::CINIC10Options(root).batch_size(32).num_workers(2));
 
   auto off = std::make_shared<EpochTimer>();

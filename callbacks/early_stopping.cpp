@@ -1,6 +1,5 @@
 #include <fulgur/callbacks/early_stopping.hpp>
 
-#include <fulgur/trainer/cli/config_section.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fmt/format.h>
@@ -14,35 +13,10 @@
 namespace fulgur {
 
 EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : options_(std::move(options)) {
-  if (options_.monitor().empty()) throw std::invalid_argument("[EarlyStopping] monitor must name a metric");
-  if (options_.mode() != "min" && options_.mode() != "max") {
-    throw std::invalid_argument(fmt::format("[EarlyStopping] mode must be 'min' or 'max', got '{}'", options_.mode()));
-  }
-  if (options_.patience() < 0) {
-    throw std::invalid_argument(fmt::format("[EarlyStopping] patience must be >= 0, got {}", options_.patience()));
-  }
+  options_.validate();
   options_.min_delta(std::abs(options_.min_delta()));
   best_score_ = options_.mode() == "min" ? std::numeric_limits<double>::infinity()
                                          : -std::numeric_limits<double>::infinity();
-}
-
-std::shared_ptr<Callback> EarlyStopping::from_config(cli::ConfigSection& s) {
-  EarlyStoppingOptions o(s.require<std::string>("monitor"));
-  const EarlyStoppingOptions d("");
-  o.mode(s.choice("mode", d.mode(), {"min", "max"}));
-  o.patience(s.get<int64_t>("patience", d.patience()));
-  o.min_delta(s.get<double>("min_delta", d.min_delta()));
-  if (s.has("stopping_threshold")) o.stopping_threshold(s.get<double>("stopping_threshold", 0.0));
-  if (s.has("divergence_threshold")) o.divergence_threshold(s.get<double>("divergence_threshold", 0.0));
-  o.check_finite(s.get<bool>("check_finite", d.check_finite()));
-  o.strict(s.get<bool>("strict", d.strict()));
-  o.verbose(s.get<bool>("verbose", d.verbose()));
-  if (s.has("check_on_train_epoch_end")) o.check_on_train_epoch_end(s.get<bool>("check_on_train_epoch_end", false));
-  try {
-    return std::make_shared<EarlyStopping>(o);
-  } catch (const std::invalid_argument& e) {
-    throw cli::ConfigError(fmt::format("{}: {}", s.path(), e.what()));
-  }
 }
 
 std::string EarlyStopping::state_key() const {
@@ -72,19 +46,19 @@ void EarlyStopping::load_state_dict(const CallbackState& state) {
 void EarlyStopping::setup(Trainer& trainer, LightningModule&) {
   // Lightning's rule: validation once per epoch at its end means the epoch-end
   // check sees fresh validation metrics; otherwise check after each validation.
-  const TrainerConfig& c = trainer.config();
+  const TrainerOptions& o = trainer.config().options;
   check_on_train_epoch_end_ = options_.check_on_train_epoch_end().value_or(
-      c.val_check_interval.is_fraction() && c.val_check_interval.value() == 1.0 && c.check_val_every_n_epoch &&
-      *c.check_val_every_n_epoch == 1);
+      o.val_check_interval().is_fraction() && o.val_check_interval().value() == 1.0 && o.check_val_every_n_epoch() &&
+      *o.check_val_every_n_epoch() == 1);
 }
 
 void EarlyStopping::on_validation_end(Trainer& trainer, LightningModule&) {
-  if (check_on_train_epoch_end_ || trainer.stage() != TrainerStage::Fitting) return;
+  if (check_on_train_epoch_end_ || trainer.stage() != Stage::Fit) return;
   check(trainer);
 }
 
 void EarlyStopping::on_train_epoch_end(Trainer& trainer, LightningModule&) {
-  if (!check_on_train_epoch_end_ || trainer.stage() != TrainerStage::Fitting) return;
+  if (!check_on_train_epoch_end_ || trainer.stage() != Stage::Fit) return;
   check(trainer);
 }
 

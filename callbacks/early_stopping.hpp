@@ -1,42 +1,38 @@
 #pragma once
 
+#include <fulgur/modules/options.hpp>
 #include <fulgur/trainer/callback.hpp>
-
-#include <torch/arg.h>
 
 #include <optional>
 #include <string>
 
 namespace fulgur {
 
-namespace cli {
-class ConfigSection;
-}
-
 /// Options of EarlyStopping, with Lightning's names and defaults.
+#define FULGUR_EARLY_STOPPING_OPTIONS(X)                                                                        \
+  X(std::string, monitor, "", "name of the metric in Trainer::callback_metrics()", fulgur::check::NotEmpty{})   \
+  X(std::string, mode, "min", "min: lower is better; max: higher is better",                                    \
+    (fulgur::check::OneOf{{"min", "max"}}))                                                                     \
+  X(int64_t, patience, 3, "checks without improvement before training stops", fulgur::check::AtLeast{0})        \
+  X(double, min_delta, 0.0, "smallest change that counts as an improvement (its sign is ignored)",              \
+    fulgur::check::Any{})                                                                                       \
+  X(std::optional<double>, stopping_threshold, std::nullopt, "stop as soon as the metric is this good",         \
+    fulgur::check::Any{})                                                                                       \
+  X(std::optional<double>, divergence_threshold, std::nullopt, "stop as soon as the metric is worse than this", \
+    fulgur::check::Any{})                                                                                       \
+  X(bool, check_finite, true, "stop when the metric becomes NaN or infinite", fulgur::check::Any{})             \
+  X(bool, strict, true, "a missing metric is an error (true) or skipped with a warning (false)",                \
+    fulgur::check::Any{})                                                                                       \
+  X(bool, verbose, false, "print a line on rank 0 at each improvement and at the stop", fulgur::check::Any{})   \
+  X(std::optional<bool>, check_on_train_epoch_end, std::nullopt,                                                \
+    "check at each training epoch end (true) or after each validation (false); null: at epoch end when "        \
+    "validation runs once per epoch",                                                                           \
+    fulgur::check::Any{})
+
 struct EarlyStoppingOptions {
+  EarlyStoppingOptions() = default;
   explicit EarlyStoppingOptions(std::string monitor) : monitor_(std::move(monitor)) {}
-  /// Name of the metric in Trainer::callback_metrics().
-  TORCH_ARG(std::string, monitor);
-  /// "min": lower is better; "max": higher is better.
-  TORCH_ARG(std::string, mode) = "min";
-  /// Checks without improvement before training stops.
-  TORCH_ARG(int64_t, patience) = 3;
-  /// Smallest change that counts as an improvement (its sign is ignored).
-  TORCH_ARG(double, min_delta) = 0.0;
-  /// Stop as soon as the metric is this good.
-  TORCH_ARG(std::optional<double>, stopping_threshold) = std::nullopt;
-  /// Stop as soon as the metric is worse than this.
-  TORCH_ARG(std::optional<double>, divergence_threshold) = std::nullopt;
-  /// Stop when the metric becomes NaN or infinite.
-  TORCH_ARG(bool, check_finite) = true;
-  /// A missing metric is an error (true) or skipped with a warning (false).
-  TORCH_ARG(bool, strict) = true;
-  /// Print a line on rank 0 at each improvement and at the stop.
-  TORCH_ARG(bool, verbose) = false;
-  /// Check at the end of each training epoch (true) or after each validation
-  /// (false); unset: at epoch end when validation runs once per epoch.
-  TORCH_ARG(std::optional<bool>, check_on_train_epoch_end) = std::nullopt;
+  FULGUR_OPTIONS(EarlyStoppingOptions, FULGUR_EARLY_STOPPING_OPTIONS)
 };
 
 /// Stops training when a monitored metric has stopped improving. The value
@@ -46,9 +42,8 @@ struct EarlyStoppingOptions {
 ///   auto stop = std::make_shared<EarlyStopping>(EarlyStoppingOptions("val_loss").patience(2));
 class EarlyStopping : public Callback {
  public:
+  using Options = EarlyStoppingOptions;
   explicit EarlyStopping(EarlyStoppingOptions options);
-  /// Reads the options from a `trainer.callbacks` entry's init_args.
-  static std::shared_ptr<Callback> from_config(cli::ConfigSection& section);
 
   std::string state_key() const override;
   CallbackState state_dict() const override;

@@ -1,6 +1,5 @@
 #include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
 
-#include <fulgur/trainer/cli/config_section.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fmt/format.h>
@@ -9,56 +8,33 @@
 
 namespace fulgur {
 
-GradientAccumulationScheduler::GradientAccumulationScheduler(std::map<int64_t, int64_t> scheduling)
-    : scheduling_(std::move(scheduling)) {
-  if (scheduling_.empty()) throw std::invalid_argument("[GradientAccumulationScheduler] scheduling is empty");
-  for (const auto& [epoch, factor] : scheduling_) {
-    if (epoch < 0) {
-      throw std::invalid_argument(fmt::format("[GradientAccumulationScheduler] epoch keys must be >= 0, got {}", epoch));
-    }
-    if (factor < 1) {
-      throw std::invalid_argument(fmt::format(
-          "[GradientAccumulationScheduler] accumulation factor for epoch {} must be >= 1, got {}", epoch, factor));
-    }
+check::Result GradientAccumulationSchedulerOptions::check_scheduling(const AccumulationSchedule& scheduling) {
+  if (scheduling.empty()) return "must map at least one epoch to a factor";
+  for (const auto& [epoch, factor] : scheduling) {
+    if (epoch < 0) return "must have epochs >= 0";
+    if (factor < 1) return "must have factors >= 1";
   }
+  return std::nullopt;
 }
 
-std::shared_ptr<Callback> GradientAccumulationScheduler::from_config(cli::ConfigSection& s) {
-  const YAML::Node node = s.raw("scheduling", YAML::Node(YAML::NodeType::Null));
-  if (!node.IsMap()) s.fail("scheduling", "a mapping {epoch: factor} (required)", node.IsNull() ? "null" : YAML::Dump(node));
-  std::map<int64_t, int64_t> scheduling;
-  for (const auto& item : node) {
-    const std::string key = item.first.Scalar();
-    try {
-      size_t used_key = 0;
-      size_t used_value = 0;
-      const int64_t epoch = std::stoll(key, &used_key);
-      const int64_t factor = std::stoll(item.second.Scalar(), &used_value);
-      if (used_key != key.size() || used_value != item.second.Scalar().size()) throw std::invalid_argument("");
-      scheduling[epoch] = factor;
-    } catch (const std::exception&) {
-      s.fail("scheduling." + key, "an integer epoch mapped to an integer factor", YAML::Dump(item.second));
-    }
-  }
-  try {
-    return std::make_shared<GradientAccumulationScheduler>(scheduling);
-  } catch (const std::invalid_argument& e) {
-    throw cli::ConfigError(fmt::format("{}: {}", s.path(), e.what()));
-  }
+GradientAccumulationScheduler::GradientAccumulationScheduler(GradientAccumulationSchedulerOptions options)
+    : options_(std::move(options)) {
+  options_.validate();
 }
 
 int64_t GradientAccumulationScheduler::factor_for(int64_t epoch) const {
-  auto it = scheduling_.upper_bound(epoch);  // first key after `epoch`
-  if (it == scheduling_.begin()) return 1;
+  const AccumulationSchedule& scheduling = options_.scheduling();
+  auto it = scheduling.upper_bound(epoch);  // first key after `epoch`
+  if (it == scheduling.begin()) return 1;
   return std::prev(it)->second;
 }
 
 void GradientAccumulationScheduler::on_train_start(Trainer& trainer, LightningModule&) {
-  if (trainer.config().accumulate_grad_batches != 1) {
+  if (trainer.config().options.accumulate_grad_batches() != 1) {
     throw std::invalid_argument(fmt::format(
         "[GradientAccumulationScheduler] the Trainer option accumulate_grad_batches is {}; leave it at 1 when the "
         "scheduler decides",
-        trainer.config().accumulate_grad_batches));
+        trainer.config().options.accumulate_grad_batches()));
   }
 }
 

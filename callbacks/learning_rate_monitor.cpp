@@ -1,6 +1,5 @@
 #include <fulgur/callbacks/learning_rate_monitor.hpp>
 
-#include <fulgur/trainer/cli/config_section.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fmt/format.h>
@@ -28,28 +27,12 @@ GroupValues group_values(torch::optim::OptimizerOptions& options) {
 
 }  // namespace
 
-LearningRateMonitor::LearningRateMonitor(LearningRateMonitorOptions options) : options_(std::move(options)) {
-  if (options_.logging_interval() && *options_.logging_interval() != "step" &&
-      *options_.logging_interval() != "epoch") {
-    throw std::invalid_argument(fmt::format("[LearningRateMonitor] logging_interval must be 'step', 'epoch' or null, got '{}'",
-                                            *options_.logging_interval()));
-  }
+check::Result LearningRateMonitorOptions::check_logging_interval(const std::optional<std::string>& interval) {
+  return interval ? check::OneOf{{"step", "epoch"}}(*interval) : std::nullopt;
 }
 
-std::shared_ptr<Callback> LearningRateMonitor::from_config(cli::ConfigSection& s) {
-  LearningRateMonitorOptions o;
-  const YAML::Node interval = s.raw("logging_interval", YAML::Node(YAML::NodeType::Null));
-  if (!interval.IsNull()) {
-    if (!interval.IsScalar() || (interval.Scalar() != "step" && interval.Scalar() != "epoch")) {
-      YAML::Emitter out;
-      out << YAML::Flow << interval;
-      s.fail("logging_interval", "one of step, epoch, null", out.c_str());
-    }
-    o.logging_interval(interval.Scalar());
-  }
-  o.log_momentum(s.get<bool>("log_momentum", false));
-  o.log_weight_decay(s.get<bool>("log_weight_decay", false));
-  return std::make_shared<LearningRateMonitor>(o);
+LearningRateMonitor::LearningRateMonitor(LearningRateMonitorOptions options) : options_(std::move(options)) {
+  options_.validate();
 }
 
 std::string LearningRateMonitor::optimizer_name(const torch::optim::Optimizer& optimizer) {
@@ -99,7 +82,7 @@ void LearningRateMonitor::on_train_batch_start(Trainer& trainer, LightningModule
   if (interval_ != "step") return;
   // The rate the coming optimizer step uses, once per step and every log_every_n_steps.
   const int64_t step = trainer.global_step();
-  if (step == last_logged_step_ || step % trainer.config().log_every_n_steps != 0) return;
+  if (step == last_logged_step_ || step % trainer.config().options.log_every_n_steps() != 0) return;
   log(trainer);
 }
 

@@ -1,8 +1,7 @@
 #pragma once
 
+#include <fulgur/modules/options.hpp>
 #include <fulgur/trainer/callback.hpp>
-
-#include <torch/arg.h>
 
 #include <map>
 #include <optional>
@@ -10,18 +9,19 @@
 
 namespace fulgur {
 
-namespace cli {
-class ConfigSection;
-}
-
 /// Options of LearningRateMonitor, with Lightning's names.
+#define FULGUR_LEARNING_RATE_MONITOR_OPTIONS(X)                                                            \
+  X(std::optional<std::string>, logging_interval, std::nullopt,                                            \
+    "step, epoch, or null: the LR scheduler's interval (epoch without a scheduler)",                       \
+    &LearningRateMonitorOptions::check_logging_interval)                                                   \
+  X(bool, log_momentum, false, "also log the momentum (SGD's momentum, Adam's beta1, RMSprop's momentum)", \
+    fulgur::check::Any{})                                                                                  \
+  X(bool, log_weight_decay, false, "also log the weight decay", fulgur::check::Any{})
+
 struct LearningRateMonitorOptions {
-  /// "step", "epoch", or unset: the LR scheduler's interval ("epoch" without a scheduler).
-  TORCH_ARG(std::optional<std::string>, logging_interval) = std::nullopt;
-  /// Also log the momentum (SGD's momentum, Adam's beta1, RMSprop's momentum).
-  TORCH_ARG(bool, log_momentum) = false;
-  /// Also log the weight decay.
-  TORCH_ARG(bool, log_weight_decay) = false;
+  FULGUR_OPTIONS(LearningRateMonitorOptions, FULGUR_LEARNING_RATE_MONITOR_OPTIONS)
+  /// The check of `logging_interval`: unset, "step" or "epoch".
+  static check::Result check_logging_interval(const std::optional<std::string>& interval);
 };
 
 /// Logs the learning rate of every parameter group to the loggers as
@@ -30,8 +30,8 @@ struct LearningRateMonitorOptions {
 /// every log_every_n_steps optimizer steps, epoch interval once per epoch.
 class LearningRateMonitor : public Callback {
  public:
+  using Options = LearningRateMonitorOptions;
   explicit LearningRateMonitor(LearningRateMonitorOptions options = {});
-  static std::shared_ptr<Callback> from_config(cli::ConfigSection& section);
 
   std::string state_key() const override { return "LearningRateMonitor"; }
 
@@ -43,6 +43,7 @@ class LearningRateMonitor : public Callback {
   std::map<std::string, double> extract(Trainer& trainer) const;
   /// Short name of an optimizer ("SGD", "Adam", ...).
   static std::string optimizer_name(const torch::optim::Optimizer& optimizer);
+  const LearningRateMonitorOptions& options() const { return options_; }
 
  private:
   void log(Trainer& trainer);

@@ -1,6 +1,5 @@
 #include <fulgur/callbacks/timer.hpp>
 
-#include <fulgur/trainer/cli/config_section.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fmt/format.h>
@@ -12,7 +11,15 @@
 namespace fulgur {
 namespace {
 
-const char* const kStageNames[] = {"train", "validate", "test"};
+// The stages a Timer clocks, in the order of its spans.
+constexpr Stage kTimedStages[] = {Stage::Train, Stage::Validate, Stage::Test};
+
+size_t span_index(Stage stage) {
+  for (size_t i = 0; i < std::size(kTimedStages); ++i) {
+    if (kTimedStages[i] == stage) return i;
+  }
+  throw std::invalid_argument(fmt::format("[Timer] clocks train, validate and test, not {}", to_string(stage)));
+}
 
 std::string format_seconds(double seconds) {
   const auto total = static_cast<int64_t>(seconds);
@@ -21,15 +28,7 @@ std::string format_seconds(double seconds) {
 
 }  // namespace
 
-Timer::Timer(TimerOptions options) : options_(std::move(options)) {
-  if (options_.interval() != "step" && options_.interval() != "epoch") {
-    throw std::invalid_argument(
-        fmt::format("[Timer] interval must be 'step' or 'epoch', got '{}'", options_.interval()));
-  }
-  if (options_.duration() && !(*options_.duration() > 0.0)) {
-    throw std::invalid_argument(fmt::format("[Timer] duration must be positive, got {} s", *options_.duration()));
-  }
-}
+Timer::Timer(TimerOptions options) : options_(std::move(options)) { options_.validate(); }
 
 double Timer::parse_duration(const std::string& text) {
   int64_t parts[4];
@@ -49,53 +48,13 @@ double Timer::parse_duration(const std::string& text) {
   return static_cast<double>(((parts[0] * 24 + parts[1]) * 60 + parts[2]) * 60 + parts[3]);
 }
 
-std::shared_ptr<Callback> Timer::from_config(cli::ConfigSection& s) {
-  TimerOptions o;
-  const YAML::Node duration = s.raw("duration", YAML::Node(YAML::NodeType::Null));
-  try {
-    if (duration.IsScalar()) {
-      const std::string text = duration.Scalar();
-      if (text.find(':') != std::string::npos) {
-        o.duration(parse_duration(text));
-      } else {
-        size_t used = 0;
-        const double seconds = std::stod(text, &used);
-        if (used != text.size()) throw std::invalid_argument("");
-        o.duration(seconds);
-      }
-    } else if (duration.IsMap()) {  // {days: 1, hours: 2, minutes: 3, seconds: 4}
-      cli::ConfigSection parts(duration, s.dotted("duration"));
-      o.duration(((parts.get<double>("days", 0) * 24 + parts.get<double>("hours", 0)) * 60 +
-                  parts.get<double>("minutes", 0)) * 60 + parts.get<double>("seconds", 0));
-      const auto unread = parts.unread_keys();
-      if (!unread.empty()) throw cli::ConfigError(fmt::format("unknown key '{}' (expected days, hours, minutes, seconds)", unread.front()));
-    } else if (!duration.IsNull()) {
-      throw std::invalid_argument("");
-    }
-  } catch (const cli::ConfigError&) {
-    throw;
-  } catch (const std::exception&) {
-    YAML::Emitter out;
-    out << YAML::Flow << duration;
-    s.fail("duration", "seconds, \"DD:HH:MM:SS\" or {days, hours, minutes, seconds}", out.c_str());
-  }
-  const TimerOptions d;
-  o.interval(s.choice("interval", d.interval(), {"step", "epoch"}));
-  o.verbose(s.get<bool>("verbose", d.verbose()));
-  try {
-    return std::make_shared<Timer>(o);
-  } catch (const std::invalid_argument& e) {
-    throw cli::ConfigError(fmt::format("{}: {}", s.path(), e.what()));
-  }
-}
-
 void Timer::start(Stage stage) {
-  Span& span = spans_[static_cast<int>(stage)];
+  Span& span = spans_[span_index(stage)];
   span.start = Clock::now();
   span.end.reset();
 }
 
-void Timer::stop(Stage stage) { spans_[static_cast<int>(stage)].end = Clock::now(); }
+void Timer::stop(Stage stage) { spans_[span_index(stage)].end = Clock::now(); }
 
 // Validation inside fit counts as validation time, sanity checks count nowhere.
 void Timer::on_validation_start(Trainer& trainer, LightningModule&) {
@@ -107,7 +66,7 @@ void Timer::on_validation_end(Trainer& trainer, LightningModule&) {
 }
 
 double Timer::time_elapsed(Stage stage) const {
-  const Span& span = spans_[static_cast<int>(stage)];
+  const Span& span = spans_[span_index(stage)];
   if (!span.start) return span.offset;
   const Clock::time_point end = span.end.value_or(Clock::now());
   return span.offset + std::chrono::duration<double>(end - *span.start).count();
@@ -120,17 +79,16 @@ std::optional<double> Timer::time_remaining(Stage stage) const {
 
 CallbackState Timer::state_dict() const {
   CallbackState state;
-  for (int i = 0; i < 3; ++i) state[fmt::format("time_elapsed.{}", kStageNames[i])] = time_elapsed(static_cast<Stage>(i));
+  for (const Stage stage : kTimedStages) state[fmt::format("time_elapsed.{}", to_string(stage))] = time_elapsed(stage);
   return state;
 }
 
 void Timer::load_state_dict(const CallbackState& state) {
-  for (int i = 0; i < 3; ++i) {
-    const auto it = state.find(fmt::format("time_elapsed.{}", kStageNames[i]));
+  for (size_t i = 0; i < std::size(kTimedStages); ++i) {
+    const std::string key = fmt::format("time_elapsed.{}", to_string(kTimedStages[i]));
+    const auto it = state.find(key);
     if (it == state.end()) continue;  // a stage that never ran
-    if (!it->second.isDouble()) {
-      throw std::runtime_error(fmt::format("[Timer::load_state_dict] time_elapsed.{} is not a number", kStageNames[i]));
-    }
+    if (!it->second.isDouble()) throw std::runtime_error(fmt::format("[Timer::load_state_dict] {} is not a number", key));
     // Training resumes from the saved elapsed time; the clock restarts at the next start.
     spans_[i] = Span{};
     spans_[i].offset = it->second.toDouble();

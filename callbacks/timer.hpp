@@ -1,8 +1,9 @@
 #pragma once
 
+#include <fulgur/callbacks/timer_duration.hpp>
+#include <fulgur/modules/options.hpp>
+#include <fulgur/modules/stage.hpp>
 #include <fulgur/trainer/callback.hpp>
-
-#include <torch/arg.h>
 
 #include <chrono>
 #include <optional>
@@ -10,18 +11,18 @@
 
 namespace fulgur {
 
-namespace cli {
-class ConfigSection;
-}
-
 /// Options of Timer, with Lightning's names.
+#define FULGUR_TIMER_OPTIONS(X)                                                                               \
+  X(std::optional<TimerDuration>, duration, std::nullopt,                                                     \
+    "longest training time in seconds (YAML also takes \"DD:HH:MM:SS\" or {days, hours, minutes, seconds}); " \
+    "null: only measure",                                                                                     \
+    fulgur::check::Positive{})                                                                                \
+  X(std::string, interval, "step", "check the time after every optimizer step (step) or epoch (epoch)",       \
+    (fulgur::check::OneOf{{"step", "epoch"}}))                                                                \
+  X(bool, verbose, true, "print a line on rank 0 when the time is up", fulgur::check::Any{})
+
 struct TimerOptions {
-  /// Longest training time in seconds; unset: only measure.
-  TORCH_ARG(std::optional<double>, duration) = std::nullopt;
-  /// Check the time after every optimizer step ("step") or epoch ("epoch").
-  TORCH_ARG(std::string, interval) = "step";
-  /// Print a line on rank 0 when the time is up.
-  TORCH_ARG(bool, verbose) = true;
+  FULGUR_OPTIONS(TimerOptions, FULGUR_TIMER_OPTIONS)
 };
 
 /// Measures the time spent training, validating and testing and stops
@@ -32,10 +33,8 @@ struct TimerOptions {
 ///   auto timer = std::make_shared<Timer>(TimerOptions().duration(Timer::parse_duration("00:12:00:00")));
 class Timer : public Callback {
  public:
-  enum class Stage { Train, Validate, Test };
-
+  using Options = TimerOptions;
   explicit Timer(TimerOptions options = {});
-  static std::shared_ptr<Callback> from_config(cli::ConfigSection& section);
   /// "DD:HH:MM:SS" (days may exceed two digits) into seconds.
   static double parse_duration(const std::string& text);
 
@@ -52,7 +51,8 @@ class Timer : public Callback {
   void on_train_batch_end(Trainer& trainer, LightningModule&, const torch::Tensor&, const Batch&, int64_t) override;
   void on_train_epoch_end(Trainer& trainer, LightningModule&) override;
 
-  /// Seconds spent in `stage`, including time restored from a checkpoint.
+  /// Seconds spent in `stage` (Train, Validate or Test), including time
+  /// restored from a checkpoint.
   double time_elapsed(Stage stage = Stage::Train) const;
   /// Seconds of `duration` left for `stage` (nullopt without a duration).
   std::optional<double> time_remaining(Stage stage = Stage::Train) const;

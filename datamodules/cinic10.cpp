@@ -3,41 +3,21 @@
 #include <fulgur/datamodules/data_error.hpp>
 #include <fulgur/datamodules/dataset_loader.hpp>
 #include <fulgur/datamodules/image_decode.hpp>
-#include <fulgur/datamodules/default_num_workers.hpp>
 #include <fulgur/datamodules/png_image.hpp>
 #include <fulgur/datamodules/transforms.hpp>
-#include <fulgur/trainer/cli/config_section.hpp>
 
 #include <ATen/CPUGeneratorImpl.h>
 
-#include <cmath>
-#include <sstream>
 #include <stdexcept>
 
 namespace fulgur {
 
 namespace {
 
-std::string join(const std::vector<double>& values) {
-  std::ostringstream out;
-  out << "[";
-  for (size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
-  out << "]";
-  return out.str();
-}
-
 std::string join(const std::vector<std::string>& values) {
   std::string out = "[";
   for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + values[i];
   return out + "]";
-}
-
-// Returns an empty string when valid, else what was expected.
-std::string check_channel_stats(const std::vector<double>& values, bool positive) {
-  bool ok = values.size() == 3;
-  for (const double v : values) ok = ok && std::isfinite(v) && (!positive || v > 0);
-  if (ok) return "";
-  return positive ? "a list of 3 positive numbers (one per RGB channel)" : "a list of 3 numbers (one per RGB channel)";
 }
 
 /// The training images of one epoch with augmentation bound to that epoch.
@@ -113,62 +93,7 @@ class AugmentedTrainLoader : public DataLoader {
 
 }  // namespace
 
-CINIC10Options CINIC10Options::from_config(cli::ConfigSection& section) {
-  CINIC10Options options;
-  options.root(section.get<std::string>("root", ""));
-  if (options.root().empty()) {
-    section.fail("root", "a non-empty path to the CINIC-10 folder (holding train/, valid/, test/)", "");
-  }
-  options.batch_size(section.get<int64_t>("batch_size", options.batch_size()));
-  if (options.batch_size() < 1) section.fail("batch_size", "an integer >= 1", std::to_string(options.batch_size()));
-  // Unset: SLURM_CPUS_PER_TASK under SLURM, else the built-in default.
-  options.num_workers(section.get<int64_t>("num_workers", default_num_workers(options.num_workers())));
-  if (options.num_workers() < 0) section.fail("num_workers", "an integer >= 0", std::to_string(options.num_workers()));
-  options.augment(section.get<bool>("augment", options.augment()));
-  options.shuffle(section.get<bool>("shuffle", options.shuffle()));
-  options.skip_bad_samples(section.get<bool>("skip_bad_samples", options.skip_bad_samples()));
-  options.pin_memory(section.get<bool>("pin_memory", options.pin_memory()));
-  options.mean(section.get<std::vector<double>>("mean", options.mean()));
-  if (auto expected = check_channel_stats(options.mean(), false); !expected.empty()) {
-    section.fail("mean", expected, join(options.mean()));
-  }
-  options.std(section.get<std::vector<double>>("std", options.std()));
-  if (auto expected = check_channel_stats(options.std(), true); !expected.empty()) {
-    section.fail("std", expected, join(options.std()));
-  }
-  // Unset (null) by default: the seed then follows torch::manual_seed.
-  const YAML::Node seed = section.raw("seed", YAML::Node());
-  if (seed && !seed.IsNull()) {
-    int64_t value = -1;
-    try {
-      value = seed.as<int64_t>();
-    } catch (const YAML::Exception&) {
-      section.fail("seed", "a non-negative integer or null", YAML::Dump(seed));
-    }
-    if (value < 0) section.fail("seed", "a non-negative integer or null", YAML::Dump(seed));
-    options.seed(static_cast<uint64_t>(value));
-  }
-  return options;
-}
-
-CINIC10::CINIC10(CINIC10Options options) : options_(std::move(options)) {
-  const std::string where = "[CINIC10::CINIC10] ";
-  if (options_.root().empty()) throw std::invalid_argument(where + "root is empty; expected the CINIC-10 folder");
-  if (options_.batch_size() < 1) {
-    throw std::invalid_argument(where + "batch_size must be >= 1, got " + std::to_string(options_.batch_size()));
-  }
-  if (options_.num_workers() < 0) {
-    throw std::invalid_argument(where + "num_workers must be >= 0, got " + std::to_string(options_.num_workers()));
-  }
-  if (auto expected = check_channel_stats(options_.mean(), false); !expected.empty()) {
-    throw std::invalid_argument(where + "mean must be " + expected + ", got " + join(options_.mean()));
-  }
-  if (auto expected = check_channel_stats(options_.std(), true); !expected.empty()) {
-    throw std::invalid_argument(where + "std must be " + expected + ", got " + join(options_.std()));
-  }
-}
-
-CINIC10::CINIC10(cli::ConfigSection& section) : CINIC10(CINIC10Options::from_config(section)) {}
+CINIC10::CINIC10(CINIC10Options options) : options_(std::move(options)) { options_.validate(); }
 
 torch::Tensor CINIC10::normalize(const torch::Tensor& image_hwc_uint8) const {
   return normalize_chw(to_float_chw(image_hwc_uint8), options_.mean(), options_.std());
@@ -228,7 +153,7 @@ std::shared_ptr<DataLoader> CINIC10::train_dataloader() {
                      .num_workers(options_.num_workers())
                      .pin_memory(options_.pin_memory())
                      .skip_bad_samples(options_.skip_bad_samples());
-  if (options_.seed()) options.seed(*options_.seed());
+  if (options_.seed()) options.seed(static_cast<uint64_t>(*options_.seed()));
   if (!options_.augment()) return std::make_shared<DatasetLoader>(train_, options);
   if (!options.seed()) {
     // One seed for both order and shifts; DatasetLoader would draw its own.

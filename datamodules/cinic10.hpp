@@ -1,9 +1,10 @@
 #pragma once
 
+#include <fulgur/datamodules/channel_stats_check.hpp>
 #include <fulgur/datamodules/data_module.hpp>
+#include <fulgur/datamodules/default_num_workers.hpp>
 #include <fulgur/datamodules/image_folder.hpp>
-
-#include <torch/arg.h>
+#include <fulgur/modules/options.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -11,44 +12,32 @@
 #include <string>
 #include <vector>
 
-namespace fulgur::cli {
-class ConfigSection;
-}
-
 namespace fulgur {
 
-/// Options of the CINIC10 DataModule (config section `data`). mean and std
-/// default to the CINIC-10 training-set statistics per RGB channel.
+// The fields of CINIC10Options: type, name, default, doc, check. num_workers
+// defaults to SLURM_CPUS_PER_TASK under SLURM; mean and std to the CINIC-10
+// training-set statistics.
+#define FULGUR_CINIC10_OPTIONS(X)                                                                                   \
+  X(std::string, root, "", "folder holding train/, valid/ and test/", check::NotEmpty{})                            \
+  X(int64_t, batch_size, 128, "samples per batch", check::AtLeast{1})                                               \
+  X(int64_t, num_workers, default_num_workers(2), "loader threads per split (0: in the training thread)",           \
+    check::AtLeast{0})                                                                                              \
+  X(bool, augment, false, "shift training images randomly by up to 12.5% of their side", check::Any{})              \
+  X(bool, shuffle, true, "reshuffle the training split every epoch", check::Any{})                                  \
+  X(bool, skip_bad_samples, false, "log, count and replace unreadable images instead of stopping", check::Any{})    \
+  X(bool, pin_memory, false, "page-locked batches for an asynchronous copy to the GPU", check::Any{})               \
+  X(std::vector<double>, mean, (std::vector<double>{0.47889522, 0.47227842, 0.43047404}), "per-channel mean (RGB)", \
+    check::ChannelStats{})                                                                                          \
+  X(std::vector<double>, std, (std::vector<double>{0.24205776, 0.23828046, 0.25874835}), "per-channel std (RGB)",   \
+    check::ChannelStats{true})                                                                                      \
+  X(std::optional<int64_t>, seed, std::nullopt, "seed of the training order and shifts; null: from torch's seed",   \
+    check::AtLeast{0})
+
+/// Options of the CINIC10 DataModule (config section `data`).
 struct CINIC10Options {
   CINIC10Options() = default;
   explicit CINIC10Options(std::string root) : root_(std::move(root)) {}
-
-  /// Folder holding train/, valid/ and test/ (required).
-  TORCH_ARG(std::string, root) = "";
-  TORCH_ARG(int64_t, batch_size) = 128;
-  /// Loader threads per split (0: decode in the training thread).
-  TORCH_ARG(int64_t, num_workers) = 2;
-  /// Random translation of training images by up to 12.5% of their side.
-  TORCH_ARG(bool, augment) = false;
-  /// Reshuffle the training split every epoch.
-  TORCH_ARG(bool, shuffle) = true;
-  /// Log, count and replace unreadable images instead of stopping
-  /// (DatasetLoaderOptions::skip_bad_samples).
-  TORCH_ARG(bool, skip_bad_samples) = false;
-  /// Collate batches into page-locked memory so the copy to the GPU is
-  /// asynchronous (ignored without CUDA).
-  TORCH_ARG(bool, pin_memory) = false;
-  TORCH_ARG(std::vector<double>, mean) = {0.47889522, 0.47227842, 0.43047404};
-  TORCH_ARG(std::vector<double>, std) = {0.24205776, 0.23828046, 0.25874835};
-  /// Seed of the training order and augmentation; unset: drawn from torch's
-  /// default CPU generator when train_dataloader() is called.
-  TORCH_ARG(std::optional<uint64_t>, seed) = std::nullopt;
-
- public:
-  /// Reads root, batch_size, num_workers, augment, shuffle, skip_bad_samples,
-  /// pin_memory, mean, std and seed from `section`; an invalid value throws
-  /// cli::ConfigError through section.fail() naming the dotted key.
-  static CINIC10Options from_config(cli::ConfigSection& section);
+  FULGUR_OPTIONS(CINIC10Options, FULGUR_CINIC10_OPTIONS)
 };
 
 /// CINIC-10 (or any dataset in its layout) as PNG folders:
@@ -61,9 +50,10 @@ struct CINIC10Options {
 /// valid, Test and Predict test.
 class CINIC10 : public DataModule {
  public:
+  using Options = CINIC10Options;
+
   /// Validates the options; no file is touched before setup().
   explicit CINIC10(CINIC10Options options);
-  explicit CINIC10(cli::ConfigSection& section);
 
   void setup(Stage stage) override;
 

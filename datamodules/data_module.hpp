@@ -1,16 +1,12 @@
 #pragma once
 
 #include <fulgur/datamodules/data_loader.hpp>
+#include <fulgur/modules/stage.hpp>
 
 #include <memory>
 #include <string>
 
 namespace fulgur {
-
-/// Stages a DataModule is set up for, as Lightning names them.
-enum class Stage { Fit, Validate, Test, Predict };
-
-const char* to_string(Stage stage);
 
 /// Everything about data in one object: download/prepare once per node, set up
 /// datasets per process, and hand out loaders. A loader that is not provided

@@ -2,16 +2,13 @@
 
 #include <fulgur/datamodules/composed_image_dataset.hpp>
 #include <fulgur/datamodules/data_error.hpp>
-#include <fulgur/datamodules/default_num_workers.hpp>
 #include <fulgur/datamodules/dataset_loader.hpp>
 #include <fulgur/datamodules/hdf5_image_file.hpp>
 #include <fulgur/datamodules/image_file_list.hpp>
 #include <fulgur/datamodules/imagenet_pipelines.hpp>
-#include <fulgur/trainer/cli/config_section.hpp>
 
 #include <ATen/CPUGeneratorImpl.h>
 
-#include <cmath>
 #include <functional>
 #include <stdexcept>
 
@@ -21,12 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool valid_stats(const std::vector<double>& values, bool positive) {
-  bool ok = values.size() == 3;
-  for (const double v : values) ok = ok && std::isfinite(v) && (!positive || v > 0);
-  return ok;
-}
-
 bool path_exists(const fs::path& path) {
   std::error_code ignored;
   return fs::exists(path, ignored);
@@ -34,66 +25,11 @@ bool path_exists(const fs::path& path) {
 
 }  // namespace
 
-ImageNetOptions ImageNetOptions::from_config(cli::ConfigSection& section) {
-  ImageNetOptions o;
-  o.root(section.get<std::string>("root", ""));
-  if (o.root().empty()) section.fail("root", "a non-empty path to the ImageNet folder", "");
-  o.format(section.get<std::string>("format", o.format()));
-  if (o.format() != "folder" && o.format() != "hdf5" && o.format() != "index") {
-    section.fail("format", "one of folder, hdf5, index", o.format());
-  }
-  o.batch_size(section.get<int64_t>("batch_size", o.batch_size()));
-  if (o.batch_size() < 1) section.fail("batch_size", "an integer >= 1", std::to_string(o.batch_size()));
-  o.num_workers(section.get<int64_t>("num_workers", default_num_workers(o.num_workers())));
-  if (o.num_workers() < 0) section.fail("num_workers", "an integer >= 0", std::to_string(o.num_workers()));
-  o.augment(section.get<bool>("augment", o.augment()));
-  o.shuffle(section.get<bool>("shuffle", o.shuffle()));
-  o.persistent_workers(section.get<bool>("persistent_workers", o.persistent_workers()));
-  o.pin_memory(section.get<bool>("pin_memory", o.pin_memory()));
-  o.skip_bad_samples(section.get<bool>("skip_bad_samples", o.skip_bad_samples()));
-  o.mean(section.get<std::vector<double>>("mean", o.mean()));
-  if (!valid_stats(o.mean(), false)) section.fail("mean", "a list of 3 numbers (one per RGB channel)", "");
-  o.std(section.get<std::vector<double>>("std", o.std()));
-  if (!valid_stats(o.std(), true)) section.fail("std", "a list of 3 positive numbers (one per RGB channel)", "");
-  o.crop_size(section.get<int64_t>("crop_size", o.crop_size()));
-  if (o.crop_size() < 1) section.fail("crop_size", "an integer >= 1", std::to_string(o.crop_size()));
-  o.resize_size(section.get<int64_t>("resize_size", o.resize_size()));
-  if (o.resize_size() < o.crop_size()) {
-    section.fail("resize_size", "an integer >= crop_size (" + std::to_string(o.crop_size()) + ")",
-                 std::to_string(o.resize_size()));
-  }
-  const YAML::Node seed = section.raw("seed", YAML::Node());
-  if (seed && !seed.IsNull()) {
-    int64_t value = -1;
-    try {
-      value = seed.as<int64_t>();
-    } catch (const YAML::Exception&) {
-      section.fail("seed", "a non-negative integer or null", YAML::Dump(seed));
-    }
-    if (value < 0) section.fail("seed", "a non-negative integer or null", YAML::Dump(seed));
-    o.seed(static_cast<uint64_t>(value));
-  }
-  return o;
-}
-
 ImageNet::ImageNet(ImageNetOptions options) : options_(std::move(options)) {
-  const std::string where = "[ImageNet::ImageNet] ";
-  if (options_.root().empty()) throw std::invalid_argument(where + "root is empty; expected the ImageNet folder");
-  if (options_.format() != "folder" && options_.format() != "hdf5" && options_.format() != "index") {
-    throw std::invalid_argument(where + "format must be folder, hdf5 or index, got '" + options_.format() + "'");
-  }
-  if (options_.batch_size() < 1) {
-    throw std::invalid_argument(where + "batch_size must be >= 1, got " + std::to_string(options_.batch_size()));
-  }
-  if (options_.num_workers() < 0) {
-    throw std::invalid_argument(where + "num_workers must be >= 0, got " + std::to_string(options_.num_workers()));
-  }
-  if (!valid_stats(options_.mean(), false) || !valid_stats(options_.std(), true)) {
-    throw std::invalid_argument(where + "mean and std must be 3 numbers each (std positive)");
-  }
-  if (options_.crop_size() < 1 || options_.resize_size() < options_.crop_size()) {
-    throw std::invalid_argument(where + "expected 1 <= crop_size <= resize_size, got crop_size " +
-                                std::to_string(options_.crop_size()) + " and resize_size " +
+  options_.validate();
+  if (options_.resize_size() < options_.crop_size()) {
+    throw std::invalid_argument("[ImageNetOptions] resize_size must be >= crop_size (" +
+                                std::to_string(options_.crop_size()) + "), got " +
                                 std::to_string(options_.resize_size()));
   }
   if (!options_.val_pipeline()) {
@@ -107,8 +43,6 @@ ImageNet::ImageNet(ImageNetOptions options) : options_(std::move(options)) {
             : imagenet_eval_pipeline(options_.resize_size(), options_.crop_size(), options_.mean(), options_.std()));
   }
 }
-
-ImageNet::ImageNet(cli::ConfigSection& section) : ImageNet(ImageNetOptions::from_config(section)) {}
 
 std::shared_ptr<const EncodedImageSource> ImageNet::load(const std::string& split,
                                                          const std::vector<std::string>& classes) const {
@@ -159,7 +93,7 @@ std::shared_ptr<DataLoader> ImageNet::train_dataloader() {
   if (!train_) throw std::logic_error("[ImageNet::train_dataloader] the train split is not set up; call setup(Stage::Fit)");
   uint64_t seed = 0;
   if (options_.seed()) {
-    seed = *options_.seed();
+    seed = static_cast<uint64_t>(*options_.seed());
   } else {
     auto generator = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(generator.mutex());

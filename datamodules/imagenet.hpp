@@ -1,9 +1,12 @@
 #pragma once
 
 #include <fulgur/datamodules/bad_sample_log.hpp>
+#include <fulgur/datamodules/channel_stats_check.hpp>
 #include <fulgur/datamodules/compose.hpp>
 #include <fulgur/datamodules/data_module.hpp>
+#include <fulgur/datamodules/default_num_workers.hpp>
 #include <fulgur/datamodules/encoded_image_dataset.hpp>
+#include <fulgur/modules/options.hpp>
 
 #include <torch/arg.h>
 
@@ -13,50 +16,45 @@
 #include <string>
 #include <vector>
 
-namespace fulgur::cli {
-class ConfigSection;
-}
-
 namespace fulgur {
+
+// The fields of ImageNetOptions that a config sets: type, name, default, doc,
+// check. format "folder": root/train/<wnid>/*.JPEG and root/val/ as class
+// folders, or flat with LOC_val_solution.csv in root or root/val; "hdf5":
+// root/train.h5 and root/val.h5 written by fulgur_pack; "index": root/train.csv
+// and root/val.csv with `path,label` lines, paths relative to root. augment
+// false keeps one image shape per batch by giving training images the
+// validation recipe. num_workers defaults to SLURM_CPUS_PER_TASK under SLURM.
+#define FULGUR_IMAGENET_OPTIONS(X)                                                                               \
+  X(std::string, root, "", "the dataset folder; what it holds depends on format", check::NotEmpty{})             \
+  X(std::string, format, "folder", "layout of root: class folders, HDF5 packs or csv index files",               \
+    (check::OneOf{{"folder", "hdf5", "index"}}))                                                                 \
+  X(int64_t, batch_size, 256, "samples per batch", check::AtLeast{1})                                            \
+  X(int64_t, num_workers, default_num_workers(8), "loader threads per split (0: in the training thread)",        \
+    check::AtLeast{0})                                                                                           \
+  X(bool, augment, true, "RandomResizedCrop + horizontal flip of training images; false: the val recipe",        \
+    check::Any{})                                                                                                \
+  X(bool, shuffle, true, "reshuffle the training split every epoch", check::Any{})                               \
+  X(bool, persistent_workers, true, "keep loader threads alive across epochs", check::Any{})                     \
+  X(bool, pin_memory, true, "page-locked batches for an asynchronous copy to the GPU", check::Any{})             \
+  X(bool, skip_bad_samples, false, "log, count and replace unreadable images instead of stopping", check::Any{}) \
+  X(std::vector<double>, mean, (std::vector<double>{0.485, 0.456, 0.406}), "per-channel mean (RGB)",             \
+    check::ChannelStats{})                                                                                       \
+  X(std::vector<double>, std, (std::vector<double>{0.229, 0.224, 0.225}), "per-channel std (RGB)",               \
+    check::ChannelStats{true})                                                                                   \
+  X(int64_t, crop_size, 224, "side of the square images of every batch", check::AtLeast{1})                      \
+  X(int64_t, resize_size, 256, "shorter side after the evaluation Resize, before the CenterCrop (>= crop_size)", \
+    check::Any{})                                                                                                \
+  X(std::optional<int64_t>, seed, std::nullopt, "seed of the training order and crops; null: from torch's seed", \
+    check::AtLeast{0})
 
 /// Options of the ImageNet DataModule (config section `data`).
 struct ImageNetOptions {
   ImageNetOptions() = default;
   explicit ImageNetOptions(std::string root) : root_(std::move(root)) {}
+  FULGUR_OPTIONS(ImageNetOptions, FULGUR_IMAGENET_OPTIONS)
 
-  /// The dataset folder (required); what it holds depends on format.
-  TORCH_ARG(std::string, root) = "";
-  /// "folder": root/train/<wnid>/*.JPEG and root/val/ as class folders, or
-  /// flat with LOC_val_solution.csv in root or root/val. "hdf5": root/train.h5
-  /// and root/val.h5 written by fulgur_pack. "index": root/train.csv and
-  /// root/val.csv with `path,label` lines, paths relative to root.
-  TORCH_ARG(std::string, format) = "folder";
-  TORCH_ARG(int64_t, batch_size) = 256;
-  /// Loader threads per split (0: decode in the training thread).
-  TORCH_ARG(int64_t, num_workers) = 8;
-  /// Random augmentation of training images: RandomResizedCrop(crop_size) and
-  /// a horizontal flip. Off: training images get the validation recipe
-  /// (Resize + CenterCrop), so a batch still has one shape.
-  TORCH_ARG(bool, augment) = true;
-  TORCH_ARG(bool, shuffle) = true;
-  /// Keep loader threads alive across epochs.
-  TORCH_ARG(bool, persistent_workers) = true;
-  /// Pinned batches for a non_blocking copy to CUDA (ignored without CUDA).
-  TORCH_ARG(bool, pin_memory) = true;
-  /// Log, count and replace unreadable images instead of stopping.
-  TORCH_ARG(bool, skip_bad_samples) = false;
-  /// ImageNet's per-channel statistics.
-  TORCH_ARG(std::vector<double>, mean) = {0.485, 0.456, 0.406};
-  TORCH_ARG(std::vector<double>, std) = {0.229, 0.224, 0.225};
-  /// Seed of the training order and augmentation; unset: drawn from torch's
-  /// default CPU generator when train_dataloader() is called.
-  TORCH_ARG(std::optional<uint64_t>, seed) = std::nullopt;
-  /// Side of the square images a batch holds: [batch_size, 3, crop_size,
-  /// crop_size] from every loader.
-  TORCH_ARG(int64_t, crop_size) = 224;
-  /// Shorter side after the evaluation Resize, before the CenterCrop; at
-  /// least crop_size (torchvision's recipe: 256 for 224).
-  TORCH_ARG(int64_t, resize_size) = 256;
+  // Set from C++ only (no config key).
   /// The pipelines (decode hints, uint8 transforms, ToTensor + Normalize).
   /// Unset: torchvision's ImageNet recipe (imagenet_pipelines.hpp) with
   /// crop_size, resize_size, mean and std: train = RandomResizedCrop +
@@ -69,11 +67,6 @@ struct ImageNetOptions {
   /// replaces that split's pipeline.
   TORCH_ARG(RandomImageTransform, train_transform) = nullptr;
   TORCH_ARG(RandomImageTransform, val_transform) = nullptr;
-
- public:
-  /// Reads every option but the pipelines and transforms from `section`; an invalid value
-  /// throws cli::ConfigError naming the dotted key.
-  static ImageNetOptions from_config(cli::ConfigSection& section);
 };
 
 /// ImageNet (ILSVRC-2012) or any dataset in its layouts, in image folders,
@@ -82,9 +75,10 @@ struct ImageNetOptions {
 /// test and predict (ImageNet's test labels are not public).
 class ImageNet : public DataModule {
  public:
+  using Options = ImageNetOptions;
+
   /// Validates the options; no file is touched before setup().
   explicit ImageNet(ImageNetOptions options);
-  explicit ImageNet(cli::ConfigSection& section);
 
   void setup(Stage stage) override;
   std::shared_ptr<DataLoader> train_dataloader() override;

@@ -22,13 +22,17 @@ std::string text(const T& value) {
   if constexpr (std::same_as<T, bool>) {
     return value ? "true" : "false";
   } else if constexpr (std::same_as<T, std::string>) {
-    return value;
+    return value.empty() ? "\"\"" : value;
   } else if constexpr (requires { value.has_value(); }) {
     return value ? text(*value) : "null";
   } else if constexpr (requires { value.to_string(); }) {
     return value.to_string();
   } else if constexpr (std::is_enum_v<T>) {
     return to_string(value);  // found beside the enum
+  } else if constexpr (requires { typename T::mapped_type; }) {  // a std::map, as YAML writes it
+    std::string items;
+    for (const auto& [key, item] : value) items += (items.empty() ? "" : ", ") + text(key) + ": " + text(item);
+    return "{" + items + "}";
   } else if constexpr (requires { value.begin(); }) {
     return fmt::format("[{}]", fmt::join(value, ", "));
   } else {

@@ -33,7 +33,7 @@ std::string describe_shape(const std::vector<int64_t>& sig, size_t& pos) {
 
 }  // namespace
 
-DDPStrategy::DDPStrategy(Accelerator accelerator, PrecisionMode precision, DDPOptions options)
+DDPStrategy::DDPStrategy(Accelerator accelerator, PrecisionMode precision, DDPStrategyOptions options)
     : Strategy(accelerator, precision, accelerator.device(options.local_rank)), options_(std::move(options)) {
   options_.process_group.device_type = root_device().type();
 }

@@ -9,7 +9,7 @@
 
 namespace fulgur {
 
-struct DDPOptions {
+struct DDPStrategyOptions {
   /// Rendezvous, rank and world size, backend device and timeout.
   ProcessGroupOptions process_group;
   int64_t local_rank = 0;
@@ -30,7 +30,7 @@ struct DDPOptions {
 /// backward (GradientReducer); accumulation steps skip communication.
 class DDPStrategy : public Strategy {
  public:
-  DDPStrategy(Accelerator accelerator, PrecisionMode precision, DDPOptions options);
+  DDPStrategy(Accelerator accelerator, PrecisionMode precision, DDPStrategyOptions options);
   ~DDPStrategy() override;
 
   std::string name() const override { return "ddp"; }
@@ -65,7 +65,7 @@ class DDPStrategy : public Strategy {
   void check_same_shapes(LightningModule& module);
   void check_same_shape(const torch::Tensor& tensor, const char* operation);
 
-  DDPOptions options_;
+  DDPStrategyOptions options_;
   std::unique_ptr<ProcessGroup> group_;
   std::unique_ptr<Timeline> timeline_;
   std::unique_ptr<GradientReducer> reducer_;

@@ -7,7 +7,7 @@
 
 namespace fulgur {
 
-HorovodStrategy::HorovodStrategy(Accelerator accelerator, PrecisionMode precision, HorovodOptions options)
+HorovodStrategy::HorovodStrategy(Accelerator accelerator, PrecisionMode precision, HorovodStrategyOptions options)
     : DDPStrategy(accelerator, precision, options.ddp), options_(std::move(options)) {}
 
 HorovodStrategy::~HorovodStrategy() {

@@ -7,9 +7,9 @@
 
 namespace fulgur {
 
-struct HorovodOptions {
+struct HorovodStrategyOptions {
   /// Process group, ranks, buffer broadcast and timeline, as for DDP.
-  DDPOptions ddp;
+  DDPStrategyOptions ddp;
   HorovodController::Options controller;
   bool broadcast_optimizer_state = true;
 };
@@ -23,7 +23,7 @@ struct HorovodOptions {
 /// the learning rate by the world size is left to the user.
 class HorovodStrategy : public DDPStrategy {
  public:
-  HorovodStrategy(Accelerator accelerator, PrecisionMode precision, HorovodOptions options);
+  HorovodStrategy(Accelerator accelerator, PrecisionMode precision, HorovodStrategyOptions options);
   ~HorovodStrategy() override;
 
   std::string name() const override { return "horovod"; }
@@ -39,7 +39,7 @@ class HorovodStrategy : public DDPStrategy {
   const HorovodController* controller() const { return controller_.get(); }
 
  private:
-  HorovodOptions options_;
+  HorovodStrategyOptions options_;
   std::unique_ptr<ProcessGroup> gradient_group_;
   std::unique_ptr<HorovodController> controller_;
 };

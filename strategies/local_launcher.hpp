@@ -64,6 +64,8 @@ class LocalLauncher {
   /// launch() may run at a time in a process.
   int launch(int argc, const char* const* argv);
 
+  const LocalLauncherOptions& options() const { return options_; }
+
   /// What a Trainer does when no launcher started its ranks (Lightning's
   /// subprocess-script launcher): this process becomes local rank 0 of this
   /// node and keeps running; local ranks 1..nprocs-1 start as copies of it

@@ -4,6 +4,7 @@
 #include <fulgur/datamodules/transforms.hpp>
 #include <fulgur/trainer/cli/config_error.hpp>
 #include <fulgur/trainer/cli/config_section.hpp>
+#include <fulgur/trainer/cli/options_yaml.hpp>
 
 #include <ATen/CPUGeneratorImpl.h>
 
@@ -87,7 +88,7 @@ ConfigSection section_of(const std::string& yaml) { return ConfigSection(YAML::L
 std::string config_error_of(const std::string& yaml) {
   auto section = section_of(yaml);
   try {
-    CINIC10Options::from_config(section);
+    fulgur::cli::read_options<CINIC10Options>(section);
   } catch (const ConfigError& e) {
     return e.what();
   }
@@ -258,29 +259,31 @@ TEST_CASE("CINIC10: a missing split folder is one DataError naming its path") {
 }
 
 TEST_CASE("CINIC10: options are validated at construction") {
-  CHECK_THROWS_WITH_AS(CINIC10{CINIC10Options{}}, "[CINIC10::CINIC10] root is empty; expected the CINIC-10 folder",
+  CHECK_THROWS_WITH_AS(CINIC10{CINIC10Options{}}, "[CINIC10Options] root must be given (it has no default), got \"\"",
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(CINIC10(CINIC10Options("/data").batch_size(0)),
-                       "[CINIC10::CINIC10] batch_size must be >= 1, got 0", std::invalid_argument);
+                       "[CINIC10Options] batch_size must be >= 1, got 0", std::invalid_argument);
   CHECK_THROWS_WITH_AS(CINIC10(CINIC10Options("/data").num_workers(-1)),
-                       "[CINIC10::CINIC10] num_workers must be >= 0, got -1", std::invalid_argument);
+                       "[CINIC10Options] num_workers must be >= 0, got -1", std::invalid_argument);
   CHECK_THROWS_WITH_AS(CINIC10(CINIC10Options("/data").mean({0.5, 0.5})),
-                       "[CINIC10::CINIC10] mean must be a list of 3 numbers (one per RGB channel), got [0.5, 0.5]",
+                       "[CINIC10Options] mean must be a list of 3 numbers (one per RGB channel), got [0.5, 0.5]",
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(CINIC10(CINIC10Options("/data").std({0.5, 0, 0.5})),
-                       "[CINIC10::CINIC10] std must be a list of 3 positive numbers (one per RGB channel), got [0.5, 0, 0.5]",
+                       "[CINIC10Options] std must be a list of 3 positive numbers (one per RGB channel), got [0.5, 0, 0.5]",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(CINIC10(CINIC10Options("/data").seed(-1)), "[CINIC10Options] seed must be >= 0, got -1",
                        std::invalid_argument);
   // Construction touches no files: a root that does not exist fails only in setup().
   CINIC10 lazy(CINIC10Options("/does/not/exist"));
   CHECK_THROWS_AS(lazy.setup(Stage::Fit), DataError);
 }
 
-TEST_CASE("CINIC10Options::from_config: reads every key and rejects invalid values") {
+TEST_CASE("CINIC10Options from YAML: reads every key and rejects invalid values") {
   Fixture fixture("cinic_config");
   auto section = section_of("{root: '" + fixture.root() +
                             "', batch_size: 16, num_workers: 0, augment: true, shuffle: false, "
                             "mean: [0.1, 0.2, 0.3], std: [1, 2, 3], seed: 5}");
-  const auto options = CINIC10Options::from_config(section);
+  const auto options = fulgur::cli::read_options<CINIC10Options>(section);
   CHECK(options.root() == fixture.root());
   CHECK(options.batch_size() == 16);
   CHECK(options.num_workers() == 0);
@@ -288,34 +291,42 @@ TEST_CASE("CINIC10Options::from_config: reads every key and rejects invalid valu
   CHECK_FALSE(options.shuffle());
   CHECK(options.mean() == std::vector<double>{0.1, 0.2, 0.3});
   CHECK(options.std() == std::vector<double>{1.0, 2.0, 3.0});
-  CHECK(options.seed() == std::optional<uint64_t>(5));
+  CHECK(options.seed() == std::optional<int64_t>(5));
   CHECK(section.unread_keys().empty());
 
   // Defaults are recorded for --print_config.
   auto minimal = section_of("{root: /data/cinic10}");
-  const auto defaults = CINIC10Options::from_config(minimal);
+  const auto defaults = fulgur::cli::read_options<CINIC10Options>(minimal);
   CHECK(defaults.batch_size() == 128);
   CHECK_FALSE(defaults.seed().has_value());
   CHECK(minimal.resolved()["batch_size"].as<int64_t>() == 128);
   CHECK(minimal.resolved()["num_workers"].as<int64_t>() == 2);
   CHECK(minimal.resolved()["mean"].size() == 3);
+  CHECK(minimal.resolved()["seed"].IsNull());
 
   const std::string root = "root: /data, ";
-  CHECK(config_error_of("{" + root + "batch_size: 0}") == "data.batch_size: expected an integer >= 1, got '0'");
-  CHECK(config_error_of("{" + root + "num_workers: -2}") == "data.num_workers: expected an integer >= 0, got '-2'");
+  CHECK(config_error_of("{" + root + "batch_size: 0}") == "data.batch_size: must be >= 1, got 0");
+  CHECK(config_error_of("{" + root + "num_workers: -2}") == "data.num_workers: must be >= 0, got -2");
   CHECK(config_error_of("{" + root + "mean: [0.5, 0.5]}") ==
-        "data.mean: expected a list of 3 numbers (one per RGB channel), got '[0.5, 0.5]'");
+        "data.mean: must be a list of 3 numbers (one per RGB channel), got [0.5, 0.5]");
   CHECK(config_error_of("{" + root + "std: [0.5, 0, 0.5]}") ==
-        "data.std: expected a list of 3 positive numbers (one per RGB channel), got '[0.5, 0, 0.5]'");
-  CHECK(config_error_of("{" + root + "seed: -1}") == "data.seed: expected a non-negative integer or null, got '-1'");
-  CHECK(config_error_of("{" + root + "seed: abc}") == "data.seed: expected a non-negative integer or null, got 'abc'");
-  CHECK(config_error_of("{batch_size: 8}") ==
-        "data.root: expected a non-empty path to the CINIC-10 folder (holding train/, valid/, test/), got ''");
-  CHECK(config_error_of("{" + root + "batch_size: many}").rfind("data.batch_size: expected an integer", 0) == 0);
+        "data.std: must be a list of 3 positive numbers (one per RGB channel), got [0.5, 0, 0.5]");
+  CHECK(config_error_of("{" + root + "seed: -1}") == "data.seed: must be >= 0, got -1");
+  CHECK(config_error_of("{" + root + "seed: abc}") == "data.seed: expected an integer or null, got 'abc'");
+  CHECK(config_error_of("{batch_size: 8}") == "data.root: must be given (it has no default), got \"\"");
+  CHECK(config_error_of("{" + root + "batch_size: many}") == "data.batch_size: expected an integer, got 'many'");
+  CHECK(config_error_of("{" + root + "batch: 8}") == "unknown key 'data.batch'");
 
-  // The CLI's path: construct straight from the section.
+  // The example configs' data sections hold only known keys.
+  for (const char* config : {"/examples/cinic10/config.yaml", "/examples/cinic10/digits.yaml"}) {
+    CAPTURE(config);
+    ConfigSection example(YAML::LoadFile(std::string(FULGUR_SOURCE_DIR) + config)["data"], "data");
+    CHECK_NOTHROW(fulgur::cli::read_options<CINIC10Options>(example));
+  }
+
+  // The CLI's path: the options read from the section build the module.
   auto cli_section = section_of("{root: '" + fixture.root() + "', batch_size: 4, num_workers: 0}");
-  CINIC10 data(cli_section);
+  CINIC10 data(fulgur::cli::read_options<CINIC10::Options>(cli_section));
   data.setup(Stage::Fit);
   CHECK(data.train_dataloader()->size() == 3);
   CHECK(data.options().batch_size() == 4);

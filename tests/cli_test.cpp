@@ -15,17 +15,30 @@ using fulgur::testing::TempDir;
 
 namespace {
 
+#define CLI_MODEL_OPTIONS(X)                        \
+  X(double, lr, 0.1, "learning rate", check::Any{}) \
+  X(std::string, arch, "linear", "network", (check::OneOf{{"linear"}}))
+
+struct CliModelOptions {
+  FULGUR_OPTIONS(CliModelOptions, CLI_MODEL_OPTIONS)
+};
+
 struct CliModel : testing::RecordingModule {
-  explicit CliModel(cli::ConfigSection& s) : RecordingModule(4, s.get<double>("lr", 0.1)) {
-    s.choice("arch", "linear", {"linear"});
-  }
+  using Options = CliModelOptions;
+  explicit CliModel(const CliModelOptions& o) : RecordingModule(4, o.lr()) {}
+};
+
+#define CLI_DATA_OPTIONS(X)                                            \
+  X(int64_t, train_batches, 4, "batches per epoch", check::AtLeast{1}) \
+  X(int64_t, batch_size, 8, "samples per batch", check::AtLeast{1})
+
+struct CliDataOptions {
+  FULGUR_OPTIONS(CliDataOptions, CLI_DATA_OPTIONS)
 };
 
 struct CliData : testing::RegressionData {
-  explicit CliData(cli::ConfigSection& s)
-      : RegressionData(s.get<int64_t>("train_batches", 4), 2, s.get<int64_t>("batch_size", 8)) {
-    if (s.get<int64_t>("batch_size", 8) < 1) s.fail("batch_size", "an integer >= 1", "0");
-  }
+  using Options = CliDataOptions;
+  explicit CliData(const CliDataOptions& o) : RegressionData(o.train_batches(), 2, o.batch_size()) {}
 };
 
 struct Outcome {
@@ -53,7 +66,7 @@ TEST_CASE("cli: parse_arguments reads subcommand, configs, overrides and flags")
   const char* argv[] = {"prog", "test", "--config", "a.yaml", "--trainer.max_epochs", "3",
                         "--model.lr=0.5", "--print_config", "--config=b.yaml"};
   const cli::Arguments a = cli::parse_arguments(9, argv);
-  CHECK(a.subcommand == cli::Subcommand::Test);
+  CHECK(a.subcommand == fulgur::Stage::Test);
   CHECK(a.config_files == std::vector<std::string>{"a.yaml", "b.yaml"});
   REQUIRE(a.overrides.size() == 2);
   CHECK(a.overrides[0] == std::pair<std::string, std::string>{"trainer.max_epochs", "3"});
@@ -113,8 +126,8 @@ TEST_CASE("cli: bad input exits 2 with one message naming the key, and writes no
       {{"--trainer.deterministic", "maybe"},
        "error: trainer.deterministic: expected a boolean (true/false), got 'maybe'\n"},
       {{"--model.lr", "fast"}, "error: model.lr: expected a number, got 'fast'\n"},
-      {{"--model.arch", "resnet"}, "error: model.arch: expected one of linear, got 'resnet'\n"},
-      {{"--data.batch_size", "0"}, "error: data.batch_size: expected an integer >= 1, got '0'\n"},
+      {{"--model.arch", "resnet"}, "error: model.arch: must be one of linear, got resnet\n"},
+      {{"--data.batch_size", "0"}, "error: data.batch_size: must be >= 1, got 0\n"},
       {{"--trainer.limit_train_batches", "lots"},
        "error: trainer.limit_train_batches: expected a batch count (integer) or a fraction (number with a decimal "
        "point), got 'lots'\n"},

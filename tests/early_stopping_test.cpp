@@ -174,7 +174,9 @@ TEST_CASE("early stopping: state_dict carries wait count, best score and stopped
 
 TEST_CASE("early stopping: invalid options are named") {
   CHECK_THROWS_WITH_AS(EarlyStopping(EarlyStoppingOptions("x").mode("low")),
-                       "[EarlyStopping] mode must be 'min' or 'max', got 'low'", std::invalid_argument);
+                       "[EarlyStoppingOptions] mode must be one of min, max, got low", std::invalid_argument);
   CHECK_THROWS_WITH_AS(EarlyStopping(EarlyStoppingOptions("x").patience(-1)),
-                       "[EarlyStopping] patience must be >= 0, got -1", std::invalid_argument);
+                       "[EarlyStoppingOptions] patience must be >= 0, got -1", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(EarlyStopping(EarlyStoppingOptions{}),
+                       doctest::Contains("[EarlyStoppingOptions] monitor must be given"), std::invalid_argument);
 }

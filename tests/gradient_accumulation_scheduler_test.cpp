@@ -67,13 +67,16 @@ TEST_CASE("gradient accumulation scheduler: same parameters as the fixed option 
 }
 
 TEST_CASE("gradient accumulation scheduler: bad schedules and a fixed option are errors") {
-  CHECK_THROWS_WITH_AS(GradientAccumulationScheduler(std::map<int64_t, int64_t>{}), "[GradientAccumulationScheduler] scheduling is empty",
+  CHECK_THROWS_WITH_AS(GradientAccumulationScheduler(std::map<int64_t, int64_t>{}),
+                       "[GradientAccumulationSchedulerOptions] scheduling must map at least one epoch to a factor, "
+                       "got {}",
                        std::invalid_argument);
-  CHECK_THROWS_WITH_AS(GradientAccumulationScheduler(std::map<int64_t, int64_t>{{2, 0}}),
-                       "[GradientAccumulationScheduler] accumulation factor for epoch 2 must be >= 1, got 0",
+  CHECK_THROWS_WITH_AS(GradientAccumulationScheduler(std::map<int64_t, int64_t>{{0, 4}, {2, 0}}),
+                       "[GradientAccumulationSchedulerOptions] scheduling must have factors >= 1, got {0: 4, 2: 0}",
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(GradientAccumulationScheduler(std::map<int64_t, int64_t>{{-1, 2}}),
-                       "[GradientAccumulationScheduler] epoch keys must be >= 0, got -1", std::invalid_argument);
+                       "[GradientAccumulationSchedulerOptions] scheduling must have epochs >= 0, got {-1: 2}",
+                       std::invalid_argument);
   TempDir dir("accumulation-conflict");
   RecordingModule model;
   RegressionData data(4, 0);

@@ -11,6 +11,8 @@
 #include <fulgur/datamodules/imagenet.hpp>
 #include <fulgur/datamodules/imagenet_pipelines.hpp>
 #include <fulgur/datamodules/transforms.hpp>
+#include <fulgur/trainer/cli/config_error.hpp>
+#include <fulgur/trainer/cli/options_yaml.hpp>
 
 #include <torch/torch.h>
 
@@ -259,10 +261,41 @@ TEST_CASE("ImageNet: a missing split and invalid options are clear errors") {
             "' does not exist; expected root/train/<wnid>/ and root/val/");
   CHECK_THROWS_AS(ImageNet(options(dir.path())).setup(Stage::Fit), DataError);
   CHECK(error_of([&] { ImageNet(options(dir.path()).format("lmdb")); }) ==
-        "[ImageNet::ImageNet] format must be folder, hdf5 or index, got 'lmdb'");
+        "[ImageNetOptions] format must be one of folder, hdf5, index, got lmdb");
   CHECK(error_of([&] { ImageNet(options(dir.path()).crop_size(32)); }) ==
-        "[ImageNet::ImageNet] expected 1 <= crop_size <= resize_size, got crop_size 32 and resize_size 16");
-  CHECK(error_of([&] { ImageNet(options(dir.path()).crop_size(0)); }) ==
-        "[ImageNet::ImageNet] expected 1 <= crop_size <= resize_size, got crop_size 0 and resize_size 16");
+        "[ImageNetOptions] resize_size must be >= crop_size (32), got 16");
+  CHECK(error_of([&] { ImageNet(options(dir.path()).crop_size(0)); }) == "[ImageNetOptions] crop_size must be >= 1, got 0");
+  CHECK(error_of([&] { ImageNet(options(dir.path()).mean({0.5})); }) ==
+        "[ImageNetOptions] mean must be a list of 3 numbers (one per RGB channel), got [0.5]");
+  CHECK(error_of([] { ImageNet{ImageNetOptions{}}; }) ==
+        "[ImageNetOptions] root must be given (it has no default), got \"\"");
   CHECK_THROWS_AS(ImageNet(options(dir.path()).format("hdf5")).setup(Stage::Fit), DataError);
+}
+
+TEST_CASE("ImageNetOptions from YAML: the example config's keys, and errors naming the dotted key") {
+  fulgur::cli::ConfigSection example(
+      YAML::LoadFile(std::string(FULGUR_SOURCE_DIR) + "/examples/imagenet/config.yaml")["data"], "data");
+  const auto read = fulgur::cli::read_options<ImageNet::Options>(example);
+  CHECK(read.root() == "/data/imagenet");
+  CHECK(read.format() == "folder");
+  CHECK(read.batch_size() == 256);
+  CHECK(read.crop_size() == 224);
+  CHECK(read.resize_size() == 256);
+  CHECK_FALSE(read.seed().has_value());
+
+  const auto error_of_yaml = [](const std::string& yaml) -> std::string {
+    fulgur::cli::ConfigSection section(YAML::Load(yaml), "data");
+    try {
+      fulgur::cli::read_options<ImageNetOptions>(section);
+    } catch (const fulgur::cli::ConfigError& e) {
+      return e.what();
+    }
+    return "<no ConfigError>";
+  };
+  CHECK(error_of_yaml("{root: /d, format: lmdb}") == "data.format: must be one of folder, hdf5, index, got lmdb");
+  CHECK(error_of_yaml("{root: /d, crop_size: 0}") == "data.crop_size: must be >= 1, got 0");
+  CHECK(error_of_yaml("{root: /d, std: [1, 1, 0]}") ==
+        "data.std: must be a list of 3 positive numbers (one per RGB channel), got [1, 1, 0]");
+  CHECK(error_of_yaml("{root: /d, seed: -3}") == "data.seed: must be >= 0, got -3");
+  CHECK(error_of_yaml("{root: /d, train_pipeline: x}") == "unknown key 'data.train_pipeline'");
 }

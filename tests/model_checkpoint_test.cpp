@@ -43,7 +43,12 @@ TEST_CASE("ModelCheckpoint: filename templates insert names and formatted values
   CHECK_THROWS_WITH_AS(ModelCheckpoint::format_filename("{epoch", 0, 0, {}),
                        "[ModelCheckpoint] filename '{epoch' has an unclosed '{'", std::invalid_argument);
   CHECK_THROWS_WITH_AS(ModelCheckpoint(ModelCheckpointOptions().mode("up")),
-                       "[ModelCheckpoint::ModelCheckpoint] mode must be 'min' or 'max', got 'up'",
+                       "[ModelCheckpointOptions] mode must be one of min, max, got up", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(ModelCheckpoint(ModelCheckpointOptions().save_top_k(-2)),
+                       "[ModelCheckpointOptions] save_top_k must be -1 or >= 0, got -2", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(ModelCheckpoint(ModelCheckpointOptions().every_n_train_steps(2).every_n_epochs(1)),
+                       "[ModelCheckpoint::ModelCheckpoint] every_n_train_steps, every_n_epochs and "
+                       "train_time_interval are mutually exclusive",
                        std::invalid_argument);
 }
 

@@ -97,5 +97,5 @@ TEST_CASE("progress bar: the example under a real pseudo-terminal draws a live b
 
 TEST_CASE("progress bar: invalid rates are named") {
   CHECK_THROWS_WITH_AS(ProgressBar(ProgressBarOptions().line_every_n_steps(0)),
-                       "[ProgressBar] line_every_n_steps must be >= 1, got 0", std::invalid_argument);
+                       "[ProgressBarOptions] line_every_n_steps must be >= 1, got 0", std::invalid_argument);
 }

@@ -274,7 +274,7 @@ TEST_CASE("trainer.logger: names, lists and booleans") {
 
   YAML::Node root = YAML::Load("logger: false");
   cli::ConfigSection section(root, "trainer");
-  CHECK_FALSE(cli::read_trainer_options(section).logger());
+  CHECK_FALSE(cli::read_trainer_options(section, root).logger());
 }
 
 TEST_CASE("TensorBoardLogger in a Trainer: steps match metrics.csv; a failing run is recorded as failed") {

@@ -18,7 +18,9 @@ TEST_CASE("timer: parses DD:HH:MM:SS and rejects anything else, naming the text"
     const std::string expected = "got '" + bad + "'";
     CHECK_THROWS_WITH_AS(Timer::parse_duration(bad), doctest::Contains(expected.c_str()), std::invalid_argument);
   }
-  CHECK_THROWS_WITH_AS(Timer(TimerOptions().interval("hour")), "[Timer] interval must be 'step' or 'epoch', got 'hour'",
+  CHECK_THROWS_WITH_AS(Timer(TimerOptions().interval("hour")),
+                       "[TimerOptions] interval must be one of step, epoch, got hour", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(Timer(TimerOptions().duration(0)), "[TimerOptions] duration must be > 0, got 0",
                        std::invalid_argument);
 }
 
@@ -42,7 +44,7 @@ TEST_CASE("timer: duration stops training cleanly after the step that used it up
   CHECK(timer->time_elapsed() < 10.0);
   CHECK(*timer->time_remaining() <= 0.0);
   // The sanity check counts nowhere; the epoch's validation never came.
-  CHECK(timer->time_elapsed(Timer::Stage::Validate) == 0.0);
+  CHECK(timer->time_elapsed(fulgur::Stage::Validate) == 0.0);
 }
 
 TEST_CASE("timer: epoch interval finishes the epoch before stopping") {
@@ -54,10 +56,10 @@ TEST_CASE("timer: epoch interval finishes the epoch before stopping") {
   trainer.fit(model, data);
   CHECK(trainer.global_step() == 10);
   CHECK(trainer.current_epoch() == 1);
-  CHECK(timer->time_elapsed(Timer::Stage::Validate) > 0.0);
-  CHECK(timer->time_elapsed(Timer::Stage::Validate) < timer->time_elapsed(Timer::Stage::Train));
+  CHECK(timer->time_elapsed(fulgur::Stage::Validate) > 0.0);
+  CHECK(timer->time_elapsed(fulgur::Stage::Validate) < timer->time_elapsed(fulgur::Stage::Train));
   trainer.test(model, data);
-  CHECK(timer->time_elapsed(Timer::Stage::Test) > 0.0);
+  CHECK(timer->time_elapsed(fulgur::Stage::Test) > 0.0);
 }
 
 TEST_CASE("timer: a restored state continues the same clock") {

@@ -24,18 +24,18 @@ TEST_CASE("TrainerConfig: defaults resolve like Lightning's") {
   CHECK(c.accelerator == fulgur::AcceleratorKind::Cpu);
   CHECK(c.devices == 1);
   CHECK(c.world_size == 1);
-  CHECK(c.strategy == "single_device");
+  CHECK(c.strategy == fulgur::StrategyKind::SingleDevice);
   CHECK(c.max_epochs == 1000);
-  CHECK(c.max_steps == -1);
-  CHECK(c.num_sanity_val_steps == 2);
-  CHECK(c.log_every_n_steps == 50);
+  CHECK(c.options.max_steps() == -1);
+  CHECK(c.options.num_sanity_val_steps() == 2);
+  CHECK(c.options.log_every_n_steps() == 50);
   CHECK(c.precision == fulgur::PrecisionMode::Full32);
 }
 
 TEST_CASE("TrainerConfig: max_epochs is unlimited when only max_steps is given") {
   const TrainerConfig c = TrainerConfig::resolve(TrainerOptions().max_steps(10), cpu_only());
   CHECK(c.max_epochs == -1);
-  CHECK(c.max_steps == 10);
+  CHECK(c.options.max_steps() == 10);
 }
 
 TEST_CASE("TrainerConfig: accelerator auto picks the GPU when one is visible") {
@@ -49,13 +49,13 @@ TEST_CASE("TrainerConfig: accelerator auto picks the GPU when one is visible") {
   // started by fulgur's launcher when nothing else started the processes.
   const TrainerConfig two = TrainerConfig::resolve(TrainerOptions(), with_gpus(2));
   CHECK(two.devices == 2);
-  CHECK(two.strategy == "ddp");
+  CHECK(two.strategy == fulgur::StrategyKind::DDP);
   CHECK(two.needs_launch);
 }
 
 TEST_CASE("TrainerConfig: strategy auto is ddp above one process; launched runs must match the launch") {
   const TrainerConfig local = TrainerConfig::resolve(TrainerOptions().accelerator("cpu").devices(3), cpu_only());
-  CHECK(local.strategy == "ddp");
+  CHECK(local.strategy == fulgur::StrategyKind::DDP);
   CHECK(local.world_size == 3);
   CHECK(local.needs_launch);
 
@@ -83,7 +83,7 @@ TEST_CASE("TrainerConfig: strategy auto is ddp above one process; launched runs 
                        "[TrainerConfig::resolve] node_rank must be in [0, num_nodes), got 2 with num_nodes=2",
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(TrainerConfig::resolve(TrainerOptions().process_group_timeout(0), cpu_only()),
-                       "[TrainerConfig::resolve] process_group_timeout must be > 0 seconds, got 0",
+                       "[TrainerOptions] process_group_timeout must be > 0, got 0",
                        std::invalid_argument);
 }
 
@@ -97,7 +97,7 @@ TEST_CASE("TrainerConfig: exact error messages") {
     return std::string("no error");
   };
   CHECK(message(TrainerOptions().accelerator("tpu")) ==
-        "[TrainerConfig::resolve] accelerator must be one of auto, cpu, gpu, got 'tpu'");
+        "[TrainerOptions] accelerator must be one of auto, cpu, gpu, cuda, got tpu");
   CHECK(message(TrainerOptions().accelerator("gpu")) ==
         "[TrainerConfig::resolve] accelerator 'gpu' was requested but no CUDA device is available (use 'cpu' or "
         "'auto')");
@@ -105,52 +105,53 @@ TEST_CASE("TrainerConfig: exact error messages") {
         "[TrainerConfig::resolve] devices must be 'auto', -1 (all) or a count >= 1, got 'zero'");
   CHECK(message(TrainerOptions().accelerator("gpu").devices(4), with_gpus(2)) ==
         "[TrainerConfig::resolve] devices=4 but only 2 CUDA device(s) are visible");
-  CHECK(message(TrainerOptions().num_nodes(0)) == "[TrainerConfig::resolve] num_nodes must be >= 1, got 0");
-  CHECK(message(TrainerOptions().strategy("deepspeed")) ==
-        "[TrainerConfig::resolve] strategy must be one of auto, single_device, ddp, horovod, got 'deepspeed'");
+  CHECK(message(TrainerOptions().num_nodes(0)) == "[TrainerOptions] num_nodes must be >= 1, got 0");
+  CHECK_THROWS_WITH_AS(TrainerOptions().strategy("deepspeed"),
+                       "[strategy_kind] strategy must be one of auto, single_device, ddp, horovod, got 'deepspeed'",
+                       std::invalid_argument);
   CHECK(message(TrainerOptions().strategy("single_device").devices(2)) ==
         "[TrainerConfig::resolve] strategy 'single_device' needs devices=1 and num_nodes=1, got devices=2 "
         "num_nodes=1");
-  CHECK(message(TrainerOptions().strategy("horovod").horovod(fulgur::HorovodSettings().compression("int8"))) ==
-        "[TrainerConfig::resolve] horovod.compression must be 'none' or 'fp16', got 'int8'");
-  CHECK(message(TrainerOptions().horovod(fulgur::HorovodSettings().cycle_time_ms(0))) ==
-        "[TrainerConfig::resolve] horovod.cycle_time_ms must be > 0, got 0");
+  CHECK(message(TrainerOptions().strategy("horovod").horovod(fulgur::HorovodOptions().compression("int8"))) ==
+        "[HorovodOptions] compression must be one of none, fp16, got int8");
+  CHECK(message(TrainerOptions().horovod(fulgur::HorovodOptions().cycle_time_ms(0))) ==
+        "[HorovodOptions] cycle_time_ms must be > 0, got 0");
   CHECK(message(TrainerOptions().accumulate_grad_batches(2).horovod(
-            fulgur::HorovodSettings().backward_passes_per_step(3))) ==
+            fulgur::HorovodOptions().backward_passes_per_step(3))) ==
         "[TrainerConfig::resolve] horovod.backward_passes_per_step (3) and accumulate_grad_batches (2) disagree; set "
         "one");
   CHECK(message(TrainerOptions().precision("16-mixed")) ==
         "[TrainerConfig::resolve] precision '16-mixed' needs a GPU (float16 autocast with a gradient scaler); on "
         "CPU use 'bf16-mixed'");
   CHECK(message(TrainerOptions().precision("64")) ==
-        "[TrainerConfig::resolve] precision must be one of 32-true, bf16-mixed, 16-mixed, got '64'");
+        "[TrainerOptions] precision must be one of 32-true, 32, bf16-mixed, 16-mixed, got 64");
   CHECK(message(TrainerOptions().max_epochs(-2)) ==
-        "[TrainerConfig::resolve] max_epochs must be -1 (no limit) or >= 0, got -2");
+        "[TrainerOptions] max_epochs must be -1 or >= 0, got -2");
   CHECK(message(TrainerOptions().max_steps(-3)) ==
-        "[TrainerConfig::resolve] max_steps must be -1 (no limit) or >= 0, got -3");
+        "[TrainerOptions] max_steps must be -1 or >= 0, got -3");
   CHECK(message(TrainerOptions().max_epochs(2).min_epochs(3)) ==
         "[TrainerConfig::resolve] min_epochs (3) must not exceed max_epochs (2)");
   CHECK(message(TrainerOptions().accumulate_grad_batches(0)) ==
-        "[TrainerConfig::resolve] accumulate_grad_batches must be >= 1, got 0");
+        "[TrainerOptions] accumulate_grad_batches must be >= 1, got 0");
   CHECK(message(TrainerOptions().gradient_clip_val(-1.0)) ==
-        "[TrainerConfig::resolve] gradient_clip_val must be >= 0, got -1");
+        "[TrainerOptions] gradient_clip_val must be >= 0, got -1");
   CHECK(message(TrainerOptions().gradient_clip_algorithm("l1")) ==
-        "[TrainerConfig::resolve] gradient_clip_algorithm must be 'norm' or 'value', got 'l1'");
+        "[TrainerOptions] gradient_clip_algorithm must be one of norm, value, got l1");
   CHECK(message(TrainerOptions().val_check_interval(1.5)) ==
-        "[TrainerConfig::resolve] val_check_interval must be a fraction in (0, 1] or a batch count >= 1, got 1.5");
+        "[TrainerOptions] val_check_interval must be a fraction in (0, 1] or a batch count >= 1, got 1.5");
   CHECK(message(TrainerOptions().val_check_interval(0)) ==
-        "[TrainerConfig::resolve] val_check_interval must be a fraction in (0, 1] or a batch count >= 1, got 0");
+        "[TrainerOptions] val_check_interval must be a fraction in (0, 1] or a batch count >= 1, got 0");
   CHECK(message(TrainerOptions().check_val_every_n_epoch(0)) ==
-        "[TrainerConfig::resolve] check_val_every_n_epoch must be >= 1 or null, got 0");
+        "[TrainerOptions] check_val_every_n_epoch must be >= 1, got 0");
   CHECK(message(TrainerOptions().limit_train_batches(-1)) ==
-        "[TrainerConfig::resolve] limit_train_batches must be a fraction in [0, 1] or a batch count >= 0, got -1");
+        "[TrainerOptions] limit_train_batches must be a fraction in [0, 1] or a batch count >= 0, got -1");
   CHECK(message(TrainerOptions().limit_val_batches(2.0)) ==
-        "[TrainerConfig::resolve] limit_val_batches must be a fraction in [0, 1] or a batch count >= 0, got 2.0");
+        "[TrainerOptions] limit_val_batches must be a fraction in [0, 1] or a batch count >= 0, got 2.0");
   CHECK(message(TrainerOptions().num_sanity_val_steps(-2)) ==
-        "[TrainerConfig::resolve] num_sanity_val_steps must be -1 (all) or >= 0, got -2");
+        "[TrainerOptions] num_sanity_val_steps must be -1 or >= 0, got -2");
   CHECK(message(TrainerOptions().log_every_n_steps(0)) ==
-        "[TrainerConfig::resolve] log_every_n_steps must be >= 1, got 0");
-  CHECK(message(TrainerOptions().fast_dev_run(-1)) == "[TrainerConfig::resolve] fast_dev_run must be >= 0, got -1");
+        "[TrainerOptions] log_every_n_steps must be >= 1, got 0");
+  CHECK(message(TrainerOptions().fast_dev_run(-1)) == "[TrainerOptions] fast_dev_run must be >= 0, got -1");
 }
 
 TEST_CASE("TrainerConfig: world size must match the environment") {
@@ -170,12 +171,12 @@ TEST_CASE("TrainerConfig: world size must match the environment") {
 TEST_CASE("TrainerConfig: fast_dev_run limits every loop and turns logging off") {
   const TrainerConfig c = TrainerConfig::resolve(TrainerOptions().fast_dev_run(3).max_epochs(50), cpu_only());
   CHECK(c.max_epochs == 1);
-  CHECK(c.max_steps == 3);
-  CHECK(c.limit_train_batches == CountOrFraction(3));
-  CHECK(c.limit_val_batches == CountOrFraction(3));
-  CHECK(c.limit_test_batches == CountOrFraction(3));
-  CHECK(c.num_sanity_val_steps == 0);
-  CHECK_FALSE(c.logger);
+  CHECK(c.options.max_steps() == 3);
+  CHECK(c.options.limit_train_batches() == CountOrFraction(3));
+  CHECK(c.options.limit_val_batches() == CountOrFraction(3));
+  CHECK(c.options.limit_test_batches() == CountOrFraction(3));
+  CHECK(c.options.num_sanity_val_steps() == 0);
+  CHECK_FALSE(c.options.logger());
 }
 
 TEST_CASE("CountOrFraction: text keeps counts and fractions apart") {

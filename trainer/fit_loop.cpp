@@ -12,22 +12,23 @@ FitLoop::FitLoop(Trainer& trainer) : trainer_(trainer), epoch_loop_(trainer) {}
 
 bool FitLoop::done() const {
   const TrainerConfig& c = trainer_.config();
-  if (c.max_steps != -1 && epoch_loop_.global_step() >= c.max_steps) return true;
+  const TrainerOptions& o = c.options;
+  if (o.max_steps() != -1 && epoch_loop_.global_step() >= o.max_steps()) return true;
   if (c.max_epochs != -1 && current_epoch() >= c.max_epochs) return true;
   if (trainer_.stopped_by_signal()) return true;
-  return trainer_.should_stop() && current_epoch() >= c.min_epochs;
+  return trainer_.should_stop() && current_epoch() >= o.min_epochs();
 }
 
 void FitLoop::run(DataLoader& train, DataLoader* val) {
-  const TrainerConfig& c = trainer_.config();
-  const int64_t num_batches = c.limit_train_batches.limit(train.size(), "limit_train_batches");
-  const int64_t num_val_batches = val ? c.limit_val_batches.limit(val->size(), "limit_val_batches") : 0;
-  if (!c.val_check_interval.is_fraction() && c.check_val_every_n_epoch && val &&
-      c.val_check_interval.count() > num_batches) {
+  const TrainerOptions& o = trainer_.config().options;
+  const int64_t num_batches = o.limit_train_batches().limit(train.size(), "limit_train_batches");
+  const int64_t num_val_batches = val ? o.limit_val_batches().limit(val->size(), "limit_val_batches") : 0;
+  if (!o.val_check_interval().is_fraction() && o.check_val_every_n_epoch() && val &&
+      o.val_check_interval().count() > num_batches) {
     throw std::invalid_argument(fmt::format(
         "[FitLoop::run] val_check_interval ({}) must not exceed the number of training batches ({}) unless "
         "check_val_every_n_epoch is null",
-        c.val_check_interval.count(), num_batches));
+        o.val_check_interval().count(), num_batches));
   }
 
   trainer_.call_hook(&Callback::on_train_start, &LightningModule::on_train_start);

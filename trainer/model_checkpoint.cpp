@@ -1,7 +1,5 @@
 #include <fulgur/trainer/model_checkpoint.hpp>
 
-#include <fulgur/trainer/cli/config_error.hpp>
-#include <fulgur/trainer/cli/config_section.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fmt/format.h>
@@ -36,18 +34,7 @@ void replace_with_link(const std::filesystem::path& source, const std::filesyste
 
 ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options) : options_(std::move(options)) {
   const auto& o = options_;
-  if (o.mode() != "min" && o.mode() != "max") {
-    throw std::invalid_argument(fmt::format("[ModelCheckpoint::ModelCheckpoint] mode must be 'min' or 'max', got '{}'",
-                                            o.mode()));
-  }
-  if (o.save_top_k() < -1) {
-    throw std::invalid_argument(
-        fmt::format("[ModelCheckpoint::ModelCheckpoint] save_top_k must be >= -1, got {}", o.save_top_k()));
-  }
-  if (o.every_n_train_steps() < 0 || (o.every_n_epochs() && *o.every_n_epochs() < 0) || o.train_time_interval() < 0) {
-    throw std::invalid_argument(
-        "[ModelCheckpoint::ModelCheckpoint] every_n_train_steps, every_n_epochs and train_time_interval must be >= 0");
-  }
+  o.validate();
   if (static_cast<int>(o.every_n_train_steps() > 0) + static_cast<int>(o.every_n_epochs().value_or(0) > 0) +
           static_cast<int>(o.train_time_interval() > 0) > 1) {
     throw std::invalid_argument(
@@ -55,26 +42,6 @@ ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options) : options_(std:
         "exclusive");
   }
   if (!o.dirpath().empty()) dirpath_ = o.dirpath();
-}
-
-std::shared_ptr<Callback> ModelCheckpoint::from_config(cli::ConfigSection& s) {
-  const ModelCheckpointOptions d;
-  ModelCheckpointOptions o;
-  o.dirpath(s.get<std::string>("dirpath", d.dirpath()));
-  o.filename(s.get<std::string>("filename", d.filename()));
-  o.monitor(s.get<std::string>("monitor", d.monitor()));
-  o.mode(s.choice("mode", d.mode(), {"min", "max"}));
-  o.save_top_k(s.get<int64_t>("save_top_k", d.save_top_k()));
-  o.save_last(s.get<bool>("save_last", d.save_last()));
-  o.every_n_train_steps(s.get<int64_t>("every_n_train_steps", d.every_n_train_steps()));
-  if (s.has("every_n_epochs")) o.every_n_epochs(s.get<int64_t>("every_n_epochs", 1));
-  o.train_time_interval(s.get<double>("train_time_interval", d.train_time_interval()));
-  o.save_weights_only(s.get<bool>("save_weights_only", d.save_weights_only()));
-  try {
-    return std::make_shared<ModelCheckpoint>(o);
-  } catch (const std::invalid_argument& e) {
-    throw cli::ConfigError(fmt::format("{}: {}", s.path(), e.what()));
-  }
 }
 
 std::string ModelCheckpoint::state_key() const {

@@ -1,8 +1,7 @@
 #pragma once
 
+#include <fulgur/modules/options.hpp>
 #include <fulgur/trainer/callback.hpp>
-
-#include <torch/arg.h>
 
 #include <chrono>
 #include <filesystem>
@@ -13,37 +12,30 @@
 
 namespace fulgur {
 
-namespace cli {
-class ConfigSection;
-}
-
 /// Options of a ModelCheckpoint, with Lightning's names and defaults.
+#define FULGUR_MODEL_CHECKPOINT_OPTIONS(X)                                                                           \
+  X(std::string, dirpath, "", "folder for the files; empty: <run folder>/checkpoints", fulgur::check::Any{})         \
+  X(std::string, filename, "",                                                                                       \
+    "file name template without .ckpt: {name} or {name:fmt} (fmt as in fmt::format, e.g. .3f) becomes "              \
+    "name=<value> for epoch, step and any logged metric; empty: {epoch}-{step}",                                     \
+    fulgur::check::Any{})                                                                                            \
+  X(std::string, monitor, "", "metric to rank checkpoints by; empty: the newest is best", fulgur::check::Any{})      \
+  X(std::string, mode, "min", "min: lower is better; max: higher is better", (fulgur::check::OneOf{{"min", "max"}})) \
+  X(int64_t, save_top_k, 1, "keep the best k files; -1 keeps all, 0 none (only last.ckpt)",                          \
+    fulgur::check::NoLimitOrAtLeast{0})                                                                              \
+  X(bool, save_last, false, "also write last.ckpt on every save and when training stops", fulgur::check::Any{})      \
+  X(int64_t, every_n_train_steps, 0, "save every n optimizer steps (0: off)", fulgur::check::AtLeast{0})             \
+  X(std::optional<int64_t>, every_n_epochs, std::nullopt,                                                            \
+    "save at the end of every n-th training epoch (0: off); null: 1 unless every_n_train_steps or "                  \
+    "train_time_interval is set",                                                                                    \
+    fulgur::check::AtLeast{0})                                                                                       \
+  X(double, train_time_interval, 0.0, "save when this many seconds of training passed since the last save (0: off)", \
+    fulgur::check::AtLeast{0})                                                                                       \
+  X(bool, save_weights_only, false, "write the model's weights only (no optimizer, loops, RNG): not resumable",      \
+    fulgur::check::Any{})
+
 struct ModelCheckpointOptions {
-  /// Folder for the files; empty: `<run folder>/checkpoints`.
-  TORCH_ARG(std::string, dirpath) = "";
-  /// File name template without ".ckpt": `{name}` or `{name:fmt}` becomes
-  /// `name=<value>` (fmt as in fmt::format, e.g. `.3f`) for `epoch`, `step`
-  /// and any logged metric. Empty: "{epoch}-{step}".
-  TORCH_ARG(std::string, filename) = "";
-  /// Metric to rank checkpoints by (a callback metric such as "val_loss");
-  /// empty: rank by recency (the newest is best).
-  TORCH_ARG(std::string, monitor) = "";
-  /// "min" or "max".
-  TORCH_ARG(std::string, mode) = "min";
-  /// Keep the best k files; -1 keeps all, 0 none (only last.ckpt).
-  TORCH_ARG(int64_t, save_top_k) = 1;
-  /// Also write `last.ckpt` on every save and when training stops.
-  TORCH_ARG(bool, save_last) = false;
-  /// Save every n optimizer steps (0: off).
-  TORCH_ARG(int64_t, every_n_train_steps) = 0;
-  /// Save at the end of every n-th training epoch (0: off). Unset: 1 unless
-  /// every_n_train_steps or train_time_interval is set.
-  TORCH_ARG(std::optional<int64_t>, every_n_epochs) = std::nullopt;
-  /// Save when this many seconds of training have passed since the last
-  /// save (0: off).
-  TORCH_ARG(double, train_time_interval) = 0.0;
-  /// Write the model's weights only (no optimizer, loops, RNG): smaller, not resumable.
-  TORCH_ARG(bool, save_weights_only) = false;
+  FULGUR_OPTIONS(ModelCheckpointOptions, FULGUR_MODEL_CHECKPOINT_OPTIONS)
 };
 
 /// Saves checkpoints during fit: at epoch ends, every n steps or every so
@@ -53,9 +45,8 @@ struct ModelCheckpointOptions {
 /// Its table of best files is callback state, saved in the checkpoints.
 class ModelCheckpoint : public Callback {
  public:
+  using Options = ModelCheckpointOptions;
   explicit ModelCheckpoint(ModelCheckpointOptions options = {});
-  /// From `trainer.callbacks[i].init_args` (Lightning's option names).
-  static std::shared_ptr<Callback> from_config(cli::ConfigSection& section);
 
   /// Runs its epoch-end hook after the epoch's metrics are reported, so a
   /// monitored epoch aggregate is current.

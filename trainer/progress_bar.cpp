@@ -1,6 +1,5 @@
 #include <fulgur/trainer/progress_bar.hpp>
 
-#include <fulgur/trainer/cli/config_section.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fmt/format.h>
@@ -31,25 +30,7 @@ ProgressBar::ProgressBar(ProgressBarOptions options, std::FILE* out)
     : options_(std::move(options)),
       out_(out),
       interactive_(options_.interactive().value_or(::isatty(::fileno(out)) != 0)) {
-  if (options_.refresh_rate() < 1) {
-    throw std::invalid_argument(fmt::format("[ProgressBar] refresh_rate must be >= 1, got {}", options_.refresh_rate()));
-  }
-  if (options_.line_every_n_steps() < 1) {
-    throw std::invalid_argument(
-        fmt::format("[ProgressBar] line_every_n_steps must be >= 1, got {}", options_.line_every_n_steps()));
-  }
-}
-
-std::shared_ptr<Callback> ProgressBar::from_config(cli::ConfigSection& s) {
-  const ProgressBarOptions d;
-  ProgressBarOptions o;
-  o.refresh_rate(s.get<int64_t>("refresh_rate", d.refresh_rate()));
-  o.line_every_n_steps(s.get<int64_t>("line_every_n_steps", d.line_every_n_steps()));
-  try {
-    return std::make_shared<ProgressBar>(o);
-  } catch (const std::invalid_argument& e) {
-    throw cli::ConfigError(fmt::format("{}: {}", s.path(), e.what()));
-  }
+  options_.validate();
 }
 
 void ProgressBar::print(const std::string& title, int64_t done, int64_t total, Clock::time_point start,

@@ -1,8 +1,7 @@
 #pragma once
 
+#include <fulgur/modules/options.hpp>
 #include <fulgur/trainer/callback.hpp>
-
-#include <torch/arg.h>
 
 #include <chrono>
 #include <cstdio>
@@ -10,19 +9,19 @@
 
 namespace fulgur {
 
-namespace cli {
-class ConfigSection;
-}
-
 /// Options of ProgressBar.
+#define FULGUR_PROGRESS_BAR_OPTIONS(X)                                                                        \
+  X(int64_t, refresh_rate, 1, "on a terminal: redraw every this many batches (at most 10 times a second)",    \
+    fulgur::check::AtLeast{1})                                                                                \
+  X(int64_t, line_every_n_steps, 50,                                                                          \
+    "not on a terminal (a log file, a SLURM output): one line every this many training batches, plus one at " \
+    "each epoch's end",                                                                                       \
+    fulgur::check::AtLeast{1})                                                                                \
+  X(std::optional<bool>, interactive, std::nullopt,                                                           \
+    "redraw in place (true) or print lines (false); null: ask isatty", fulgur::check::Any{})
+
 struct ProgressBarOptions {
-  /// On a terminal: redraw every this many batches (at most 10 times a second).
-  TORCH_ARG(int64_t, refresh_rate) = 1;
-  /// Not on a terminal (a log file, a SLURM output): one line every this many
-  /// training batches, plus one at each epoch's end.
-  TORCH_ARG(int64_t, line_every_n_steps) = 50;
-  /// Decide the display by hand instead of asking isatty (tests, wrappers).
-  TORCH_ARG(std::optional<bool>, interactive) = std::nullopt;
+  FULGUR_OPTIONS(ProgressBarOptions, FULGUR_PROGRESS_BAR_OPTIONS)
 };
 
 /// Training and validation progress, printed by global rank 0 only. On a
@@ -33,8 +32,8 @@ struct ProgressBarOptions {
 ///   Epoch 1/9:  45%|#########           | 45/100 [00:03<00:04, 12.34 it/s] train_loss=0.1234
 class ProgressBar : public Callback {
  public:
+  using Options = ProgressBarOptions;
   explicit ProgressBar(ProgressBarOptions options = {}, std::FILE* out = stdout);
-  static std::shared_ptr<Callback> from_config(cli::ConfigSection& section);
 
   std::string state_key() const override { return "ProgressBar"; }
   bool interactive() const { return interactive_; }

@@ -29,8 +29,8 @@ void ResultCollection::log(const std::string& name, const torch::Tensor& value, 
   if (options.batch_size && *options.batch_size < 1) {
     invalid(fmt::format("'{}': batch_size must be >= 1, got {}", name, *options.batch_size));
   }
-  const bool on_step = options.on_step.value_or(stage_ == LogStage::Train);
-  const bool on_epoch = options.on_epoch.value_or(stage_ != LogStage::Train);
+  const bool on_step = options.on_step.value_or(stage_ == Stage::Train);
+  const bool on_epoch = options.on_epoch.value_or(stage_ != Stage::Train);
   if (!on_step && !on_epoch) invalid(fmt::format("'{}' is logged with on_step=false and on_epoch=false", name));
 
   auto [it, inserted] = metrics_.try_emplace(name);

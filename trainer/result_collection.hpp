@@ -1,6 +1,7 @@
 #pragma once
 
 #include <fulgur/modules/metric_sink.hpp>
+#include <fulgur/modules/stage.hpp>
 
 #include <torch/torch.h>
 
@@ -11,16 +12,15 @@ namespace fulgur {
 
 class Strategy;
 
-/// The loop a value was logged from; decides on_step/on_epoch defaults.
-enum class LogStage { Train, Validation, Test };
-
 /// Everything logged during one loop: the latest value per step and the
 /// running epoch aggregate (weighted mean / sum / max / min). Values stay
 /// tensors on their device until someone asks for numbers, so logging does
 /// not force a device synchronisation every step.
 class ResultCollection : public MetricSink {
  public:
-  explicit ResultCollection(LogStage stage) : stage_(stage) {}
+  /// `stage`: the loop values are logged from (Train, Validate or Test);
+  /// it decides the on_step/on_epoch defaults.
+  explicit ResultCollection(Stage stage) : stage_(stage) {}
 
   /// Weight for this batch's ReduceOp::Mean values (its size).
   void set_batch_size(int64_t batch_size) { batch_size_ = batch_size; }
@@ -68,7 +68,7 @@ class ResultCollection : public MetricSink {
   std::string epoch_name(const std::string& name, const Metric& m) const;
   double compute_epoch(const Metric& metric, Strategy& strategy) const;
 
-  LogStage stage_;
+  Stage stage_;
   int64_t batch_size_ = 1;
   std::map<std::string, Metric> metrics_;
 };

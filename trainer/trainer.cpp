@@ -58,30 +58,32 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
   // SLURM_CPUS_PER_TASK: use the CPUs the job was given, and no more.
   if (config_.num_threads) at::set_num_threads(static_cast<int>(*config_.num_threads));
 
-  if (!config_.logger) {
+  if (!config_.options.logger()) {
     loggers_.clear();
   } else if (loggers_.empty()) {
-    loggers_.push_back(std::make_shared<CSVLogger>(config_.default_root_dir));
+    loggers_.push_back(std::make_shared<CSVLogger>(config_.options.default_root_dir()));
   }
   const bool has_progress_bar = std::any_of(callbacks_.begin(), callbacks_.end(), [](const auto& c) {
     return dynamic_cast<ProgressBar*>(c.get()) != nullptr;
   });
-  if (config_.enable_progress_bar && !has_progress_bar) callbacks_.push_back(std::make_shared<ProgressBar>());
+  if (config_.options.enable_progress_bar() && !has_progress_bar) {
+    callbacks_.push_back(std::make_shared<ProgressBar>());
+  }
   const bool has_model_checkpoint = std::any_of(callbacks_.begin(), callbacks_.end(), [](const auto& c) {
     return dynamic_cast<ModelCheckpoint*>(c.get()) != nullptr;
   });
   // The default: <run folder>/checkpoints/last.ckpt after every epoch and when training stops.
-  if (config_.enable_checkpointing && !has_model_checkpoint) {
+  if (config_.options.enable_checkpointing() && !has_model_checkpoint) {
     callbacks_.push_back(std::make_shared<ModelCheckpoint>(ModelCheckpointOptions().save_last(true)));
   }
 
-  accumulate_grad_batches_ = config_.accumulate_grad_batches;
-  if (config_.deterministic) at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
-  at::globalContext().setBenchmarkCuDNN(config_.benchmark);
+  accumulate_grad_batches_ = config_.options.accumulate_grad_batches();
+  if (config_.options.deterministic()) at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
+  at::globalContext().setBenchmarkCuDNN(config_.options.benchmark());
 
   fit_loop_ = std::make_unique<FitLoop>(*this);
-  validate_loop_ = std::make_unique<EvaluationLoop>(*this, LogStage::Validation);
-  test_loop_ = std::make_unique<EvaluationLoop>(*this, LogStage::Test);
+  validate_loop_ = std::make_unique<EvaluationLoop>(*this, Stage::Validate);
+  test_loop_ = std::make_unique<EvaluationLoop>(*this, Stage::Test);
   predict_loop_ = std::make_unique<PredictLoop>(*this);
   checkpoint_connector_ = std::make_unique<CheckpointConnector>(*this);
 }
@@ -96,7 +98,7 @@ Trainer::~Trainer() {
 
 void Trainer::launch_peers() {
   LocalLauncherOptions launch(config_.devices);
-  launch.num_nodes(config_.num_nodes).node_rank(config_.node_rank);
+  launch.num_nodes(config_.options.num_nodes()).node_rank(config_.options.node_rank());
   if (const char* address = std::getenv("MASTER_ADDR"); address != nullptr && *address != '\0') {
     launch.main_address(address);
   }
@@ -157,16 +159,14 @@ int64_t Trainer::current_epoch() const { return fit_loop_->current_epoch(); }
 int64_t Trainer::num_training_batches() const { return fit_loop_->epoch_loop().num_batches(); }
 
 int64_t Trainer::num_eval_batches() const {
-  switch (stage_) {
-    case TrainerStage::Testing: return test_loop_->num_batches();
-    case TrainerStage::Validating: return validate_loop_->num_batches();
-    default: return fit_loop_->epoch_loop().val_loop().num_batches();
-  }
+  if (stage_ == Stage::Test) return test_loop_->num_batches();
+  if (stage_ == Stage::Validate) return validate_loop_->num_batches();
+  return fit_loop_->epoch_loop().val_loop().num_batches();
 }
 
 std::filesystem::path Trainer::log_dir() {
   if (!loggers_.empty()) return loggers_.front()->log_dir();
-  return config_.default_root_dir;
+  return config_.options.default_root_dir();
 }
 
 void Trainer::attach_results(ResultCollection* results) {
@@ -237,7 +237,7 @@ void Trainer::start_loggers(LightningModule& module) {
 }
 
 template <class Body>
-auto Trainer::run_stage(TrainerStage stage, Stage data_stage, LightningModule& module, DataModule& data,
+auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
                         std::string ckpt_path, Body&& body) {
   stage_ = stage;
   try {
@@ -246,15 +246,15 @@ auto Trainer::run_stage(TrainerStage stage, Stage data_stage, LightningModule& m
     // prepare_data runs once per node; the strategy orders it before setup.
     if (strategy_->local_rank() == 0) data.prepare_data();
     strategy_->barrier("prepare_data");
-    data.setup(data_stage);
-    if (ckpt_path.empty() && stage == TrainerStage::Fitting) ckpt_path = auto_resume_path();
+    data.setup(stage);
+    if (ckpt_path.empty() && stage == Stage::Fit) ckpt_path = auto_resume_path();
     if (!ckpt_path.empty()) {
       // Every process reads the same file; weights first, and the loggers
       // before they write, so a resumed fit continues the same run folder.
       const std::filesystem::path path = checkpoint_connector_->resolve(ckpt_path);
       const Checkpoint checkpoint = CheckpointIO::load(path);
       checkpoint_connector_->restore_model(checkpoint, path.string());
-      if (stage == TrainerStage::Fitting) {
+      if (stage == Stage::Fit) {
         checkpoint_connector_->restore_loggers(checkpoint);
         resume_checkpoint_ = checkpoint;
         resume_source_ = path.string();
@@ -265,13 +265,13 @@ auto Trainer::run_stage(TrainerStage stage, Stage data_stage, LightningModule& m
     call_callback_hook(&Callback::setup);
     auto result = body();
     call_callback_hook(&Callback::teardown);
-    data.teardown(data_stage);
+    data.teardown(stage);
     if (is_global_zero()) {
       for (auto& logger : loggers_) logger->finalize("success");
     }
     strategy_->teardown();
     attach_results(nullptr);
-    stage_ = TrainerStage::Idle;
+    stage_.reset();
     module.trainer_ = nullptr;
     module_ = nullptr;
     return result;
@@ -294,7 +294,7 @@ auto Trainer::run_stage(TrainerStage stage, Stage data_stage, LightningModule& m
       std::cerr << "fulgur: error while cleaning up after a failure: " << cleanup_error.what() << std::endl;
     }
     attach_results(nullptr);
-    stage_ = TrainerStage::Idle;
+    stage_.reset();
     module.trainer_ = nullptr;
     module_ = nullptr;
     throw;
@@ -302,7 +302,7 @@ auto Trainer::run_stage(TrainerStage stage, Stage data_stage, LightningModule& m
 }
 
 std::shared_ptr<DataLoader> Trainer::prepare_loader(std::shared_ptr<DataLoader> loader, bool training) {
-  if (loader && strategy_->world_size() > 1 && config_.use_distributed_sampler) {
+  if (loader && strategy_->world_size() > 1 && config_.options.use_distributed_sampler()) {
     // Rank 0's draw becomes everyone's shuffle seed, so the shares never overlap.
     const torch::Tensor draw = torch::randint(0, std::numeric_limits<int32_t>::max(), {1}, torch::kInt64);
     DataLoader::Shard shard;
@@ -336,7 +336,7 @@ void Trainer::fit(LightningModule& module, DataModule& data, const std::string& 
   if (stop_signal_ != 0) signals_->clear();
   stop_signal_ = 0;
   bool requeue = false;
-  run_stage(TrainerStage::Fitting, Stage::Fit, module, data, ckpt_path, [&] {
+  run_stage(Stage::Fit, module, data, ckpt_path, [&] {
     auto train = prepare_loader(data.train_dataloader(), /*training=*/true);
     if (!train) throw std::invalid_argument("[Trainer::fit] the DataModule returned no train_dataloader");
     auto val = prepare_loader(data.val_dataloader(), /*training=*/false);
@@ -357,15 +357,16 @@ void Trainer::fit(LightningModule& module, DataModule& data, const std::string& 
     call_hook(&Callback::on_fit_start, &LightningModule::on_fit_start);
 
     // A resumed run was checked when it started: no sanity check.
-    if (val && config_.num_sanity_val_steps != 0 && !resume_checkpoint_) {
-      const int64_t limit = config_.limit_val_batches.limit(val->size(), "limit_val_batches");
-      const int64_t steps = config_.num_sanity_val_steps == -1 ? limit : std::min(limit, config_.num_sanity_val_steps);
+    if (val && config_.options.num_sanity_val_steps() != 0 && !resume_checkpoint_) {
+      const int64_t limit = config_.options.limit_val_batches().limit(val->size(), "limit_val_batches");
+      const int64_t sanity = config_.options.num_sanity_val_steps();
+      const int64_t steps = sanity == -1 ? limit : std::min(limit, sanity);
       if (steps > 0) {
-        stage_ = TrainerStage::SanityChecking;
+        stage_ = Stage::SanityCheck;
         call_callback_hook(&Callback::on_sanity_check_start);
         fit_loop_->epoch_loop().val_loop().run(*val, steps, /*sanity_check=*/true);
         call_callback_hook(&Callback::on_sanity_check_end);
-        stage_ = TrainerStage::Fitting;
+        stage_ = Stage::Fit;
       }
     }
     if (resume_checkpoint_) {
@@ -406,28 +407,28 @@ void Trainer::requeue_slurm_job() {
 
 std::map<std::string, double> Trainer::validate(LightningModule& module, DataModule& data,
                                                const std::string& ckpt_path) {
-  return run_stage(TrainerStage::Validating, Stage::Validate, module, data, ckpt_path, [&] {
+  return run_stage(Stage::Validate, module, data, ckpt_path, [&] {
     auto val = prepare_loader(data.val_dataloader(), /*training=*/false);
     if (!val) throw std::invalid_argument("[Trainer::validate] the DataModule returned no val_dataloader");
-    return validate_loop_->run(*val, config_.limit_val_batches.limit(val->size(), "limit_val_batches"));
+    return validate_loop_->run(*val, config_.options.limit_val_batches().limit(val->size(), "limit_val_batches"));
   });
 }
 
 std::map<std::string, double> Trainer::test(LightningModule& module, DataModule& data, const std::string& ckpt_path) {
-  return run_stage(TrainerStage::Testing, Stage::Test, module, data, ckpt_path, [&] {
+  return run_stage(Stage::Test, module, data, ckpt_path, [&] {
     auto loader = prepare_loader(data.test_dataloader(), /*training=*/false);
     if (!loader) throw std::invalid_argument("[Trainer::test] the DataModule returned no test_dataloader");
-    return test_loop_->run(*loader, config_.limit_test_batches.limit(loader->size(), "limit_test_batches"));
+    return test_loop_->run(*loader, config_.options.limit_test_batches().limit(loader->size(), "limit_test_batches"));
   });
 }
 
 std::vector<torch::Tensor> Trainer::predict(LightningModule& module, DataModule& data,
                                             const std::string& ckpt_path) {
-  return run_stage(TrainerStage::Predicting, Stage::Predict, module, data, ckpt_path, [&] {
+  return run_stage(Stage::Predict, module, data, ckpt_path, [&] {
     auto loader = prepare_loader(data.predict_dataloader(), /*training=*/false);
     if (!loader) throw std::invalid_argument("[Trainer::predict] the DataModule returned no predict_dataloader");
     return predict_loop_->run(*loader,
-                              config_.limit_predict_batches.limit(loader->size(), "limit_predict_batches"));
+                              config_.options.limit_predict_batches().limit(loader->size(), "limit_predict_batches"));
   });
 }
 

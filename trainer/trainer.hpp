@@ -8,7 +8,7 @@
 #include <fulgur/trainer/result_collection.hpp>
 #include <fulgur/trainer/trainer_config.hpp>
 #include <fulgur/trainer/trainer_options.hpp>
-#include <fulgur/trainer/trainer_state.hpp>
+#include <fulgur/modules/stage.hpp>
 
 #include <filesystem>
 #include <map>
@@ -76,8 +76,10 @@ class Trainer {
   // --- state, for callbacks, loggers and loops ----------------------------------------
   const TrainerConfig& config() const { return config_; }
   Strategy& strategy() { return *strategy_; }
-  TrainerStage stage() const { return stage_; }
-  bool sanity_checking() const { return stage_ == TrainerStage::SanityChecking; }
+  /// The entry point running (Fit, Validate, Test, Predict; SanityCheck while
+  /// fit checks its validation loop first); nullopt between runs.
+  std::optional<Stage> stage() const { return stage_; }
+  bool sanity_checking() const { return stage_ == Stage::SanityCheck; }
   bool is_global_zero() const { return strategy_->is_global_zero(); }
   /// Optimizer steps taken so far.
   int64_t global_step() const;
@@ -164,7 +166,7 @@ class Trainer {
  private:
   friend class CheckpointConnector;
   template <class Body>
-  auto run_stage(TrainerStage stage, Stage data_stage, LightningModule& module, DataModule& data,
+  auto run_stage(Stage stage, LightningModule& module, DataModule& data,
                  std::string ckpt_path, Body&& body);
   void setup_run(LightningModule& module);
   /// Shards a loader by rank when several processes work together; only
@@ -196,7 +198,7 @@ class Trainer {
 
   LightningModule* module_ = nullptr;
   OptimizerConfig optimizers_;
-  TrainerStage stage_ = TrainerStage::Idle;
+  std::optional<Stage> stage_;
   bool should_stop_ = false;
   int64_t accumulate_grad_batches_ = 1;
   std::unique_ptr<SignalConnector> signals_;  // installed by the constructor

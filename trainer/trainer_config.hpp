@@ -2,7 +2,6 @@
 
 #include <fulgur/strategies/accelerator.hpp>
 #include <fulgur/strategies/precision.hpp>
-#include <fulgur/trainer/count_or_fraction.hpp>
 #include <fulgur/trainer/trainer_options.hpp>
 
 #include <cstdint>
@@ -58,53 +57,37 @@ struct Platform {
 /// The options a Trainer runs with: TrainerOptions checked and with every
 /// "auto" decided. Produced once by resolve(), before any side effect.
 struct TrainerConfig {
+  /// The options as given, checked, with what resolve() derives written
+  /// back: fast_dev_run's limits (limit_*_batches, max_steps,
+  /// num_sanity_val_steps, val_check_interval, check_val_every_n_epoch,
+  /// logger, enable_checkpointing) and accumulate_grad_batches from
+  /// horovod.backward_passes_per_step. Everything below is what no option
+  /// says directly.
+  TrainerOptions options;
   AcceleratorKind accelerator = AcceleratorKind::Cpu;
+  /// Processes per node.
   int64_t devices = 1;
-  int64_t num_nodes = 1;
   int64_t world_size = 1;
-  std::string strategy = "single_device";
+  /// Never Auto.
+  StrategyKind strategy = StrategyKind::SingleDevice;
   PrecisionMode precision = PrecisionMode::Full32;
-  int64_t max_epochs = 1000;  // -1: no limit
-  int64_t max_steps = -1;     // -1: no limit
-  int64_t min_epochs = 0;
-  int64_t accumulate_grad_batches = 1;
-  std::optional<double> gradient_clip_val;
+  /// -1: no limit.
+  int64_t max_epochs = 1000;
   ClipAlgorithm gradient_clip_algorithm = ClipAlgorithm::Norm;
-  CountOrFraction val_check_interval = 1.0;
-  std::optional<int64_t> check_val_every_n_epoch = 1;
-  CountOrFraction limit_train_batches = 1.0;
-  CountOrFraction limit_val_batches = 1.0;
-  CountOrFraction limit_test_batches = 1.0;
-  CountOrFraction limit_predict_batches = 1.0;
-  int64_t fast_dev_run = 0;
-  int64_t num_sanity_val_steps = 2;
-  int64_t log_every_n_steps = 50;
-  bool deterministic = false;
-  bool benchmark = false;
-  std::string default_root_dir = ".";
-  bool enable_progress_bar = true;
-  bool enable_checkpointing = true;
-  bool logger = true;
-  double process_group_timeout = 1800.0;
-  int64_t node_rank = 0;
-  bool find_unused_parameters = false;
-  double bucket_cap_mb = 25.0;
-  bool broadcast_buffers = true;
-  bool use_distributed_sampler = true;
   /// Compute threads for this process (torch::set_num_threads); nullopt
   /// leaves LibTorch's default. From SLURM_CPUS_PER_TASK.
   std::optional<int64_t> num_threads;
-  std::string timeline;
-  HorovodSettings horovod;
-  /// Processes must be started by fulgur's launcher (world size > 1 and no
+  /// The other ranks must be started by the Trainer (world size > 1 and no
   /// external launcher).
   bool needs_launch = false;
 
-  /// Validates `options` and decides every "auto". Throws std::invalid_argument
-  /// starting "[TrainerConfig::resolve]" that names the option and its value.
+  /// Checks `options` (each field's declared check, then the rules that
+  /// involve several fields or the platform) and decides every "auto".
+  /// Throws std::invalid_argument naming the option and its value:
+  /// "[TrainerOptions] ..." for one field, "[TrainerConfig::resolve] ..." else.
   static TrainerConfig resolve(const TrainerOptions& options, const Platform& platform);
 
-  /// Multi-line summary printed on rank 0 at start-up.
+  /// One-line summary printed on rank 0 at start-up.
   std::string describe() const;
 };
 

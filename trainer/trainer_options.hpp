@@ -1,89 +1,116 @@
 #pragma once
 
-#include <fulgur/strategies/horovod_settings.hpp>
+#include <fulgur/modules/options.hpp>
+#include <fulgur/strategies/ddp_options.hpp>
+#include <fulgur/strategies/horovod_options.hpp>
+#include <fulgur/strategies/strategy_kind.hpp>
 #include <fulgur/trainer/count_or_fraction.hpp>
-
-#include <torch/arg.h>
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
+namespace fulgur::check {
+
+/// limit_*_batches: a fraction in [0, 1] or a batch count >= 0.
+struct BatchLimit {
+  Result operator()(const CountOrFraction& limit) const {
+    const bool ok = limit.is_fraction() ? limit.value() >= 0.0 && limit.value() <= 1.0 : limit.count() >= 0;
+    return ok ? std::nullopt : Result("must be a fraction in [0, 1] or a batch count >= 0");
+  }
+};
+
+/// val_check_interval: a fraction in (0, 1] or a batch count >= 1.
+struct CheckInterval {
+  Result operator()(const CountOrFraction& interval) const {
+    const bool ok = interval.is_fraction() ? interval.value() > 0.0 && interval.value() <= 1.0 : interval.count() >= 1;
+    return ok ? std::nullopt : Result("must be a fraction in (0, 1] or a batch count >= 1");
+  }
+};
+
+}  // namespace fulgur::check
+
 namespace fulgur {
+
+// clang-format off
+#define FULGUR_TRAINER_OPTIONS(X)                                                                              \
+  X(std::optional<int64_t>, max_epochs, std::nullopt,                                                         \
+    "epochs to train; -1 = no limit; null = 1000 unless max_steps is set", fulgur::check::NoLimitOrAtLeast{0}) \
+  X(int64_t, max_steps, -1, "optimizer steps to train; -1 = no limit", fulgur::check::NoLimitOrAtLeast{0})     \
+  X(int64_t, min_epochs, 0, "epochs to train at least (early stopping waits)", fulgur::check::AtLeast{0})      \
+  X(std::string, accelerator, "auto", "auto (a GPU if there is one), cpu, gpu (or cuda)",                      \
+    (fulgur::check::OneOf{{"auto", "cpu", "gpu", "cuda"}}))                                                   \
+  X(std::string, devices, "auto", "devices (processes) per node: auto, a count, or -1 for all",              \
+    fulgur::check::NotEmpty{})                                                                                \
+  X(int64_t, num_nodes, 1, "machines the run spans", fulgur::check::AtLeast{1})                               \
+  X(fulgur::StrategyKind, strategy, fulgur::StrategyKind::Auto,                                               \
+    "auto (single_device for one process, else ddp), single_device, ddp, horovod", fulgur::check::Any{})     \
+  X(std::string, precision, "32-true", "32-true (or 32), bf16-mixed, 16-mixed (GPU only)",                   \
+    (fulgur::check::OneOf{{"32-true", "32", "bf16-mixed", "16-mixed"}}))                                      \
+  X(int64_t, accumulate_grad_batches, 1, "batches per optimizer step", fulgur::check::AtLeast{1})            \
+  X(std::optional<double>, gradient_clip_val, std::nullopt, "clip gradients at this value (null = off)",      \
+    fulgur::check::AtLeast{0})                                                                                \
+  X(std::string, gradient_clip_algorithm, "norm", "norm (total 2-norm) or value (element-wise clamp)",        \
+    (fulgur::check::OneOf{{"norm", "value"}}))                                                                \
+  X(fulgur::CountOrFraction, val_check_interval, 1.0,                                                         \
+    "validate every fraction of the training epoch (0.25 = four times) or every N batches",                  \
+    fulgur::check::CheckInterval{})                                                                           \
+  X(std::optional<int64_t>, check_val_every_n_epoch, 1,                                                       \
+    "validate every N epochs; null = by val_check_interval across epochs", fulgur::check::AtLeast{1})         \
+  X(fulgur::CountOrFraction, limit_train_batches, 1.0, "fraction or number of training batches per epoch",    \
+    fulgur::check::BatchLimit{})                                                                              \
+  X(fulgur::CountOrFraction, limit_val_batches, 1.0, "fraction or number of validation batches",              \
+    fulgur::check::BatchLimit{})                                                                              \
+  X(fulgur::CountOrFraction, limit_test_batches, 1.0, "fraction or number of test batches",                   \
+    fulgur::check::BatchLimit{})                                                                              \
+  X(fulgur::CountOrFraction, limit_predict_batches, 1.0, "fraction or number of predict batches",             \
+    fulgur::check::BatchLimit{})                                                                              \
+  X(int64_t, fast_dev_run, 0, "n > 0 runs n batches of every loop once, without logging (true = 1)",         \
+    fulgur::check::AtLeast{0})                                                                                \
+  X(int64_t, num_sanity_val_steps, 2, "validation batches run before training; -1 = all",                     \
+    fulgur::check::NoLimitOrAtLeast{0})                                                                       \
+  X(int64_t, log_every_n_steps, 50, "how often training steps are sent to the loggers",                       \
+    fulgur::check::AtLeast{1})                                                                                \
+  X(bool, deterministic, false, "deterministic algorithms only", fulgur::check::Any{})                        \
+  X(bool, benchmark, false, "cuDNN benchmark mode", fulgur::check::Any{})                                     \
+  X(std::string, default_root_dir, ".", "where the run folder and checkpoints go", fulgur::check::NotEmpty{}) \
+  X(bool, enable_progress_bar, true, "show the progress bar (rank 0)", fulgur::check::Any{})                  \
+  X(bool, enable_checkpointing, true, "add a ModelCheckpoint (last.ckpt) unless one is given",                \
+    fulgur::check::Any{})                                                                                     \
+  X(bool, logger, true,                                                                                       \
+    "write the run folder (CSV); on the command line also false or logger names: csv, tensorboard",          \
+    fulgur::check::Any{})                                                                                     \
+  X(double, process_group_timeout, 1800.0, "seconds a collective may wait for a peer before the run fails",   \
+    fulgur::check::Positive{})                                                                                \
+  X(int64_t, node_rank, 0, "this machine's index when fulgur starts several nodes", fulgur::check::AtLeast{0}) \
+  X(bool, use_distributed_sampler, true, "give each process its share of the data", fulgur::check::Any{})    \
+  X(std::string, timeline, "", "Chrome-trace JSON of every gradient collective (ddp, horovod); empty = off",  \
+    fulgur::check::Any{})                                                                                     \
+  X(fulgur::DDPOptions, ddp, {}, "strategy ddp", fulgur::check::Any{})                                        \
+  X(fulgur::HorovodOptions, horovod, {}, "strategy horovod", fulgur::check::Any{})
+// clang-format on
 
 /// What the user asks of a Trainer, with Lightning's names and defaults.
 /// Chainable setters in the torch::nn options style:
 ///
-///   TrainerOptions().max_epochs(10).accelerator("gpu").devices(4).num_nodes(16)
+///   TrainerOptions().max_epochs(10).accelerator("gpu").devices(4).num_nodes(16).strategy(StrategyKind::DDP)
 ///
-/// Nothing is checked here; TrainerConfig::resolve() validates everything
-/// once, before the Trainer has any side effect.
+/// Each field is declared once above (name, default, doc, check); the YAML
+/// reader, --print_config, hparams.yaml and the README's table come from
+/// it. TrainerConfig::resolve() checks them and decides every "auto", once,
+/// before the Trainer has any side effect.
 struct TrainerOptions {
-  /// -1 = no limit; unset = 1000 unless max_steps is set (Lightning's rule).
-  TORCH_ARG(std::optional<int64_t>, max_epochs) = std::nullopt;
-  /// Optimizer steps; -1 = no limit.
-  TORCH_ARG(int64_t, max_steps) = -1;
-  TORCH_ARG(int64_t, min_epochs) = 0;
-  /// "auto", "cpu", "gpu" (or "cuda").
-  TORCH_ARG(std::string, accelerator) = "auto";
-  /// "auto", or a positive count as a string; devices(int) is the usual form.
-  TORCH_ARG(std::string, devices) = "auto";
- public:
+  FULGUR_OPTIONS(TrainerOptions, FULGUR_TRAINER_OPTIONS)
+
   TrainerOptions& devices(int64_t count) {
     devices_ = std::to_string(count);
     return *this;
   }
-  TORCH_ARG(int64_t, num_nodes) = 1;
-  /// "auto" (single_device when the world size is 1, else ddp), "single_device",
-  /// "ddp", "horovod".
-  TORCH_ARG(std::string, strategy) = "auto";
-  /// "32-true" (alias "32"), "bf16-mixed", "16-mixed" (GPU only).
-  TORCH_ARG(std::string, precision) = "32-true";
-  TORCH_ARG(int64_t, accumulate_grad_batches) = 1;
-  TORCH_ARG(std::optional<double>, gradient_clip_val) = std::nullopt;
-  /// "norm" (total 2-norm over all parameters) or "value" (element-wise clamp).
-  TORCH_ARG(std::string, gradient_clip_algorithm) = "norm";
-  /// Fraction of the training epoch (0.25 = four times per epoch) or a batch count.
-  TORCH_ARG(CountOrFraction, val_check_interval) = 1.0;
-  /// Validate every n epochs; nullopt validates by val_check_interval across epochs.
-  TORCH_ARG(std::optional<int64_t>, check_val_every_n_epoch) = 1;
-  TORCH_ARG(CountOrFraction, limit_train_batches) = 1.0;
-  TORCH_ARG(CountOrFraction, limit_val_batches) = 1.0;
-  TORCH_ARG(CountOrFraction, limit_test_batches) = 1.0;
-  TORCH_ARG(CountOrFraction, limit_predict_batches) = 1.0;
-  /// 0 = off; n runs n batches of every loop once, without logging.
-  TORCH_ARG(int64_t, fast_dev_run) = 0;
-  /// Validation batches run before training to catch bugs early; -1 = all.
-  TORCH_ARG(int64_t, num_sanity_val_steps) = 2;
-  TORCH_ARG(int64_t, log_every_n_steps) = 50;
-  TORCH_ARG(bool, deterministic) = false;
-  TORCH_ARG(bool, benchmark) = false;
-  TORCH_ARG(std::string, default_root_dir) = ".";
-  TORCH_ARG(bool, enable_progress_bar) = true;
-  /// Adds a default ModelCheckpoint (checkpoints/last.ckpt in the run folder)
-  /// unless one is given.
-  TORCH_ARG(bool, enable_checkpointing) = true;
-  /// Writes the run folder (hparams.yaml, metrics.csv) when true.
-  TORCH_ARG(bool, logger) = true;
-
-  // --- distributed (strategy ddp) ---
-  /// Seconds a collective may wait for a peer before the run fails.
-  TORCH_ARG(double, process_group_timeout) = 1800.0;
-  /// This machine's index when fulgur's launcher starts several nodes.
-  TORCH_ARG(int64_t, node_rank) = 0;
-  /// Treat parameters without a gradient in a step as zero instead of an error.
-  TORCH_ARG(bool, find_unused_parameters) = false;
-  /// Gradient bucket size in MiB (torch DDP's bucket_cap_mb); the first
-  /// bucket is 1 MiB so communication starts early.
-  TORCH_ARG(double, bucket_cap_mb) = 25.0;
-  /// Copy rank 0's buffers (BatchNorm statistics) before every training step.
-  TORCH_ARG(bool, broadcast_buffers) = true;
-  /// Give each process its share of the data (DatasetLoader::shard).
-  TORCH_ARG(bool, use_distributed_sampler) = true;
-  /// Chrome-trace JSON of every gradient collective (ddp, horovod); "" = off.
-  TORCH_ARG(std::string, timeline) = "";
-  /// Strategy horovod: fusion, cycle time, compression, stall inspection.
-  TORCH_ARG(HorovodSettings, horovod) = {};
+  /// By name, as on the command line ("ddp"); throws for an unknown name.
+  TrainerOptions& strategy(const std::string& name) {
+    strategy_ = strategy_kind(name);
+    return *this;
+  }
 };
 
 }  // namespace fulgur

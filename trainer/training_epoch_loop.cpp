@@ -10,26 +10,26 @@
 namespace fulgur {
 
 TrainingEpochLoop::TrainingEpochLoop(Trainer& trainer)
-    : trainer_(trainer), val_loop_(trainer, LogStage::Validation) {}
+    : trainer_(trainer), val_loop_(trainer, Stage::Validate) {}
 
 bool TrainingEpochLoop::done() const {
-  const TrainerConfig& c = trainer_.config();
-  if (c.max_steps != -1 && global_step() >= c.max_steps) return true;
+  const TrainerOptions& o = trainer_.config().options;
+  if (o.max_steps() != -1 && global_step() >= o.max_steps()) return true;
   if (trainer_.stopped_by_signal()) return true;  // min_epochs does not hold back a signal
-  return trainer_.should_stop() && trainer_.current_epoch() >= c.min_epochs;
+  return trainer_.should_stop() && trainer_.current_epoch() >= o.min_epochs();
 }
 
 bool TrainingEpochLoop::should_validate(int64_t batch_idx, bool is_last_batch) const {
-  const TrainerConfig& c = trainer_.config();
-  if (c.check_val_every_n_epoch && (trainer_.current_epoch() + 1) % *c.check_val_every_n_epoch != 0) return false;
-  if (c.val_check_interval.is_fraction()) {
-    if (c.val_check_interval.value() == 1.0) return is_last_batch;
-    const int64_t every = std::max<int64_t>(1, static_cast<int64_t>(num_batches_ * c.val_check_interval.value()));
+  const TrainerOptions& o = trainer_.config().options;
+  if (o.check_val_every_n_epoch() && (trainer_.current_epoch() + 1) % *o.check_val_every_n_epoch() != 0) return false;
+  if (o.val_check_interval().is_fraction()) {
+    if (o.val_check_interval().value() == 1.0) return is_last_batch;
+    const int64_t every = std::max<int64_t>(1, static_cast<int64_t>(num_batches_ * o.val_check_interval().value()));
     return (batch_idx + 1) % every == 0;
   }
   // A count: within the epoch, or across epochs when check_val_every_n_epoch is null.
-  const int64_t position = c.check_val_every_n_epoch ? batch_idx + 1 : batch_progress_.total;
-  return position % c.val_check_interval.count() == 0;
+  const int64_t position = o.check_val_every_n_epoch() ? batch_idx + 1 : batch_progress_.total;
+  return position % o.val_check_interval().count() == 0;
 }
 
 void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, DataLoader* val, int64_t num_val_batches) {
@@ -108,7 +108,7 @@ void TrainingEpochLoop::load_state_dict(const c10::impl::GenericDict& state, int
 void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_last_batch) {
   LightningModule& module = trainer_.module();
   Strategy& strategy = trainer_.strategy();
-  const TrainerConfig& c = trainer_.config();
+  const TrainerOptions& o = trainer_.config().options;
 
   results_.set_batch_size(batch.size());
   trainer_.call_hook(&Callback::on_train_batch_start, &LightningModule::on_train_batch_start, batch, batch_idx);
@@ -138,7 +138,7 @@ void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_l
   if (step_now) optimizer_step();
 
   batch_progress_.increment();
-  const bool send_to_loggers = batch_progress_.total % c.log_every_n_steps == 0;
+  const bool send_to_loggers = batch_progress_.total % o.log_every_n_steps() == 0;
   trainer_.report_step(results_.step_metrics(), send_to_loggers);
   trainer_.call_hook(&Callback::on_train_batch_end, &LightningModule::on_train_batch_end, loss.detach(), batch,
                      batch_idx);
@@ -147,6 +147,7 @@ void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_l
 
 void TrainingEpochLoop::optimizer_step() {
   const TrainerConfig& c = trainer_.config();
+  const TrainerOptions& o = c.options;
   Strategy& strategy = trainer_.strategy();
   torch::optim::Optimizer& optimizer = *trainer_.optimizers().optimizer;
 
@@ -154,15 +155,15 @@ void TrainingEpochLoop::optimizer_step() {
   strategy.synchronize_gradients();
   strategy.precision().unscale_gradients(optimizer);
   trainer_.call_hook(&Callback::on_before_optimizer_step, &LightningModule::on_before_optimizer_step, optimizer);
-  if (c.gradient_clip_val && *c.gradient_clip_val > 0.0) {
+  if (o.gradient_clip_val() && *o.gradient_clip_val() > 0.0) {
     std::vector<torch::Tensor> params;
     for (auto& group : optimizer.param_groups()) {
       for (auto& p : group.params()) params.push_back(p);
     }
     if (c.gradient_clip_algorithm == ClipAlgorithm::Norm) {
-      torch::nn::utils::clip_grad_norm_(params, *c.gradient_clip_val);
+      torch::nn::utils::clip_grad_norm_(params, *o.gradient_clip_val());
     } else {
-      torch::nn::utils::clip_grad_value_(params, *c.gradient_clip_val);
+      torch::nn::utils::clip_grad_value_(params, *o.gradient_clip_val());
     }
   }
   strategy.optimizer_step(optimizer);

@@ -45,7 +45,7 @@ class TrainingEpochLoop {
   bool should_validate(int64_t batch_idx, bool is_last_batch) const;
 
   Trainer& trainer_;
-  ResultCollection results_{LogStage::Train};
+  ResultCollection results_{Stage::Train};
   Progress batch_progress_;
   Progress optimizer_steps_;
   EvaluationLoop val_loop_;

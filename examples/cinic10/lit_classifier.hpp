@@ -4,44 +4,36 @@
 
 namespace examples {
 
-/// An image classifier (any fulgur::models::create_model arch: ResNets,
-/// small CNN, MLP) trained with SGD + momentum and an optional step LR
-/// schedule; logs train_loss, val_loss, val_acc, test_acc, and the top-5
-/// accuracies val_acc_top5 / test_acc_top5 when there are more than 5 classes.
-/// `weights` loads a state dict (torchvision's or fulgur's) before training;
-/// a classifier head of another num_classes keeps its fresh initialisation.
+#define LIT_CLASSIFIER_OPTIONS(X)                                                                                       \
+  X(std::string, arch, "cnn", "network: a ResNet, cnn or mlp", (fulgur::check::OneOf{fulgur::models::model_names()}))   \
+  X(int64_t, num_classes, 10, "classes (a weights head of another size starts fresh)", fulgur::check::AtLeast{2})       \
+  X(int64_t, in_channels, 3, "channels of the input images", fulgur::check::AtLeast{1})                                 \
+  X(double, lr, 0.05, "SGD learning rate", fulgur::check::Positive{})                                                   \
+  X(double, momentum, 0.9, "SGD momentum", fulgur::check::AtLeast{0})                                                   \
+  X(double, weight_decay, 5e-4, "SGD weight decay", fulgur::check::AtLeast{0})                                          \
+  X(int64_t, lr_step_size, 0, "epochs between LR decays by lr_gamma; 0: constant LR", fulgur::check::AtLeast{0})        \
+  X(double, lr_gamma, 0.1, "LR decay factor", fulgur::check::Any{})                                                     \
+  X(std::string, weights, "", "state dict to start from (torchvision's or fulgur's); empty: none", ([](auto& f) {       \
+    return f.empty() || std::filesystem::is_regular_file(f) ? fulgur::check::Result() : "must be an existing file"; })) \
+  X(bool, channels_last, false, "ResNets: NHWC memory format", fulgur::check::Any{})                                    \
+  X(bool, zero_init_residual, false, "ResNets: zero the last BatchNorm of each residual block", fulgur::check::Any{})
+
+struct LitClassifierOptions { FULGUR_OPTIONS(LitClassifierOptions, LIT_CLASSIFIER_OPTIONS) };
+
+/// Image classifier (SGD + momentum, optional step LR); logs <stage>_loss, val/test_acc, _acc_top5 over 5 classes.
 class LitClassifier : public fulgur::LightningModule {
  public:
-  struct Options {
-    std::string arch = "cnn";
-    int64_t num_classes = 10;
-    int64_t in_channels = 3;
-    double lr = 0.05;
-    double momentum = 0.9;
-    double weight_decay = 5e-4;
-    int64_t lr_step_size = 0;  // epochs between LR decays; 0 = constant LR
-    double lr_gamma = 0.1;
-    std::string weights;  // state dict file to start from; empty: random init
-    bool channels_last = false;
-    bool zero_init_residual = false;
-  };
-
-  explicit LitClassifier(const Options& options);
-  explicit LitClassifier(fulgur::cli::ConfigSection& config);
-  /// Reads the options from `config`; keys it lacks keep `defaults`.
-  LitClassifier(fulgur::cli::ConfigSection& config, Options defaults);
-
-  torch::Tensor forward(const torch::Tensor& x);
-  torch::Tensor training_step(const fulgur::Batch& batch, int64_t batch_idx) override;
-  void validation_step(const fulgur::Batch& batch, int64_t batch_idx) override;
-  void test_step(const fulgur::Batch& batch, int64_t batch_idx) override;
-  torch::Tensor predict_step(const fulgur::Batch& batch, int64_t batch_idx) override;
+  using Options = LitClassifierOptions;
+  explicit LitClassifier(const LitClassifierOptions& options);
+  torch::Tensor training_step(const fulgur::Batch& b, int64_t) override { return step(b, "train"); }
+  void validation_step(const fulgur::Batch& b, int64_t) override { step(b, "val"); }
+  void test_step(const fulgur::Batch& b, int64_t) override { step(b, "test"); }
+  torch::Tensor predict_step(const fulgur::Batch& b, int64_t) override { return net_.forward(b.input).argmax(1); }
   fulgur::OptimizerConfig configure_optimizers() override;
 
-  static Options read_options(fulgur::cli::ConfigSection& config, Options defaults);
-
  private:
-  Options options_;
+  torch::Tensor step(const fulgur::Batch& batch, const std::string& stage);  // logs; returns the loss
+  LitClassifierOptions options_;
   torch::nn::AnyModule net_;
 };
 

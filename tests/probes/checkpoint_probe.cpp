@@ -21,9 +21,19 @@
 
 namespace {
 
+namespace check = fulgur::check;
+
+#define PROBE_MODEL_OPTIONS(X)                                                       \
+  X(std::string, output, "", "the final parameters are written there", check::Any{}) \
+  X(int64_t, save_at_step, -1, "save <run folder>/checkpoints/step=K.ckpt at that step", check::Any{})
+
+struct ProbeModelOptions {
+  FULGUR_OPTIONS(ProbeModelOptions, PROBE_MODEL_OPTIONS)
+};
+
 struct ProbeModel : fulgur::LightningModule {
-  explicit ProbeModel(fulgur::cli::ConfigSection& c)
-      : output(c.get<std::string>("output", "")), save_at_step(c.get<int64_t>("save_at_step", -1)) {
+  using Options = ProbeModelOptions;
+  explicit ProbeModel(const ProbeModelOptions& o) : output(o.output()), save_at_step(o.save_at_step()) {
     net = register_module("net", torch::nn::Sequential(torch::nn::Linear(6, 16), torch::nn::ReLU(),
                                                        torch::nn::Dropout(0.3), torch::nn::Linear(16, 3)));
   }
@@ -56,9 +66,17 @@ struct ProbeModel : fulgur::LightningModule {
   torch::nn::Sequential net{nullptr};
 };
 
+#define PROBE_DATA_OPTIONS(X)                                                           \
+  X(int64_t, num_workers, 0, "loader threads of the training split", check::AtLeast{0}) \
+  X(int64_t, examples, 80, "examples in the dataset", check::AtLeast{1})
+
+struct ProbeDataOptions {
+  FULGUR_OPTIONS(ProbeDataOptions, PROBE_DATA_OPTIONS)
+};
+
 struct ProbeData : fulgur::DataModule {
-  explicit ProbeData(fulgur::cli::ConfigSection& c)
-      : workers(c.get<int64_t>("num_workers", 0)), examples(c.get<int64_t>("examples", 80)) {}
+  using Options = ProbeDataOptions;
+  explicit ProbeData(const ProbeDataOptions& o) : workers(o.num_workers()), examples(o.examples()) {}
   void setup(fulgur::Stage) override {
     // Fixed data whatever the seed: the seed only drives shuffling, init and dropout.
     auto generator = at::make_generator<at::CPUGeneratorImpl>(7);

@@ -20,56 +20,66 @@
 
 namespace {
 
+namespace check = fulgur::check;
+
+// The `model` section; -1 for a rank means none.
+#define PROBE_MODEL_OPTIONS(X)                                                                                \
+  X(std::string, output, "", "rank 0 writes the final parameters there", check::Any{})                        \
+  X(int64_t, hidden, 32, "hidden units", check::AtLeast{1})                                                   \
+  X(int64_t, mismatch_rank, -1, "that rank builds a model with one more hidden unit", check::Any{})           \
+  X(bool, unused, false, "add a layer no step uses (DDP's find_unused_parameters case)", check::Any{})        \
+  X(int64_t, kill_rank, -1, "that rank SIGKILLs itself at kill_step", check::Any{})                           \
+  X(int64_t, kill_step, 3, "global step of kill_rank's SIGKILL", check::Any{})                                \
+  X(int64_t, bad_reduce_rank, -1, "that rank reduces a differently shaped tensor", check::Any{})              \
+  X(int64_t, improving_rank, -1, "an unsynced score improves every epoch on that rank only", check::Any{})    \
+  X(int64_t, signal_rank, -1, "that rank alone raises SIGUSR1 at signal_step", check::Any{})                  \
+  X(int64_t, signal_step, 3, "global step of signal_rank's SIGUSR1", check::Any{})                            \
+  X(double, step_seconds, 0.0, "sleep in every step, so an outside signal lands mid-run", check::Any{})       \
+  X(std::string, stop_file, "", "every rank writes '<global_step> <stop_signal>' to it.<rank>", check::Any{}) \
+  X(std::string, pid_file, "", "every rank writes its pid to it.<rank>", check::Any{})                        \
+  X(int64_t, sleep_rank, -1, "that rank keeps the others waiting once, at sleep_step", check::Any{})          \
+  X(int64_t, sleep_step, 2, "global step of sleep_rank's sleep", check::Any{})                                \
+  X(double, sleep_s, 0.0, "seconds sleep_rank sleeps", check::Any{})
+
+struct ProbeModelOptions {
+  FULGUR_OPTIONS(ProbeModelOptions, PROBE_MODEL_OPTIONS)
+};
+
 struct ProbeModel : fulgur::LightningModule {
-  explicit ProbeModel(fulgur::cli::ConfigSection& c)
-      : output(c.get<std::string>("output", "")),
-        kill_rank(c.get<int64_t>("kill_rank", -1)),
-        kill_step(c.get<int64_t>("kill_step", 3)),
-        bad_reduce_rank(c.get<int64_t>("bad_reduce_rank", -1)),
-        improving_rank(c.get<int64_t>("improving_rank", -1)),
-        signal_rank(c.get<int64_t>("signal_rank", -1)),
-        signal_step(c.get<int64_t>("signal_step", 3)),
-        step_seconds(c.get<double>("step_seconds", 0.0)),
-        stop_file(c.get<std::string>("stop_file", "")),
-        pid_file(c.get<std::string>("pid_file", "")),
-        sleep_rank(c.get<int64_t>("sleep_rank", -1)),
-        sleep_step(c.get<int64_t>("sleep_step", 2)),
-        sleep_s(c.get<double>("sleep_s", 0.0)) {
-    int64_t hidden = c.get<int64_t>("hidden", 32);
-    // --model.mismatch_rank R: that rank builds a different model.
-    const int64_t mismatch_rank = c.get<int64_t>("mismatch_rank", -1);
+  using Options = ProbeModelOptions;
+  explicit ProbeModel(const ProbeModelOptions& options) : o(options) {
+    int64_t hidden = o.hidden();
     const char* rank = std::getenv("RANK");
-    if (rank && std::atoll(rank) == mismatch_rank) hidden += 1;
+    if (rank && std::atoll(rank) == o.mismatch_rank()) hidden += 1;
     net = register_module("net", torch::nn::Sequential(torch::nn::Linear(8, hidden), torch::nn::Tanh(),
                                                        torch::nn::Linear(hidden, 4)));
-    // --model.unused true: a layer no step uses (DDP's find_unused_parameters case).
-    if (c.get<bool>("unused", false)) unused = register_module("unused", torch::nn::Linear(2, 2));
+    if (o.unused()) unused = register_module("unused", torch::nn::Linear(2, 2));
   }
   void on_train_start() override {
     // --model.pid_file F: every rank writes its pid to F.<rank>, for tests that signal one rank.
-    if (!pid_file.empty()) {
-      const std::string path = pid_file + "." + std::to_string(trainer()->strategy().global_rank());
+    if (!o.pid_file().empty()) {
+      const std::string path = o.pid_file() + "." + std::to_string(trainer()->strategy().global_rank());
       std::ofstream(path + ".tmp") << ::getpid() << "\n";
       std::filesystem::rename(path + ".tmp", path);
     }
     // --model.bad_reduce_rank R: that rank reduces a differently shaped tensor.
     const char* rank = std::getenv("RANK");
-    const bool odd = rank && std::atoll(rank) == bad_reduce_rank;
-    if (bad_reduce_rank >= 0) trainer()->strategy().all_reduce(torch::ones({odd ? 3 : 2}), fulgur::ReduceOp::Sum);
+    const bool odd = rank && std::atoll(rank) == o.bad_reduce_rank();
+    if (o.bad_reduce_rank() >= 0) trainer()->strategy().all_reduce(torch::ones({odd ? 3 : 2}), fulgur::ReduceOp::Sum);
   }
   torch::Tensor training_step(const fulgur::Batch& b, int64_t) override {
     const char* rank = std::getenv("RANK");
-    if (rank && std::atoll(rank) == kill_rank && trainer()->global_step() == kill_step) std::raise(SIGKILL);
+    if (rank && std::atoll(rank) == o.kill_rank() && trainer()->global_step() == o.kill_step()) std::raise(SIGKILL);
     // --model.signal_rank R: that rank alone receives SIGUSR1 during step signal_step.
-    if (trainer()->strategy().global_rank() == signal_rank && trainer()->global_step() == signal_step) {
+    if (trainer()->strategy().global_rank() == o.signal_rank() && trainer()->global_step() == o.signal_step()) {
       std::raise(SIGUSR1);
     }
     // --model.step_seconds S: slow steps, so an outside signal lands mid-run.
-    if (step_seconds > 0) std::this_thread::sleep_for(std::chrono::duration<double>(step_seconds));
+    if (o.step_seconds() > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.step_seconds()));
     // --model.sleep_rank R --model.sleep_s S: that rank keeps the others waiting once.
-    if (rank && std::atoll(rank) == sleep_rank && trainer()->global_step() == sleep_step && !slept) {
+    if (rank && std::atoll(rank) == o.sleep_rank() && trainer()->global_step() == o.sleep_step() && !slept) {
       slept = true;
-      std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));
+      std::this_thread::sleep_for(std::chrono::duration<double>(o.sleep_s()));
     }
     const torch::Tensor loss = torch::nn::functional::cross_entropy(net->forward(b.input), b.target);
     log("train_loss", loss, {.prog_bar = true});
@@ -81,13 +91,13 @@ struct ProbeModel : fulgur::LightningModule {
     log("val_acc", logits.argmax(1).eq(b.target).to(torch::kFloat32).mean(), {.sync_dist = true});
     // --model.improving_rank R: an unsynced score that improves every epoch on
     // rank R only, so ranks would disagree about stopping if each decided alone.
-    if (improving_rank >= 0) {
-      const bool improving = trainer()->strategy().global_rank() == improving_rank;
+    if (o.improving_rank() >= 0) {
+      const bool improving = trainer()->strategy().global_rank() == o.improving_rank();
       log("rank_score", torch::tensor(improving ? 10.0 - static_cast<double>(trainer()->current_epoch()) : 10.0));
     }
   }
   void on_train_end() override {
-    if (improving_rank >= 0) {
+    if (o.improving_rank() >= 0) {
       std::printf("rank %lld stopped at epoch %lld step %lld\n",
                   static_cast<long long>(trainer()->strategy().global_rank()),
                   static_cast<long long>(trainer()->current_epoch()), static_cast<long long>(trainer()->global_step()));
@@ -105,11 +115,11 @@ struct ProbeModel : fulgur::LightningModule {
                 << " for " << horovod->controller()->num_tensors() << " tensors" << std::endl;
     }
     // --model.stop_file F: every rank writes "<global_step> <stop_signal>" to F.<rank>.
-    if (!stop_file.empty()) {
-      std::ofstream(stop_file + "." + std::to_string(trainer()->strategy().global_rank()))
+    if (!o.stop_file().empty()) {
+      std::ofstream(o.stop_file() + "." + std::to_string(trainer()->strategy().global_rank()))
           << trainer()->global_step() << " " << trainer()->stop_signal() << "\n";
     }
-    if (output.empty() || !trainer()->is_global_zero()) return;
+    if (o.output().empty() || !trainer()->is_global_zero()) return;
     std::vector<torch::Tensor> params;
     for (const auto& p : parameters()) params.push_back(p.detach().cpu());
     const auto bytes = torch::pickle_save(torch::cat([&] {
@@ -117,29 +127,25 @@ struct ProbeModel : fulgur::LightningModule {
       for (const auto& p : params) flat.push_back(p.reshape({-1}));
       return flat;
     }()));
-    std::ofstream(output, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(o.output(), std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   }
+  const ProbeModelOptions o;
   torch::nn::Sequential net{nullptr};
   torch::nn::Linear unused{nullptr};
-  std::string output;
-  int64_t kill_rank;
-  int64_t kill_step;
-  int64_t bad_reduce_rank;
-  int64_t improving_rank;
-  int64_t signal_rank;
-  int64_t signal_step;
-  double step_seconds;
-  std::string stop_file;
-  std::string pid_file;
-  int64_t sleep_rank;
-  int64_t sleep_step;
-  double sleep_s;
   bool slept = false;
 };
 
+#define PROBE_DATA_OPTIONS(X)                                        \
+  X(int64_t, batch_size, 16, "samples per batch", check::AtLeast{1}) \
+  X(int64_t, samples, 64, "samples in the dataset", check::AtLeast{1})
+
+struct ProbeDataOptions {
+  FULGUR_OPTIONS(ProbeDataOptions, PROBE_DATA_OPTIONS)
+};
+
 struct ProbeData : fulgur::DataModule {
-  explicit ProbeData(fulgur::cli::ConfigSection& c)
-      : batch_size(c.get<int64_t>("batch_size", 16)), samples(c.get<int64_t>("samples", 64)) {}
+  using Options = ProbeDataOptions;
+  explicit ProbeData(const ProbeDataOptions& o) : batch_size(o.batch_size()), samples(o.samples()) {}
   std::shared_ptr<fulgur::DataLoader> loader() {
     // The same data on every rank and every run, whatever the global seed.
     auto gen = at::make_generator<at::CPUGeneratorImpl>(1234);

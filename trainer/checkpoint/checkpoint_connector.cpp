@@ -180,7 +180,7 @@ std::vector<std::filesystem::path> CheckpointConnector::search_dirs() {
       if (entry.is_directory(ec)) dirs.push_back(entry.path() / "checkpoints");
     }
   }
-  dirs.push_back(std::filesystem::path(trainer_.config().default_root_dir) / "checkpoints");
+  dirs.push_back(std::filesystem::path(trainer_.config().options.default_root_dir()) / "checkpoints");
   return dirs;
 }
 

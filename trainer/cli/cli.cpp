@@ -1,6 +1,6 @@
 #include <fulgur/trainer/cli/cli.hpp>
 
-#include <fulgur/callbacks/callback_registry.hpp>
+#include <fulgur/trainer/cli/callback_registry.hpp>
 #include <fulgur/callbacks/loggers/make_loggers.hpp>
 #include <fulgur/datamodules/data_error.hpp>
 #include <fulgur/strategies/local_launcher.hpp>
@@ -48,11 +48,11 @@ Exit codes: 0 success, 2 bad input (the message names the key or file), 1 other 
 const std::vector<std::string> kTopLevelKeys = {"trainer",        "model",          "data",
                                                 "seed_everything", "test_after_fit", "ckpt_path"};
 
-Subcommand parse_subcommand(const std::string& word) {
-  if (word == "fit") return Subcommand::Fit;
-  if (word == "validate") return Subcommand::Validate;
-  if (word == "test") return Subcommand::Test;
-  if (word == "predict") return Subcommand::Predict;
+Stage parse_subcommand(const std::string& word) {
+  if (word == "fit") return Stage::Fit;
+  if (word == "validate") return Stage::Validate;
+  if (word == "test") return Stage::Test;
+  if (word == "predict") return Stage::Predict;
   throw ConfigError(fmt::format("subcommand: expected one of fit, validate, test, predict, got '{}'", word));
 }
 
@@ -132,7 +132,7 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
   ConfigSection trainer_section(root["trainer"], "trainer");
   ConfigSection model_section(root["model"], "model");
   ConfigSection data_section(root["data"], "data");
-  const TrainerOptions options = read_trainer_options(trainer_section);
+  const TrainerOptions options = read_trainer_options(trainer_section, root["trainer"]);
   const auto callbacks = CallbackRegistry::with_builtins().create(
       trainer_section.raw("callbacks", YAML::Node(YAML::NodeType::Sequence)), "trainer.callbacks");
   const std::vector<std::string> logger_names = read_logger_names(trainer_section);
@@ -163,7 +163,7 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
   Trainer trainer(options, callbacks, make_loggers(logger_names, options.default_root_dir()));
   int code = 0;
   switch (args.subcommand) {
-    case Subcommand::Fit: {
+    case Stage::Fit: {
       trainer.fit(*model, *data, ckpt_path);
       if (trainer.is_global_zero()) print_metrics("fit", trainer.callback_metrics());
       // Stopped by SIGUSR1/SIGTERM: the run is unfinished, say so in the exit code.
@@ -177,17 +177,17 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
       }
       break;
     }
-    case Subcommand::Validate: {
+    case Stage::Validate: {
       const auto metrics = trainer.validate(*model, *data, ckpt_path);
       if (trainer.is_global_zero()) print_metrics("validate", metrics);
       break;
     }
-    case Subcommand::Test: {
+    case Stage::Test: {
       const auto metrics = trainer.test(*model, *data, ckpt_path);
       if (trainer.is_global_zero()) print_metrics("test", metrics);
       break;
     }
-    case Subcommand::Predict: {
+    case Stage::Predict: {
       const auto outputs = trainer.predict(*model, *data, ckpt_path);
       if (!trainer.is_global_zero()) break;
       // One tensor, batches joined along dim 0: what torch.load(weights_only=True) reads.

@@ -3,6 +3,7 @@
 #include <fulgur/datamodules/data_module.hpp>
 #include <fulgur/modules/lightning_module.hpp>
 #include <fulgur/trainer/cli/config_section.hpp>
+#include <fulgur/trainer/cli/options_yaml.hpp>
 
 #include <functional>
 #include <memory>
@@ -12,12 +13,9 @@
 
 namespace fulgur::cli {
 
-/// The subcommands, as Lightning's CLI names them.
-enum class Subcommand { Fit, Validate, Test, Predict };
-
 /// The command line, parsed but not yet interpreted.
 struct Arguments {
-  Subcommand subcommand = Subcommand::Fit;
+  Stage subcommand = Stage::Fit;  // fit, validate, test or predict
   std::vector<std::string> config_files;                         // --config, in order
   std::vector<std::pair<std::string, std::string>> overrides;  // --a.b value, in order
   bool print_config = false;
@@ -44,15 +42,21 @@ struct Factories {
 /// other failure. Prints one error message to stderr.
 int run(int argc, const char* const* argv, const Factories& factories);
 
-/// LightningCLI for C++: Model and Data are constructed from their config
-/// sections (`Model(ConfigSection&)`, `Data(ConfigSection&)`).
+/// LightningCLI for C++: the `model:` and `data:` sections are read into
+/// `Model::Options` and `Data::Options` (structs declared with
+/// FULGUR_OPTIONS, see modules/options.hpp), and the objects are built from
+/// them (`Model(const Model::Options&)`, `Data(const Data::Options&)`).
 ///
 ///   int main(int argc, char** argv) { return fulgur::cli::run<MyModel, MyData>(argc, argv); }
 template <class Model, class Data>
 int run(int argc, const char* const* argv) {
   return run(argc, argv,
-             Factories{[](ConfigSection& s) -> std::shared_ptr<LightningModule> { return std::make_shared<Model>(s); },
-                       [](ConfigSection& s) -> std::shared_ptr<DataModule> { return std::make_shared<Data>(s); }});
+             Factories{[](ConfigSection& s) -> std::shared_ptr<LightningModule> {
+                         return std::make_shared<Model>(read_options<typename Model::Options>(s));
+                       },
+                       [](ConfigSection& s) -> std::shared_ptr<DataModule> {
+                         return std::make_shared<Data>(read_options<typename Data::Options>(s));
+                       }});
 }
 
 }  // namespace fulgur::cli

@@ -36,6 +36,13 @@ concept ListOption = !std::is_same_v<T, std::string> && requires(T& t) {
   t.push_back(std::declval<typename T::value_type>());
 };
 
+/// A std::map field (a YAML mapping).
+template <class T>
+concept MapOption = requires {
+  typename T::key_type;
+  typename T::mapped_type;
+};
+
 std::string node_text(const YAML::Node& node);
 bool decode_scalar(const YAML::Node& node, bool& out);
 bool decode_scalar(const YAML::Node& node, int64_t& out);
@@ -84,6 +91,17 @@ bool decode(const YAML::Node& node, T& out) {
     }
     out = values;
     return true;
+  } else if constexpr (MapOption<T>) {
+    if (!node.IsMap()) return false;
+    T values;
+    for (const auto& item : node) {
+      typename T::key_type key{};
+      typename T::mapped_type value{};
+      if (!decode(item.first, key) || !decode(item.second, value)) return false;
+      values[key] = value;
+    }
+    out = values;
+    return true;
   } else {
     return decode_scalar(node, out);
   }
@@ -97,6 +115,9 @@ std::string expected(const T* tag) {
     return "one of " + names;
   } else if constexpr (ListOption<T>) {
     return std::string("a list of ") + expected(static_cast<const typename T::value_type*>(nullptr));
+  } else if constexpr (MapOption<T>) {
+    return std::string("a mapping from ") + expected(static_cast<const typename T::key_type*>(nullptr)) + " to " +
+           expected(static_cast<const typename T::mapped_type*>(nullptr));
   } else {
     return expected_of(tag);
   }
@@ -166,7 +187,7 @@ YAML::Node to_yaml(const Options& options) {
   return detail::to_node(options);
 }
 
-/// Markdown rows `| `prefix.name` | default | doc |`, one per declared field,
+/// Markdown rows "| `prefix.name` | `default` | doc |", one per declared field,
 /// nested options included: what the README's option tables must say.
 template <DeclaredOptions Options>
 std::string options_table(const Options& options = {}, const std::string& prefix = "") {
@@ -178,7 +199,7 @@ std::string options_table(const Options& options = {}, const std::string& prefix
     } else {
       std::string shown = check::text(field);
       if constexpr (OptionEnum<Field>) shown = option_choices(field).at(static_cast<size_t>(field));
-      rows += "| `" + prefix + name + "` | " + (shown.empty() ? "\"\"" : shown) + " | " + doc + " |\n";
+      rows += "| `" + prefix + name + "` | `" + shown + "` | " + doc + " |\n";
     }
   });
   return rows;

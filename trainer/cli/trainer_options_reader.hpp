@@ -5,10 +5,14 @@
 
 namespace fulgur::cli {
 
-/// Reads every TrainerOptions field from the `trainer` section, with the
-/// same names (`--trainer.max_epochs 3`). Types are checked here; values are
-/// checked by TrainerConfig::resolve.
-TrainerOptions read_trainer_options(ConfigSection& section);
+/// Reads every TrainerOptions field from the `trainer` section `section`
+/// views (`--trainer.max_epochs 3`, `--trainer.ddp.bucket_cap_mb 50`), each
+/// checked as declared; `trainer` is that section's node, in which the old
+/// spellings `trainer.bucket_cap_mb`, `find_unused_parameters` and
+/// `broadcast_buffers` are moved under `ddp` with a deprecation line first.
+/// `logger` may also name loggers (read_logger_names); `callbacks` is left
+/// to the CallbackRegistry.
+TrainerOptions read_trainer_options(ConfigSection& section, YAML::Node trainer);
 
 /// `trainer.logger`: true (the default: CSV), false (none), a logger name
 /// ("csv", "tensorboard"), names joined by commas ("csv,tensorboard"), or a

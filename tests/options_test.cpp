@@ -1,0 +1,98 @@
+// Options declared once (modules/options.hpp): the checks, the YAML reader
+// and writer, and the README's tables all come from one declaration.
+#include "support/test_support.hpp"
+
+#include <fulgur/trainer/cli/options_yaml.hpp>
+#include <fulgur/trainer/trainer_options.hpp>
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+using fulgur::testing::read_file;
+
+namespace {
+
+// clang-format off
+#define SAMPLE_OPTIONS(X)                                                                    \
+  X(int64_t, epochs, 3, "epochs", fulgur::check::AtLeast{0})                                 \
+  X(std::optional<double>, clip, std::nullopt, "clip", fulgur::check::Positive{})            \
+  X(std::string, mode, "min", "min or max", (fulgur::check::OneOf{{"min", "max"}}))          \
+  X(fulgur::StrategyKind, strategy, fulgur::StrategyKind::Auto, "strategy", fulgur::check::Any{}) \
+  X(std::vector<int64_t>, sizes, {}, "sizes", fulgur::check::Any{})                          \
+  X(fulgur::DDPOptions, ddp, {}, "ddp", fulgur::check::Any{})
+// clang-format on
+struct SampleOptions {
+  FULGUR_OPTIONS(SampleOptions, SAMPLE_OPTIONS)
+};
+
+SampleOptions read(const std::string& yaml) {
+  fulgur::cli::ConfigSection section(YAML::Load(yaml), "model");
+  return fulgur::cli::read_options<SampleOptions>(section);
+}
+
+std::string message_of(const std::string& yaml) {
+  try {
+    read(yaml);
+  } catch (const fulgur::cli::ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// The rows between "<!-- options: NAME -->" and "<!-- end options -->", after the header.
+std::string readme_table(const std::string& name) {
+  const std::string readme = read_file(std::filesystem::path(FULGUR_SOURCE_DIR) / "README.md");
+  const std::string open = "<!-- options: " + name + " -->\n| option | default | meaning |\n|---|---|---|\n";
+  const auto begin = readme.find(open);
+  if (begin == std::string::npos) return "no table for " + name;
+  const auto end = readme.find("<!-- end options -->", begin);
+  return readme.substr(begin + open.size(), end - begin - open.size());
+}
+
+}  // namespace
+
+TEST_CASE("options: declared checks, defaults and the YAML reader name the key") {
+  const SampleOptions defaults;
+  CHECK(defaults.epochs() == 3);
+  CHECK(defaults.mode() == "min");
+  CHECK(defaults.ddp().bucket_cap_mb() == 25.0);
+  CHECK_THROWS_WITH_AS(SampleOptions().epochs(-1).validate(), "[SampleOptions] epochs must be >= 0, got -1",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(SampleOptions().ddp(fulgur::DDPOptions().bucket_cap_mb(0)).validate(),
+                       "[DDPOptions] bucket_cap_mb must be > 0, got 0", std::invalid_argument);
+
+  const SampleOptions read_back =
+      read("{epochs: 5, clip: 0.5, strategy: horovod, sizes: [1, 2], ddp: {bucket_cap_mb: 2}}");
+  CHECK(read_back.epochs() == 5);
+  CHECK(read_back.clip() == 0.5);
+  CHECK(read_back.strategy() == fulgur::StrategyKind::Horovod);
+  CHECK(read_back.sizes() == std::vector<int64_t>{1, 2});
+  CHECK(read_back.ddp().bucket_cap_mb() == 2.0);
+  CHECK(read_back.ddp().broadcast_buffers());  // untouched fields keep their default
+
+  CHECK(message_of("{mode: mid}") == "model.mode: must be one of min, max, got mid");
+  CHECK(message_of("{clip: -1}") == "model.clip: must be > 0, got -1");
+  CHECK(message_of("{epochs: many}") == "model.epochs: expected an integer, got 'many'");
+  CHECK(message_of("{clip: big}") == "model.clip: expected a number or null, got 'big'");
+  CHECK(message_of("{strategy: fsdp}") ==
+        "model.strategy: expected one of auto, single_device, ddp, horovod, got 'fsdp'");
+  CHECK(message_of("{ddp: {bucket_cap_mb: -2}}") == "model.ddp.bucket_cap_mb: must be > 0, got -2");
+  CHECK(message_of("{ddp: {bucket_cap: 2}}") == "unknown key 'model.ddp.bucket_cap'");
+  CHECK(message_of("{epoch: 2}") == "unknown key 'model.epoch'");
+
+  // Written back, the same options read the same.
+  YAML::Emitter out;
+  out << fulgur::cli::to_yaml(read_back);
+  const SampleOptions again = read(out.c_str());
+  CHECK(again.clip() == 0.5);
+  CHECK(again.strategy() == fulgur::StrategyKind::Horovod);
+  CHECK(again.ddp().bucket_cap_mb() == 2.0);
+}
+
+TEST_CASE("options: the README's option tables are the declarations") {
+  const std::string expected = fulgur::cli::options_table(fulgur::TrainerOptions());
+  INFO("README.md's TrainerOptions table should read:\n" << expected);
+  CHECK(readme_table("TrainerOptions") == expected);
+}
