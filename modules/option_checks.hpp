@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <concepts>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -105,6 +106,13 @@ struct OneOf {
   Result operator()(const std::string& value) const {
     if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return std::nullopt;
     return fmt::format("must be one of {}", fmt::join(allowed, ", "));
+  }
+};
+
+/// Empty (none), or the path of an existing file.
+struct FileOrEmpty {
+  Result operator()(const std::string& path) const {
+    return path.empty() || std::filesystem::is_regular_file(path) ? std::nullopt : Result("must be an existing file");
   }
 };
 

@@ -132,9 +132,11 @@ TEST_CASE("cli: bad input exits 2 with one message naming the key, and writes no
        "error: trainer.limit_train_batches: expected a batch count (integer) or a fraction (number with a decimal "
        "point), got 'lots'\n"},
       {{"--trainer.precision", "64"},
-       "error: [TrainerConfig::resolve] precision must be one of 32-true, bf16-mixed, 16-mixed, got '64'\n"},
-      {{"--trainer.accelerator", "tpu"},
-       "error: trainer.accelerator: expected one of auto, cpu, gpu, cuda, got 'tpu'\n"},
+       "error: trainer.precision: must be one of 32-true, 32, bf16-mixed, 16-mixed, got 64\n"},
+      {{"--trainer.accelerator", "tpu"}, "error: trainer.accelerator: must be one of auto, cpu, gpu, cuda, got tpu\n"},
+      {{"--trainer.ddp.bucket_cap_mb", "0"}, "error: trainer.ddp.bucket_cap_mb: must be > 0, got 0\n"},
+      {{"--trainer.strategy", "fsdp"},
+       "error: trainer.strategy: expected one of auto, single_device, ddp, horovod, got 'fsdp'\n"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"fit", "--trainer.default_root_dir", root};

@@ -2,8 +2,19 @@
 // and writer, and the README's tables all come from one declaration.
 #include "support/test_support.hpp"
 
+#include <fulgur/callbacks/early_stopping.hpp>
+#include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
+#include <fulgur/callbacks/learning_rate_monitor.hpp>
+#include <fulgur/callbacks/timer.hpp>
+#include <fulgur/datamodules/cinic10.hpp>
+#include <fulgur/datamodules/imagenet.hpp>
+#include <fulgur/trainer/cli/callback_registry.hpp>
 #include <fulgur/trainer/cli/options_yaml.hpp>
+#include <fulgur/trainer/model_checkpoint.hpp>
+#include <fulgur/trainer/progress_bar.hpp>
 #include <fulgur/trainer/trainer_options.hpp>
+
+#include "../examples/cinic10/lit_classifier.hpp"
 
 #include <doctest/doctest.h>
 
@@ -91,8 +102,22 @@ TEST_CASE("options: declared checks, defaults and the YAML reader name the key")
   CHECK(again.ddp().bucket_cap_mb() == 2.0);
 }
 
+template <class Options>
+void check_readme_table() {
+  const std::string expected = fulgur::cli::options_table(Options());
+  INFO("README.md's " << Options::options_name << " table should read:\n" << expected);
+  CHECK(readme_table(Options::options_name) == expected);
+}
+
 TEST_CASE("options: the README's option tables are the declarations") {
-  const std::string expected = fulgur::cli::options_table(fulgur::TrainerOptions());
-  INFO("README.md's TrainerOptions table should read:\n" << expected);
-  CHECK(readme_table("TrainerOptions") == expected);
+  check_readme_table<fulgur::TrainerOptions>();
+  check_readme_table<fulgur::EarlyStoppingOptions>();
+  check_readme_table<fulgur::ModelCheckpointOptions>();
+  check_readme_table<fulgur::TimerOptions>();
+  check_readme_table<fulgur::LearningRateMonitorOptions>();
+  check_readme_table<fulgur::GradientAccumulationSchedulerOptions>();
+  check_readme_table<fulgur::ProgressBarOptions>();
+  check_readme_table<fulgur::CINIC10Options>();
+  check_readme_table<fulgur::ImageNetOptions>();
+  check_readme_table<examples::LitClassifierOptions>();
 }

@@ -13,8 +13,8 @@ namespace examples {
   X(double, weight_decay, 5e-4, "SGD weight decay", fulgur::check::AtLeast{0})                                          \
   X(int64_t, lr_step_size, 0, "epochs between LR decays by lr_gamma; 0: constant LR", fulgur::check::AtLeast{0})        \
   X(double, lr_gamma, 0.1, "LR decay factor", fulgur::check::Any{})                                                     \
-  X(std::string, weights, "", "state dict to start from (torchvision's or fulgur's); empty: none", ([](auto& f) {       \
-    return f.empty() || std::filesystem::is_regular_file(f) ? fulgur::check::Result() : "must be an existing file"; })) \
+  X(std::string, weights, "", "state dict to start from (torchvision's or fulgur's); empty: none",                    \
+    fulgur::check::FileOrEmpty{})                                                                                       \
   X(bool, channels_last, false, "ResNets: NHWC memory format", fulgur::check::Any{})                                    \
   X(bool, zero_init_residual, false, "ResNets: zero the last BatchNorm of each residual block", fulgur::check::Any{})
 

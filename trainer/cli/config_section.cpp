@@ -1,5 +1,7 @@
 #include <fulgur/trainer/cli/config_section.hpp>
 
+#include <fulgur/trainer/cli/options_yaml.hpp>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -8,13 +10,7 @@
 namespace fulgur::cli {
 namespace {
 
-std::string describe(const YAML::Node& node) {
-  if (!node.IsDefined() || node.IsNull()) return "null";
-  if (node.IsScalar()) return node.Scalar();
-  YAML::Emitter out;
-  out << YAML::Flow << node;
-  return out.c_str();
-}
+std::string describe(const YAML::Node& node) { return detail::node_text(node); }
 
 template <class T>
 struct Decoder;
@@ -22,66 +18,36 @@ struct Decoder;
 template <>
 struct Decoder<bool> {
   static constexpr const char* expected = "a boolean (true/false)";
-  static bool decode(const YAML::Node& n, bool& out) {
-    if (!n.IsScalar()) return false;
-    const std::string& s = n.Scalar();
-    if (s == "true" || s == "True" || s == "1") return out = true, true;
-    if (s == "false" || s == "False" || s == "0") return out = false, true;
-    return false;
-  }
+  static bool decode(const YAML::Node& n, bool& out) { return detail::decode_scalar(n, out); }
 };
-
-template <class Int>
-bool decode_integer(const YAML::Node& n, Int& out) {
-  if (!n.IsScalar()) return false;
-  const std::string& s = n.Scalar();
-  if (s.empty()) return false;
-  size_t used = 0;
-  try {
-    const long long v = std::stoll(s, &used, 10);
-    if (used != s.size()) return false;
-    out = static_cast<Int>(v);
-    return static_cast<long long>(out) == v;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
 
 template <>
 struct Decoder<int64_t> {
   static constexpr const char* expected = "an integer";
-  static bool decode(const YAML::Node& n, int64_t& out) { return decode_integer(n, out); }
+  static bool decode(const YAML::Node& n, int64_t& out) { return detail::decode_scalar(n, out); }
 };
 
 template <>
 struct Decoder<int> {
   static constexpr const char* expected = "an integer";
-  static bool decode(const YAML::Node& n, int& out) { return decode_integer(n, out); }
+  static bool decode(const YAML::Node& n, int& out) {
+    int64_t wide = 0;
+    if (!detail::decode_scalar(n, wide) || wide != static_cast<int>(wide)) return false;
+    out = static_cast<int>(wide);
+    return true;
+  }
 };
 
 template <>
 struct Decoder<double> {
   static constexpr const char* expected = "a number";
-  static bool decode(const YAML::Node& n, double& out) {
-    if (!n.IsScalar() || n.Scalar().empty()) return false;
-    size_t used = 0;
-    try {
-      out = std::stod(n.Scalar(), &used);
-      return used == n.Scalar().size();
-    } catch (const std::exception&) {
-      return false;
-    }
-  }
+  static bool decode(const YAML::Node& n, double& out) { return detail::decode_scalar(n, out); }
 };
 
 template <>
 struct Decoder<std::string> {
   static constexpr const char* expected = "a string";
-  static bool decode(const YAML::Node& n, std::string& out) {
-    if (!n.IsScalar()) return false;
-    out = n.Scalar();
-    return true;
-  }
+  static bool decode(const YAML::Node& n, std::string& out) { return detail::decode_scalar(n, out); }
 };
 
 template <class T>
