@@ -66,7 +66,8 @@ YAML::Node to_node(const T& value) {
   } else if constexpr (OptionEnum<T>) {
     return YAML::Node(option_choices(value).at(static_cast<size_t>(value)));
   } else if constexpr (std::is_same_v<T, CountOrFraction>) {
-    return value.is_fraction() ? YAML::Node(value.value()) : YAML::Node(value.count());
+    // As text: yaml-cpp writes the double 1.0 as "1", which reads back as a count.
+    return YAML::Node(value.to_string());
   } else {
     return YAML::Node(value);
   }
