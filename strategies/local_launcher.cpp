@@ -168,6 +168,7 @@ class Supervisor {
 
   // Reaps the children that already ended, reporting the first failure.
   void poll() { reap(); }
+  bool found_failure() const { return result_ != 0; }
 
   int run() {
     // Checks for a signal before the first reap, so one that arrived before
@@ -482,8 +483,17 @@ int LocalLauncher::join_peers(bool stop, double grace_period_s) {
   std::lock_guard<std::mutex> lock(g_peers_mutex);
   if (g_peers.empty()) return 0;
   Supervisor supervisor(g_peers, grace_period_s);
-  supervisor.poll();  // a peer that already failed is reported before the others are stopped
-  if (stop) supervisor.stop(SIGTERM);
+  if (stop) {
+    // This process failed, often because a peer died: its connection can
+    // close a moment before it can be reaped. Wait that moment, so the line
+    // names the dead peer and not the ones stopped here.
+    for (int tick = 0; tick < 25 && !supervisor.found_failure(); ++tick) {
+      supervisor.poll();
+      struct timespec pause {0, 20'000'000};
+      ::nanosleep(&pause, nullptr);
+    }
+    supervisor.stop(SIGTERM);
+  }
   const int result = supervisor.run();
   g_peers.clear();
   return result;
