@@ -166,6 +166,23 @@ TEST_CASE("cli: --print_config shows every resolved option and exits 0") {
   CHECK_FALSE(std::filesystem::exists(root));
 }
 
+TEST_CASE("cli: the ddp options' old spellings still work, with a deprecation line; fast_dev_run: true is 1") {
+  TempDir dir("cli-deprecated");
+  const Outcome o = run_cli({"fit", "--print_config", "--trainer.default_root_dir", (dir / "runs").string(),
+                             "--trainer.bucket_cap_mb", "50", "--trainer.find_unused_parameters", "true",
+                             "--trainer.fast_dev_run", "true"});
+  CHECK(o.code == 0);
+  CHECK(o.err ==
+        "fulgur: warning: trainer.find_unused_parameters is deprecated; use trainer.ddp.find_unused_parameters\n"
+        "fulgur: warning: trainer.bucket_cap_mb is deprecated; use trainer.ddp.bucket_cap_mb\n");
+  const YAML::Node printed = YAML::Load(o.out);
+  CHECK(printed["trainer"]["ddp"]["bucket_cap_mb"].as<double>() == 50.0);
+  CHECK(printed["trainer"]["ddp"]["find_unused_parameters"].as<bool>());
+  CHECK(printed["trainer"]["ddp"]["broadcast_buffers"].as<bool>());
+  CHECK_FALSE(printed["trainer"]["bucket_cap_mb"].IsDefined());
+  CHECK(printed["trainer"]["fast_dev_run"].as<int>() == 1);
+}
+
 TEST_CASE("cli: fit then test writes one run folder with hparams and metrics") {
   TempDir dir("cli-fit");
   const std::string root = (dir / "runs").string();
