@@ -41,20 +41,39 @@ struct CliData : testing::RegressionData {
   explicit CliData(const CliDataOptions& o) : RegressionData(o.train_batches(), 2, o.batch_size()) {}
 };
 
+// A callback of the program's own, named in YAML once registered.
+#define END_MARKER_OPTIONS(X)                                                   \
+  X(std::string, path, "", "file written when fit ends", check::NotEmpty{})     \
+  X(std::string, label, "done", "text written before the step count", check::Any{})
+
+struct EndMarkerOptions {
+  FULGUR_OPTIONS(EndMarkerOptions, END_MARKER_OPTIONS)
+};
+
+struct EndMarker : Callback {
+  using Options = EndMarkerOptions;
+  explicit EndMarker(const Options& o) : options(o) { o.validate(); }
+  std::string state_key() const override { return "EndMarker"; }
+  void on_fit_end(Trainer& trainer, LightningModule&) override {
+    std::ofstream(options.path()) << options.label() << ' ' << trainer.global_step();
+  }
+  Options options;
+};
+
 struct Outcome {
   int code;
   std::string out;
   std::string err;
 };
 
-Outcome run_cli(std::vector<std::string> args) {
+Outcome run_cli(std::vector<std::string> args, cli::CallbackRegistry callbacks = cli::CallbackRegistry::with_builtins()) {
   args.insert(args.begin(), "prog");
   std::vector<const char*> argv;
   for (auto& a : args) argv.push_back(a.c_str());
   std::ostringstream out, err;
   auto* old_out = std::cout.rdbuf(out.rdbuf());
   auto* old_err = std::cerr.rdbuf(err.rdbuf());
-  const int code = cli::run<CliModel, CliData>(static_cast<int>(argv.size()), argv.data());
+  const int code = cli::run<CliModel, CliData>(static_cast<int>(argv.size()), argv.data(), std::move(callbacks));
   std::cout.rdbuf(old_out);
   std::cerr.rdbuf(old_err);
   return {code, out.str(), err.str()};
@@ -181,6 +200,30 @@ TEST_CASE("cli: the ddp options' old spellings still work, with a deprecation li
   CHECK(printed["trainer"]["ddp"]["broadcast_buffers"].as<bool>());
   CHECK_FALSE(printed["trainer"]["bucket_cap_mb"].IsDefined());
   CHECK(printed["trainer"]["fast_dev_run"].as<int>() == 1);
+}
+
+TEST_CASE("cli: a program's own callback type, registered, is named and configured from YAML") {
+  TempDir dir("cli-user-callback");
+  const std::string marker = (dir / "marker.txt").string();
+  cli::CallbackRegistry registry = cli::CallbackRegistry::with_builtins();
+  registry.add<EndMarker>("EndMarker");
+  const std::vector<std::string> args = {
+      "fit", "--trainer.default_root_dir", (dir / "runs").string(), "--trainer.max_epochs", "1",
+      "--trainer.enable_progress_bar", "false", "--trainer.callbacks",
+      "[{class_path: my.callbacks.EndMarker, init_args: {path: " + marker + ", label: hello}}]"};
+  const Outcome o = run_cli(args, registry);
+  INFO(o.err);
+  CHECK(o.code == 0);
+  CHECK(read_file(marker) == "hello 4");
+
+  std::vector<std::string> printing = args;
+  printing.push_back("--print_config");
+  const YAML::Node printed = YAML::Load(run_cli(printing, registry).out);
+  CHECK(printed["trainer"]["callbacks"][0]["init_args"]["label"].as<std::string>() == "hello");
+  // Without the registration the name is unknown, and the message lists what is known.
+  const Outcome unknown = run_cli(args);
+  CHECK(unknown.code == 2);
+  CHECK(unknown.err.find("unknown callback class 'my.callbacks.EndMarker'") != std::string::npos);
 }
 
 TEST_CASE("cli: fit then test writes one run folder with hparams and metrics") {

@@ -133,7 +133,7 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
   ConfigSection model_section(root["model"], "model");
   ConfigSection data_section(root["data"], "data");
   const TrainerOptions options = read_trainer_options(trainer_section, root["trainer"]);
-  const auto callbacks = CallbackRegistry::with_builtins().create(
+  const auto callbacks = factories.callbacks.create(
       trainer_section.raw("callbacks", YAML::Node(YAML::NodeType::Sequence)), "trainer.callbacks");
   const std::vector<std::string> logger_names = read_logger_names(trainer_section);
   std::shared_ptr<LightningModule> model = factories.model(model_section);

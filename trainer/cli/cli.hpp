@@ -2,6 +2,7 @@
 
 #include <fulgur/datamodules/data_module.hpp>
 #include <fulgur/modules/lightning_module.hpp>
+#include <fulgur/trainer/cli/callback_registry.hpp>
 #include <fulgur/trainer/cli/config_section.hpp>
 #include <fulgur/trainer/cli/options_yaml.hpp>
 
@@ -31,10 +32,12 @@ Arguments parse_arguments(int argc, const char* const* argv);
 /// naming the file or the key.
 YAML::Node merge_configuration(const Arguments& arguments);
 
-/// How the CLI builds the user's types from their config sections.
+/// How the CLI builds the user's types from their config sections, and the
+/// callback classes `trainer.callbacks` may name.
 struct Factories {
   std::function<std::shared_ptr<LightningModule>(ConfigSection&)> model;
   std::function<std::shared_ptr<DataModule>(ConfigSection&)> data;
+  CallbackRegistry callbacks = CallbackRegistry::with_builtins();
 };
 
 /// Runs a whole command line; returns the process exit code: 0 success,
@@ -48,15 +51,20 @@ int run(int argc, const char* const* argv, const Factories& factories);
 /// them (`Model(const Model::Options&)`, `Data(const Data::Options&)`).
 ///
 ///   int main(int argc, char** argv) { return fulgur::cli::run<MyModel, MyData>(argc, argv); }
+///
+/// Callback types of the program's own are named in YAML like the built-ins
+/// once registered (`registry.add<MyCallback>("MyCallback")`, see
+/// CallbackRegistry) and the registry is passed here.
 template <class Model, class Data>
-int run(int argc, const char* const* argv) {
+int run(int argc, const char* const* argv, CallbackRegistry callbacks = CallbackRegistry::with_builtins()) {
   return run(argc, argv,
              Factories{[](ConfigSection& s) -> std::shared_ptr<LightningModule> {
                          return std::make_shared<Model>(read_options<typename Model::Options>(s));
                        },
                        [](ConfigSection& s) -> std::shared_ptr<DataModule> {
                          return std::make_shared<Data>(read_options<typename Data::Options>(s));
-                       }});
+                       },
+                       std::move(callbacks)});
 }
 
 }  // namespace fulgur::cli
