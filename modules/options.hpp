@@ -3,7 +3,7 @@
 // Options structs that declare each field once: its type, name, default, doc
 // line and check. From that one declaration come the chainable setter and
 // the getter (the torch::nn options style), validate(), and visit_fields(),
-// through which the YAML reader, --print_config, hparams.yaml and the README
+// through which the YAML reader, --print_config, hparams.yaml and the docs'
 // option tables are produced (trainer/cli/options_yaml.hpp). It lives in the
 // bottom layer and knows no YAML, so every layer may declare options.
 //
@@ -60,7 +60,7 @@ void validate_options(const Options& options) {
     using Value = std::decay_t<decltype(value)>;
     if constexpr (DeclaredOptions<Value>) {
       validate_options(value);
-    } else if (auto broken = check(value)) {
+    } else if (auto broken = check::apply(check, value)) {
       throw std::invalid_argument("[" + std::string(Options::options_name) + "] " + name + " " + *broken + ", got " +
                                   check::text(value));
     }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reads every `#include <fulgur/...>` of the library and fails on an arrow
-against the folder order (README, "Layers"): a folder may include itself and
+against the folder order (docs/development.md, "Layers"): a folder may include itself and
 the folders below it, never one above.
 """
 import pathlib

@@ -52,9 +52,14 @@ std::string message_of(const std::string& yaml) {
   return "no error";
 }
 
-// The rows between "<!-- options: NAME -->" and "<!-- end options -->", after the header.
+// The rows between "<!-- options: NAME -->" and "<!-- end options -->", after
+// the header, in the README or a page of docs/.
 std::string readme_table(const std::string& name) {
-  const std::string readme = read_file(std::filesystem::path(FULGUR_SOURCE_DIR) / "README.md");
+  const std::filesystem::path source(FULGUR_SOURCE_DIR);
+  std::string readme = read_file(source / "README.md");
+  for (const auto& page : std::filesystem::directory_iterator(source / "docs")) {
+    if (page.path().extension() == ".md") readme += read_file(page.path());
+  }
   const std::string open = "<!-- options: " + name + " -->\n| option | default | meaning |\n|---|---|---|\n";
   const auto begin = readme.find(open);
   if (begin == std::string::npos) return "no table for " + name;
@@ -105,11 +110,11 @@ TEST_CASE("options: declared checks, defaults and the YAML reader name the key")
 template <class Options>
 void check_readme_table() {
   const std::string expected = fulgur::cli::options_table(Options());
-  INFO("README.md's " << Options::options_name << " table should read:\n" << expected);
+  INFO("The " << Options::options_name << " table in README.md or docs/ should read:\n" << expected);
   CHECK(readme_table(Options::options_name) == expected);
 }
 
-TEST_CASE("options: the README's option tables are the declarations") {
+TEST_CASE("options: the option tables of README.md and docs/ are the declarations") {
   check_readme_table<fulgur::TrainerOptions>();
   check_readme_table<fulgur::EarlyStoppingOptions>();
   check_readme_table<fulgur::ModelCheckpointOptions>();

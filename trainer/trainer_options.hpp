@@ -96,7 +96,7 @@ namespace fulgur {
 ///   TrainerOptions().max_epochs(10).accelerator("gpu").devices(4).num_nodes(16).strategy(StrategyKind::DDP)
 ///
 /// Each field is declared once above (name, default, doc, check); the YAML
-/// reader, --print_config, hparams.yaml and the README's table come from
+/// reader, --print_config, hparams.yaml and the table in docs/user-guide.md come from
 /// it. TrainerConfig::resolve() checks them and decides every "auto", once,
 /// before the Trainer has any side effect.
 struct TrainerOptions {

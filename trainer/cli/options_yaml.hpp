@@ -2,7 +2,7 @@
 
 // The YAML side of options declared with FULGUR_OPTIONS (modules/options.hpp):
 // reading a section into an options struct, writing one back, and the
-// README's option table. Every declared field is read the same way, so a
+// option tables in README.md and docs/. Every declared field is read the same way, so a
 // new field needs its declaration line and nothing here.
 
 #include <fulgur/modules/options.hpp>
@@ -170,7 +170,7 @@ Options read_options(ConfigSection& section, Options options, const std::set<std
     read_option(section, name, field);
     using Field = std::decay_t<decltype(field)>;
     if constexpr (!DeclaredOptions<Field>) {
-      if (auto broken = check(field)) {
+      if (auto broken = check::apply(check, field)) {
         throw ConfigError(section.dotted(name) + ": " + *broken + ", got " + check::text(field));
       }
     }
@@ -189,7 +189,7 @@ YAML::Node to_yaml(const Options& options) {
 }
 
 /// Markdown rows "| `prefix.name` | `default` | doc |", one per declared field,
-/// nested options included: what the README's option tables must say.
+/// nested options included: what the option tables in docs/ must say.
 template <DeclaredOptions Options>
 std::string options_table(const Options& options = {}, const std::string& prefix = "") {
   std::string rows;
