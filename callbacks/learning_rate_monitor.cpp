@@ -27,10 +27,6 @@ GroupValues group_values(torch::optim::OptimizerOptions& options) {
 
 }  // namespace
 
-check::Result LearningRateMonitorOptions::check_logging_interval(const std::optional<std::string>& interval) {
-  return interval ? check::OneOf{{"step", "epoch"}}(*interval) : std::nullopt;
-}
-
 LearningRateMonitor::LearningRateMonitor(LearningRateMonitorOptions options) : options_(std::move(options)) {
   options_.validate();
 }

@@ -13,15 +13,13 @@ namespace fulgur {
 #define FULGUR_LEARNING_RATE_MONITOR_OPTIONS(X)                                                            \
   X(std::optional<std::string>, logging_interval, std::nullopt,                                            \
     "step, epoch, or null: the LR scheduler's interval (epoch without a scheduler)",                       \
-    &LearningRateMonitorOptions::check_logging_interval)                                                   \
+    (fulgur::check::OneOf{{"step", "epoch"}}))                                                             \
   X(bool, log_momentum, false, "also log the momentum (SGD's momentum, Adam's beta1, RMSprop's momentum)", \
     fulgur::check::Any{})                                                                                  \
   X(bool, log_weight_decay, false, "also log the weight decay", fulgur::check::Any{})
 
 struct LearningRateMonitorOptions {
   FULGUR_OPTIONS(LearningRateMonitorOptions, FULGUR_LEARNING_RATE_MONITOR_OPTIONS)
-  /// The check of `logging_interval`: unset, "step" or "epoch".
-  static check::Result check_logging_interval(const std::optional<std::string>& interval);
 };
 
 /// Logs the learning rate of every parameter group to the loggers as

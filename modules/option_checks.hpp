@@ -43,6 +43,17 @@ std::string text(const T& value) {
 
 using Result = std::optional<std::string>;
 
+/// Runs `check` on `value`, or on what an optional field holds: an unset
+/// optional (null) passes every check, so checks only see values.
+template <class Check, class T>
+Result apply(const Check& check, const T& value) {
+  if constexpr (requires { value.has_value(); }) {
+    return value ? check(*value) : std::nullopt;
+  } else {
+    return check(value);
+  }
+}
+
 /// Anything goes.
 struct Any {
   template <class T>
@@ -51,28 +62,20 @@ struct Any {
   }
 };
 
-/// A number > 0 (an unset optional passes).
+/// A number > 0.
 struct Positive {
   template <class T>
   Result operator()(const T& value) const {
-    if constexpr (requires { value.has_value(); }) {
-      return value ? (*this)(*value) : std::nullopt;
-    } else {
-      return value > 0 ? std::nullopt : Result("must be > 0");
-    }
+    return value > 0 ? std::nullopt : Result("must be > 0");
   }
 };
 
-/// A number >= min (an unset optional passes).
+/// A number >= min.
 struct AtLeast {
   double min;
   template <class T>
   Result operator()(const T& value) const {
-    if constexpr (requires { value.has_value(); }) {
-      return value ? (*this)(*value) : std::nullopt;
-    } else {
-      return static_cast<double>(value) >= min ? std::nullopt : Result(fmt::format("must be >= {}", min));
-    }
+    return static_cast<double>(value) >= min ? std::nullopt : Result(fmt::format("must be >= {}", min));
   }
 };
 
@@ -92,11 +95,7 @@ struct NoLimitOrAtLeast {
   int64_t min;
   template <class T>
   Result operator()(const T& value) const {
-    if constexpr (requires { value.has_value(); }) {
-      return value ? (*this)(*value) : std::nullopt;
-    } else {
-      return value == -1 || value >= min ? std::nullopt : Result(fmt::format("must be -1 or >= {}", min));
-    }
+    return value == -1 || value >= min ? std::nullopt : Result(fmt::format("must be -1 or >= {}", min));
   }
 };
 
