@@ -82,7 +82,7 @@ ProcessGroup::ProcessGroup(const ProcessGroupOptions& options) : options_(option
                                             options_.rank, options_.world_size));
   }
   try {
-    store_ = c10::make_intrusive<c10d::PrefixStore>("fulgur", make_store(options_));
+    store_ = c10::make_intrusive<c10d::PrefixStore>(options_.store_prefix, make_store(options_));
     create_backend(store_);
   } catch (const c10::Error& e) {
     throw std::runtime_error(fmt::format("[ProcessGroup::ProcessGroup] rank {} of {} could not join the group at {}: {}",
@@ -211,6 +211,13 @@ ProcessGroupOptions process_group_options(const ClusterEnvironment& env, double 
   // torchrun's agent already serves a TCPStore on MASTER_PORT and says so.
   const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
   options.store_hosted_externally = agent_store != nullptr && std::string(agent_store) == "True";
+  // torchrun --max-restarts restarts every worker against the same agent
+  // store; without a key space per attempt they would meet the dead
+  // workers' addresses (torch's env:// does the same).
+  if (options.store_hosted_externally) {
+    const char* attempt = std::getenv("TORCHELASTIC_RESTART_COUNT");
+    options.store_prefix = fmt::format("fulgur/attempt_{}", attempt != nullptr ? attempt : "0");
+  }
   options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000.0));
   return options;
 }

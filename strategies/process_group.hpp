@@ -31,6 +31,9 @@ struct ProcessGroupOptions {
   /// The store already runs (torchrun's agent hosts it): rank 0 connects
   /// to it instead of starting one.
   bool store_hosted_externally = false;
+  /// Namespace of this group's keys in the store. An agent's store outlives
+  /// the workers it restarts, so each attempt needs keys of its own.
+  std::string store_prefix = "fulgur";
   /// Every rank on this machine: the store listens on loopback only
   /// (c10d stores have no authentication).
   bool all_local = true;

@@ -69,7 +69,12 @@ struct ProbeModel : fulgur::LightningModule {
   }
   torch::Tensor training_step(const fulgur::Batch& b, int64_t) override {
     const char* rank = std::getenv("RANK");
-    if (rank && std::atoll(rank) == o.kill_rank() && trainer()->global_step() == o.kill_step()) std::raise(SIGKILL);
+    // A group torchrun restarted (--max-restarts) runs on: only the first attempt is killed.
+    const char* attempt = std::getenv("TORCHELASTIC_RESTART_COUNT");
+    const bool first_attempt = attempt == nullptr || std::string(attempt) == "0";
+    if (rank && std::atoll(rank) == o.kill_rank() && trainer()->global_step() == o.kill_step() && first_attempt) {
+      std::raise(SIGKILL);
+    }
     // --model.signal_rank R: that rank alone receives SIGUSR1 during step signal_step.
     if (trainer()->strategy().global_rank() == o.signal_rank() && trainer()->global_step() == o.signal_step()) {
       std::raise(SIGUSR1);
