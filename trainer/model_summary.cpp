@@ -18,10 +18,12 @@ int64_t count_params(torch::nn::Module& module, bool trainable_only) {
   return count;
 }
 
-/// "torch::nn::Linear" -> "Linear"; "fulgur::models::ResNet" -> "ResNet".
+/// "torch::nn::LinearImpl" -> "Linear"; "fulgur::models::ResNetImpl" -> "ResNet".
 std::string short_type(const std::string& name) {
   const size_t colon = name.rfind("::");
-  return colon == std::string::npos ? name : name.substr(colon + 2);
+  std::string type = colon == std::string::npos ? name : name.substr(colon + 2);
+  if (type.size() > 4 && type.compare(type.size() - 4, 4, "Impl") == 0) type.resize(type.size() - 4);
+  return type;
 }
 
 /// 1234567 -> "1.2 M", as Lightning prints counts.

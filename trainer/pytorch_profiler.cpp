@@ -41,7 +41,7 @@ PyTorchProfiler::~PyTorchProfiler() {
 void PyTorchProfiler::start(const std::string& action) {
   if (!recording_) return;
   auto record = std::make_unique<at::RecordFunction>(at::RecordScope::USER_SCOPE);
-  if (record->isActive()) record->before(action);
+  if (record->isActive()) record->before(std::string_view(action));
   open_[action].push_back(std::move(record));
 }
 

@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include <csignal>
+#include <cstring>
 #include <cstdlib>
 #include <iostream>
 #include <stdexcept>
@@ -242,8 +243,20 @@ void Trainer::save_checkpoint(const std::filesystem::path& path, bool weights_on
 
 void Trainer::write_profile() {
   if (!profiler_) return;
+  std::filesystem::path dir = log_dir();
+  if (strategy_->world_size() > 1 && !handling_exception_) {
+    // Rank 0's run folder: another rank's logger may have picked its own version.
+    constexpr int64_t kMaxBytes = 4096;
+    torch::Tensor bytes = torch::zeros({kMaxBytes}, torch::kUInt8);
+    const std::string mine = dir.string();
+    if (is_global_zero()) {
+      std::memcpy(bytes.data_ptr(), mine.data(), std::min<size_t>(mine.size(), kMaxBytes - 1));
+    }
+    bytes = strategy_->broadcast(bytes.to(strategy_->root_device()), 0).cpu();
+    dir = std::string(reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()));
+  }
   try {
-    profiler_->write(log_dir(), strategy_->global_rank());
+    profiler_->write(dir, strategy_->global_rank());
   } catch (const std::exception& e) {
     std::cerr << "fulgur: warning: the profile was not written: " << e.what() << std::endl;
   }
