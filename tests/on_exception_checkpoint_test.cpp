@@ -33,9 +33,12 @@ torch::Tensor weights(RecordingModule& model) { return torch::cat({model.linear-
 void fail_then_resume(const TempDir& dir, const std::shared_ptr<Callback>& callback,
                       const std::function<std::filesystem::path()>& file) {
   RegressionData data(6, 0);
+  // The three modules start from the same weights.
+  torch::manual_seed(0);
   RecordingModule reference;
   Trainer(quiet_options(dir / "reference").max_epochs(2)).fit(reference, data);
 
+  torch::manual_seed(0);
   FailingModule failing(3);
   Trainer first(quiet_options(dir.path()).max_epochs(2), {callback});
   CHECK_THROWS_WITH_AS(first.fit(failing, data), "injected failure", std::runtime_error);
@@ -45,6 +48,7 @@ void fail_then_resume(const TempDir& dir, const std::shared_ptr<Callback>& callb
   CHECK(checkpoint.at("global_step").toInt() == 3);
   CHECK(checkpoint.at("epoch").toInt() == 0);
 
+  torch::manual_seed(1);  // other weights: the checkpoint's must replace them
   RecordingModule resumed;
   Trainer second(quiet_options(dir.path()).max_epochs(2));
   second.fit(resumed, data, path.string());
