@@ -95,7 +95,8 @@ std::map<std::string, double> CudaDeviceStats::nvml_stats(int device) {
     stats["memory.free (MB)"] = static_cast<double>(m.free) / kMB;
     stats["memory.total (MB)"] = static_cast<double>(m.total) / kMB;
   }
-  if (unsigned int celsius = 0; n.temperature != nullptr && n.temperature(handle, /*NVML_TEMPERATURE_GPU=*/0, &celsius) == 0) {
+  if (unsigned int celsius = 0;
+      n.temperature != nullptr && n.temperature(handle, /*NVML_TEMPERATURE_GPU=*/0, &celsius) == 0) {
     stats["temperature.gpu (C)"] = celsius;
   }
   if (unsigned int milliwatts = 0; n.power != nullptr && n.power(handle, &milliwatts) == 0) {

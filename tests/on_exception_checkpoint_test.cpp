@@ -26,7 +26,9 @@ class FailingModule : public RecordingModule {
   int64_t fail_at_step_;
 };
 
-torch::Tensor weights(RecordingModule& model) { return torch::cat({model.linear->weight.flatten(), model.linear->bias}); }
+torch::Tensor weights(RecordingModule& model) {
+  return torch::cat({model.linear->weight.flatten(), model.linear->bias});
+}
 
 /// Runs 2 epochs of 6 batches with `callback`, failing at step 3; then a
 /// fresh process-like resume from `file`; the weights end as an uninterrupted run's.
@@ -61,7 +63,8 @@ void fail_then_resume(const TempDir& dir, const std::shared_ptr<Callback>& callb
 
 TEST_CASE("on exception checkpoint: a failure at step 3 leaves a checkpoint that resumes to the same weights") {
   TempDir dir("on-exception");
-  auto callback = std::make_shared<OnExceptionCheckpoint>(OnExceptionCheckpointOptions().dirpath((dir / "ck").string()));
+  auto callback =
+      std::make_shared<OnExceptionCheckpoint>(OnExceptionCheckpointOptions().dirpath((dir / "ck").string()));
   fail_then_resume(dir, callback, [&] { return dir / "ck" / "on_exception.ckpt"; });
   CHECK(callback->ckpt_path() == dir / "ck" / "on_exception.ckpt");
 
@@ -72,7 +75,8 @@ TEST_CASE("on exception checkpoint: a failure at step 3 leaves a checkpoint that
   trainer.fit(model, data);
   CHECK_FALSE(std::filesystem::exists(dir / "ck" / "on_exception.ckpt"));
   CHECK_THROWS_WITH_AS(OnExceptionCheckpoint(OnExceptionCheckpointOptions().filename("")),
-                       "[OnExceptionCheckpointOptions] filename must be given (it has no default), got \"\"", std::invalid_argument);
+                       "[OnExceptionCheckpointOptions] filename must be given (it has no default), got \"\"",
+                       std::invalid_argument);
 }
 
 TEST_CASE("model checkpoint save_on_exception: the failing step's checkpoint, and last.ckpt, resume") {

@@ -22,7 +22,8 @@ std::map<std::string, double> EvaluationLoop::run(DataLoader& loader, int64_t ma
 
   if (validating) {
     trainer_.call_hook("on_validation_start", &Callback::on_validation_start, &LightningModule::on_validation_start);
-    trainer_.call_hook("on_validation_epoch_start", &Callback::on_validation_epoch_start, &LightningModule::on_validation_epoch_start);
+    trainer_.call_hook("on_validation_epoch_start", &Callback::on_validation_epoch_start,
+                       &LightningModule::on_validation_epoch_start);
   } else {
     trainer_.call_hook("on_test_start", &Callback::on_test_start, &LightningModule::on_test_start);
     trainer_.call_hook("on_test_epoch_start", &Callback::on_test_epoch_start, &LightningModule::on_test_epoch_start);
@@ -41,30 +42,33 @@ std::map<std::string, double> EvaluationLoop::run(DataLoader& loader, int64_t ma
     const Batch batch = strategy.batch_to_device(*next);
     results_.set_batch_size(batch.size());
     if (validating) {
-      trainer_.call_hook("on_validation_batch_start", &Callback::on_validation_batch_start, &LightningModule::on_validation_batch_start, batch,
-                         batch_idx);
+      trainer_.call_hook("on_validation_batch_start", &Callback::on_validation_batch_start,
+                         &LightningModule::on_validation_batch_start, batch, batch_idx);
       {
         ProfileScope scope(profiler, "[Strategy]validation_step");
         Precision::AutocastScope autocast(strategy.precision());
         module.validation_step(batch, batch_idx);
       }
-      trainer_.call_hook("on_validation_batch_end", &Callback::on_validation_batch_end, &LightningModule::on_validation_batch_end, batch,
-                         batch_idx);
+      trainer_.call_hook("on_validation_batch_end", &Callback::on_validation_batch_end,
+                         &LightningModule::on_validation_batch_end, batch, batch_idx);
     } else {
-      trainer_.call_hook("on_test_batch_start", &Callback::on_test_batch_start, &LightningModule::on_test_batch_start, batch, batch_idx);
+      trainer_.call_hook("on_test_batch_start", &Callback::on_test_batch_start, &LightningModule::on_test_batch_start,
+                         batch, batch_idx);
       {
         ProfileScope scope(profiler, "[Strategy]test_step");
         Precision::AutocastScope autocast(strategy.precision());
         module.test_step(batch, batch_idx);
       }
-      trainer_.call_hook("on_test_batch_end", &Callback::on_test_batch_end, &LightningModule::on_test_batch_end, batch, batch_idx);
+      trainer_.call_hook("on_test_batch_end", &Callback::on_test_batch_end, &LightningModule::on_test_batch_end, batch,
+                         batch_idx);
     }
     batch_progress_.increment();
   }
   batches.reset();  // stop loader workers before the epoch-end work
 
   if (validating) {
-    trainer_.call_hook("on_validation_epoch_end", &Callback::on_validation_epoch_end, &LightningModule::on_validation_epoch_end);
+    trainer_.call_hook("on_validation_epoch_end", &Callback::on_validation_epoch_end,
+                       &LightningModule::on_validation_epoch_end);
   } else {
     trainer_.call_hook("on_test_epoch_end", &Callback::on_test_epoch_end, &LightningModule::on_test_epoch_end);
   }

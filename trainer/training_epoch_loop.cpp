@@ -121,7 +121,8 @@ void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_l
   Profiler* profiler = trainer_.profiler();
   ProfileScope batch_scope(profiler, "run_training_batch");
   results_.set_batch_size(batch.size());
-  trainer_.call_hook("on_train_batch_start", &Callback::on_train_batch_start, &LightningModule::on_train_batch_start, batch, batch_idx);
+  trainer_.call_hook("on_train_batch_start", &Callback::on_train_batch_start, &LightningModule::on_train_batch_start,
+                     batch, batch_idx);
 
   strategy.before_training_step();
   torch::Tensor loss;
@@ -157,8 +158,8 @@ void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_l
   batch_progress_.increment();
   const bool send_to_loggers = batch_progress_.total % o.log_every_n_steps() == 0;
   trainer_.report_step(results_.step_metrics(), send_to_loggers);
-  trainer_.call_hook("on_train_batch_end", &Callback::on_train_batch_end, &LightningModule::on_train_batch_end, loss.detach(), batch,
-                     batch_idx);
+  trainer_.call_hook("on_train_batch_end", &Callback::on_train_batch_end, &LightningModule::on_train_batch_end,
+                     loss.detach(), batch, batch_idx);
   results_.reset_step();
 }
 
@@ -171,7 +172,8 @@ void TrainingEpochLoop::optimizer_step() {
   // Gradients must be averaged and in true units before anyone reads or clips them.
   strategy.synchronize_gradients();
   strategy.precision().unscale_gradients(optimizer);
-  trainer_.call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step, &LightningModule::on_before_optimizer_step, optimizer);
+  trainer_.call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
+                     &LightningModule::on_before_optimizer_step, optimizer);
   if (o.gradient_clip_val() && *o.gradient_clip_val() > 0.0) {
     std::vector<torch::Tensor> params;
     for (auto& group : optimizer.param_groups()) {
