@@ -4,10 +4,15 @@
 
 #include <fulgur/trainer/callback.hpp>
 #include <fulgur/trainer/cli/callback_registry.hpp>
+#include <fulgur/callbacks/device_stats_monitor.hpp>
 #include <fulgur/callbacks/early_stopping.hpp>
 #include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
 #include <fulgur/callbacks/learning_rate_monitor.hpp>
+#include <fulgur/callbacks/on_exception_checkpoint.hpp>
+#include <fulgur/callbacks/throughput_monitor.hpp>
 #include <fulgur/trainer/model_checkpoint.hpp>
+#include <fulgur/trainer/model_summary.hpp>
+#include <fulgur/trainer/profiler.hpp>
 #include <fulgur/trainer/loggers/csv_logger.hpp>
 #include <fulgur/trainer/loggers/logger.hpp>
 #include <fulgur/callbacks/loggers/make_loggers.hpp>

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 #include <yaml-cpp/yaml.h>
 
+#include <optional>
 #include <string>
 
 namespace fulgur {
@@ -57,6 +58,11 @@ class LightningModule : public torch::nn::Module {
   virtual void on_before_backward(const torch::Tensor& /*loss*/) {}
   virtual void on_after_backward() {}
   virtual void on_before_optimizer_step(torch::optim::Optimizer&) {}
+
+  /// Floating-point operations of one training batch (forward and backward),
+  /// for ThroughputMonitor's flops_per_sec and mfu (Lightning's
+  /// `flops_per_batch` attribute); nullopt: not known.
+  virtual std::optional<double> flops_per_batch() const { return std::nullopt; }
 
   // --- logging -------------------------------------------------------------------
   /// Records a scalar for the loggers and the progress bar. Only valid inside

@@ -116,7 +116,8 @@ TEST_CASE("callbacks cli: a program registers its own callback class with add<C>
         "trainer.callbacks.init_args: [CountingCallback] label 'reserved' needs every_n 1");
   CHECK(config_error(registry, "CountingCallbak") ==
         "trainer.callbacks.class_path: unknown callback class 'CountingCallbak' (known: CountingCallback, "
-        "EarlyStopping, GradientAccumulationScheduler, LearningRateMonitor, ModelCheckpoint, ProgressBar, Timer)");
+        "DeviceStatsMonitor, EarlyStopping, GradientAccumulationScheduler, LearningRateMonitor, ModelCheckpoint, "
+        "ModelSummary, OnExceptionCheckpoint, ProgressBar, ThroughputMonitor, Timer)");
 
   // A factory of its own reads the section itself; keys it leaves are unknown.
   registry.add("Fixed", [](fulgur::cli::ConfigSection&) {
@@ -251,14 +252,77 @@ TEST_CASE("callbacks cli: ModelCheckpoint from the YAML config keeps the best fi
   CHECK(names[0].find("-val_acc=0.") != std::string::npos);
 }
 
+TEST_CASE("callbacks cli: monitors, the model summary and the simple profiler from the YAML config") {
+  TempDir dir("callbacks-monitors");
+  std::ofstream(dir / "monitors.yaml") << R"(trainer:
+  max_epochs: 1
+  log_every_n_steps: 10
+  profiler: simple
+  callbacks:
+    - class_path: lightning.pytorch.callbacks.ThroughputMonitor
+      init_args: {window_size: 5}
+    - DeviceStatsMonitor
+    - {class_path: ModelSummary, init_args: {max_depth: 2}}
+    - OnExceptionCheckpoint
+)";
+  const auto result = run_command(kFit + "--config " + (dir / "monitors.yaml").string() +
+                                      " --trainer.default_root_dir " + dir.path().string(),
+                                  600);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  CHECK(result.output.find("Trainable params") != std::string::npos);
+  CHECK(result.output.find("Total estimated model params size (MB)") != std::string::npos);
+  CHECK(result.output.find("Profiler Report") != std::string::npos);
+  const auto run = dir.path() / "fulgur_logs" / "version_0";
+  const std::string csv = read_file(run / "metrics.csv");
+  const auto batches_per_sec = column(csv, "train/device/batches_per_sec");
+  const auto samples_per_sec = column(csv, "train/device/samples_per_sec");
+  REQUIRE(batches_per_sec.size() >= 3);  // steps 10, 20, 30 (40)
+  REQUIRE(samples_per_sec.size() == batches_per_sec.size());
+  CHECK(batches_per_sec[0].first == "10");
+  CHECK(std::stod(batches_per_sec[0].second) > 0.0);
+  // Full batches of 32 in the first window.
+  CHECK(std::stod(samples_per_sec[0].second) == doctest::Approx(32.0 * std::stod(batches_per_sec[0].second)));
+  CHECK(column(csv, "DeviceStatsMonitor.on_train_batch_start/cpu_percent").size() == 4);
+  CHECK(column(csv, "DeviceStatsMonitor.on_train_batch_end/cpu_vm_percent").size() == 4);
+  const std::string profile = read_file(run / "profile.txt");
+  CHECK(profile.find("[_TrainingEpochLoop].train_dataloader_next") != std::string::npos);
+  CHECK(profile.find("[Callback]ThroughputMonitor.on_train_batch_end") != std::string::npos);
+  // The run ended normally: no stale on-exception checkpoint.
+  CHECK_FALSE(std::filesystem::exists(run / "checkpoints" / "on_exception.ckpt"));
+  CHECK(std::filesystem::exists(run / "checkpoints" / "last.ckpt"));
+}
+
+TEST_CASE("callbacks cli: --trainer.profiler pytorch writes a Chrome trace of the digits model's operators") {
+  TempDir dir("callbacks-pytorch-profiler");
+  const auto result = run_command(kFit + "--trainer.max_steps 6 --trainer.enable_model_summary false "
+                                         "--trainer.profiler pytorch --trainer.default_root_dir " +
+                                      dir.path().string(),
+                                  600);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  CHECK(result.output.find("Trainable params") == std::string::npos);
+  const auto trace = dir.path() / "fulgur_logs" / "version_0" / "profile.pt.trace.json";
+  REQUIRE(std::filesystem::exists(trace));
+  const auto parsed = run_command("python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); "
+                                  "n = {e.get(\"name\") for e in t[\"traceEvents\"]}; "
+                                  "print(\"conv\" if \"aten::convolution\" in n else \"no conv\", "
+                                  "\"addmm\" if \"aten::addmm\" in n else \"no addmm\")' " +
+                                  trace.string());
+  INFO(parsed.output);
+  CHECK(parsed.exit_code == 0);
+  CHECK(parsed.output == "conv addmm\n");
+}
+
 TEST_CASE("callbacks cli: unknown classes, keys and bad values exit 2 with one message, nothing written") {
   TempDir dir("callbacks-bad");
   const std::string fit = kFit + "--trainer.default_root_dir " + dir.path().string() + " --trainer.callbacks ";
   const auto unknown_class = run_command(fit + "'[{class_path: EarlyStoping}]'");
   CHECK(unknown_class.exit_code == 2);
   CHECK(unknown_class.output ==
-        "error: trainer.callbacks[0].class_path: unknown callback class 'EarlyStoping' (known: EarlyStopping, "
-        "GradientAccumulationScheduler, LearningRateMonitor, ModelCheckpoint, ProgressBar, Timer)\n");
+        "error: trainer.callbacks[0].class_path: unknown callback class 'EarlyStoping' (known: DeviceStatsMonitor, "
+        "EarlyStopping, GradientAccumulationScheduler, LearningRateMonitor, ModelCheckpoint, ModelSummary, "
+        "OnExceptionCheckpoint, ProgressBar, ThroughputMonitor, Timer)\n");
   const auto unknown_key = run_command(fit + "'[{class_path: EarlyStopping, init_args: {monitor: x, patiense: 2}}]'");
   CHECK(unknown_key.exit_code == 2);
   CHECK(unknown_key.output == "error: unknown key 'trainer.callbacks[0].init_args.patiense'\n");

@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <sstream>
 
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
@@ -71,4 +73,45 @@ TEST_CASE("callbacks ddp: Timer stops every rank at the same step; only rank 0 p
   size_t lines = 0;
   for (size_t at = 0; (at = result.output.find("/99999: ", at)) != std::string::npos; ++at) ++lines;
   CHECK(static_cast<int64_t>(lines) == epochs);
+}
+
+TEST_CASE("callbacks ddp: one profile per rank in rank 0's run folder; ThroughputMonitor's global rates") {
+  TempDir dir("callbacks-ddp-profile");
+  const auto result = run_command(
+      fit_command(dir, "--trainer.max_epochs 1 --trainer.enable_progress_bar false --model.improving_rank 0 "
+                       "--trainer.profiler simple --trainer.log_every_n_steps 1 --trainer.callbacks "
+                       "'[{class_path: ThroughputMonitor, init_args: {window_size: 2}}]'"),
+      120);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  const auto run = dir.path() / "fulgur_logs" / "version_0";
+  const std::string rank0 = fulgur::testing::read_file(run / "profile.txt");
+  const std::string rank1 = fulgur::testing::read_file(run / "profile-rank1.txt");
+  CHECK(rank0.find("run_training_batch") != std::string::npos);
+  CHECK(rank1.find("run_training_batch") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir.path() / "fulgur_logs" / "version_1"));
+  // Global rate = the device's times the world size (2), in the same row.
+  const std::string csv = fulgur::testing::read_file(run / "metrics.csv");
+  std::istringstream in(csv);
+  std::string header;
+  std::getline(in, header);
+  std::vector<std::string> names;
+  std::stringstream hs(header);
+  for (std::string n; std::getline(hs, n, ',');) names.push_back(n);
+  const auto device = std::find(names.begin(), names.end(), "train/device/samples_per_sec") - names.begin();
+  const auto global = std::find(names.begin(), names.end(), "train/samples_per_sec") - names.begin();
+  REQUIRE(device < static_cast<long>(names.size()));
+  REQUIRE(global < static_cast<long>(names.size()));
+  int rows = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> cells;
+    std::stringstream ls(line);
+    for (std::string cell; std::getline(ls, cell, ',');) cells.push_back(cell);
+    cells.resize(names.size());
+    if (cells[device].empty()) continue;
+    ++rows;
+    CHECK(std::stod(cells[device]) > 0.0);
+    CHECK(std::stod(cells[global]) == doctest::Approx(2.0 * std::stod(cells[device])));
+  }
+  CHECK(rows >= 1);
 }

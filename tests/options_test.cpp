@@ -2,15 +2,19 @@
 // and writer, and the README's tables all come from one declaration.
 #include "support/test_support.hpp"
 
+#include <fulgur/callbacks/device_stats_monitor.hpp>
 #include <fulgur/callbacks/early_stopping.hpp>
 #include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
 #include <fulgur/callbacks/learning_rate_monitor.hpp>
+#include <fulgur/callbacks/on_exception_checkpoint.hpp>
+#include <fulgur/callbacks/throughput_monitor.hpp>
 #include <fulgur/callbacks/timer.hpp>
 #include <fulgur/datamodules/cinic10.hpp>
 #include <fulgur/datamodules/imagenet.hpp>
 #include <fulgur/trainer/cli/callback_registry.hpp>
 #include <fulgur/trainer/cli/options_yaml.hpp>
 #include <fulgur/trainer/model_checkpoint.hpp>
+#include <fulgur/trainer/model_summary.hpp>
 #include <fulgur/trainer/progress_bar.hpp>
 #include <fulgur/trainer/trainer_options.hpp>
 
@@ -122,6 +126,10 @@ TEST_CASE("options: the option tables of README.md and docs/ are the declaration
   check_readme_table<fulgur::LearningRateMonitorOptions>();
   check_readme_table<fulgur::GradientAccumulationSchedulerOptions>();
   check_readme_table<fulgur::ProgressBarOptions>();
+  check_readme_table<fulgur::ModelSummaryOptions>();
+  check_readme_table<fulgur::ThroughputMonitorOptions>();
+  check_readme_table<fulgur::DeviceStatsMonitorOptions>();
+  check_readme_table<fulgur::OnExceptionCheckpointOptions>();
   check_readme_table<fulgur::CINIC10Options>();
   check_readme_table<fulgur::ImageNetOptions>();
   check_readme_table<examples::LitClassifierOptions>();

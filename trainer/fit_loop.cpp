@@ -31,14 +31,14 @@ void FitLoop::run(DataLoader& train, DataLoader* val) {
         o.val_check_interval().count(), num_batches));
   }
 
-  trainer_.call_hook(&Callback::on_train_start, &LightningModule::on_train_start);
+  trainer_.call_hook("on_train_start", &Callback::on_train_start, &LightningModule::on_train_start);
   while (!done()) {
     train.set_epoch(current_epoch());
     if (val) val->set_epoch(current_epoch());
     epoch_loop_.run(train, num_batches, val, num_val_batches);
     epoch_progress_.increment();
   }
-  trainer_.call_hook(&Callback::on_train_end, &LightningModule::on_train_end);
+  trainer_.call_hook("on_train_end", &Callback::on_train_end, &LightningModule::on_train_end);
 }
 
 c10::impl::GenericDict FitLoop::state_dict() const {

@@ -124,6 +124,19 @@ void ModelCheckpoint::on_train_end(Trainer& trainer, LightningModule&) {
   if (options_.save_last()) save(trainer, /*ranked=*/false);
 }
 
+void ModelCheckpoint::on_exception(Trainer& trainer, LightningModule&, const std::exception_ptr&) {
+  // As Lightning: not in fast_dev_run or the sanity check, and not twice for one step.
+  if (!options_.save_on_exception() || trainer.stage() != Stage::Fit || trainer.config().options.fast_dev_run() > 0 ||
+      trainer.global_step() == last_saved_step_) {
+    return;
+  }
+  save(trainer, /*ranked=*/true);
+  if (trainer.is_global_zero()) {
+    std::cerr << "fulgur: training failed; checkpoint saved at step " << trainer.global_step() << " in "
+              << dirpath_.string() << std::endl;
+  }
+}
+
 bool ModelCheckpoint::better(double candidate, double reference) const {
   if (options_.monitor().empty()) return candidate > reference;  // scores are steps: newer is better
   return options_.mode() == "min" ? candidate < reference : candidate > reference;
@@ -189,7 +202,9 @@ void ModelCheckpoint::save(Trainer& trainer, bool ranked) {
       const auto it = metrics.find(options_.monitor());
       const double local = it == metrics.end() ? std::numeric_limits<double>::quiet_NaN() : it->second;
       // Every process must take the same decision: use rank 0's value.
-      score = trainer.strategy().broadcast(torch::tensor({local}, torch::kFloat64), 0).item<double>();
+      score = trainer.handling_exception()
+                  ? local
+                  : trainer.strategy().broadcast(torch::tensor({local}, torch::kFloat64), 0).item<double>();
       metrics[options_.monitor()] = score;
       have_score = !std::isnan(score);
       if (!have_score && !warned_missing_monitor_ && writer) {

@@ -31,6 +31,9 @@ namespace fulgur {
     fulgur::check::AtLeast{0})                                                                                       \
   X(double, train_time_interval, 0.0, "save when this many seconds of training passed since the last save (0: off)", \
     fulgur::check::AtLeast{0})                                                                                       \
+  X(bool, save_on_exception, false,                                                                                  \
+    "when training fails, save a checkpoint of the state it reached (and last.ckpt with save_last)",                 \
+    fulgur::check::Any{})                                                                                            \
   X(bool, save_weights_only, false, "write the model's weights only (no optimizer, loops, RNG): not resumable",      \
     fulgur::check::Any{})
 
@@ -61,6 +64,7 @@ class ModelCheckpoint : public Callback {
                           int64_t batch_idx) override;
   void on_train_epoch_end(Trainer& trainer, LightningModule& module) override;
   void on_train_end(Trainer& trainer, LightningModule& module) override;
+  void on_exception(Trainer& trainer, LightningModule& module, const std::exception_ptr& error) override;
 
   /// The folder files go to (resolved at setup when not given).
   const std::filesystem::path& dirpath() const { return dirpath_; }

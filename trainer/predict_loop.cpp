@@ -11,7 +11,7 @@ std::vector<torch::Tensor> PredictLoop::run(DataLoader& loader, int64_t max_batc
   batch_progress_.reset_current();
   module.eval();
   torch::NoGradGuard no_grad;
-  trainer_.call_hook(&Callback::on_predict_start, &LightningModule::on_predict_start);
+  trainer_.call_hook("on_predict_start", &Callback::on_predict_start, &LightningModule::on_predict_start);
 
   std::vector<torch::Tensor> outputs;
   outputs.reserve(static_cast<size_t>(num_batches));
@@ -25,7 +25,7 @@ std::vector<torch::Tensor> PredictLoop::run(DataLoader& loader, int64_t max_batc
     batch_progress_.increment();
   }
   batches.reset();
-  trainer_.call_hook(&Callback::on_predict_end, &LightningModule::on_predict_end);
+  trainer_.call_hook("on_predict_end", &Callback::on_predict_end, &LightningModule::on_predict_end);
   return outputs;
 }
 

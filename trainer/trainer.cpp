@@ -2,6 +2,9 @@
 
 #include <fulgur/trainer/loggers/csv_logger.hpp>
 #include <fulgur/trainer/model_checkpoint.hpp>
+#include <fulgur/trainer/model_summary.hpp>
+#include <fulgur/trainer/pytorch_profiler.hpp>
+#include <fulgur/trainer/simple_profiler.hpp>
 #include <fulgur/trainer/progress_bar.hpp>
 #include <fulgur/strategies/cluster_environment.hpp>
 #include <fulgur/strategies/local_launcher.hpp>
@@ -16,9 +19,11 @@
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
+#include <c10/util/Type.h>
 #include <fmt/format.h>
 
 #include <csignal>
+#include <cstring>
 #include <cstdlib>
 #include <iostream>
 #include <stdexcept>
@@ -68,6 +73,19 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
   });
   if (config_.options.enable_progress_bar() && !has_progress_bar) {
     callbacks_.push_back(std::make_shared<ProgressBar>());
+  }
+  const bool has_model_summary = std::any_of(callbacks_.begin(), callbacks_.end(), [](const auto& c) {
+    return dynamic_cast<ModelSummary*>(c.get()) != nullptr;
+  });
+  if (config_.options.enable_model_summary() && !has_model_summary) {
+    callbacks_.push_back(std::make_shared<ModelSummary>());
+  }
+  if (const auto& profiler = config_.options.profiler()) {
+    if (*profiler == "simple") {
+      profiler_ = std::make_unique<SimpleProfiler>();
+    } else {
+      profiler_ = std::make_unique<PyTorchProfiler>();
+    }
   }
   const bool has_model_checkpoint = std::any_of(callbacks_.begin(), callbacks_.end(), [](const auto& c) {
     return dynamic_cast<ModelCheckpoint*>(c.get()) != nullptr;
@@ -200,6 +218,11 @@ void Trainer::report_epoch(const ResultCollection::Metrics& metrics) {
 }
 
 void Trainer::save_checkpoint(const std::filesystem::path& path, bool weights_only) {
+  if (module_ != nullptr && handling_exception_) {
+    // A rank failed: the others may never join a collective, so rank 0 writes alone.
+    if (is_global_zero()) CheckpointIO::save(checkpoint_connector_->dump(weights_only), path);
+    return;
+  }
   if (module_ != nullptr) {
     checkpoint_connector_->save(path, weights_only);
     return;
@@ -218,8 +241,31 @@ void Trainer::save_checkpoint(const std::filesystem::path& path, bool weights_on
   module_ = nullptr;
 }
 
+void Trainer::write_profile() {
+  if (!profiler_) return;
+  std::filesystem::path dir = log_dir();
+  if (strategy_->world_size() > 1 && !handling_exception_) {
+    // Rank 0's run folder: another rank's logger may have picked its own version.
+    constexpr int64_t kMaxBytes = 4096;
+    torch::Tensor bytes = torch::zeros({kMaxBytes}, torch::kUInt8);
+    const std::string mine = dir.string();
+    if (is_global_zero()) {
+      std::memcpy(bytes.data_ptr(), mine.data(), std::min<size_t>(mine.size(), kMaxBytes - 1));
+    }
+    bytes = strategy_->broadcast(bytes.to(strategy_->root_device()), 0).cpu();
+    dir = std::string(reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()));
+  }
+  try {
+    profiler_->write(dir, strategy_->global_rank());
+  } catch (const std::exception& e) {
+    std::cerr << "fulgur: warning: the profile was not written: " << e.what() << std::endl;
+  }
+}
+
 void Trainer::setup_run(LightningModule& module) {
   module_ = &module;
+  module_name_ = c10::demangle(typeid(module).name());
+  module_name_ = module_name_.substr(module_name_.rfind("::") == std::string::npos ? 0 : module_name_.rfind("::") + 2);
   last_module_ = &module;
   module.trainer_ = this;
   strategy_->setup_environment();
@@ -262,9 +308,10 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
       if (is_global_zero()) std::cout << "fulgur: restored from checkpoint " << path.string() << std::endl;
     }
     start_loggers(module);  // only once the data are known to be there
-    call_callback_hook(&Callback::setup);
+    call_callback_hook("setup", &Callback::setup);
     auto result = body();
-    call_callback_hook(&Callback::teardown);
+    call_callback_hook("teardown", &Callback::teardown);
+    write_profile();
     data.teardown(stage);
     if (is_global_zero()) {
       for (auto& logger : loggers_) logger->finalize("success");
@@ -278,10 +325,12 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
   } catch (...) {
     // The one exception path: tell callbacks, close loggers as failed, tear down.
     const std::exception_ptr error = std::current_exception();
+    handling_exception_ = true;
     try {
       if (module_ != nullptr) {
-        call_callback_hook(&Callback::on_exception, error);
-        call_callback_hook(&Callback::teardown);
+        call_callback_hook("on_exception", &Callback::on_exception, error);
+        call_callback_hook("teardown", &Callback::teardown);
+        write_profile();
       }
       if (is_global_zero()) {
         for (auto& logger : loggers_) logger->finalize("failed");
@@ -293,6 +342,7 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
     } catch (const std::exception& cleanup_error) {
       std::cerr << "fulgur: error while cleaning up after a failure: " << cleanup_error.what() << std::endl;
     }
+    handling_exception_ = false;
     attach_results(nullptr);
     stage_.reset();
     module.trainer_ = nullptr;
@@ -354,7 +404,7 @@ void Trainer::fit(LightningModule& module, DataModule& data, const std::string& 
       }
     }
     module.train();
-    call_hook(&Callback::on_fit_start, &LightningModule::on_fit_start);
+    call_hook("on_fit_start", &Callback::on_fit_start, &LightningModule::on_fit_start);
 
     // A resumed run was checked when it started: no sanity check.
     if (val && config_.options.num_sanity_val_steps() != 0 && !resume_checkpoint_) {
@@ -363,9 +413,9 @@ void Trainer::fit(LightningModule& module, DataModule& data, const std::string& 
       const int64_t steps = sanity == -1 ? limit : std::min(limit, sanity);
       if (steps > 0) {
         stage_ = Stage::SanityCheck;
-        call_callback_hook(&Callback::on_sanity_check_start);
+        call_callback_hook("on_sanity_check_start", &Callback::on_sanity_check_start);
         fit_loop_->epoch_loop().val_loop().run(*val, steps, /*sanity_check=*/true);
-        call_callback_hook(&Callback::on_sanity_check_end);
+        call_callback_hook("on_sanity_check_end", &Callback::on_sanity_check_end);
         stage_ = Stage::Fit;
       }
     }
@@ -375,7 +425,7 @@ void Trainer::fit(LightningModule& module, DataModule& data, const std::string& 
       resume_checkpoint_.reset();
     }
     fit_loop_->run(*train, val.get());
-    call_hook(&Callback::on_fit_end, &LightningModule::on_fit_end);
+    call_hook("on_fit_end", &Callback::on_fit_end, &LightningModule::on_fit_end);
     if (stop_signal_ != 0) {
       // No rank leaves before every rank has run its end hooks (the
       // checkpoint is on disk): a launcher stops the others once one exits,

@@ -2,6 +2,7 @@
 
 #include <fulgur/trainer/callback.hpp>
 #include <fulgur/trainer/loggers/logger.hpp>
+#include <fulgur/trainer/profiler.hpp>
 #include <fulgur/datamodules/data_module.hpp>
 #include <fulgur/modules/lightning_module.hpp>
 #include <fulgur/strategies/strategy.hpp>
@@ -70,7 +71,8 @@ class Trainer {
   std::vector<torch::Tensor> predict(LightningModule& module, DataModule& data, const std::string& ckpt_path = "");
 
   /// Writes a checkpoint of the current (or last) run to `path`, atomically,
-  /// from rank 0. Inside a run every process must call it.
+  /// from rank 0. Inside a run every process must call it; in on_exception
+  /// (a rank failed) rank 0 writes without waiting for the others.
   void save_checkpoint(const std::filesystem::path& path, bool weights_only = false);
 
   // --- state, for callbacks, loggers and loops ----------------------------------------
@@ -104,6 +106,9 @@ class Trainer {
   /// written whenever training stops) can see why training stopped.
   int stop_signal() const { return stop_signal_; }
   bool stopped_by_signal() const { return stop_signal_ != 0; }
+  /// True while on_exception and teardown run after a failure: no collective
+  /// may be started then (a peer may be gone).
+  bool handling_exception() const { return handling_exception_; }
   /// Called by the training loop after every optimizer step: the ranks agree
   /// (an all_reduce max of the signal each has received) on whether to stop
   /// now, so all stop after the same step. Every rank must call it.
@@ -131,29 +136,35 @@ class Trainer {
   // --- used by the loops --------------------------------------------------------------
   /// Calls `callback_hook` on every callback, then `module_hook` on the module,
   /// with the same trailing arguments (the one place hooks are dispatched).
+  /// `hook` names it for the profiler.
   template <class... CallbackArgs, class... ModuleArgs, class... Args>
-  void call_hook(void (Callback::*callback_hook)(Trainer&, LightningModule&, CallbackArgs...),
+  void call_hook(const char* hook, void (Callback::*callback_hook)(Trainer&, LightningModule&, CallbackArgs...),
                  void (LightningModule::*module_hook)(ModuleArgs...), Args&&... args) {
-    for (auto& callback : callbacks_) ((*callback).*callback_hook)(*this, module(), args...);
+    call_callback_hook(hook, callback_hook, args...);
+    ProfileScope scope(profiler_.get(), [&] { return "[LightningModule]" + module_name_ + "." + hook; });
     (module().*module_hook)(args...);
   }
   /// Calls a hook that exists on callbacks only.
   template <class... CallbackArgs, class... Args>
-  void call_callback_hook(void (Callback::*callback_hook)(Trainer&, LightningModule&, CallbackArgs...),
+  void call_callback_hook(const char* hook,
+                          void (Callback::*callback_hook)(Trainer&, LightningModule&, CallbackArgs...),
                           Args&&... args) {
-    for (auto& callback : callbacks_) ((*callback).*callback_hook)(*this, module(), args...);
+    for (auto& callback : callbacks_) call_one(*callback, hook, callback_hook, args...);
   }
 
   /// Calls a hook on the callbacks that monitor metrics (`monitoring` true)
   /// or on the others; see Callback::monitors_metrics.
   template <class... CallbackArgs, class... Args>
-  void call_callback_hook_where(bool monitoring,
+  void call_callback_hook_where(bool monitoring, const char* hook,
                                 void (Callback::*callback_hook)(Trainer&, LightningModule&, CallbackArgs...),
                                 Args&&... args) {
     for (auto& callback : callbacks_) {
-      if (callback->monitors_metrics() == monitoring) ((*callback).*callback_hook)(*this, module(), args...);
+      if (callback->monitors_metrics() == monitoring) call_one(*callback, hook, callback_hook, args...);
     }
   }
+
+  /// The `profiler` option's Profiler, or nullptr when profiling is off.
+  Profiler* profiler() { return profiler_.get(); }
 
   /// Routes the module's log() calls to `results` (nullptr: logging is an error).
   void attach_results(ResultCollection* results);
@@ -165,6 +176,14 @@ class Trainer {
 
  private:
   friend class CheckpointConnector;
+  template <class... CallbackArgs, class... Args>
+  void call_one(Callback& callback, const char* hook,
+                void (Callback::*callback_hook)(Trainer&, LightningModule&, CallbackArgs...), Args&&... args) {
+    ProfileScope scope(profiler_.get(), [&] { return "[Callback]" + callback.state_key() + "." + hook; });
+    (callback.*callback_hook)(*this, module(), args...);
+  }
+  /// Writes the profiler's report for the stage that ended (each rank its file).
+  void write_profile();
   template <class Body>
   auto run_stage(Stage stage, LightningModule& module, DataModule& data,
                  std::string ckpt_path, Body&& body);
@@ -190,6 +209,9 @@ class Trainer {
   std::unique_ptr<EvaluationLoop> test_loop_;
   std::unique_ptr<PredictLoop> predict_loop_;
   std::unique_ptr<CheckpointConnector> checkpoint_connector_;
+  std::unique_ptr<Profiler> profiler_;
+  /// The module's class name, for the profiler's action names.
+  std::string module_name_;
   /// The checkpoint fit() resumes from, between loading and restoring.
   std::optional<c10::impl::GenericDict> resume_checkpoint_;
   std::string resume_source_;
@@ -200,6 +222,8 @@ class Trainer {
   OptimizerConfig optimizers_;
   std::optional<Stage> stage_;
   bool should_stop_ = false;
+  /// Set while on_exception and teardown run after a failure.
+  bool handling_exception_ = false;
   int64_t accumulate_grad_batches_ = 1;
   std::unique_ptr<SignalConnector> signals_;  // installed by the constructor
   std::string run_identity_;

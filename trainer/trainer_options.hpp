@@ -75,6 +75,11 @@ namespace fulgur {
   X(bool, benchmark, false, "cuDNN benchmark mode", fulgur::check::Any{})                                     \
   X(std::string, default_root_dir, ".", "where the run folder and checkpoints go", fulgur::check::NotEmpty{}) \
   X(bool, enable_progress_bar, true, "show the progress bar (rank 0)", fulgur::check::Any{})                  \
+  X(bool, enable_model_summary, true, "print the model's modules and parameter counts at fit start (rank 0)",   \
+    fulgur::check::Any{})                                                                                     \
+  X(std::optional<std::string>, profiler, std::nullopt,                                                       \
+    "simple (time per action, <run>/profile.txt) or pytorch (LibTorch's profiler, a Chrome trace); null = off", \
+    (fulgur::check::OneOf{{"simple", "pytorch"}}))                                                            \
   X(bool, enable_checkpointing, true, "add a ModelCheckpoint (last.ckpt) unless one is given",                \
     fulgur::check::Any{})                                                                                     \
   X(bool, logger, true,                                                                                       \

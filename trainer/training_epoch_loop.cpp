@@ -41,7 +41,7 @@ void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, DataLoader* 
   restarting_ = false;
   results_.reset();
   trainer_.attach_results(&results_);
-  trainer_.call_hook(&Callback::on_train_epoch_start, &LightningModule::on_train_epoch_start);
+  trainer_.call_hook("on_train_epoch_start", &Callback::on_train_epoch_start, &LightningModule::on_train_epoch_start);
 
   auto validate_if_due = [&](int64_t batch_idx, bool is_last_batch) {
     if (val != nullptr && num_val_batches > 0 && should_validate(batch_idx, is_last_batch)) {
@@ -55,13 +55,21 @@ void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, DataLoader* 
     validate_if_due(first_batch - 1, first_batch == num_batches_);
   }
 
+  Profiler* profiler = trainer_.profiler();
+  ProfileScope epoch_scope(profiler, "run_training_epoch");
   auto batches = train.iterate(first_batch);
   int64_t batch_idx = first_batch;
   for (; batch_idx < num_batches_ && !done(); ++batch_idx) {
-    auto next = batches->next();
+    std::optional<Batch> next;
+    {
+      ProfileScope fetch(profiler, "[_TrainingEpochLoop].train_dataloader_next");
+      next = batches->next();
+    }
     if (!next) break;
     const bool is_last_batch = batch_idx + 1 == num_batches_;
+    if (profiler != nullptr) profiler->on_train_batch_start(global_step());
     advance(trainer_.strategy().batch_to_device(*next), batch_idx, is_last_batch);
+    if (profiler != nullptr) profiler->on_train_batch_end(global_step());
     validate_if_due(batch_idx, is_last_batch);
     // A step boundary (never inside an accumulation window): stop here on a signal?
     if ((batch_idx + 1) % trainer_.accumulate_grad_batches() == 0 || is_last_batch) {
@@ -73,10 +81,10 @@ void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, DataLoader* 
 
   // Callbacks that monitor metrics (EarlyStopping, ModelCheckpoint) run last,
   // so they see what the module logs in its hook and the epoch aggregates.
-  trainer_.call_callback_hook_where(false, &Callback::on_train_epoch_end);
+  trainer_.call_callback_hook_where(false, "on_train_epoch_end", &Callback::on_train_epoch_end);
   trainer_.module().on_train_epoch_end();
   trainer_.report_epoch(results_.epoch_metrics(trainer_.strategy()));
-  trainer_.call_callback_hook_where(true, &Callback::on_train_epoch_end);
+  trainer_.call_callback_hook_where(true, "on_train_epoch_end", &Callback::on_train_epoch_end);
 
   // An epoch cut short by a stop does not step epoch schedulers: a resumed
   // run finishes that epoch and steps them then, as an uninterrupted run would.
@@ -110,12 +118,16 @@ void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_l
   Strategy& strategy = trainer_.strategy();
   const TrainerOptions& o = trainer_.config().options;
 
+  Profiler* profiler = trainer_.profiler();
+  ProfileScope batch_scope(profiler, "run_training_batch");
   results_.set_batch_size(batch.size());
-  trainer_.call_hook(&Callback::on_train_batch_start, &LightningModule::on_train_batch_start, batch, batch_idx);
+  trainer_.call_hook("on_train_batch_start", &Callback::on_train_batch_start, &LightningModule::on_train_batch_start,
+                     batch, batch_idx);
 
   strategy.before_training_step();
   torch::Tensor loss;
   {
+    ProfileScope scope(profiler, "[Strategy]training_step");
     Precision::AutocastScope autocast(strategy.precision());
     loss = module.training_step(batch, batch_idx);
   }
@@ -132,16 +144,22 @@ void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_l
   const int64_t accumulate = trainer_.accumulate_grad_batches();
   const bool step_now = (batch_idx + 1) % accumulate == 0 || is_last_batch;
   const torch::Tensor scaled = accumulate > 1 ? loss / accumulate : loss;
-  trainer_.call_hook(&Callback::on_before_backward, &LightningModule::on_before_backward, scaled);
-  strategy.backward(scaled, step_now);
-  trainer_.call_hook(&Callback::on_after_backward, &LightningModule::on_after_backward);
-  if (step_now) optimizer_step();
+  trainer_.call_hook("on_before_backward", &Callback::on_before_backward, &LightningModule::on_before_backward, scaled);
+  {
+    ProfileScope scope(profiler, "[Strategy]backward");
+    strategy.backward(scaled, step_now);
+  }
+  trainer_.call_hook("on_after_backward", &Callback::on_after_backward, &LightningModule::on_after_backward);
+  if (step_now) {
+    ProfileScope scope(profiler, "optimizer_step");
+    optimizer_step();
+  }
 
   batch_progress_.increment();
   const bool send_to_loggers = batch_progress_.total % o.log_every_n_steps() == 0;
   trainer_.report_step(results_.step_metrics(), send_to_loggers);
-  trainer_.call_hook(&Callback::on_train_batch_end, &LightningModule::on_train_batch_end, loss.detach(), batch,
-                     batch_idx);
+  trainer_.call_hook("on_train_batch_end", &Callback::on_train_batch_end, &LightningModule::on_train_batch_end,
+                     loss.detach(), batch, batch_idx);
   results_.reset_step();
 }
 
@@ -154,7 +172,8 @@ void TrainingEpochLoop::optimizer_step() {
   // Gradients must be averaged and in true units before anyone reads or clips them.
   strategy.synchronize_gradients();
   strategy.precision().unscale_gradients(optimizer);
-  trainer_.call_hook(&Callback::on_before_optimizer_step, &LightningModule::on_before_optimizer_step, optimizer);
+  trainer_.call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
+                     &LightningModule::on_before_optimizer_step, optimizer);
   if (o.gradient_clip_val() && *o.gradient_clip_val() > 0.0) {
     std::vector<torch::Tensor> params;
     for (auto& group : optimizer.param_groups()) {

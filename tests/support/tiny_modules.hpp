@@ -106,7 +106,8 @@ class RegressionData : public DataModule {
 
 /// Options for a quiet trainer writing under `root`.
 inline TrainerOptions quiet_options(const std::string& root) {
-  return TrainerOptions().default_root_dir(root).enable_progress_bar(false).accelerator("cpu");
+  return TrainerOptions().default_root_dir(root).enable_progress_bar(false).enable_model_summary(false).accelerator(
+      "cpu");
 }
 
 }  // namespace fulgur::testing

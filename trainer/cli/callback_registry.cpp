@@ -1,10 +1,14 @@
 #include <fulgur/trainer/cli/callback_registry.hpp>
 
+#include <fulgur/callbacks/device_stats_monitor.hpp>
 #include <fulgur/callbacks/early_stopping.hpp>
 #include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
 #include <fulgur/callbacks/learning_rate_monitor.hpp>
+#include <fulgur/callbacks/on_exception_checkpoint.hpp>
+#include <fulgur/callbacks/throughput_monitor.hpp>
 #include <fulgur/callbacks/timer.hpp>
 #include <fulgur/trainer/model_checkpoint.hpp>
+#include <fulgur/trainer/model_summary.hpp>
 #include <fulgur/trainer/progress_bar.hpp>
 
 #include <fmt/format.h>
@@ -47,11 +51,15 @@ namespace fulgur::cli {
 
 CallbackRegistry CallbackRegistry::with_builtins() {
   CallbackRegistry registry;
+  registry.add<DeviceStatsMonitor>("DeviceStatsMonitor");
   registry.add<EarlyStopping>("EarlyStopping");
   registry.add<GradientAccumulationScheduler>("GradientAccumulationScheduler");
   registry.add<LearningRateMonitor>("LearningRateMonitor");
   registry.add<ModelCheckpoint>("ModelCheckpoint");
+  registry.add<ModelSummary>("ModelSummary");
+  registry.add<OnExceptionCheckpoint>("OnExceptionCheckpoint");
   registry.add<ProgressBar>("ProgressBar");
+  registry.add<ThroughputMonitor>("ThroughputMonitor");
   registry.add<Timer>("Timer");
   return registry;
 }

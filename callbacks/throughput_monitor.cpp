@@ -1,0 +1,126 @@
+#include <fulgur/callbacks/throughput_monitor.hpp>
+
+#include <fulgur/strategies/cuda_device_stats.hpp>
+#include <fulgur/trainer/trainer.hpp>
+
+#include <torch/cuda.h>
+
+#include <array>
+
+namespace fulgur {
+namespace {
+
+/// Dense peak FLOP/s (no sparsity) from NVIDIA's data sheets: fp32, and
+/// bf16/fp16 on the tensor cores. Matched by a part of the device's name.
+struct Peak {
+  const char* name_part;
+  double fp32;
+  double half;
+};
+constexpr std::array<Peak, 9> kPeaks{{
+    {"H200", 67e12, 989.4e12},
+    {"H100 PCIe", 51e12, 756e12},
+    {"H100", 67e12, 989.4e12},  // SXM; after the PCIe card so that it matches first
+    {"A100", 19.5e12, 312e12},
+    {"L40S", 91.6e12, 362.05e12},
+    {"L4", 30.3e12, 121e12},
+    {"A10G", 31.2e12, 70e12},
+    {"V100", 15.7e12, 125e12},
+    {"T4", 8.1e12, 65e12},
+}};
+
+}  // namespace
+
+ThroughputMonitor::ThroughputMonitor(ThroughputMonitorOptions options) : options_(std::move(options)) {
+  options_.validate();
+}
+
+std::optional<double> ThroughputMonitor::peak_flops(const std::string& device_name, const std::string& precision) {
+  const bool half = precision == "bf16-mixed" || precision == "16-mixed";
+  for (const Peak& peak : kPeaks) {
+    if (device_name.find(peak.name_part) != std::string::npos) return half ? peak.half : peak.fp32;
+  }
+  return std::nullopt;
+}
+
+void ThroughputMonitor::on_train_start(Trainer& trainer, LightningModule&) {
+  window_.clear();
+  batches_ = samples_ = 0;
+  world_size_ = trainer.strategy().world_size();
+  const torch::Device device = trainer.strategy().root_device();
+  synchronize_cuda_ = device.is_cuda();
+  available_flops_ = options_.available_flops();
+  if (!available_flops_ && device.is_cuda()) {
+    if (const auto name = CudaDeviceStats::name(device.index())) {
+      available_flops_ = peak_flops(*name, to_string(trainer.config().precision));
+    }
+  }
+  t0_ = Clock::now();
+}
+
+void ThroughputMonitor::on_validation_start(Trainer& trainer, LightningModule&) {
+  if (!trainer.sanity_checking()) validation_started_ = Clock::now();
+}
+
+void ThroughputMonitor::on_validation_end(Trainer& trainer, LightningModule&) {
+  // Validation inside fit does not count as training time.
+  if (!trainer.sanity_checking() && trainer.stage() == Stage::Fit) t0_ += Clock::now() - validation_started_;
+}
+
+void ThroughputMonitor::on_train_batch_end(Trainer& trainer, LightningModule& module, const torch::Tensor&,
+                                           const Batch& batch, int64_t batch_idx) {
+  if (!trainer.is_global_zero()) return;
+  // The GPU works asynchronously: the time is right only once it finished.
+  if (synchronize_cuda_) torch::cuda::synchronize(trainer.strategy().root_device().index());
+  batches_ += 1;
+  samples_ += batch.size();
+  window_.push_back({std::chrono::duration<double>(Clock::now() - t0_).count(), batches_, samples_,
+                     module.flops_per_batch()});
+  if (static_cast<int64_t>(window_.size()) > options_.window_size()) window_.pop_front();
+
+  // Log when an optimizer step just ended (not inside an accumulation window), every log_every_n_steps.
+  const bool stepped = (batch_idx + 1) % trainer.accumulate_grad_batches() == 0 ||
+                       batch_idx + 1 == trainer.num_training_batches();
+  if (!stepped || trainer.global_step() % trainer.config().options.log_every_n_steps() != 0) return;
+  const auto values = compute();
+  std::map<std::string, double> metrics;
+  for (const auto& [key, value] : values) metrics["train" + options_.separator() + key] = value;
+  for (const auto& logger : trainer.loggers()) logger->log_metrics(metrics, trainer.global_step());
+}
+
+std::map<std::string, double> ThroughputMonitor::compute() const {
+  std::map<std::string, double> m;
+  if (window_.empty()) return m;
+  const std::string& sep = options_.separator();
+  const Sample& last = window_.back();
+  m["time"] = last.time;
+  m["batches"] = static_cast<double>(last.batches);
+  m["samples"] = static_cast<double>(last.samples);
+  if (static_cast<int64_t>(window_.size()) < options_.window_size()) return m;
+  // Rates over the window: from the first sample's end to the last's.
+  const Sample& first = window_.front();
+  const double elapsed = last.time - first.time;
+  if (elapsed <= 0) return m;
+  const double world = static_cast<double>(world_size_);
+  const double batches_per_sec = static_cast<double>(last.batches - first.batches) / elapsed;
+  const double samples_per_sec = static_cast<double>(last.samples - first.samples) / elapsed;
+  m["device" + sep + "batches_per_sec"] = batches_per_sec;
+  m["device" + sep + "samples_per_sec"] = samples_per_sec;
+  if (world_size_ > 1) {
+    m["batches_per_sec"] = batches_per_sec * world;
+    m["samples_per_sec"] = samples_per_sec * world;
+  }
+  // FLOPs of the batches after the first, over the same time.
+  double flops = 0.0;
+  for (size_t i = 1; i < window_.size(); ++i) {
+    if (!window_[i].flops) return m;
+    flops += *window_[i].flops;
+  }
+  const double device_flops_per_sec = flops / elapsed;
+  m["device" + sep + "flops_per_sec"] = device_flops_per_sec;
+  if (world_size_ > 1) m["flops_per_sec"] = device_flops_per_sec * world;
+  if (available_flops_) m["device" + sep + "mfu"] = device_flops_per_sec / *available_flops_;
+  return m;
+}
+
+}  // namespace fulgur
