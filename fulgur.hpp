@@ -4,13 +4,14 @@
 
 #include <fulgur/trainer/callback.hpp>
 #include <fulgur/trainer/cli/callback_registry.hpp>
+#include <fulgur/trainer/cli/logger_registry.hpp>
 #include <fulgur/callbacks/early_stopping.hpp>
 #include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
 #include <fulgur/callbacks/learning_rate_monitor.hpp>
 #include <fulgur/trainer/model_checkpoint.hpp>
 #include <fulgur/trainer/loggers/csv_logger.hpp>
 #include <fulgur/trainer/loggers/logger.hpp>
-#include <fulgur/callbacks/loggers/make_loggers.hpp>
+#include <fulgur/callbacks/loggers/wandb_logger.hpp>
 #include <fulgur/callbacks/loggers/tensor_board_logger.hpp>
 #include <fulgur/trainer/progress_bar.hpp>
 #include <fulgur/callbacks/timer.hpp>

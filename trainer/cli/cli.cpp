@@ -1,7 +1,6 @@
 #include <fulgur/trainer/cli/cli.hpp>
 
 #include <fulgur/trainer/cli/callback_registry.hpp>
-#include <fulgur/callbacks/loggers/make_loggers.hpp>
 #include <fulgur/datamodules/data_error.hpp>
 #include <fulgur/strategies/local_launcher.hpp>
 #include <fulgur/trainer/cli/openmp_wait_policy.hpp>
@@ -30,7 +29,8 @@ constexpr const char* kUsage = R"(usage: {0} <fit|validate|test|predict> [--conf
   --trainer.NAME VALUE   any Trainer option (max_epochs, accelerator, devices, precision, ...)
   --trainer.callbacks '[{{class_path: EarlyStopping, init_args: {{monitor: val_loss}}}}]'
                          callbacks, as in the YAML config (a list, one entry or a class name)
-  --trainer.logger L     csv (default), tensorboard, csv,tensorboard, or false
+  --trainer.logger L     csv (default), tensorboard, wandb, csv,tensorboard, false, or
+                         '[csv, {{class_path: WandbLogger, init_args: {{project: P}}}}]'
   --model.NAME VALUE     an option of the model
   --data.NAME VALUE      an option of the data module
   --seed_everything N    seed every generator (default: a random seed, printed)
@@ -132,10 +132,12 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
   ConfigSection trainer_section(root["trainer"], "trainer");
   ConfigSection model_section(root["model"], "model");
   ConfigSection data_section(root["data"], "data");
-  const TrainerOptions options = read_trainer_options(trainer_section, root["trainer"]);
+  TrainerOptions options = read_trainer_options(trainer_section, root["trainer"]);
   const auto callbacks = factories.callbacks.create(
       trainer_section.raw("callbacks", YAML::Node(YAML::NodeType::Sequence)), "trainer.callbacks");
-  const std::vector<std::string> logger_names = read_logger_names(trainer_section);
+  const auto loggers =
+      factories.loggers.create(trainer_section.raw("logger", YAML::Node(true)), "trainer.logger", options.default_root_dir());
+  options.logger(!loggers.empty());
   std::shared_ptr<LightningModule> model = factories.model(model_section);
   std::shared_ptr<DataModule> data = factories.data(data_section);
   for (const ConfigSection* section : {&trainer_section, &model_section, &data_section}) {
@@ -160,7 +162,7 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
   // The Trainer checks every option before a process, a group or a file
   // exists, starts the other ranks when no launcher did, and resumes a
   // restarted job.
-  Trainer trainer(options, callbacks, make_loggers(logger_names, options.default_root_dir()));
+  Trainer trainer(options, callbacks, loggers);
   int code = 0;
   switch (args.subcommand) {
     case Stage::Fit: {
