@@ -6,6 +6,8 @@
 #include <fulgur/trainer/cli/callback_registry.hpp>
 #include <fulgur/trainer/cli/logger_registry.hpp>
 #include <fulgur/callbacks/early_stopping.hpp>
+#include <fulgur/callbacks/ema_weight_averaging.hpp>
+#include <fulgur/callbacks/stochastic_weight_averaging.hpp>
 #include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
 #include <fulgur/callbacks/learning_rate_monitor.hpp>
 #include <fulgur/trainer/model_checkpoint.hpp>

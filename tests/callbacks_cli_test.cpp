@@ -116,7 +116,8 @@ TEST_CASE("callbacks cli: a program registers its own callback class with add<C>
         "trainer.callbacks.init_args: [CountingCallback] label 'reserved' needs every_n 1");
   CHECK(config_error(registry, "CountingCallbak") ==
         "trainer.callbacks.class_path: unknown callback class 'CountingCallbak' (known: CountingCallback, "
-        "EarlyStopping, GradientAccumulationScheduler, LearningRateMonitor, ModelCheckpoint, ProgressBar, Timer)");
+        "EMAWeightAveraging, EarlyStopping, GradientAccumulationScheduler, LearningRateMonitor, ModelCheckpoint, "
+        "ProgressBar, StochasticWeightAveraging, Timer)");
 
   // A factory of its own reads the section itself; keys it leaves are unknown.
   registry.add("Fixed", [](fulgur::cli::ConfigSection&) {
@@ -257,8 +258,9 @@ TEST_CASE("callbacks cli: unknown classes, keys and bad values exit 2 with one m
   const auto unknown_class = run_command(fit + "'[{class_path: EarlyStoping}]'");
   CHECK(unknown_class.exit_code == 2);
   CHECK(unknown_class.output ==
-        "error: trainer.callbacks[0].class_path: unknown callback class 'EarlyStoping' (known: EarlyStopping, "
-        "GradientAccumulationScheduler, LearningRateMonitor, ModelCheckpoint, ProgressBar, Timer)\n");
+        "error: trainer.callbacks[0].class_path: unknown callback class 'EarlyStoping' (known: EMAWeightAveraging, "
+        "EarlyStopping, GradientAccumulationScheduler, LearningRateMonitor, ModelCheckpoint, ProgressBar, "
+        "StochasticWeightAveraging, Timer)\n");
   const auto unknown_key = run_command(fit + "'[{class_path: EarlyStopping, init_args: {monitor: x, patiense: 2}}]'");
   CHECK(unknown_key.exit_code == 2);
   CHECK(unknown_key.output == "error: unknown key 'trainer.callbacks[0].init_args.patiense'\n");

@@ -1,8 +1,10 @@
 #include <fulgur/trainer/cli/callback_registry.hpp>
 
 #include <fulgur/callbacks/early_stopping.hpp>
+#include <fulgur/callbacks/ema_weight_averaging.hpp>
 #include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
 #include <fulgur/callbacks/learning_rate_monitor.hpp>
+#include <fulgur/callbacks/stochastic_weight_averaging.hpp>
 #include <fulgur/callbacks/timer.hpp>
 #include <fulgur/trainer/model_checkpoint.hpp>
 #include <fulgur/trainer/progress_bar.hpp>
@@ -45,10 +47,12 @@ namespace fulgur::cli {
 CallbackRegistry CallbackRegistry::with_builtins() {
   CallbackRegistry registry;
   registry.add<EarlyStopping>("EarlyStopping");
+  registry.add<EMAWeightAveraging>("EMAWeightAveraging");
   registry.add<GradientAccumulationScheduler>("GradientAccumulationScheduler");
   registry.add<LearningRateMonitor>("LearningRateMonitor");
   registry.add<ModelCheckpoint>("ModelCheckpoint");
   registry.add<ProgressBar>("ProgressBar");
+  registry.add<StochasticWeightAveraging>("StochasticWeightAveraging");
   registry.add<Timer>("Timer");
   return registry;
 }
