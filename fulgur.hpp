@@ -17,6 +17,7 @@
 #include <fulgur/callbacks/loggers/tensor_board_logger.hpp>
 #include <fulgur/trainer/progress_bar.hpp>
 #include <fulgur/callbacks/timer.hpp>
+#include <fulgur/callbacks/tuner.hpp>
 #include <fulgur/modules/batch.hpp>
 #include <fulgur/datamodules/data_loader.hpp>
 #include <fulgur/datamodules/data_module.hpp>

@@ -125,7 +125,7 @@ TEST_CASE("cli: parse_arguments reads subcommand, configs, overrides and flags")
 
   const char* bad_sub[] = {"prog", "train"};
   CHECK_THROWS_WITH_AS(cli::parse_arguments(2, bad_sub),
-                       "subcommand: expected one of fit, validate, test, predict, got 'train'", cli::ConfigError);
+                       "subcommand: expected one of fit, validate, test, predict, lr_find, got 'train'", cli::ConfigError);
   const char* no_value[] = {"prog", "fit", "--trainer.max_epochs"};
   CHECK_THROWS_WITH_AS(cli::parse_arguments(3, no_value), "--trainer.max_epochs: expected a value", cli::ConfigError);
   const char* positional[] = {"prog", "fit", "extra"};
@@ -286,7 +286,7 @@ TEST_CASE("cli: a program's own logger type, registered, is named and configured
         "TensorBoardLogger, WandbLogger, csv, tensorboard, wandb)\n");
   const Outcome bad_option = run_cli({"fit", "--trainer.logger", "{class_path: WandbLogger, init_args: {projekt: p}}"});
   CHECK(bad_option.code == 2);
-  CHECK(bad_option.err == "error: unknown key 'trainer.logger.init_args.projekt' for WandbLogger\n");
+  CHECK(bad_option.err == "error: unknown key 'trainer.logger.init_args.projekt'\n");
 }
 
 TEST_CASE("cli: fit then test writes one run folder with hparams and metrics") {
