@@ -3,6 +3,7 @@
 #include <fulgur/trainer/trainer.hpp>
 
 #include <map>
+#include <mutex>
 
 namespace fulgur {
 
@@ -16,7 +17,9 @@ std::shared_ptr<LRFinder> Tuner::lr_find(LightningModule& module, DataModule& da
     torch::NoGradGuard no_grad;
     for (const auto& item : module.named_parameters()) item.value().detach().copy_(saved.at(item.key()));
     for (const auto& item : module.named_buffers()) item.value().detach().copy_(saved.at(item.key()));
-    at::detail::getDefaultCPUGenerator().set_state(rng);
+    auto generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(rng);
   };
   TrainerOptions sweep = options_;
   sweep.max_steps(options.num_training_steps())

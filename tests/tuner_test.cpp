@@ -1,55 +1,24 @@
-// Tuner::lr_find on the digits: the range test's curve, its suggestion, and a
-// short fit with the suggested learning rate that reaches a good accuracy;
-// the module is left as it was found.
+// Tuner::lr_find: the range test's curve and its stop on divergence, the
+// module left as it was found, and on the digits (the lr_find subcommand of
+// the example) a suggestion with which a short fit reaches a good accuracy.
 #include "support/test_support.hpp"
+#include "support/tiny_modules.hpp"
 
 #include <fulgur/callbacks/tuner.hpp>
-#include <fulgur/datamodules/cinic10.hpp>
-#include <fulgur/modules/metrics/accuracy.hpp>
-#include <fulgur/modules/models/mlp.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
-#include <sstream>
+#include <iterator>
 
 using namespace fulgur;
 using fulgur::testing::read_file;
 using fulgur::testing::TempDir;
 
-namespace {
-
-/// An MLP on the digits with plain SGD at `lr`.
-class DigitsMLP : public LightningModule {
- public:
-  explicit DigitsMLP(double lr) : lr(lr) { net = register_module("net", models::MLP(3, 10, 64)); }
-  torch::Tensor training_step(const Batch& batch, int64_t) override {
-    const torch::Tensor loss = torch::cross_entropy_loss(net->forward(batch.input), batch.target);
-    log("train_loss", loss);
-    return loss;
-  }
-  void validation_step(const Batch& batch, int64_t) override {
-    const torch::Tensor logits = net->forward(batch.input);
-    log("val_loss", torch::cross_entropy_loss(logits, batch.target));
-    log("val_acc", accuracy(logits, batch.target));
-  }
-  OptimizerConfig configure_optimizers() override {
-    return {std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(lr)), std::nullopt};
-  }
-  models::MLP net{nullptr};
-  double lr;
-};
-
-std::shared_ptr<CINIC10> digits() {
-  const std::string root = std::string(FULGUR_SOURCE_DIR) + "/data/digits-cinic";
-  REQUIRE_MESSAGE(std::filesystem::exists(root + "/train"), "demo data missing: run scripts/setup.sh");
-  return std::make_shared<CINIC10>(CINIC10Options().root(root).batch_size(32).num_workers(0).seed(0));
-}
-
-}  // namespace
-
-TEST_CASE("lr_find on the digits: a suggestion with which a short fit reaches a good accuracy") {
+TEST_CASE("lr_find: the sweep stops on divergence; the module is left as it was") {
   TempDir dir("tuner");
   const auto options = TrainerOptions()
                            .default_root_dir(dir.path().string())
@@ -58,45 +27,34 @@ TEST_CASE("lr_find on the digits: a suggestion with which a short fit reaches a 
                            .logger(false)
                            .enable_checkpointing(false);
   torch::manual_seed(0);
-  DigitsMLP model(1e-3);
-  auto data = digits();
+  testing::RecordingModule model;
+  testing::RegressionData data(10, 2);
   std::vector<torch::Tensor> before;
   for (const auto& p : model.parameters()) before.push_back(p.detach().clone());
+  const torch::Tensor rng = at::detail::getDefaultCPUGenerator().get_state();
 
-  auto finder = Tuner(options).lr_find(model, *data, LRFinderOptions().min_lr(1e-5).max_lr(10).num_training_steps(100));
-  // The sweep: exponential from min_lr, one point per step, stopped once the loss diverged.
-  REQUIRE(finder->lrs().size() >= 20);
-  CHECK(finder->lrs().size() < 100);  // lr 10 with plain SGD diverges before the end
-  CHECK(finder->lrs()[0] == doctest::Approx(1e-5));
-  CHECK(finder->lrs()[50] == doctest::Approx(1e-5 * std::pow(1e6, 0.5)));
+  auto finder = Tuner(options).lr_find(model, data, LRFinderOptions().min_lr(1e-3).max_lr(1e3).num_training_steps(60));
+  // Exponential from min_lr, one point per optimizer step, stopped once the loss diverged
+  // (plain SGD on a regression explodes long before lr 1000).
+  REQUIRE(finder->lrs().size() >= 12);
+  CHECK(finder->lrs().size() < 60);
+  CHECK(finder->lrs()[0] == doctest::Approx(1e-3));
+  CHECK(finder->lrs()[10] == doctest::Approx(1e-3 * std::pow(1e6, 10.0 / 60)));
+  const double best = *std::min_element(finder->losses().begin(), finder->losses().end() - 1);
+  CHECK((!std::isfinite(finder->losses().back()) || finder->losses().back() > 4 * best));
   const auto suggestion = finder->suggestion();
   REQUIRE(suggestion);
-  INFO("suggested lr " << *suggestion);
-  CHECK(*suggestion > 1e-3);
-  CHECK(*suggestion < 10);
-  // The module is as it was.
+  CHECK(*suggestion >= finder->lrs()[10]);
+  // The module and the random generator are as they were; nothing was written.
   size_t i = 0;
   for (const auto& p : model.parameters()) CHECK(torch::equal(p, before[i++]));
+  CHECK(torch::equal(at::detail::getDefaultCPUGenerator().get_state(), rng));
+  CHECK(std::filesystem::is_empty(dir.path()));
 
   finder->write_csv(dir / "lr_find.csv");
   const std::string csv = read_file(dir / "lr_find.csv");
-  CHECK(csv.rfind("lr,loss\n1e-05,", 0) == 0);
+  CHECK(csv.rfind("lr,loss\n0.001,", 0) == 0);
   CHECK(std::count(csv.begin(), csv.end(), '\n') == static_cast<long>(finder->lrs().size() + 1));
-
-  // Two epochs with the suggestion reach a good accuracy; the starting lr (1e-3) does not.
-  auto fit_with = [&](double lr) {
-    torch::manual_seed(0);
-    DigitsMLP fresh(lr);
-    auto fresh_data = digits();
-    Trainer trainer(TrainerOptions(options).max_epochs(2).num_sanity_val_steps(0));
-    trainer.fit(fresh, *fresh_data);
-    return trainer.callback_metrics().at("val_acc");
-  };
-  const double tuned = fit_with(*suggestion);
-  const double untuned = fit_with(1e-3);
-  INFO("val_acc with the suggestion " << tuned << ", with 1e-3 " << untuned);
-  CHECK(tuned > 0.9);
-  CHECK(untuned < tuned);
 }
 
 TEST_CASE("LRFinder: the sweep's learning rates and its option checks") {
@@ -112,28 +70,44 @@ TEST_CASE("LRFinder: the sweep's learning rates and its option checks") {
                        std::invalid_argument);
 }
 
-TEST_CASE("lr_find subcommand: the example binary prints the suggestion and writes the curve") {
+TEST_CASE("lr_find on the digits: the suggestion lets a short fit reach a good accuracy (the CLI subcommand)") {
   const std::string root = std::string(FULGUR_SOURCE_DIR) + "/data/digits-cinic";
   REQUIRE_MESSAGE(std::filesystem::exists(root + "/train"), "demo data missing: run scripts/setup.sh");
   TempDir dir("tuner-cli");
-  const auto result = fulgur::testing::run_command(
-      std::string(FULGUR_BINARY_DIR) + "/bin/cinic10 lr_find --config " + FULGUR_SOURCE_DIR +
-          "/examples/cinic10/digits.yaml --data.root " + root + " --data.num_workers 0 --trainer.default_root_dir " +
-          dir.path().string() + " --lr_find.num_training_steps 40 --lr_find.min_lr 1e-4",
-      300);
-  INFO(result.output);
-  REQUIRE(result.exit_code == 0);
-  CHECK(result.output.find("lr_find: ") != std::string::npos);
-  CHECK(result.output.find("suggested lr: ") != std::string::npos);
+  const std::string common = std::string(FULGUR_BINARY_DIR) + "/bin/cinic10 {} --config " + FULGUR_SOURCE_DIR +
+                             "/examples/cinic10/digits.yaml --data.root " + root +
+                             " --data.num_workers 0 --trainer.enable_progress_bar false --test_after_fit false";
+  auto run = [&](const std::string& subcommand, const std::string& root_dir, const std::string& extra) {
+    const std::string command = fmt::format(fmt::runtime(common), subcommand) +
+                                " --trainer.default_root_dir " + root_dir + " " + extra;
+    const auto result = fulgur::testing::run_command(command, 300);
+    INFO(command << "\n" << result.output);
+    REQUIRE(result.exit_code == 0);
+    return result.output;
+  };
+  const std::string found = run("lr_find", dir.path().string(), "--lr_find.min_lr 1e-5");
+  const size_t at = found.find("suggested lr: ");
+  REQUIRE(at != std::string::npos);
+  const double suggestion = std::stod(found.substr(at + 14));
+  INFO("suggested lr " << suggestion);
   const std::string csv = read_file(dir / "lr_find.csv");
-  CHECK(csv.rfind("lr,loss\n0.0001,", 0) == 0);
-  // Nothing else: no run folder, no checkpoint.
-  size_t entries = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
-    (void)entry;
-    ++entries;
-  }
-  CHECK(entries == 1);
+  CHECK(csv.rfind("lr,loss\n1e-05,", 0) == 0);
+  // Nothing else is written: no run folder, no checkpoint.
+  CHECK(std::distance(std::filesystem::directory_iterator(dir.path()), std::filesystem::directory_iterator()) == 1);
+
+  // Two epochs with the suggestion reach a good accuracy; with the sweep's first lr they do not.
+  auto val_acc = [&](double lr, const std::string& name) {
+    const std::string out = run("fit", (dir / name).string(),
+                                fmt::format("--trainer.max_epochs 2 --model.lr {} --model.lr_step_size 0", lr));
+    const size_t pos = out.find("val_acc=");
+    REQUIRE(pos != std::string::npos);
+    return std::stod(out.substr(pos + 8));
+  };
+  const double tuned = val_acc(suggestion, "tuned");
+  const double untuned = val_acc(1e-5, "untuned");
+  INFO("val_acc with the suggestion " << tuned << ", with 1e-5 " << untuned);
+  CHECK(tuned > 0.9);
+  CHECK(untuned < 0.5);
 
   const auto bad = fulgur::testing::run_command(std::string(FULGUR_BINARY_DIR) +
                                                     "/bin/cinic10 lr_find --data.root x --lr_find.mode cyclic",

@@ -99,12 +99,13 @@ TEST_CASE("EMAWeightAveraging: validation and the end of training use the EMA of
   REQUIRE(averaged.recorder->after_step.size() == 15);
   CHECK(all_equal(averaged.recorder->after_step.back(), plain.final_weights));
 
-  // The average computed here: steps 1, 3, 5, ... (from 0), the first one copied.
+  // The average computed here: after steps 2, 4, 6, ... (counted from 0: step_idx % 2 == 0 and >= 1, as
+  // Lightning's should_update), the first one copied.
   std::vector<Weights> expected_at_step;  // the average after each step
   Weights average;
   for (size_t step = 0; step < 15; ++step) {
     const Weights& w = averaged.recorder->after_step[step];
-    if (step >= 1 && step % 2 == 1) {
+    if (step >= 1 && step % 2 == 0) {
       if (average.empty()) {
         for (const auto& t : w) average.push_back(t.clone());
       } else {
@@ -154,7 +155,7 @@ TEST_CASE("StochasticWeightAveraging: SWALR's annealed learning rates and the me
   CHECK(all_close(run.final_weights, mean));
   CHECK_FALSE(all_close(run.final_weights, run.recorder->after_epoch.back()));
 
-  CHECK_THROWS_WITH_AS(StochasticWeightAveraging(StochasticWeightAveragingOptions()),
+  CHECK_THROWS_WITH_AS(StochasticWeightAveraging{StochasticWeightAveragingOptions()},
                        doctest::Contains("swa_lrs must be given"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(StochasticWeightAveraging(StochasticWeightAveragingOptions(0.1).swa_epoch_start(2.5)),
                        doctest::Contains("an integer >= 1 or a fraction in (0, 1), got 2.5"), std::invalid_argument);
@@ -175,7 +176,8 @@ TEST_CASE("weight averaging: a run resumed from a mid-run checkpoint ends equal 
       return make_swa();
     };
     const Run whole = fit(dir / (name + "-whole"), averaging(), 5);
-    // A checkpoint after every epoch; the one after epoch 3 (of 5) is resumed in a fresh Trainer.
+    // A checkpoint at every validation end; the one of epoch 2 (of 0..4) is resumed in a fresh Trainer,
+    // which runs that epoch's end (the averaging of SWA's epoch update included) and epochs 3 and 4.
     auto every_epoch = std::make_shared<ModelCheckpoint>(
         ModelCheckpointOptions().dirpath((dir / (name + "-ckpt")).string()).filename("{epoch}").save_top_k(-1));
     fit(dir / (name + "-first"), averaging(), 5, {every_epoch});
@@ -183,7 +185,8 @@ TEST_CASE("weight averaging: a run resumed from a mid-run checkpoint ends equal 
     REQUIRE(std::filesystem::exists(ckpt));
     auto resumed_averaging = averaging();
     const Run resumed = fit(dir / (name + "-resumed"), resumed_averaging, 5, {}, ckpt.string());
-    CHECK(resumed.recorder->after_epoch.size() == 2);  // epochs 3 and 4 only
+    CHECK(resumed.recorder->after_epoch.size() == 3);
+    CHECK(resumed.recorder->after_step.size() == 10);  // the steps of epochs 3 and 4 only
     CHECK(all_equal(resumed.final_weights, whole.final_weights));
     CHECK(all_equal(resumed.recorder->in_validation.back(), whole.recorder->in_validation.back()));
   }

@@ -20,7 +20,10 @@ ClassEntry parse_class_entry(const YAML::Node& entry, const std::string& path, c
       throw ConfigError(fmt::format("{}.class_path: expected a {} class name", path, kind));
     }
     parsed.class_path = entry["class_path"].Scalar();
-    parsed.init_args = entry["init_args"];
+    // Through a non-const handle: a const lookup of a missing key gives an
+    // invalid node, a non-const one an undefined node (what ConfigSection takes).
+    YAML::Node handle = entry;
+    parsed.init_args = handle["init_args"];
   } else {
     throw ConfigError(fmt::format("{}: expected {{class_path: NAME, init_args: {{...}}}} or a class name", path));
   }
