@@ -5,7 +5,10 @@
 #include <fulgur/trainer/callback.hpp>
 #include <fulgur/trainer/cli/callback_registry.hpp>
 #include <fulgur/callbacks/device_stats_monitor.hpp>
+#include <fulgur/trainer/cli/logger_registry.hpp>
 #include <fulgur/callbacks/early_stopping.hpp>
+#include <fulgur/callbacks/ema_weight_averaging.hpp>
+#include <fulgur/callbacks/stochastic_weight_averaging.hpp>
 #include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
 #include <fulgur/callbacks/learning_rate_monitor.hpp>
 #include <fulgur/callbacks/on_exception_checkpoint.hpp>
@@ -15,10 +18,11 @@
 #include <fulgur/trainer/profiler.hpp>
 #include <fulgur/trainer/loggers/csv_logger.hpp>
 #include <fulgur/trainer/loggers/logger.hpp>
-#include <fulgur/callbacks/loggers/make_loggers.hpp>
+#include <fulgur/callbacks/loggers/wandb_logger.hpp>
 #include <fulgur/callbacks/loggers/tensor_board_logger.hpp>
 #include <fulgur/trainer/progress_bar.hpp>
 #include <fulgur/callbacks/timer.hpp>
+#include <fulgur/callbacks/tuner.hpp>
 #include <fulgur/modules/batch.hpp>
 #include <fulgur/datamodules/data_loader.hpp>
 #include <fulgur/datamodules/data_module.hpp>

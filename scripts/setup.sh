@@ -7,11 +7,14 @@
 # The venv is large (the torch wheel is a CUDA build), so it lives outside the
 # clone under $FULGUR_CACHE (default ~/.cache/fulgur), keyed by the hash of
 # scripts/requirements.txt; .venv at the repository root is a symlink to it.
+# scripts/requirements-extra.txt (wandb) is installed into that same venv when
+# missing, so adding to it does not build a new venv.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="${FULGUR_CACHE:-$HOME/.cache/fulgur}"
 req="$root/scripts/requirements.txt"
+req_extra="$root/scripts/requirements-extra.txt"
 
 apt_packages=(
   build-essential cmake ninja-build ccache pkg-config
@@ -58,6 +61,21 @@ install_venv() {
   ln -sfn "$venv" "$root/.venv"
 }
 
+# Installs requirements-extra.txt when one of its direct requirements is
+# missing or at another version (pip show is local; pip install -r would ask the index).
+install_extra() {
+  local want missing=()
+  while read -r want; do
+    "$root/.venv/bin/pip" show "${want%%==*}" 2>/dev/null | grep -x "Version: ${want#*==}" >/dev/null || missing+=("$want")
+  done < <(sed -n '/^# Their dependencies/q;/^[A-Za-z]/p' "$req_extra")
+  if ((${#missing[@]} == 0)); then
+    log "extra Python packages present"
+    return
+  fi
+  log "installing extra Python packages into the venv: ${missing[*]}"
+  "$root/.venv/bin/pip" install -q --no-cache-dir -r "$req_extra"
+}
+
 make_demo_data() {
   local out="$root/data/digits-cinic"
   if [[ -f "$out/.complete" ]]; then
@@ -70,5 +88,6 @@ make_demo_data() {
 
 install_apt
 install_venv
+install_extra
 make_demo_data
 log "done"

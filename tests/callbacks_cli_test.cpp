@@ -116,8 +116,9 @@ TEST_CASE("callbacks cli: a program registers its own callback class with add<C>
         "trainer.callbacks.init_args: [CountingCallback] label 'reserved' needs every_n 1");
   CHECK(config_error(registry, "CountingCallbak") ==
         "trainer.callbacks.class_path: unknown callback class 'CountingCallbak' (known: CountingCallback, "
-        "DeviceStatsMonitor, EarlyStopping, GradientAccumulationScheduler, LearningRateMonitor, ModelCheckpoint, "
-        "ModelSummary, OnExceptionCheckpoint, ProgressBar, ThroughputMonitor, Timer)");
+        "DeviceStatsMonitor, EMAWeightAveraging, EarlyStopping, GradientAccumulationScheduler, LearningRateMonitor, "
+        "ModelCheckpoint, ModelSummary, OnExceptionCheckpoint, ProgressBar, StochasticWeightAveraging, "
+        "ThroughputMonitor, Timer)");
 
   // A factory of its own reads the section itself; keys it leaves are unknown.
   registry.add("Fixed", [](fulgur::cli::ConfigSection&) {
@@ -321,8 +322,8 @@ TEST_CASE("callbacks cli: unknown classes, keys and bad values exit 2 with one m
   CHECK(unknown_class.exit_code == 2);
   CHECK(unknown_class.output ==
         "error: trainer.callbacks[0].class_path: unknown callback class 'EarlyStoping' (known: DeviceStatsMonitor, "
-        "EarlyStopping, GradientAccumulationScheduler, LearningRateMonitor, ModelCheckpoint, ModelSummary, "
-        "OnExceptionCheckpoint, ProgressBar, ThroughputMonitor, Timer)\n");
+        "EMAWeightAveraging, EarlyStopping, GradientAccumulationScheduler, LearningRateMonitor, ModelCheckpoint, "
+        "ModelSummary, OnExceptionCheckpoint, ProgressBar, StochasticWeightAveraging, ThroughputMonitor, Timer)\n");
   const auto unknown_key = run_command(fit + "'[{class_path: EarlyStopping, init_args: {monitor: x, patiense: 2}}]'");
   CHECK(unknown_key.exit_code == 2);
   CHECK(unknown_key.output == "error: unknown key 'trainer.callbacks[0].init_args.patiense'\n");

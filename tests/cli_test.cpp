@@ -60,20 +60,51 @@ struct EndMarker : Callback {
   Options options;
 };
 
+// A logger of the program's own: counts the rows it is given and writes the
+// count and the last step into its run folder at finalize.
+#define ROW_COUNTER_OPTIONS(X) X(std::string, file, "rows.txt", "file name in the run folder", check::NotEmpty{})
+
+struct RowCounterOptions {
+  FULGUR_OPTIONS(RowCounterOptions, ROW_COUNTER_OPTIONS)
+};
+
+struct RowCounter : Logger {
+  using Options = RowCounterOptions;
+  RowCounter(const Options& o, const RunFolder& f) : options(o), folder(f) { o.validate(); }
+  std::string name() const override { return folder.name; }
+  std::filesystem::path log_dir() override {
+    return folder.root_dir / folder.name / ("version_" + std::to_string(folder.version));
+  }
+  void log_hyperparams(const YAML::Node&) override {}
+  void log_metrics(const std::map<std::string, double>&, int64_t step) override {
+    ++rows;
+    last_step = step;
+  }
+  void finalize(const std::string& status) override {
+    std::filesystem::create_directories(log_dir());
+    std::ofstream(log_dir() / options.file()) << status << ' ' << rows << ' ' << last_step;
+  }
+  Options options;
+  RunFolder folder;
+  int64_t rows = 0, last_step = -1;
+};
+
 struct Outcome {
   int code;
   std::string out;
   std::string err;
 };
 
-Outcome run_cli(std::vector<std::string> args, cli::CallbackRegistry callbacks = cli::CallbackRegistry::with_builtins()) {
+Outcome run_cli(std::vector<std::string> args, cli::CallbackRegistry callbacks = cli::CallbackRegistry::with_builtins(),
+                cli::LoggerRegistry loggers = cli::LoggerRegistry::with_builtins()) {
   args.insert(args.begin(), "prog");
   std::vector<const char*> argv;
   for (auto& a : args) argv.push_back(a.c_str());
   std::ostringstream out, err;
   auto* old_out = std::cout.rdbuf(out.rdbuf());
   auto* old_err = std::cerr.rdbuf(err.rdbuf());
-  const int code = cli::run<CliModel, CliData>(static_cast<int>(argv.size()), argv.data(), std::move(callbacks));
+  const int code = cli::run<CliModel, CliData>(static_cast<int>(argv.size()), argv.data(), std::move(callbacks),
+                                               std::move(loggers));
   std::cout.rdbuf(old_out);
   std::cerr.rdbuf(old_err);
   return {code, out.str(), err.str()};
@@ -94,7 +125,7 @@ TEST_CASE("cli: parse_arguments reads subcommand, configs, overrides and flags")
 
   const char* bad_sub[] = {"prog", "train"};
   CHECK_THROWS_WITH_AS(cli::parse_arguments(2, bad_sub),
-                       "subcommand: expected one of fit, validate, test, predict, got 'train'", cli::ConfigError);
+                       "subcommand: expected one of fit, validate, test, predict, lr_find, got 'train'", cli::ConfigError);
   const char* no_value[] = {"prog", "fit", "--trainer.max_epochs"};
   CHECK_THROWS_WITH_AS(cli::parse_arguments(3, no_value), "--trainer.max_epochs: expected a value", cli::ConfigError);
   const char* positional[] = {"prog", "fit", "extra"};
@@ -140,7 +171,8 @@ TEST_CASE("cli: bad input exits 2 with one message naming the key, and writes no
       {{"--trainer.max_epoch", "3"}, "error: unknown key 'trainer.max_epoch'\n"},
       {{"--model.depth", "3"}, "error: unknown key 'model.depth'\n"},
       {{"--optimizer.lr", "3"},
-       "error: unknown key 'optimizer' (top-level keys: trainer, model, data, seed_everything, test_after_fit, ckpt_path)\n"},
+       "error: unknown key 'optimizer' (top-level keys: trainer, model, data, seed_everything, test_after_fit, ckpt_path, "
+       "lr_find)\n"},
       {{"--trainer.max_epochs", "abc"}, "error: trainer.max_epochs: expected an integer or null, got 'abc'\n"},
       {{"--trainer.deterministic", "maybe"},
        "error: trainer.deterministic: expected a boolean (true/false), got 'maybe'\n"},
@@ -224,6 +256,38 @@ TEST_CASE("cli: a program's own callback type, registered, is named and configur
   const Outcome unknown = run_cli(args);
   CHECK(unknown.code == 2);
   CHECK(unknown.err.find("unknown callback class 'my.callbacks.EndMarker'") != std::string::npos);
+}
+
+TEST_CASE("cli: a program's own logger type, registered, is named and configured from YAML") {
+  TempDir dir("cli-user-logger");
+  cli::LoggerRegistry registry = cli::LoggerRegistry::with_builtins();
+  registry.add<RowCounter>("RowCounter");
+  const std::vector<std::string> args = {
+      "fit", "--trainer.default_root_dir", (dir / "runs").string(), "--trainer.max_epochs", "1",
+      "--trainer.log_every_n_steps", "1", "--trainer.enable_progress_bar", "false", "--trainer.logger",
+      "[csv, {class_path: my.loggers.RowCounter, init_args: {file: counted.txt}}]"};
+  const Outcome o = run_cli(args, cli::CallbackRegistry::with_builtins(), registry);
+  INFO(o.err);
+  CHECK(o.code == 0);
+  // Beside the CSV logger, in the run folder they share: 4 training rows, one
+  // validation row at step 4 (and its epoch row).
+  const auto run = dir / "runs" / "fulgur_logs" / "version_0";
+  CHECK(std::filesystem::exists(run / "metrics.csv"));
+  CHECK(read_file(run / "counted.txt") == "success 5 4");
+
+  std::vector<std::string> printing = args;
+  printing.push_back("--print_config");
+  const YAML::Node printed = YAML::Load(run_cli(printing, cli::CallbackRegistry::with_builtins(), registry).out);
+  CHECK(printed["trainer"]["logger"][1]["init_args"]["file"].as<std::string>() == "counted.txt");
+  // Without the registration the name is unknown, and the message lists what is known.
+  const Outcome unknown = run_cli(args);
+  CHECK(unknown.code == 2);
+  CHECK(unknown.err ==
+        "error: trainer.logger[1].class_path: unknown logger class 'my.loggers.RowCounter' (known: CSVLogger, "
+        "TensorBoardLogger, WandbLogger, csv, tensorboard, wandb)\n");
+  const Outcome bad_option = run_cli({"fit", "--trainer.logger", "{class_path: WandbLogger, init_args: {projekt: p}}"});
+  CHECK(bad_option.code == 2);
+  CHECK(bad_option.err == "error: unknown key 'trainer.logger.init_args.projekt'\n");
 }
 
 TEST_CASE("cli: fit then test writes one run folder with hparams and metrics") {

@@ -4,6 +4,10 @@
 
 #include <fulgur/callbacks/device_stats_monitor.hpp>
 #include <fulgur/callbacks/early_stopping.hpp>
+#include <fulgur/callbacks/ema_weight_averaging.hpp>
+#include <fulgur/callbacks/loggers/wandb_logger.hpp>
+#include <fulgur/callbacks/lr_finder.hpp>
+#include <fulgur/callbacks/stochastic_weight_averaging.hpp>
 #include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
 #include <fulgur/callbacks/learning_rate_monitor.hpp>
 #include <fulgur/callbacks/on_exception_checkpoint.hpp>
@@ -123,6 +127,10 @@ TEST_CASE("options: the option tables of README.md and docs/ are the declaration
   check_readme_table<fulgur::EarlyStoppingOptions>();
   check_readme_table<fulgur::ModelCheckpointOptions>();
   check_readme_table<fulgur::TimerOptions>();
+  check_readme_table<fulgur::EMAWeightAveragingOptions>();
+  check_readme_table<fulgur::StochasticWeightAveragingOptions>();
+  check_readme_table<fulgur::WandbLoggerOptions>();
+  check_readme_table<fulgur::LRFinderOptions>();
   check_readme_table<fulgur::LearningRateMonitorOptions>();
   check_readme_table<fulgur::GradientAccumulationSchedulerOptions>();
   check_readme_table<fulgur::ProgressBarOptions>();

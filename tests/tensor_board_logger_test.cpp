@@ -6,10 +6,10 @@
 #include <fulgur/callbacks/loggers/crc32c.hpp>
 #include <fulgur/trainer/loggers/csv_logger.hpp>
 #include <fulgur/callbacks/loggers/event_file_writer.hpp>
-#include <fulgur/callbacks/loggers/make_loggers.hpp>
 #include <fulgur/callbacks/loggers/tensor_board_logger.hpp>
+#include <fulgur/callbacks/loggers/wandb_logger.hpp>
 #include <fulgur/trainer/cli/config_error.hpp>
-#include <fulgur/trainer/cli/trainer_options_reader.hpp>
+#include <fulgur/trainer/cli/logger_registry.hpp>
 
 #include <doctest/doctest.h>
 
@@ -235,46 +235,52 @@ TEST_CASE("EventFileWriter: a bounded queue loses nothing under many small write
   CHECK(series[1999] == std::make_pair<int64_t, double>(1999, 1999.0));
 }
 
-TEST_CASE("make_loggers: several loggers share one run folder") {
-  TempDir dir("tb-make");
+TEST_CASE("trainer.logger: names, lists, booleans and entries share one run folder") {
+  TempDir dir("tb-registry");
   std::filesystem::create_directories(dir.path() / "fulgur_logs" / "version_3");
-  const auto loggers = make_loggers({"csv", "tensorboard"}, dir.path());
-  REQUIRE(loggers.size() == 2);
-  CHECK(dynamic_cast<CSVLogger*>(loggers[0].get()) != nullptr);
-  CHECK(dynamic_cast<TensorBoardLogger*>(loggers[1].get()) != nullptr);
-  CHECK(loggers[0]->log_dir() == dir.path() / "fulgur_logs" / "version_4");
-  CHECK(loggers[1]->log_dir() == loggers[0]->log_dir());
-  CHECK(make_loggers({}, dir.path()).empty());
-  CHECK_THROWS_WITH_AS(make_loggers({"wandb"}, dir.path()),
-                       doctest::Contains("unknown logger 'wandb' (expected one of csv, tensorboard)"),
-                       std::invalid_argument);
-  CHECK_THROWS_WITH_AS(make_loggers({"csv", "csv"}, dir.path()), doctest::Contains("'csv' is given twice"),
-                       std::invalid_argument);
-}
-
-TEST_CASE("trainer.logger: names, lists and booleans") {
-  auto names_of = [](const std::string& yaml) {
-    YAML::Node root = YAML::Load(yaml);
-    cli::ConfigSection section(root, "trainer");
-    return cli::read_logger_names(section);
+  const auto registry = cli::LoggerRegistry::with_builtins();
+  auto create = [&](const std::string& yaml) {
+    return registry.create(YAML::Load(yaml), "trainer.logger", dir.path());
+  };
+  // The class of each logger built, in order.
+  auto kinds = [&](const std::string& yaml) {
+    std::vector<std::string> out;
+    for (const auto& logger : create(yaml)) {
+      if (dynamic_cast<CSVLogger*>(logger.get()) != nullptr) out.push_back("csv");
+      if (dynamic_cast<TensorBoardLogger*>(logger.get()) != nullptr) out.push_back("tensorboard");
+      if (dynamic_cast<WandbLogger*>(logger.get()) != nullptr) out.push_back("wandb");
+    }
+    return out;
   };
   using Names = std::vector<std::string>;
-  CHECK(names_of("{}") == Names{"csv"});
-  CHECK(names_of("logger: true") == Names{"csv"});
-  CHECK(names_of("logger: false").empty());
-  CHECK(names_of("logger: tensorboard") == Names{"tensorboard"});
-  CHECK(names_of("logger: csv,tensorboard") == Names{"csv", "tensorboard"});
-  CHECK(names_of("logger: [tensorboard, csv]") == Names{"tensorboard", "csv"});
-  CHECK(names_of("logger: []").empty());
-  CHECK_THROWS_WITH_AS(names_of("logger: csv,wandb"),
-                       doctest::Contains("trainer.logger: expected true, false, or logger names from csv, tensorboard"),
-                       cli::ConfigError);
-  CHECK_THROWS_WITH_AS(names_of("logger: [csv, csv]"), doctest::Contains("trainer.logger"), cli::ConfigError);
-  CHECK_THROWS_WITH_AS(names_of("logger: {a: 1}"), doctest::Contains("trainer.logger"), cli::ConfigError);
+  CHECK(kinds("true") == Names{"csv"});
+  CHECK(kinds("false").empty());
+  CHECK(kinds("null").empty());
+  CHECK(kinds("[]").empty());
+  CHECK(kinds("tensorboard") == Names{"tensorboard"});
+  CHECK(kinds("csv,tensorboard") == Names{"csv", "tensorboard"});
+  CHECK(kinds("[tensorboard, csv]") == Names{"tensorboard", "csv"});
+  CHECK(kinds("[lightning.pytorch.loggers.CSVLogger, {class_path: WandbLogger, init_args: {project: p}}]") ==
+        Names{"csv", "wandb"});
+  const auto loggers = create("csv, tensorboard");
+  CHECK(loggers[0]->log_dir() == dir.path() / "fulgur_logs" / "version_4");
+  CHECK(loggers[1]->log_dir() == loggers[0]->log_dir());
+  CHECK(std::filesystem::exists(dir.path() / "fulgur_logs" / "version_4") == false);  // nothing created
 
-  YAML::Node root = YAML::Load("logger: false");
-  cli::ConfigSection section(root, "trainer");
-  CHECK_FALSE(cli::read_trainer_options(section, root).logger());
+  CHECK_THROWS_WITH_AS(create("csv,wandbb"),
+                       "trainer.logger[1].class_path: unknown logger class 'wandbb' (known: CSVLogger, "
+                       "TensorBoardLogger, WandbLogger, csv, tensorboard, wandb)",
+                       cli::ConfigError);
+  CHECK_THROWS_WITH_AS(create("[csv, CSVLogger]"),
+                       "trainer.logger[1]: a second logger of the class of trainer.logger[0] (loggers share one run "
+                       "folder)",
+                       cli::ConfigError);
+  CHECK_THROWS_WITH_AS(create("{a: 1}"), "trainer.logger: unknown key 'a' (expected class_path, init_args)",
+                       cli::ConfigError);
+  CHECK_THROWS_WITH_AS(create("{class_path: csv, init_args: {flush: 1}}"),
+                       "unknown key 'trainer.logger.init_args.flush' for csv", cli::ConfigError);
+  CHECK_THROWS_WITH_AS(create("{class_path: wandb, init_args: {python: ''}}"),
+                       doctest::Contains("trainer.logger.init_args.python"), cli::ConfigError);
 }
 
 TEST_CASE("TensorBoardLogger in a Trainer: steps match metrics.csv; a failing run is recorded as failed") {
@@ -283,7 +289,8 @@ TEST_CASE("TensorBoardLogger in a Trainer: steps match metrics.csv; a failing ru
   testing::RegressionData data(4, 2);
   {
     Trainer trainer(testing::quiet_options(dir.path()).max_epochs(2).log_every_n_steps(2).num_sanity_val_steps(0),
-                    {}, make_loggers({"csv", "tensorboard"}, dir.path()));
+                    {}, cli::LoggerRegistry::with_builtins().create(YAML::Load("[csv, tensorboard]"), "trainer.logger",
+                                                                     dir.path()));
     trainer.fit(model, data);
   }
   const auto run = dir.path() / "fulgur_logs" / "version_0";

@@ -1,7 +1,7 @@
 #include <fulgur/trainer/cli/cli.hpp>
 
+#include <fulgur/callbacks/tuner.hpp>
 #include <fulgur/trainer/cli/callback_registry.hpp>
-#include <fulgur/callbacks/loggers/make_loggers.hpp>
 #include <fulgur/datamodules/data_error.hpp>
 #include <fulgur/strategies/local_launcher.hpp>
 #include <fulgur/trainer/cli/openmp_wait_policy.hpp>
@@ -24,19 +24,25 @@
 namespace fulgur::cli {
 namespace {
 
-constexpr const char* kUsage = R"(usage: {0} <fit|validate|test|predict> [--config FILE.yaml]... [--KEY VALUE]...
+constexpr const char* kUsage = R"(usage: {0} <fit|validate|test|predict|lr_find> [--config FILE.yaml]... [--KEY VALUE]...
+
+  lr_find                the learning-rate range test on the fit configuration (Tuner::lr_find):
+                         prints the suggested learning rate, writes the curve to
+                         <default_root_dir>/lr_find.csv (scripts/plot_lr_find.py draws it)
 
   --config FILE          YAML with sections trainer:, model:, data: (repeatable; later files win)
   --trainer.NAME VALUE   any Trainer option (max_epochs, accelerator, devices, precision, ...)
   --trainer.callbacks '[{{class_path: EarlyStopping, init_args: {{monitor: val_loss}}}}]'
                          callbacks, as in the YAML config (a list, one entry or a class name)
-  --trainer.logger L     csv (default), tensorboard, csv,tensorboard, or false
+  --trainer.logger L     csv (default), tensorboard, wandb, csv,tensorboard, false, or
+                         '[csv, {{class_path: WandbLogger, init_args: {{project: P}}}}]'
   --model.NAME VALUE     an option of the model
   --data.NAME VALUE      an option of the data module
   --seed_everything N    seed every generator (default: a random seed, printed)
   --test_after_fit BOOL  fit: run the test loop on the trained model, same run folder
   --ckpt_path PATH       fit: resume from a checkpoint; validate/test/predict: load its weights
                          (PATH: a file, "last" = newest checkpoint, "best" = ModelCheckpoint's best)
+  --lr_find.NAME VALUE   lr_find: min_lr, max_lr, num_training_steps, mode, early_stop_threshold
   --print_config         print the full resolved configuration and exit
   --help                 this text
 
@@ -45,15 +51,15 @@ Exit codes: 0 success, 2 bad input (the message names the key or file), 1 other 
   agreed on, after the normal stop path; under SLURM, SIGUSR1 also requeued the job.
 )";
 
-const std::vector<std::string> kTopLevelKeys = {"trainer",        "model",          "data",
-                                                "seed_everything", "test_after_fit", "ckpt_path"};
+const std::vector<std::string> kTopLevelKeys = {"trainer",        "model",          "data",   "seed_everything",
+                                                "test_after_fit", "ckpt_path",      "lr_find"};
 
 Stage parse_subcommand(const std::string& word) {
   if (word == "fit") return Stage::Fit;
   if (word == "validate") return Stage::Validate;
   if (word == "test") return Stage::Test;
   if (word == "predict") return Stage::Predict;
-  throw ConfigError(fmt::format("subcommand: expected one of fit, validate, test, predict, got '{}'", word));
+  throw ConfigError(fmt::format("subcommand: expected one of fit, validate, test, predict, lr_find, got '{}'", word));
 }
 
 // Sets root[a][b][c] = value for the dotted key "a.b.c".
@@ -132,10 +138,15 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
   ConfigSection trainer_section(root["trainer"], "trainer");
   ConfigSection model_section(root["model"], "model");
   ConfigSection data_section(root["data"], "data");
-  const TrainerOptions options = read_trainer_options(trainer_section, root["trainer"]);
+  ConfigSection lr_find_section(root["lr_find"], "lr_find");
+  // Read whatever the subcommand, so one config serves all and its keys are checked.
+  const LRFinderOptions lr_find_options = read_options<LRFinderOptions>(lr_find_section);
+  TrainerOptions options = read_trainer_options(trainer_section, root["trainer"]);
   const auto callbacks = factories.callbacks.create(
       trainer_section.raw("callbacks", YAML::Node(YAML::NodeType::Sequence)), "trainer.callbacks");
-  const std::vector<std::string> logger_names = read_logger_names(trainer_section);
+  const auto loggers =
+      factories.loggers.create(trainer_section.raw("logger", YAML::Node(true)), "trainer.logger", options.default_root_dir());
+  options.logger(!loggers.empty());
   std::shared_ptr<LightningModule> model = factories.model(model_section);
   std::shared_ptr<DataModule> data = factories.data(data_section);
   for (const ConfigSection* section : {&trainer_section, &model_section, &data_section}) {
@@ -149,6 +160,7 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
   resolved["trainer"] = trainer_section.resolved();
   resolved["model"] = model_section.resolved();
   resolved["data"] = data_section.resolved();
+  if (args.lr_find) resolved["lr_find"] = lr_find_section.resolved();
   if (args.print_config) {
     YAML::Emitter out;
     out << resolved;
@@ -157,10 +169,22 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
   }
   model->save_hyperparameters(resolved);
 
+  if (args.lr_find) {
+    const auto finder = Tuner(options).lr_find(*model, *data, lr_find_options);
+    const auto csv = std::filesystem::path(options.default_root_dir()) / "lr_find.csv";
+    finder->write_csv(csv);
+    const auto suggestion = finder->suggestion();
+    std::cout << fmt::format("lr_find: {} steps, suggested lr: {} (set it as the model's learning rate); curve: {}",
+                             finder->lrs().size(), suggestion ? fmt::format("{:.6g}", *suggestion) : "none (too few points)",
+                             csv.string())
+              << std::endl;
+    return LocalLauncher::join_peers();
+  }
+
   // The Trainer checks every option before a process, a group or a file
   // exists, starts the other ranks when no launcher did, and resumes a
   // restarted job.
-  Trainer trainer(options, callbacks, make_loggers(logger_names, options.default_root_dir()));
+  Trainer trainer(options, callbacks, loggers);
   int code = 0;
   switch (args.subcommand) {
     case Stage::Fit: {
@@ -209,13 +233,14 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
 Arguments parse_arguments(int argc, const char* const* argv) {
   Arguments args;
   int i = 1;
-  if (argc < 2) throw ConfigError("subcommand: expected one of fit, validate, test, predict (see --help)");
+  if (argc < 2) throw ConfigError("subcommand: expected one of fit, validate, test, predict, lr_find (see --help)");
   const std::string first = argv[1];
   if (first == "--help" || first == "-h") {
     args.help = true;
     return args;
   }
-  args.subcommand = parse_subcommand(first);
+  args.lr_find = first == "lr_find";
+  args.subcommand = args.lr_find ? Stage::Fit : parse_subcommand(first);
   for (i = 2; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {

@@ -4,6 +4,7 @@
 #include <fulgur/modules/lightning_module.hpp>
 #include <fulgur/trainer/cli/callback_registry.hpp>
 #include <fulgur/trainer/cli/config_section.hpp>
+#include <fulgur/trainer/cli/logger_registry.hpp>
 #include <fulgur/trainer/cli/options_yaml.hpp>
 
 #include <functional>
@@ -17,13 +18,14 @@ namespace fulgur::cli {
 /// The command line, parsed but not yet interpreted.
 struct Arguments {
   Stage subcommand = Stage::Fit;  // fit, validate, test or predict
+  bool lr_find = false;           // the lr_find subcommand: Tuner::lr_find on the fit configuration
   std::vector<std::string> config_files;                         // --config, in order
   std::vector<std::pair<std::string, std::string>> overrides;  // --a.b value, in order
   bool print_config = false;
   bool help = false;
 };
 
-/// Parses `prog <fit|validate|test|predict> [--config f.yaml]... [--key value]...
+/// Parses `prog <fit|validate|test|predict|lr_find> [--config f.yaml]... [--key value]...
 /// [--print_config]`. Throws ConfigError naming the offending argument.
 Arguments parse_arguments(int argc, const char* const* argv);
 
@@ -33,11 +35,12 @@ Arguments parse_arguments(int argc, const char* const* argv);
 YAML::Node merge_configuration(const Arguments& arguments);
 
 /// How the CLI builds the user's types from their config sections, and the
-/// callback classes `trainer.callbacks` may name.
+/// callback and logger classes `trainer.callbacks` and `trainer.logger` may name.
 struct Factories {
   std::function<std::shared_ptr<LightningModule>(ConfigSection&)> model;
   std::function<std::shared_ptr<DataModule>(ConfigSection&)> data;
   CallbackRegistry callbacks = CallbackRegistry::with_builtins();
+  LoggerRegistry loggers = LoggerRegistry::with_builtins();
 };
 
 /// Runs a whole command line; returns the process exit code: 0 success,
@@ -52,11 +55,13 @@ int run(int argc, const char* const* argv, const Factories& factories);
 ///
 ///   int main(int argc, char** argv) { return fulgur::cli::run<MyModel, MyData>(argc, argv); }
 ///
-/// Callback types of the program's own are named in YAML like the built-ins
-/// once registered (`registry.add<MyCallback>("MyCallback")`, see
-/// CallbackRegistry) and the registry is passed here.
+/// Callback and logger types of the program's own are named in YAML like the
+/// built-ins once registered (`callbacks.add<MyCallback>("MyCallback")`,
+/// `loggers.add<MyLogger>("MyLogger")`, see CallbackRegistry and
+/// LoggerRegistry) and the registries are passed here.
 template <class Model, class Data>
-int run(int argc, const char* const* argv, CallbackRegistry callbacks = CallbackRegistry::with_builtins()) {
+int run(int argc, const char* const* argv, CallbackRegistry callbacks = CallbackRegistry::with_builtins(),
+        LoggerRegistry loggers = LoggerRegistry::with_builtins()) {
   return run(argc, argv,
              Factories{[](ConfigSection& s) -> std::shared_ptr<LightningModule> {
                          return std::make_shared<Model>(read_options<typename Model::Options>(s));
@@ -64,7 +69,7 @@ int run(int argc, const char* const* argv, CallbackRegistry callbacks = Callback
                        [](ConfigSection& s) -> std::shared_ptr<DataModule> {
                          return std::make_shared<Data>(read_options<typename Data::Options>(s));
                        },
-                       std::move(callbacks)});
+                       std::move(callbacks), std::move(loggers)});
 }
 
 }  // namespace fulgur::cli

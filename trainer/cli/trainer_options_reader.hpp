@@ -10,13 +10,8 @@ namespace fulgur::cli {
 /// checked as declared; `trainer` is that section's node, in which the old
 /// spellings `trainer.bucket_cap_mb`, `find_unused_parameters` and
 /// `broadcast_buffers` are moved under `ddp` with a deprecation line first.
-/// `logger` may also name loggers (read_logger_names); `callbacks` is left
-/// to the CallbackRegistry.
+/// `logger` is left to the LoggerRegistry and `callbacks` to the
+/// CallbackRegistry.
 TrainerOptions read_trainer_options(ConfigSection& section, YAML::Node trainer);
-
-/// `trainer.logger`: true (the default: CSV), false (none), a logger name
-/// ("csv", "tensorboard"), names joined by commas ("csv,tensorboard"), or a
-/// YAML list of names. Returns the names in order; empty means no logger.
-std::vector<std::string> read_logger_names(ConfigSection& section);
 
 }  // namespace fulgur::cli

@@ -4,8 +4,17 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 
 namespace fulgur {
+
+/// The folder `<root_dir>/<name>/version_<version>/` the loggers of one run
+/// share; the version is decided once for all of them (LoggerRegistry).
+struct RunFolder {
+  std::filesystem::path root_dir;
+  std::string name = "fulgur_logs";
+  int64_t version = 0;
+};
 
 /// One past the highest `version_<N>` folder in `dir` (0 if there is none):
 /// the version a new run of a logger writing into `dir` takes.

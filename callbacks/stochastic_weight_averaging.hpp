@@ -1,0 +1,70 @@
+#pragma once
+
+#include <fulgur/callbacks/weight_averaging.hpp>
+#include <fulgur/modules/options.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fulgur {
+
+/// Options of StochasticWeightAveraging, with Lightning's names and defaults.
+#define FULGUR_STOCHASTIC_WEIGHT_AVERAGING_OPTIONS(X)                                                          \
+  X(std::vector<double>, swa_lrs, {}, "SWA learning rate: one for every parameter group, or one per group",   \
+    fulgur::check::Any{})                                                                                      \
+  X(double, swa_epoch_start, 0.8,                                                                              \
+    "first SWA epoch: an integer >= 1 counts epochs (1 = the first); a fraction in (0, 1) of max_epochs",      \
+    fulgur::check::Positive{})                                                                                 \
+  X(int64_t, annealing_epochs, 10, "epochs over which the learning rate moves to swa_lrs",                     \
+    fulgur::check::AtLeast{0})                                                                                 \
+  X(std::string, annealing_strategy, "cos", "cos or linear: the shape of that move",                          \
+    (fulgur::check::OneOf{{"cos", "linear"}}))                                                                 \
+  X(bool, use_buffers, true,                                                                                   \
+    "average BatchNorm's running statistics with the weights (false: keep the last epoch's)",                  \
+    fulgur::check::Any{})
+
+struct StochasticWeightAveragingOptions {
+  StochasticWeightAveragingOptions() = default;
+  explicit StochasticWeightAveragingOptions(double swa_lr) : swa_lrs_({swa_lr}) {}
+  FULGUR_OPTIONS(StochasticWeightAveragingOptions, FULGUR_STOCHASTIC_WEIGHT_AVERAGING_OPTIONS)
+};
+
+/// Stochastic Weight Averaging (Lightning's StochasticWeightAveraging, after
+/// Izmailov et al. 2018): from the SWA epoch on, the module's LR scheduler is
+/// set aside and every parameter group's learning rate moves from its value
+/// then to swa_lrs over annealing_epochs epochs (cosine or linear, as
+/// torch.optim.swa_utils.SWALR), and the weights are folded into an
+/// equal-weight average after every epoch. When training ends the average
+/// becomes the module's weights. BatchNorm's running statistics are averaged
+/// with them (use_buffers, as AveragedModel(use_buffers=True)); Lightning
+/// instead recomputes them in one extra pass over the training data, which
+/// fulgur does not do.
+///
+///   auto swa = std::make_shared<StochasticWeightAveraging>(StochasticWeightAveragingOptions(0.01));
+class StochasticWeightAveraging : public WeightAveraging {
+ public:
+  using Options = StochasticWeightAveragingOptions;
+  explicit StochasticWeightAveraging(StochasticWeightAveragingOptions options);
+
+  std::string state_key() const override { return "StochasticWeightAveraging"; }
+  bool should_update(std::optional<int64_t> step_idx, std::optional<int64_t> epoch_idx) const override;
+  CallbackState state_dict() const override;
+  void load_state_dict(const CallbackState& state) override;
+
+  void on_fit_start(Trainer& trainer, LightningModule& module) override;
+  void on_train_epoch_start(Trainer& trainer, LightningModule& module) override;
+
+  /// The first SWA epoch (from 0), known once fit has started.
+  int64_t swa_start() const { return swa_start_; }
+  /// The learning rate of parameter group `group` in epoch `epoch` (>= swa_start).
+  double learning_rate(size_t group, int64_t epoch) const;
+  const StochasticWeightAveragingOptions& options() const { return options_; }
+
+ private:
+  StochasticWeightAveragingOptions options_;
+  int64_t swa_start_ = 0;
+  std::vector<double> initial_lrs_;  // each group's learning rate when SWA started; empty before
+};
+
+}  // namespace fulgur
