@@ -6,8 +6,9 @@
 #include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
 #include <fulgur/callbacks/learning_rate_monitor.hpp>
 #include <fulgur/callbacks/timer.hpp>
-#include <fulgur/datamodules/cinic10.hpp>
-#include <fulgur/datamodules/imagenet.hpp>
+#include <fulgur/datamodules/datasets/cifar10.hpp>
+#include <fulgur/datamodules/datasets/cinic10.hpp>
+#include <fulgur/datamodules/datasets/imagenet.hpp>
 #include <fulgur/trainer/cli/callback_registry.hpp>
 #include <fulgur/trainer/cli/options_yaml.hpp>
 #include <fulgur/trainer/model_checkpoint.hpp>
@@ -123,6 +124,7 @@ TEST_CASE("options: the option tables of README.md and docs/ are the declaration
   check_readme_table<fulgur::GradientAccumulationSchedulerOptions>();
   check_readme_table<fulgur::ProgressBarOptions>();
   check_readme_table<fulgur::CINIC10Options>();
+  check_readme_table<fulgur::CIFAR10Options>();
   check_readme_table<fulgur::ImageNetOptions>();
   check_readme_table<examples::LitClassifierOptions>();
 }
