@@ -82,7 +82,7 @@ TEST_CASE("HDF5ImageFile: an unreadable image stops packing with its path and le
   fulgur::testing::write_bytes(paths[4], "");  // b/img_1.png, 0 bytes
   const auto result = run_command(kPack + " " + (dir / "images").string() + " " + (dir / "out.h5").string(), 120);
   CHECK(result.exit_code == 2);
-  CHECK(result.output.find("'" + paths[4].string() + "' is empty (0 bytes)") != std::string::npos);
+  CHECK(result.output.find("'" + paths[4].string() + "': empty file (0 bytes)") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir / "out.h5"));
   CHECK_FALSE(std::filesystem::exists(dir / "out.h5.partial"));
   // Usage errors exit 2 too.

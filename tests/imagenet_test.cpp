@@ -240,7 +240,7 @@ TEST_CASE("ImageNet: bad PNGs stop the epoch naming the file, or are skipped onc
   ImageNet strict(options(dir.path()).shuffle(false));
   strict.setup(Stage::Fit);
   CHECK(error_of([&] { epoch(*strict.train_dataloader(), 0); })
-            .find("'" + (train / kWnids[0] / "img_1.png").string() + "' is empty (0 bytes)") != std::string::npos);
+            .find("'" + (train / kWnids[0] / "img_1.png").string() + "': empty file (0 bytes)") != std::string::npos);
 
   ImageNet lenient(options(dir.path()).skip_bad_samples(true));
   lenient.setup(Stage::Fit);
