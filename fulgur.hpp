@@ -26,10 +26,10 @@
 #include <fulgur/modules/batch.hpp>
 #include <fulgur/datamodules/data_loader.hpp>
 #include <fulgur/datamodules/data_module.hpp>
-#include <fulgur/datamodules/dataset.hpp>
-#include <fulgur/datamodules/dataset_loader.hpp>
-#include <fulgur/datamodules/pad_sequences.hpp>
-#include <fulgur/datamodules/tensor_batch_loader.hpp>
+#include <fulgur/datamodules/loading/dataset.hpp>
+#include <fulgur/datamodules/loading/dataset_loader.hpp>
+#include <fulgur/datamodules/loading/pad_sequences.hpp>
+#include <fulgur/datamodules/loading/tensor_batch_loader.hpp>
 #include <fulgur/modules/lightning_module.hpp>
 #include <fulgur/modules/log_options.hpp>
 #include <fulgur/modules/metrics/accuracy.hpp>

@@ -2,7 +2,7 @@
 // data, one intra-op thread per process, a fixed per-process batch. Rank 0
 // appends "<world_size> <samples/s>" for the timed epochs to --model.report.
 // scripts/bench.sh runs it with 1 and 2 processes and prints the ratio.
-#include <fulgur/datamodules/tensor_batch_loader.hpp>
+#include <fulgur/datamodules/loading/tensor_batch_loader.hpp>
 #include <fulgur/strategies/ddp_strategy.hpp>
 #include <fulgur/fulgur.hpp>
 

@@ -1,19 +1,18 @@
-// Throughput of the image input pipeline: ImageFolder + transforms +
-// DatasetLoader, as a training job would iterate it.
+// Throughput of the image input pipeline: class folders (ImageFileList) +
+// a pipeline in an ImageDataset + one DatasetLoader whose set_epoch selects
+// each epoch's augmentation, as a training job would iterate it.
 //
 //   loader_bench ROOT --pipeline imagenet-train|imagenet-val|cinic-train
 //                [--batch_size 64] [--num_workers 2] [--batches 50] [--seed 0]
 //
 // ROOT holds one folder per class. The first batch (thread start-up) is not
 // timed. Prints "loader_bench: <pipeline> <x> img/s" and the peak RSS.
-#include <fulgur/datamodules/compose.hpp>
 #include <fulgur/datamodules/data_error.hpp>
-#include <fulgur/datamodules/dataset_loader.hpp>
-#include <fulgur/datamodules/image_folder.hpp>
-#include <fulgur/datamodules/imagenet_pipelines.hpp>
-#include <fulgur/datamodules/random_crop.hpp>
-#include <fulgur/datamodules/random_horizontal_flip.hpp>
-#include <fulgur/datamodules/transformed_image_folder.hpp>
+#include <fulgur/datamodules/datasets/cinic10.hpp>
+#include <fulgur/datamodules/datasets/imagenet_pipelines.hpp>
+#include <fulgur/datamodules/images/image_dataset.hpp>
+#include <fulgur/datamodules/images/image_file_list.hpp>
+#include <fulgur/datamodules/loading/dataset_loader.hpp>
 
 #include <sys/resource.h>
 
@@ -29,15 +28,11 @@ using namespace fulgur;
 namespace {
 
 std::shared_ptr<const Compose> make_pipeline(const std::string& name) {
-  // The ImageNet DataModule's default pipelines, so the benchmark measures what trains.
+  // The DataModules' own pipelines, so the benchmark measures what trains.
   if (name == "imagenet-train") return imagenet_train_pipeline();
   if (name == "imagenet-val") return imagenet_eval_pipeline();
-  using Steps = std::vector<std::shared_ptr<const Transform>>;
-  if (name == "cinic-train") {
-    return std::make_shared<Compose>(Steps{std::make_shared<RandomCrop>(32, 4), std::make_shared<RandomHorizontalFlip>()},
-                                     Normalize({0.47889522, 0.47227842, 0.43047404},
-                                               {0.24205776, 0.23828046, 0.25874835}));
-  }
+  // CINIC10 with augment: RandomCrop(32, 4) + flip, CINIC-10 statistics.
+  if (name == "cinic-train") return CINIC10::train_pipeline(CINIC10Options("unused").augment(true));
   throw std::invalid_argument("--pipeline: expected imagenet-train, imagenet-val or cinic-train, got '" + name + "'");
 }
 
@@ -64,7 +59,7 @@ int main(int argc, char** argv) {
     torch::set_num_threads(1);
     const std::string pipeline_name = args["--pipeline"];
     auto pipeline = make_pipeline(pipeline_name);
-    auto folder = std::make_shared<const ImageFolder>(argv[1]);
+    auto source = std::make_shared<const ImageFileList>(ImageFileList::from_class_folders(argv[1]));
     const int64_t batches = std::stoll(args["--batches"]);
     const auto options = DatasetLoaderOptions(std::stoll(args["--batch_size"]))
                              .shuffle(true)
@@ -74,10 +69,10 @@ int main(int argc, char** argv) {
     int64_t images = 0;
     int64_t done = 0;
     auto started = std::chrono::steady_clock::now();
+    DatasetLoader loader(std::make_shared<ImageDataset>(source, pipeline, 1234), options);
+    if (loader.size() == 0) throw std::invalid_argument("fewer images than one batch in " + std::string(argv[1]));
     for (int64_t epoch = 0; done <= batches; ++epoch) {
-      DatasetLoader loader(std::make_shared<TransformedImageFolder>(folder, pipeline, 1234, epoch), options);
       loader.set_epoch(epoch);
-      if (loader.size() == 0) throw std::invalid_argument("fewer images than one batch in " + std::string(argv[1]));
       auto it = loader.iterate();
       while (done <= batches) {
         auto batch = it->next();

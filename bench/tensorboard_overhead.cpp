@@ -12,7 +12,7 @@
 #include "../examples/cinic10/lit_classifier.hpp"
 #include "bench_support.hpp"
 
-#include <fulgur/datamodules/cinic10.hpp>
+#include <fulgur/datamodules/datasets/cinic10.hpp>
 #include <fulgur/fulgur.hpp>
 
 #include <fmt/format.h>

@@ -6,7 +6,7 @@
 //   build/bin/trainer_overhead [--epochs 15] [--batches 200] [--batch_size 64] [--threads 2]
 #include "bench_support.hpp"
 
-#include <fulgur/datamodules/tensor_batch_loader.hpp>
+#include <fulgur/datamodules/loading/tensor_batch_loader.hpp>
 #include <fulgur/fulgur.hpp>
 
 #include <fmt/format.h>

@@ -1,7 +1,8 @@
-#include <fulgur/datamodules/cinic10.hpp>
 #include <fulgur/datamodules/data_error.hpp>
-#include <fulgur/datamodules/png_image.hpp>
-#include <fulgur/datamodules/transforms.hpp>
+#include <fulgur/datamodules/datasets/cinic10.hpp>
+#include <fulgur/datamodules/images/codecs/image_tensor.hpp>
+#include <fulgur/datamodules/images/transforms/random_crop.hpp>
+#include <fulgur/datamodules/images/transforms/random_horizontal_flip.hpp>
 #include <fulgur/trainer/cli/config_error.hpp>
 #include <fulgur/trainer/cli/config_section.hpp>
 #include <fulgur/trainer/cli/options_yaml.hpp>
@@ -11,6 +12,7 @@
 #include <doctest/doctest.h>
 
 #include "support/test_support.hpp"
+#include "support/write_png.hpp"
 
 #include <map>
 #include <string>
@@ -43,7 +45,7 @@ struct Fixture {
         for (int i = 0; i < count; ++i) {
           auto generator = at::make_generator<at::CPUGeneratorImpl>(seed++);
           auto image = torch::randint(0, 256, {8, 8, 3}, generator, torch::kUInt8);
-          fulgur::write_png(dir.path() / split / cls / ("img" + std::to_string(i) + ".png"), image);
+          fulgur::testing::write_png(dir.path() / split / cls / ("img" + std::to_string(i) + ".png"), image);
           images[split].push_back(image);
         }
       }
@@ -83,6 +85,12 @@ torch::Tensor expected_normalized(const torch::Tensor& hwc, const std::vector<do
   return out.to(torch::kFloat32);
 }
 
+/// The module's evaluation pipeline (ToTensor + Normalize) on a uint8 HWC image.
+torch::Tensor normalize(const CINIC10Options& options, const torch::Tensor& hwc) {
+  fulgur::SampleRandom unused(0);
+  return (*CINIC10::eval_pipeline(options))(fulgur::tensor_to_image(hwc), unused);
+}
+
 ConfigSection section_of(const std::string& yaml) { return ConfigSection(YAML::Load(yaml), "data"); }
 
 std::string config_error_of(const std::string& yaml) {
@@ -105,10 +113,10 @@ TEST_CASE("CINIC10: setup(Fit) loads train and valid; loaders have the expected 
   data.setup(Stage::Fit);
   CHECK(data.classes() == kClasses);
   CHECK(data.num_classes() == 3);
-  REQUIRE(data.train_dataset() != nullptr);
-  CHECK(data.train_dataset()->size() == 9);
-  CHECK(data.val_dataset()->size() == 6);
-  CHECK(data.test_dataset() == nullptr);
+  REQUIRE(data.train_source() != nullptr);
+  CHECK(data.train_source()->size() == 9);
+  CHECK(data.val_source()->size() == 6);
+  CHECK(data.test_source() == nullptr);
 
   auto train = data.train_dataloader();
   auto val = data.val_dataloader();
@@ -143,6 +151,7 @@ TEST_CASE("CINIC10: images become float CHW, scaled to [0, 1] and normalised per
   CHECK(defaults.batch_size() == 128);
   CHECK(defaults.num_workers() == 2);
   CHECK_FALSE(defaults.augment());
+  CHECK(defaults.crop_size() == 32);
   CHECK(defaults.shuffle());
 
   CINIC10 data(CINIC10Options(fixture.root()).batch_size(4).num_workers(2));
@@ -159,15 +168,15 @@ TEST_CASE("CINIC10: images become float CHW, scaled to [0, 1] and normalised per
   const double v = fixture.images["valid"][0][0][0][1].item<uint8_t>();
   CHECK(inputs[0][1][0][0].item<float>() == doctest::Approx((v / 255.0 - 0.47227842) / 0.23828046).epsilon(1e-6));
 
-  CINIC10 unit(CINIC10Options(fixture.root()).num_workers(0).mean({0.5, 0.5, 0.5}).std({0.5, 0.5, 0.5}));
+  const auto unit = CINIC10Options(fixture.root()).num_workers(0).mean({0.5, 0.5, 0.5}).std({0.5, 0.5, 0.5});
   const auto white = torch::full({2, 2, 3}, 255, torch::kUInt8);
-  CHECK(torch::allclose(unit.normalize(white), torch::ones({3, 2, 2})));
-  CHECK(torch::allclose(unit.normalize(torch::zeros({2, 2, 3}, torch::kUInt8)), -torch::ones({3, 2, 2})));
+  CHECK(torch::allclose(normalize(unit, white), torch::ones({3, 2, 2})));
+  CHECK(torch::allclose(normalize(unit, torch::zeros({2, 2, 3}, torch::kUInt8)), -torch::ones({3, 2, 2})));
 }
 
-TEST_CASE("CINIC10: augmentation shifts by at most 12.5%, is fixed by (seed, epoch) and independent of num_workers") {
+TEST_CASE("CINIC10: augmentation crops with padding and flips, is fixed by (seed, epoch) and independent of num_workers") {
   Fixture fixture("cinic_augment", {{"train", 6}, {"valid", 1}, {"test", 1}});
-  const auto options = CINIC10Options(fixture.root()).batch_size(5).num_workers(0).augment(true).seed(11);
+  const auto options = CINIC10Options(fixture.root()).batch_size(5).num_workers(0).augment(true).crop_size(8).seed(11);
 
   CINIC10 data(CINIC10Options(options).shuffle(false));
   data.setup(Stage::Fit);
@@ -176,23 +185,36 @@ TEST_CASE("CINIC10: augmentation shifts by at most 12.5%, is fixed by (seed, epo
   REQUIRE(epoch0.size(0) == 18);
   CHECK(torch::equal(inputs_of(collect(*train)), epoch0));
 
-  // Every image is its original shifted by some (dy, dx) in [-1, 1]^2 (8 px / 8), zero-filled.
-  int shifted = 0;
+  // Every image is an 8x8 window of its original padded by 1 (8 / 8) with
+  // zeros, at (top, left) in [0, 2]^2, mirrored or not.
+  const fulgur::RandomCrop crop(8, 1);
+  const fulgur::RandomHorizontalFlip mirror(1.0);
+  int moved = 0;
+  int flipped = 0;
   for (int64_t i = 0; i < 18; ++i) {
     CAPTURE(i);
-    const auto& original = fixture.images["train"][i];
+    const auto original = fulgur::tensor_to_image(fixture.images["train"][i]);
     bool matched = false;
-    for (int64_t dy = -1; dy <= 1 && !matched; ++dy) {
-      for (int64_t dx = -1; dx <= 1 && !matched; ++dx) {
-        if (torch::equal(epoch0[i], data.normalize(fulgur::translate_hwc(original, dy, dx)))) {
-          matched = true;
-          shifted += (dy != 0 || dx != 0) ? 1 : 0;
+    for (int64_t top = 0; top <= 2 && !matched; ++top) {
+      for (int64_t left = 0; left <= 2 && !matched; ++left) {
+        for (const bool flip : {false, true}) {
+          fulgur::SampleRandom unused(0);
+          fulgur::Image window = crop.crop_at(original, top, left);
+          if (flip) window = mirror.apply(std::move(window), unused);
+          if (torch::equal(epoch0[i], normalize(options, fulgur::image_to_tensor(std::move(window))))) {
+            matched = true;
+            moved += (top != 1 || left != 1) ? 1 : 0;
+            flipped += flip ? 1 : 0;
+            break;
+          }
         }
       }
     }
     CHECK(matched);
   }
-  CHECK(shifted >= 9);  // 8 of 9 shifts move the image; all-zero shifts would mean no augmentation
+  CHECK(moved >= 9);  // 8 of 9 windows move the image; none would mean no augmentation
+  CHECK(flipped >= 3);
+  CHECK(flipped <= 15);
 
   train->set_epoch(1);
   const auto epoch1 = inputs_of(collect(*train));
@@ -216,12 +238,22 @@ TEST_CASE("CINIC10: augmentation shifts by at most 12.5%, is fixed by (seed, epo
 
   // Validation images are never augmented.
   const auto valid = inputs_of(collect(*data.val_dataloader()));
-  CHECK(torch::equal(valid[0], data.normalize(fixture.images["valid"][0])));
+  CHECK(torch::equal(valid[0], normalize(options, fixture.images["valid"][0])));
+
+  // A window larger than the padded images is one DataError naming the image.
+  CINIC10 too_big(CINIC10Options(options).crop_size(16).shuffle(false));
+  too_big.setup(Stage::Fit);
+  const std::string first = (fs::path(fixture.root()) / "train" / "airplane" / "img0.png").string();
+  CHECK_THROWS_WITH_AS(too_big.train_dataloader()->iterate()->next(),
+                       ("[ImageDataset::get] transform failed on '" + first +
+                        "': [RandomCrop::apply] a 8x8 image padded by 2 is smaller than the 16x16 crop")
+                           .c_str(),
+                       DataError);
 }
 
 TEST_CASE("CINIC10: an unset seed follows torch::manual_seed") {
   Fixture fixture("cinic_seed");
-  const auto options = CINIC10Options(fixture.root()).batch_size(4).num_workers(0).augment(true);
+  const auto options = CINIC10Options(fixture.root()).batch_size(4).num_workers(0).augment(true).crop_size(8);
   CINIC10 data(options);
   data.setup(Stage::Fit);
   torch::manual_seed(21);
@@ -251,7 +283,7 @@ TEST_CASE("CINIC10: a missing split folder is one DataError naming its path") {
 
   // Splits must list the same classes, since labels are class indices.
   fs::create_directories(fs::path(fixture.root()) / "valid" / "airplane");
-  fulgur::write_png(fs::path(fixture.root()) / "valid" / "airplane" / "a.png", torch::zeros({8, 8, 3}, torch::kUInt8));
+  fulgur::testing::write_png(fs::path(fixture.root()) / "valid" / "airplane" / "a.png", torch::zeros({8, 8, 3}, torch::kUInt8));
   CINIC10 mismatched(CINIC10Options(fixture.root()).num_workers(0));
   CHECK_THROWS_WITH_AS(mismatched.setup(Stage::Fit),
                        "[CINIC10::setup] split 'valid' has classes [airplane] but 'train' has [airplane, cat, ship]",
@@ -281,13 +313,14 @@ TEST_CASE("CINIC10: options are validated at construction") {
 TEST_CASE("CINIC10Options from YAML: reads every key and rejects invalid values") {
   Fixture fixture("cinic_config");
   auto section = section_of("{root: '" + fixture.root() +
-                            "', batch_size: 16, num_workers: 0, augment: true, shuffle: false, "
+                            "', batch_size: 16, num_workers: 0, augment: true, crop_size: 24, shuffle: false, "
                             "mean: [0.1, 0.2, 0.3], std: [1, 2, 3], seed: 5}");
   const auto options = fulgur::cli::read_options<CINIC10Options>(section);
   CHECK(options.root() == fixture.root());
   CHECK(options.batch_size() == 16);
   CHECK(options.num_workers() == 0);
   CHECK(options.augment());
+  CHECK(options.crop_size() == 24);
   CHECK_FALSE(options.shuffle());
   CHECK(options.mean() == std::vector<double>{0.1, 0.2, 0.3});
   CHECK(options.std() == std::vector<double>{1.0, 2.0, 3.0});

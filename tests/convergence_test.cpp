@@ -1,6 +1,6 @@
 #include "support/test_support.hpp"
 
-#include <fulgur/datamodules/tensor_batch_loader.hpp>
+#include <fulgur/datamodules/loading/tensor_batch_loader.hpp>
 #include <fulgur/fulgur.hpp>
 
 #include <doctest/doctest.h>

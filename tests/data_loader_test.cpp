@@ -1,7 +1,7 @@
 #include <fulgur/datamodules/data_error.hpp>
-#include <fulgur/datamodules/dataset_loader.hpp>
-#include <fulgur/datamodules/tensor_batch_loader.hpp>
-#include <fulgur/datamodules/tensor_dataset.hpp>
+#include <fulgur/datamodules/loading/dataset_loader.hpp>
+#include <fulgur/datamodules/loading/tensor_batch_loader.hpp>
+#include <fulgur/datamodules/datasets/tensor_dataset.hpp>
 
 #include <algorithm>
 #include <atomic>

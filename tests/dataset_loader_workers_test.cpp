@@ -1,7 +1,7 @@
 // DatasetLoader's worker threads: persistence across epochs, shutdown with a
 // full prefetch window, pinned memory fallback, and skipping bad samples.
 #include <fulgur/datamodules/data_error.hpp>
-#include <fulgur/datamodules/dataset_loader.hpp>
+#include <fulgur/datamodules/loading/dataset_loader.hpp>
 
 #include <torch/torch.h>
 
@@ -66,7 +66,7 @@ class BadFilesDataset : public Dataset {
   int64_t size() const override { return n_; }
   Example get(int64_t index) const override {
     attempts.fetch_add(1);
-    if (bad_.count(index)) throw DataError("[read_png] '/data/img" + std::to_string(index) + ".png' is truncated");
+    if (bad_.count(index)) throw DataError("[read_image] '/data/img" + std::to_string(index) + ".png' is truncated");
     return {torch::full({1}, static_cast<float>(index)), index};
   }
   mutable std::atomic<int64_t> attempts{0};
@@ -164,7 +164,7 @@ TEST_CASE("DatasetLoader: skip_bad_samples replaces bad samples, logs each once 
     // 3 and 4 are replaced by the next good sample (5); 19 wraps around to 0.
     CHECK(epoch0 == std::vector<int64_t>{0, 1, 2, 5, 5, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 0});
     CHECK(loader.bad_samples().count() == 3);
-    CHECK(loader.bad_samples().reason(19) == "[read_png] '/data/img19.png' is truncated");
+    CHECK(loader.bad_samples().reason(19) == "[read_image] '/data/img19.png' is truncated");
     // A second epoch does not read the known-bad files again.
     const int64_t attempts = dataset->attempts.load();
     CHECK(run_epoch(loader, 1) == epoch0);
@@ -175,7 +175,7 @@ TEST_CASE("DatasetLoader: skip_bad_samples replaces bad samples, logs each once 
   // Without the option the first bad file stops the epoch, naming its path.
   DatasetLoader strict(dataset, DatasetLoaderOptions(4).num_workers(2).seed(0));
   auto it = strict.iterate();
-  CHECK_THROWS_WITH_AS(it->next(), "[read_png] '/data/img3.png' is truncated", DataError);
+  CHECK_THROWS_WITH_AS(it->next(), "[read_image] '/data/img3.png' is truncated", DataError);
 }
 
 TEST_CASE("DatasetLoader: skip_bad_samples fails clearly when every sample is bad") {
@@ -183,7 +183,7 @@ TEST_CASE("DatasetLoader: skip_bad_samples fails clearly when every sample is ba
   DatasetLoader loader(dataset, DatasetLoaderOptions(2).skip_bad_samples(true).seed(0));
   auto it = loader.iterate();
   CHECK_THROWS_WITH_AS(it->next(),
-                       "[DatasetLoader] skip_bad_samples: every one of the 3 samples is bad; the first: [read_png] "
+                       "[DatasetLoader] skip_bad_samples: every one of the 3 samples is bad; the first: [read_image] "
                        "'/data/img0.png' is truncated",
                        DataError);
 }

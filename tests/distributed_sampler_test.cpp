@@ -2,7 +2,7 @@
 // run by the venv's Python for the same arguments.
 #include "support/test_support.hpp"
 
-#include <fulgur/datamodules/distributed_sampler.hpp>
+#include <fulgur/datamodules/loading/distributed_sampler.hpp>
 
 #include <torch/torch.h>
 

@@ -5,10 +5,10 @@
 #include "support/test_support.hpp"
 
 #include <fulgur/datamodules/data_error.hpp>
-#include <fulgur/datamodules/dataset_loader.hpp>
-#include <fulgur/datamodules/encoded_image_dataset.hpp>
-#include <fulgur/datamodules/hdf5_image_file.hpp>
-#include <fulgur/datamodules/image_file_list.hpp>
+#include <fulgur/datamodules/images/hdf5_image_file.hpp>
+#include <fulgur/datamodules/images/image_dataset.hpp>
+#include <fulgur/datamodules/images/image_file_list.hpp>
+#include <fulgur/datamodules/loading/dataset_loader.hpp>
 
 #include <torch/torch.h>
 
@@ -58,8 +58,8 @@ TEST_CASE("HDF5ImageFile: fulgur_pack packs a folder; bytes, labels, names and p
   }
   CHECK(pack.name(4) == (dir / "train.h5").string() + ":cat/img_4.png");
   // Decoded through the datasets: the same tensors from the pack and the files, in any thread.
-  auto from_pack = std::make_shared<fulgur::EncodedImageDataset>(std::make_shared<HDF5ImageFile>(dir / "train.h5"));
-  auto from_files = std::make_shared<fulgur::EncodedImageDataset>(std::make_shared<ImageFileList>(files));
+  auto from_pack = std::make_shared<fulgur::ImageDataset>(std::make_shared<HDF5ImageFile>(dir / "train.h5"));
+  auto from_files = std::make_shared<fulgur::ImageDataset>(std::make_shared<ImageFileList>(files));
   fulgur::DatasetLoader a(from_pack, fulgur::DatasetLoaderOptions(4).num_workers(3).seed(0));
   fulgur::DatasetLoader b(from_files, fulgur::DatasetLoaderOptions(4).seed(0));
   auto ia = a.iterate();
@@ -82,7 +82,7 @@ TEST_CASE("HDF5ImageFile: an unreadable image stops packing with its path and le
   fulgur::testing::write_bytes(paths[4], "");  // b/img_1.png, 0 bytes
   const auto result = run_command(kPack + " " + (dir / "images").string() + " " + (dir / "out.h5").string(), 120);
   CHECK(result.exit_code == 2);
-  CHECK(result.output.find("'" + paths[4].string() + "' is empty (0 bytes)") != std::string::npos);
+  CHECK(result.output.find("'" + paths[4].string() + "': empty file (0 bytes)") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir / "out.h5"));
   CHECK_FALSE(std::filesystem::exists(dir / "out.h5.partial"));
   // Usage errors exit 2 too.

@@ -1,18 +1,19 @@
 // Image decoding against Pillow (the reference torchvision's ImageFolder
 // uses), partial JPEG decoding, and bad input: each bad file gives one
 // DataError naming the path and the reason, and the CLI exits 2.
-#include <fulgur/datamodules/cinic10.hpp>
 #include <fulgur/datamodules/data_error.hpp>
-#include <fulgur/datamodules/image_codec.hpp>
-#include <fulgur/datamodules/image_decode.hpp>
-#include <fulgur/datamodules/image_folder.hpp>
-#include <fulgur/datamodules/image_ops.hpp>
-#include <fulgur/datamodules/png_image.hpp>
+#include <fulgur/datamodules/datasets/cinic10.hpp>
+#include <fulgur/datamodules/images/codecs/image_codec.hpp>
+#include <fulgur/datamodules/images/codecs/image_tensor.hpp>
+#include <fulgur/datamodules/images/image_dataset.hpp>
+#include <fulgur/datamodules/images/image_file_list.hpp>
+#include <fulgur/datamodules/images/transforms/image_ops.hpp>
 
 #include <doctest/doctest.h>
 
 #include "support/image_golden.hpp"
 #include "support/test_support.hpp"
+#include "support/write_png.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -36,7 +37,10 @@ using fulgur::testing::TempDir;
 
 namespace {
 
-std::vector<uint8_t> bytes_of(const fs::path& path) { return fulgur::read_image_bytes(path); }
+std::vector<uint8_t> bytes_of(const fs::path& path) {
+  const std::string bytes = fulgur::read_image_bytes(path);
+  return {bytes.begin(), bytes.end()};
+}
 
 Image decode_file(const fs::path& path, const DecodeRequest& request = {}) {
   const auto bytes = bytes_of(path);
@@ -235,7 +239,7 @@ TEST_CASE("decode_image: bad files give one DataError naming the path and the re
                  "[decode_image] 'bomb': the header claims 60000x60000 pixels"));
 }
 
-TEST_CASE("ImageFolder: .jpg/.jpeg/.JPEG/.png are images; bad entries fail in get() with their reason") {
+TEST_CASE("class folders: .jpg/.jpeg/.JPEG/.png are images; bad entries fail in get() with their reason") {
   const ImageGolden& golden = ImageGolden::get();
   TempDir dir("folder-mixed");
   fs::create_directories(dir / "cat");
@@ -246,7 +250,8 @@ TEST_CASE("ImageFolder: .jpg/.jpeg/.JPEG/.png are images; bad entries fail in ge
   fs::copy_file(golden.file("rgb.png"), dir / "dog" / "nested.jpg" / "d.png");
   fs::create_symlink(dir / "gone.png", dir / "dog" / "e.png");
   write_bytes(dir / "dog" / "notes.txt", {'x'});
-  const fulgur::ImageFolder folder(dir.path());
+  const fulgur::ImageDataset folder(
+      std::make_shared<const fulgur::ImageFileList>(fulgur::ImageFileList::from_class_folders(dir.path())));
   REQUIRE(folder.size() == 5);
   CHECK(folder.get(0).input.sizes() == torch::IntArrayRef({3, 375, 500}));
   // Sorted by path: dog/e.png before dog/nested.jpg/d.png.
@@ -254,7 +259,7 @@ TEST_CASE("ImageFolder: .jpg/.jpeg/.JPEG/.png are images; bad entries fail in ge
   CHECK(contains(data_error_of([&] { folder.get(3); }), "'" + (dir / "dog" / "e.png").string() +
                                                             "': dangling symbolic link"));
   fs::create_directories(dir / "empty_class");
-  CHECK(contains(data_error_of([&] { fulgur::ImageFolder{dir.path()}; }),
+  CHECK(contains(data_error_of([&] { fulgur::ImageFileList::from_class_folders(dir.path()); }),
                  "class folder '" + (dir / "empty_class").string() + "' contains no images (.jpg, .jpeg or .png)"));
 }
 
@@ -273,7 +278,7 @@ TEST_CASE("cinic10 CLI: every kind of bad input exits 2 with one line naming the
       for (const char* cls : {"a", "b"}) {
         fs::create_directories(root / split / cls);
         for (int i = 0; i < 3; ++i) {
-          fulgur::write_png(root / split / cls / ("img" + std::to_string(i) + ".png"),
+          fulgur::testing::write_png(root / split / cls / ("img" + std::to_string(i) + ".png"),
                             torch::full({8, 8, 3}, 40 * i, torch::kUInt8));
         }
       }

@@ -1,20 +1,19 @@
 // The uint8 transforms against torchvision on fixed parameters (golden
 // values from tests/golden/make_image_golden.py), and the per-sample
 // determinism of random augmentation.
-#include <fulgur/datamodules/center_crop.hpp>
-#include <fulgur/datamodules/compose.hpp>
-#include <fulgur/datamodules/dataset_loader.hpp>
-#include <fulgur/datamodules/image_codec.hpp>
-#include <fulgur/datamodules/image_decode.hpp>
-#include <fulgur/datamodules/image_folder.hpp>
-#include <fulgur/datamodules/normalize.hpp>
-#include <fulgur/datamodules/random_crop.hpp>
-#include <fulgur/datamodules/random_horizontal_flip.hpp>
-#include <fulgur/datamodules/random_resized_crop.hpp>
-#include <fulgur/datamodules/resize.hpp>
-#include <fulgur/datamodules/to_tensor.hpp>
-#include <fulgur/datamodules/transformed_image_folder.hpp>
-#include <fulgur/datamodules/transforms.hpp>
+#include <fulgur/datamodules/images/codecs/image_codec.hpp>
+#include <fulgur/datamodules/images/codecs/image_tensor.hpp>
+#include <fulgur/datamodules/images/image_dataset.hpp>
+#include <fulgur/datamodules/images/image_file_list.hpp>
+#include <fulgur/datamodules/images/transforms/center_crop.hpp>
+#include <fulgur/datamodules/images/transforms/compose.hpp>
+#include <fulgur/datamodules/images/transforms/normalize.hpp>
+#include <fulgur/datamodules/images/transforms/random_crop.hpp>
+#include <fulgur/datamodules/images/transforms/random_horizontal_flip.hpp>
+#include <fulgur/datamodules/images/transforms/random_resized_crop.hpp>
+#include <fulgur/datamodules/images/transforms/resize.hpp>
+#include <fulgur/datamodules/images/transforms/to_tensor.hpp>
+#include <fulgur/datamodules/loading/dataset_loader.hpp>
 
 #include <doctest/doctest.h>
 
@@ -35,9 +34,11 @@ using fulgur::testing::TempDir;
 
 namespace {
 
+const uint8_t* data_of(const std::string& bytes) { return reinterpret_cast<const uint8_t*>(bytes.data()); }
+
 Image decode_file(const fs::path& path) {
   const auto bytes = read_image_bytes(path);
-  return decode_image_rgb(bytes.data(), bytes.size(), path.string());
+  return decode_image_rgb(data_of(bytes), bytes.size(), path.string());
 }
 
 Image copy(const Image& image) {
@@ -143,15 +144,15 @@ TEST_CASE("transforms: partial decoding gives the same sample as decoding everyt
     const auto bytes = read_image_bytes(golden.file(name));
     for (uint64_t seed = 0; seed < 8; ++seed) {
       SampleRandom a(seed), b(seed);
-      const torch::Tensor partial = train.decode(bytes.data(), bytes.size(), name, a);
-      const torch::Tensor whole = train(decode_image_rgb(bytes.data(), bytes.size(), name), b);
+      const torch::Tensor partial = train.decode(data_of(bytes), bytes.size(), name, a);
+      const torch::Tensor whole = train(decode_image_rgb(data_of(bytes), bytes.size(), name), b);
       CHECK(partial.sizes() == torch::IntArrayRef({3, 224, 224}));
       CHECK(torch::equal(partial, whole));
     }
   }
 }
 
-TEST_CASE("TransformedImageFolder: augmentation depends on (seed, epoch, index), not on loader threads") {
+TEST_CASE("ImageDataset: augmentation depends on (seed, epoch, index), not on loader threads") {
   const ImageGolden& golden = ImageGolden::get();
   TempDir dir("transformed-folder");
   for (const char* cls : {"a", "b"}) {
@@ -160,24 +161,30 @@ TEST_CASE("TransformedImageFolder: augmentation depends on (seed, epoch, index),
       fs::copy_file(golden.file(name), dir / cls / name);
     }
   }
-  auto folder = std::make_shared<const ImageFolder>(dir.path());
+  auto source = std::make_shared<const ImageFileList>(ImageFileList::from_class_folders(dir.path()));
   auto pipeline = std::make_shared<const Compose>(
       std::vector<std::shared_ptr<const Transform>>{std::make_shared<RandomResizedCrop>(64),
                                                      std::make_shared<RandomHorizontalFlip>()},
       Normalize(kMean, kStd));
-  auto epoch_batches = [&](int64_t epoch, int64_t workers) {
-    auto view = std::make_shared<TransformedImageFolder>(folder, pipeline, 42, epoch);
-    DatasetLoader loader(view, DatasetLoaderOptions(3).num_workers(workers).seed(5));
+  auto dataset = std::make_shared<const ImageDataset>(source, pipeline, 42);
+  // One loader per worker count; the epoch comes from set_epoch, as the Trainer sets it.
+  auto epoch_batches = [&](DatasetLoader& loader, int64_t epoch) {
+    loader.set_epoch(epoch);
     auto it = loader.iterate();
     std::vector<torch::Tensor> inputs;
     while (auto batch = it->next()) inputs.push_back(batch->input);
     return torch::cat(inputs);
   };
-  const torch::Tensor serial = epoch_batches(0, 0);
+  DatasetLoader serial_loader(dataset, DatasetLoaderOptions(3).num_workers(0).seed(5));
+  DatasetLoader threaded_loader(dataset, DatasetLoaderOptions(3).num_workers(3).persistent_workers(true).seed(5));
+  const torch::Tensor serial = epoch_batches(serial_loader, 0);
   CHECK(serial.sizes() == torch::IntArrayRef({10, 3, 64, 64}));
-  CHECK(torch::equal(serial, epoch_batches(0, 3)));
-  CHECK_FALSE(torch::equal(serial, epoch_batches(1, 0)));
+  CHECK(torch::equal(serial, epoch_batches(threaded_loader, 0)));
+  const torch::Tensor epoch1 = epoch_batches(serial_loader, 1);
+  CHECK_FALSE(torch::equal(serial, epoch1));
+  CHECK(torch::equal(epoch1, epoch_batches(threaded_loader, 1)));
+  CHECK(torch::equal(serial, epoch_batches(threaded_loader, 0)));
   // Sample i alone, with its own seed, is what the loader produced.
-  TransformedImageFolder view(folder, pipeline, 42, 0);
-  CHECK(torch::equal(view.get(7).input, serial[7]));
+  CHECK(torch::equal(dataset->get(7).input, serial[7]));
+  CHECK(torch::equal(dataset->at_epoch(1)->get(7).input, epoch1[7]));
 }

@@ -3,14 +3,15 @@
 // and HDF5 packs.
 #include "support/image_tree.hpp"
 #include "support/test_support.hpp"
+#include "support/write_png.hpp"
 
 #include <fulgur/datamodules/data_error.hpp>
-#include <fulgur/datamodules/dataset_loader.hpp>
-#include <fulgur/datamodules/hdf5_image_file.hpp>
-#include <fulgur/datamodules/image_file_list.hpp>
-#include <fulgur/datamodules/imagenet.hpp>
-#include <fulgur/datamodules/imagenet_pipelines.hpp>
-#include <fulgur/datamodules/transforms.hpp>
+#include <fulgur/datamodules/datasets/imagenet.hpp>
+#include <fulgur/datamodules/datasets/imagenet_pipelines.hpp>
+#include <fulgur/datamodules/images/hdf5_image_file.hpp>
+#include <fulgur/datamodules/images/image_file_list.hpp>
+#include <fulgur/datamodules/images/transforms/transform.hpp>
+#include <fulgur/datamodules/loading/dataset_loader.hpp>
 #include <fulgur/trainer/cli/config_error.hpp>
 #include <fulgur/trainer/cli/options_yaml.hpp>
 
@@ -178,7 +179,7 @@ TEST_CASE("ImageNet: flat val/ labelled by LOC_val_solution.csv") {
   csv << "ImageId,PredictionString\n";
   for (int64_t i = 0; i < 5; ++i) {
     const std::string id = "ILSVRC2012_val_0000000" + std::to_string(i + 1);
-    fulgur::write_png(dir / "val" / (id + ".png"), fulgur::testing::class_image(i % 3, i));
+    fulgur::testing::write_png(dir / "val" / (id + ".png"), fulgur::testing::class_image(i % 3, i));
     csv << id << "," << kWnids[static_cast<size_t>(i % 3)] << " 1 2 3 4 " << kWnids[static_cast<size_t>(i % 3)]
         << " 5 6 7 8\n";
   }
@@ -239,7 +240,7 @@ TEST_CASE("ImageNet: bad PNGs stop the epoch naming the file, or are skipped onc
   ImageNet strict(options(dir.path()).shuffle(false));
   strict.setup(Stage::Fit);
   CHECK(error_of([&] { epoch(*strict.train_dataloader(), 0); })
-            .find("'" + (train / kWnids[0] / "img_1.png").string() + "' is empty (0 bytes)") != std::string::npos);
+            .find("'" + (train / kWnids[0] / "img_1.png").string() + "': empty file (0 bytes)") != std::string::npos);
 
   ImageNet lenient(options(dir.path()).skip_bad_samples(true));
   lenient.setup(Stage::Fit);

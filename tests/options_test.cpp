@@ -13,8 +13,9 @@
 #include <fulgur/callbacks/on_exception_checkpoint.hpp>
 #include <fulgur/callbacks/throughput_monitor.hpp>
 #include <fulgur/callbacks/timer.hpp>
-#include <fulgur/datamodules/cinic10.hpp>
-#include <fulgur/datamodules/imagenet.hpp>
+#include <fulgur/datamodules/datasets/cifar10.hpp>
+#include <fulgur/datamodules/datasets/cinic10.hpp>
+#include <fulgur/datamodules/datasets/imagenet.hpp>
 #include <fulgur/trainer/cli/callback_registry.hpp>
 #include <fulgur/trainer/cli/options_yaml.hpp>
 #include <fulgur/trainer/model_checkpoint.hpp>
@@ -139,6 +140,7 @@ TEST_CASE("options: the option tables of README.md and docs/ are the declaration
   check_readme_table<fulgur::DeviceStatsMonitorOptions>();
   check_readme_table<fulgur::OnExceptionCheckpointOptions>();
   check_readme_table<fulgur::CINIC10Options>();
+  check_readme_table<fulgur::CIFAR10Options>();
   check_readme_table<fulgur::ImageNetOptions>();
   check_readme_table<examples::LitClassifierOptions>();
 }

@@ -4,7 +4,7 @@
 #include "support/test_support.hpp"
 #include "support/tiny_modules.hpp"
 
-#include <fulgur/datamodules/default_num_workers.hpp>
+#include <fulgur/datamodules/loading/default_num_workers.hpp>
 #include <fulgur/strategies/slurm_environment.hpp>
 #include <fulgur/trainer/run_identity.hpp>
 #include <fulgur/trainer/signal_connector.hpp>

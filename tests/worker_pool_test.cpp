@@ -1,6 +1,6 @@
 // WorkerPool threads run tensor ops on one intra-op thread (PyTorch's
 // DataLoader workers do the same), leaving the training thread's setting alone.
-#include <fulgur/datamodules/worker_pool.hpp>
+#include <fulgur/datamodules/loading/worker_pool.hpp>
 
 #include <doctest/doctest.h>
 #include <torch/torch.h>

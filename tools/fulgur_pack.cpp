@@ -8,9 +8,9 @@
 //                                      flat val/ with LOC_val_solution.csv)
 //                                      -> OUTDIR/train.h5, OUTDIR/val.h5
 #include <fulgur/datamodules/data_error.hpp>
-#include <fulgur/datamodules/hdf5_image_file.hpp>
-#include <fulgur/datamodules/image_file_list.hpp>
-#include <fulgur/datamodules/imagenet.hpp>
+#include <fulgur/datamodules/images/hdf5_image_file.hpp>
+#include <fulgur/datamodules/images/image_file_list.hpp>
+#include <fulgur/datamodules/datasets/imagenet.hpp>
 
 #include <filesystem>
 #include <iostream>

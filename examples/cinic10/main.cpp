@@ -5,7 +5,7 @@
 //   build/bin/cinic10 fit --print_config
 #include "lit_classifier.hpp"
 
-#include <fulgur/datamodules/cinic10.hpp>
+#include <fulgur/datamodules/datasets/cinic10.hpp>
 
 int main(int argc, char** argv) {
   return fulgur::cli::run<examples::LitClassifier, fulgur::CINIC10>(argc, argv);

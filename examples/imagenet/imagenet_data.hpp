@@ -1,6 +1,6 @@
 #pragma once
 
-#include <fulgur/datamodules/imagenet.hpp>
+#include <fulgur/datamodules/datasets/imagenet.hpp>
 
 #include <iostream>
 

@@ -1,8 +1,8 @@
 // libFuzzer target for the image decoders: any bytes must give an image or
 // a DataError, never a crash, a hang, a leak or a sanitizer report.
 #include <fulgur/datamodules/data_error.hpp>
-#include <fulgur/datamodules/image_codec.hpp>
-#include <fulgur/datamodules/image_ops.hpp>
+#include <fulgur/datamodules/images/codecs/image_codec.hpp>
+#include <fulgur/datamodules/images/transforms/image_ops.hpp>
 
 #include <algorithm>
 #include <cstddef>

@@ -1,5 +1,5 @@
 // Trains a linear model for a few steps through the installed fulgur.
-#include <fulgur/datamodules/tensor_batch_loader.hpp>
+#include <fulgur/datamodules/loading/tensor_batch_loader.hpp>
 #include <fulgur/fulgur.hpp>
 
 #include <iostream>

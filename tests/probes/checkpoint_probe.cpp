@@ -11,8 +11,8 @@
 //       final parameters to --model.output; with --model.save_at_step K it
 //       also calls trainer.save_checkpoint(<run folder>/checkpoints/step=K.ckpt)
 //       from on_train_batch_end at step K.
-#include <fulgur/datamodules/dataset_loader.hpp>
-#include <fulgur/datamodules/tensor_dataset.hpp>
+#include <fulgur/datamodules/loading/dataset_loader.hpp>
+#include <fulgur/datamodules/datasets/tensor_dataset.hpp>
 #include <fulgur/fulgur.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
 

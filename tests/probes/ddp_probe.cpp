@@ -3,8 +3,8 @@
 // parameters (rank 0) to --model.output so runs can be compared.
 //
 //   ddp_probe fit --trainer.devices 2 --data.batch_size 8 --model.output params.pt
-#include <fulgur/datamodules/dataset_loader.hpp>
-#include <fulgur/datamodules/tensor_dataset.hpp>
+#include <fulgur/datamodules/loading/dataset_loader.hpp>
+#include <fulgur/datamodules/datasets/tensor_dataset.hpp>
 #include <fulgur/fulgur.hpp>
 #include <fulgur/strategies/horovod_strategy.hpp>
 

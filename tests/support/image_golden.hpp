@@ -3,7 +3,7 @@
 // Reference results of Pillow and torchvision, made by the checked-in
 // tests/golden/make_image_golden.py with the venv's Python, once per test
 // binary run, into a temporary folder.
-#include <fulgur/datamodules/image.hpp>
+#include <fulgur/datamodules/images/image.hpp>
 
 #include "test_support.hpp"
 

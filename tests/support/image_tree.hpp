@@ -3,7 +3,7 @@
 // Small trees of real PNG files for the dataset tests: learnable images
 // (each class has its own dominant colour) and the bad files a real dataset
 // contains.
-#include <fulgur/datamodules/png_image.hpp>
+#include "write_png.hpp"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
@@ -34,7 +34,7 @@ inline std::vector<std::filesystem::path> write_class_folders(const std::filesys
     std::filesystem::create_directories(dir / classes[c]);
     for (int64_t i = 0; i < per_class; ++i) {
       const auto path = dir / classes[c] / ("img_" + std::to_string(i) + ".png");
-      fulgur::write_png(path, class_image(static_cast<int64_t>(c), seed + static_cast<int64_t>(c) * 1000 + i, side));
+      write_png(path, class_image(static_cast<int64_t>(c), seed + static_cast<int64_t>(c) * 1000 + i, side));
       paths.push_back(path);
     }
   }

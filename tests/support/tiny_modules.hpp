@@ -2,7 +2,7 @@
 
 // Small LightningModules and DataModules the trainer tests share.
 
-#include <fulgur/datamodules/tensor_batch_loader.hpp>
+#include <fulgur/datamodules/loading/tensor_batch_loader.hpp>
 #include <fulgur/fulgur.hpp>
 
 #include <string>

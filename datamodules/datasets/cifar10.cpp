@@ -1,0 +1,64 @@
+#include <fulgur/datamodules/datasets/cifar10.hpp>
+
+#include <fulgur/datamodules/images/image_dataset.hpp>
+#include <fulgur/datamodules/images/transforms/random_crop.hpp>
+#include <fulgur/datamodules/images/transforms/random_horizontal_flip.hpp>
+#include <fulgur/datamodules/loading/dataset_loader.hpp>
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <stdexcept>
+
+namespace fulgur {
+
+CIFAR10::CIFAR10(CIFAR10Options options) : options_(std::move(options)) { options_.validate(); }
+
+std::shared_ptr<const Compose> CIFAR10::train_pipeline(const CIFAR10Options& options) {
+  if (!options.augment()) return eval_pipeline(options);
+  using Steps = std::vector<std::shared_ptr<const Transform>>;
+  return std::make_shared<const Compose>(
+      Steps{std::make_shared<RandomCrop>(CIFAR10Batches::kSide, 4), std::make_shared<RandomHorizontalFlip>()},
+      Normalize(options.mean(), options.std()));
+}
+
+std::shared_ptr<const Compose> CIFAR10::eval_pipeline(const CIFAR10Options& options) {
+  return std::make_shared<const Compose>(std::vector<std::shared_ptr<const Transform>>{},
+                                         Normalize(options.mean(), options.std()));
+}
+
+void CIFAR10::setup(Stage stage) {
+  if (stage == Stage::Fit) train_ = std::make_shared<const CIFAR10Batches>(options_.root(), true);
+  test_ = std::make_shared<const CIFAR10Batches>(options_.root(), false);
+}
+
+std::shared_ptr<DataLoader> CIFAR10::train_dataloader() {
+  if (!train_) throw std::logic_error("[CIFAR10::train_dataloader] the train split is not set up; call setup(Stage::Fit) first");
+  uint64_t seed = 0;
+  if (options_.seed()) {
+    seed = static_cast<uint64_t>(*options_.seed());
+  } else {
+    // One seed for both order and crops, following torch::manual_seed.
+    auto generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    seed = generator.get<at::CPUGeneratorImpl>()->random64();
+  }
+  return std::make_shared<DatasetLoader>(std::make_shared<const ImageDataset>(train_, train_pipeline(options_), seed),
+                                         DatasetLoaderOptions(options_.batch_size())
+                                             .shuffle(options_.shuffle())
+                                             .num_workers(options_.num_workers())
+                                             .pin_memory(options_.pin_memory())
+                                             .seed(seed));
+}
+
+std::shared_ptr<DataLoader> CIFAR10::val_dataloader() {
+  if (!test_) throw std::logic_error("[CIFAR10::val_dataloader] the test split is not set up; call setup() first");
+  // A fixed seed: evaluation never shuffles, and drawing one would advance
+  // torch's default generator as a side effect.
+  return std::make_shared<DatasetLoader>(std::make_shared<const ImageDataset>(test_, eval_pipeline(options_)),
+                                         DatasetLoaderOptions(options_.batch_size())
+                                             .num_workers(options_.num_workers())
+                                             .pin_memory(options_.pin_memory())
+                                             .seed(0));
+}
+
+}  // namespace fulgur

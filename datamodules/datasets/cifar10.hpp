@@ -1,0 +1,78 @@
+#pragma once
+
+#include <fulgur/datamodules/data_module.hpp>
+#include <fulgur/datamodules/datasets/channel_stats_check.hpp>
+#include <fulgur/datamodules/datasets/cifar10_batches.hpp>
+#include <fulgur/datamodules/images/transforms/compose.hpp>
+#include <fulgur/datamodules/loading/default_num_workers.hpp>
+#include <fulgur/modules/options.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fulgur {
+
+// The fields of CIFAR10Options: type, name, default, doc, check. mean and std
+// default to the CIFAR-10 training-set statistics.
+#define FULGUR_CIFAR10_OPTIONS(X)                                                                                 \
+  X(std::string, root, "", "folder holding data_batch_1.bin .. data_batch_5.bin and test_batch.bin",             \
+    check::NotEmpty{})                                                                                            \
+  X(int64_t, batch_size, 128, "samples per batch", check::AtLeast{1})                                             \
+  X(int64_t, num_workers, default_num_workers(2), "loader threads per split (0: in the training thread)",         \
+    check::AtLeast{0})                                                                                            \
+  X(bool, augment, true, "RandomCrop(32, padding 4) + horizontal flip of training images", check::Any{})          \
+  X(bool, shuffle, true, "reshuffle the training split every epoch", check::Any{})                                \
+  X(bool, pin_memory, false, "page-locked batches for an asynchronous copy to the GPU", check::Any{})             \
+  X(std::vector<double>, mean, (std::vector<double>{0.4914, 0.4822, 0.4465}), "per-channel mean (RGB)",           \
+    check::ChannelStats{})                                                                                        \
+  X(std::vector<double>, std, (std::vector<double>{0.2470, 0.2435, 0.2616}), "per-channel std (RGB)",             \
+    check::ChannelStats{true})                                                                                    \
+  X(std::optional<int64_t>, seed, std::nullopt, "seed of the training order and crops; null: from torch's seed", \
+    check::AtLeast{0})
+
+/// Options of the CIFAR10 DataModule (config section `data`).
+struct CIFAR10Options {
+  CIFAR10Options() = default;
+  explicit CIFAR10Options(std::string root) : root_(std::move(root)) {}
+  FULGUR_OPTIONS(CIFAR10Options, FULGUR_CIFAR10_OPTIONS)
+};
+
+/// CIFAR-10 from its binary batches (cifar-10-batches-bin, CIFAR10Batches)
+/// through an ImageDataset: training images get RandomCrop(32, 4) and
+/// RandomHorizontalFlip with augment, every image ToTensor + Normalize.
+/// CIFAR-10 has no validation split: Fit trains on the five data batches
+/// and validates on test_batch.bin, which Test and Predict use too.
+class CIFAR10 : public DataModule {
+ public:
+  using Options = CIFAR10Options;
+
+  /// Validates the options; no file is touched before setup().
+  explicit CIFAR10(CIFAR10Options options);
+
+  void setup(Stage stage) override;
+  std::shared_ptr<DataLoader> train_dataloader() override;
+  std::shared_ptr<DataLoader> val_dataloader() override;
+  std::shared_ptr<DataLoader> test_dataloader() override { return val_dataloader(); }
+  std::shared_ptr<DataLoader> predict_dataloader() override { return val_dataloader(); }
+
+  const CIFAR10Options& options() const { return options_; }
+  /// The split sources; null before setup() (train: before setup(Stage::Fit)).
+  std::shared_ptr<const CIFAR10Batches> train_source() const { return train_; }
+  std::shared_ptr<const CIFAR10Batches> test_source() const { return test_; }
+
+  /// With augment: RandomCrop(32, 4) + RandomHorizontalFlip, then ToTensor +
+  /// Normalize(mean, std); without, as eval_pipeline.
+  static std::shared_ptr<const Compose> train_pipeline(const CIFAR10Options& options);
+  /// ToTensor + Normalize(mean, std).
+  static std::shared_ptr<const Compose> eval_pipeline(const CIFAR10Options& options);
+
+ private:
+  CIFAR10Options options_;
+  std::shared_ptr<const CIFAR10Batches> train_;
+  std::shared_ptr<const CIFAR10Batches> test_;
+};
+
+}  // namespace fulgur

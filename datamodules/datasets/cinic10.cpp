@@ -1,0 +1,132 @@
+#include <fulgur/datamodules/datasets/cinic10.hpp>
+
+#include <fulgur/datamodules/data_error.hpp>
+#include <fulgur/datamodules/images/image_dataset.hpp>
+#include <fulgur/datamodules/images/transforms/random_crop.hpp>
+#include <fulgur/datamodules/images/transforms/random_horizontal_flip.hpp>
+#include <fulgur/datamodules/loading/dataset_loader.hpp>
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace fulgur {
+
+namespace {
+
+std::string join(const std::vector<std::string>& values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + values[i];
+  return out + "]";
+}
+
+}  // namespace
+
+CINIC10::CINIC10(CINIC10Options options) : options_(std::move(options)) { options_.validate(); }
+
+std::shared_ptr<const Compose> CINIC10::train_pipeline(const CINIC10Options& options) {
+  if (!options.augment()) return eval_pipeline(options);
+  using Steps = std::vector<std::shared_ptr<const Transform>>;
+  return std::make_shared<const Compose>(
+      Steps{std::make_shared<RandomCrop>(options.crop_size(), std::max<int64_t>(1, options.crop_size() / 8)),
+            std::make_shared<RandomHorizontalFlip>()},
+      Normalize(options.mean(), options.std()));
+}
+
+std::shared_ptr<const Compose> CINIC10::eval_pipeline(const CINIC10Options& options) {
+  return std::make_shared<const Compose>(std::vector<std::shared_ptr<const Transform>>{},
+                                         Normalize(options.mean(), options.std()));
+}
+
+std::shared_ptr<const ImageFileList> CINIC10::load_split(const std::string& split, const char* caller) {
+  const std::filesystem::path dir = std::filesystem::path(options_.root()) / split;
+  std::error_code ignored;
+  if (!std::filesystem::is_directory(dir, ignored)) {
+    throw DataError(std::string(caller) + " split folder '" + dir.string() +
+                    "' does not exist; CINIC-10 needs root/train, root/valid and root/test, "
+                    "each with one folder of images per class");
+  }
+  auto source = std::make_shared<const ImageFileList>(ImageFileList::from_class_folders(dir));
+  // Labels are folder indices, so every split must list the same classes.
+  if (classes_from_.empty()) {
+    classes_ = source->classes();
+    classes_from_ = split;
+  } else if (source->classes() != classes_) {
+    throw DataError(std::string(caller) + " split '" + split + "' has classes " + join(source->classes()) + " but '" +
+                    classes_from_ + "' has " + join(classes_));
+  }
+  return source;
+}
+
+void CINIC10::setup(Stage stage) {
+  const char* caller = "[CINIC10::setup]";
+  switch (stage) {
+    case Stage::Fit:
+      train_ = load_split("train", caller);
+      valid_ = load_split("valid", caller);
+      break;
+    case Stage::Validate:
+      valid_ = load_split("valid", caller);
+      break;
+    case Stage::Test:
+    case Stage::Predict:
+      test_ = load_split("test", caller);
+      break;
+  }
+}
+
+const std::vector<std::string>& CINIC10::classes() const {
+  if (classes_from_.empty()) throw std::logic_error("[CINIC10::classes] no split is set up yet; call setup() first");
+  return classes_;
+}
+
+std::shared_ptr<DataLoader> CINIC10::train_dataloader() {
+  if (!train_) throw std::logic_error("[CINIC10::train_dataloader] the train split is not set up; call setup(Stage::Fit) first");
+  uint64_t seed = 0;
+  if (options_.seed()) {
+    seed = static_cast<uint64_t>(*options_.seed());
+  } else {
+    // One seed for both order and crops, following torch::manual_seed.
+    auto generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    seed = generator.get<at::CPUGeneratorImpl>()->random64();
+  }
+  // The loader's set_epoch selects the epoch's augmentation (ImageDataset::at_epoch).
+  return std::make_shared<DatasetLoader>(std::make_shared<const ImageDataset>(train_, train_pipeline(options_), seed),
+                                         DatasetLoaderOptions(options_.batch_size())
+                                             .shuffle(options_.shuffle())
+                                             .num_workers(options_.num_workers())
+                                             .pin_memory(options_.pin_memory())
+                                             .skip_bad_samples(options_.skip_bad_samples())
+                                             .seed(seed));
+}
+
+std::shared_ptr<DataLoader> CINIC10::eval_loader(const std::shared_ptr<const ImageFileList>& source,
+                                                 const char* caller, const char* stage) const {
+  if (!source) {
+    throw std::logic_error(std::string(caller) + " the split is not set up; call setup(Stage::" + stage + ") first");
+  }
+  // A fixed seed: evaluation never shuffles, and drawing one would advance
+  // torch's default generator as a side effect.
+  return std::make_shared<DatasetLoader>(std::make_shared<const ImageDataset>(source, eval_pipeline(options_)),
+                                         DatasetLoaderOptions(options_.batch_size())
+                                             .num_workers(options_.num_workers())
+                                             .pin_memory(options_.pin_memory())
+                                             .skip_bad_samples(options_.skip_bad_samples())
+                                             .seed(0));
+}
+
+std::shared_ptr<DataLoader> CINIC10::val_dataloader() {
+  return eval_loader(valid_, "[CINIC10::val_dataloader]", "Validate");
+}
+
+std::shared_ptr<DataLoader> CINIC10::test_dataloader() {
+  return eval_loader(test_, "[CINIC10::test_dataloader]", "Test");
+}
+
+std::shared_ptr<DataLoader> CINIC10::predict_dataloader() {
+  return eval_loader(test_, "[CINIC10::predict_dataloader]", "Predict");
+}
+
+}  // namespace fulgur

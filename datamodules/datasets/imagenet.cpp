@@ -1,0 +1,130 @@
+#include <fulgur/datamodules/datasets/imagenet.hpp>
+
+#include <fulgur/datamodules/data_error.hpp>
+#include <fulgur/datamodules/datasets/imagenet_pipelines.hpp>
+#include <fulgur/datamodules/images/hdf5_image_file.hpp>
+#include <fulgur/datamodules/images/image_dataset.hpp>
+#include <fulgur/datamodules/images/image_file_list.hpp>
+#include <fulgur/datamodules/loading/dataset_loader.hpp>
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <stdexcept>
+
+namespace fulgur {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+bool path_exists(const fs::path& path) {
+  std::error_code ignored;
+  return fs::exists(path, ignored);
+}
+
+}  // namespace
+
+ImageNet::ImageNet(ImageNetOptions options) : options_(std::move(options)) {
+  options_.validate();
+  if (options_.resize_size() < options_.crop_size()) {
+    throw std::invalid_argument("[ImageNetOptions] resize_size must be >= crop_size (" +
+                                std::to_string(options_.crop_size()) + "), got " +
+                                std::to_string(options_.resize_size()));
+  }
+  if (!options_.val_pipeline()) {
+    options_.val_pipeline(
+        imagenet_eval_pipeline(options_.resize_size(), options_.crop_size(), options_.mean(), options_.std()));
+  }
+  if (!options_.train_pipeline()) {
+    options_.train_pipeline(
+        options_.augment()
+            ? imagenet_train_pipeline(options_.crop_size(), options_.mean(), options_.std())
+            : imagenet_eval_pipeline(options_.resize_size(), options_.crop_size(), options_.mean(), options_.std()));
+  }
+}
+
+std::shared_ptr<const EncodedImageSource> ImageNet::load(const std::string& split,
+                                                         const std::vector<std::string>& classes) const {
+  const fs::path root = options_.root();
+  const std::string where = "[ImageNet::setup] ";
+  if (options_.format() == "hdf5") {
+    auto pack = std::make_shared<const HDF5ImageFile>(root / (split + ".h5"));
+    if (!classes.empty() && pack->classes() != classes) {
+      throw DataError(where + "'" + pack->path().string() + "' has different classes than the training split");
+    }
+    return pack;
+  }
+  if (options_.format() == "index") {
+    const fs::path index = root / (split + ".csv");
+    if (!path_exists(index)) throw DataError(where + "index file '" + index.string() + "' does not exist");
+    return std::make_shared<const ImageFileList>(ImageFileList::from_index_file(index, root, classes));
+  }
+  const fs::path dir = root / split;
+  if (!path_exists(dir)) {
+    throw DataError(where + "split folder '" + dir.string() + "' does not exist; expected root/train/<wnid>/ and root/val/");
+  }
+  if (split == "val") {
+    for (const fs::path& csv : {root / "LOC_val_solution.csv", dir / "LOC_val_solution.csv"}) {
+      if (path_exists(csv)) return std::make_shared<const ImageFileList>(ImageFileList::from_val_solution(dir, csv, classes));
+    }
+  }
+  auto list = std::make_shared<const ImageFileList>(ImageFileList::from_class_folders(dir));
+  if (!classes.empty() && list->classes() != classes) {
+    throw DataError(where + "the class folders of '" + dir.string() + "' differ from the training split's");
+  }
+  return list;
+}
+
+void ImageNet::setup(Stage stage) {
+  // Labels always come from the training split, even for validation only.
+  train_ = load("train", {});
+  classes_ = train_->classes();
+  val_ = load("val", classes_);
+  if (stage != Stage::Fit) train_ = nullptr;
+}
+
+const std::vector<std::string>& ImageNet::classes() const {
+  if (classes_.empty()) throw std::logic_error("[ImageNet::classes] call setup() first");
+  return classes_;
+}
+
+std::shared_ptr<DataLoader> ImageNet::train_dataloader() {
+  if (!train_) throw std::logic_error("[ImageNet::train_dataloader] the train split is not set up; call setup(Stage::Fit)");
+  uint64_t seed = 0;
+  if (options_.seed()) {
+    seed = static_cast<uint64_t>(*options_.seed());
+  } else {
+    auto generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    seed = generator.get<at::CPUGeneratorImpl>()->random64();
+  }
+  // The augmentation draws from (seed, epoch, index); the Trainer's set_epoch
+  // selects the epoch (ImageDataset::at_epoch).
+  auto dataset = std::make_shared<const ImageDataset>(train_, options_.train_pipeline(), seed);
+  auto loader = std::make_shared<DatasetLoader>(dataset, DatasetLoaderOptions(options_.batch_size())
+                                                             .shuffle(options_.shuffle())
+                                                             .num_workers(options_.num_workers())
+                                                             .persistent_workers(options_.persistent_workers())
+                                                             .pin_memory(options_.pin_memory())
+                                                             .skip_bad_samples(options_.skip_bad_samples())
+                                                             .seed(seed));
+  loader->share_bad_samples(train_bad_);
+  return loader;
+}
+
+std::shared_ptr<DataLoader> ImageNet::val_dataloader() {
+  if (!val_) throw std::logic_error("[ImageNet::val_dataloader] the val split is not set up; call setup() first");
+  auto dataset = std::make_shared<const ImageDataset>(val_, options_.val_pipeline());
+  // A fixed seed: evaluation never shuffles, and drawing one would advance
+  // torch's default generator as a side effect.
+  auto loader = std::make_shared<DatasetLoader>(dataset, DatasetLoaderOptions(options_.batch_size())
+                                                             .num_workers(options_.num_workers())
+                                                             .persistent_workers(options_.persistent_workers())
+                                                             .pin_memory(options_.pin_memory())
+                                                             .skip_bad_samples(options_.skip_bad_samples())
+                                                             .seed(0));
+  loader->share_bad_samples(val_bad_);
+  return loader;
+}
+
+}  // namespace fulgur

@@ -1,0 +1,51 @@
+#include <fulgur/datamodules/images/image_dataset.hpp>
+
+#include <fulgur/datamodules/data_error.hpp>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace fulgur {
+
+namespace {
+
+// c10::Error::what() carries a C++ backtrace; users want the one-line reason.
+std::string reason_of(const std::exception& error) {
+  if (const auto* torch_error = dynamic_cast<const c10::Error*>(&error)) return torch_error->what_without_backtrace();
+  return error.what();
+}
+
+}  // namespace
+
+ImageDataset::ImageDataset(std::shared_ptr<const EncodedImageSource> source, std::shared_ptr<const Compose> recipe,
+                           uint64_t seed, int64_t epoch)
+    : source_(std::move(source)), recipe_(std::move(recipe)), seed_(seed), epoch_(epoch) {
+  if (!source_) throw std::invalid_argument("[ImageDataset::ImageDataset] source is null");
+  if (!recipe_) recipe_ = std::make_shared<const Compose>(std::vector<std::shared_ptr<const Transform>>{});
+}
+
+Example ImageDataset::get(int64_t index) const {
+  if (index < 0 || index >= size()) {
+    throw std::out_of_range("[ImageDataset::get] index " + std::to_string(index) + " is outside [0, " +
+                            std::to_string(size()) + ")");
+  }
+  SampleRandom random(sample_seed(seed_, epoch_, index));
+  std::optional<Image> pixels = source_->pixels(index);
+  const std::string bytes = pixels ? std::string() : source_->read(index);  // read errors name the image
+  try {
+    if (pixels) return {(*recipe_)(std::move(*pixels), random), source_->label(index)};
+    return {recipe_->decode(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), source_->name(index), random),
+            source_->label(index)};
+  } catch (const DataError&) {
+    throw;  // already names the image
+  } catch (const std::exception& error) {
+    throw DataError("[ImageDataset::get] transform failed on '" + source_->name(index) + "': " + reason_of(error));
+  }
+}
+
+std::shared_ptr<const Dataset> ImageDataset::at_epoch(int64_t epoch) const {
+  return std::make_shared<const ImageDataset>(source_, recipe_, seed_, epoch);
+}
+
+}  // namespace fulgur

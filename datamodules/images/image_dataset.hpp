@@ -1,0 +1,49 @@
+#pragma once
+
+#include <fulgur/datamodules/images/encoded_image_source.hpp>
+#include <fulgur/datamodules/images/transforms/compose.hpp>
+#include <fulgur/datamodules/loading/dataset.hpp>
+
+#include <cstdint>
+#include <memory>
+
+namespace fulgur {
+
+/// The one image dataset: a source (class folders, an index file, an HDF5
+/// pack, CIFAR-10 batches) + a recipe (a Compose of uint8 transforms, then
+/// ToTensor and Normalize in one pass) + the epoch, which the loader
+/// supplies (DatasetLoader::set_epoch reads at_epoch(epoch) for each pass).
+///
+/// Sample i of epoch e is augmented with a SampleRandom seeded by
+/// sample_seed(seed, e, i): a function of the sample, not of the worker
+/// thread or rank that reads it, so the augmentation is the same for any
+/// num_workers, batch or world size, and after a mid-epoch resume. The
+/// recipe tells the decoder what it needs first (Compose::decode), so a JPEG
+/// is decoded only inside a RandomResizedCrop window, or DCT-scaled before
+/// a big Resize.
+class ImageDataset : public Dataset {
+ public:
+  /// `recipe` null: ToTensor only (float [3, H, W] in [0, 1]).
+  explicit ImageDataset(std::shared_ptr<const EncodedImageSource> source,
+                        std::shared_ptr<const Compose> recipe = nullptr, uint64_t seed = 0, int64_t epoch = 0);
+
+  int64_t size() const override { return source_->size(); }
+  /// Reads, decodes and transforms image `index`; every failure is a
+  /// DataError naming the image (its path, or pack:name).
+  Example get(int64_t index) const override;
+  /// The same images with epoch `epoch`'s augmentation (sharing source and recipe).
+  std::shared_ptr<const Dataset> at_epoch(int64_t epoch) const override;
+
+  const std::shared_ptr<const EncodedImageSource>& source() const { return source_; }
+  const std::shared_ptr<const Compose>& recipe() const { return recipe_; }
+  uint64_t seed() const { return seed_; }
+  int64_t epoch() const { return epoch_; }
+
+ private:
+  std::shared_ptr<const EncodedImageSource> source_;
+  std::shared_ptr<const Compose> recipe_;
+  uint64_t seed_;
+  int64_t epoch_;
+};
+
+}  // namespace fulgur

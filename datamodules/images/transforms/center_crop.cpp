@@ -1,0 +1,34 @@
+#include <fulgur/datamodules/images/transforms/center_crop.hpp>
+
+#include <fulgur/datamodules/images/transforms/image_ops.hpp>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace fulgur {
+
+namespace {
+
+// Offset of the window on one axis: torchvision pads a too-small image by
+// (crop - size) / 2 first (floor), else rounds (size - crop) / 2 half to even.
+int64_t window_start(int64_t size, int64_t crop) {
+  if (crop > size) return -((crop - size) / 2);
+  return static_cast<int64_t>(std::nearbyint(static_cast<double>(size - crop) / 2.0));
+}
+
+}  // namespace
+
+CenterCrop::CenterCrop(int64_t height, int64_t width) : height_(height), width_(width) {
+  if (height < 1 || width < 1) {
+    throw std::invalid_argument("[CenterCrop::CenterCrop] size must be positive, got " + std::to_string(height) + "x" +
+                                std::to_string(width));
+  }
+}
+
+Image CenterCrop::apply(Image image, SampleRandom&) const {
+  if (image.height == height_ && image.width == width_) return image;
+  return crop_image(image, window_start(image.height, height_), window_start(image.width, width_), height_, width_);
+}
+
+}  // namespace fulgur
