@@ -21,8 +21,13 @@ build: configure
 	@cmake --build $(BUILD_DIR) -j$(JOBS)
 
 ## Trains the default example (digits in the CINIC-10 layout) and tests it.
+## The CUDA module is built too only where a CUDA driver could load it.
 demo: configure
-	@cmake --build $(BUILD_DIR) -j$(JOBS) --target cinic10
+	@targets=cinic10; \
+	if ldconfig -p | grep -q 'libcuda\.so\.1 ' && grep -q '^build fulgur_cuda:' $(BUILD_DIR)/build.ninja; then \
+	  targets="$$targets fulgur_cuda"; \
+	fi; \
+	cmake --build $(BUILD_DIR) -j$(JOBS) --target $$targets
 	@bash scripts/demo.sh $(BUILD_DIR)
 
 ## Builds and runs the whole test suite through ctest.

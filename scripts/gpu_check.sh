@@ -21,7 +21,7 @@ if [[ ! -f "$build/build.ninja" ]]; then
   cmake -S . -B "$build" -G Ninja -DTorch_DIR="$torch_dir" -DFULGUR_BUILD_BENCH=OFF -DFULGUR_BUILD_TESTS=OFF \
     -DTORCH_CUDA_ARCH_LIST=9.0 > "$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
 fi
-cmake --build "$build" -j"$(nproc)" --target cinic10 > "$build.build.log" 2>&1 || { tail -50 "$build.build.log"; exit 1; }
+cmake --build "$build" -j"$(nproc)" --target cinic10 fulgur_cuda > "$build.build.log" 2>&1 || { tail -50 "$build.build.log"; exit 1; }
 
 work="$(mktemp -d)"
 # Runs one fit/validate; prints its last lines; sets out to its log.
