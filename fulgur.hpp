@@ -26,6 +26,9 @@
 #include <fulgur/modules/batch.hpp>
 #include <fulgur/datamodules/data_loader.hpp>
 #include <fulgur/datamodules/data_module.hpp>
+#include <fulgur/datamodules/datasets/cifar10.hpp>
+#include <fulgur/datamodules/datasets/cinic10.hpp>
+#include <fulgur/datamodules/datasets/imagenet.hpp>
 #include <fulgur/datamodules/loading/dataset.hpp>
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
 #include <fulgur/datamodules/loading/pad_sequences.hpp>
