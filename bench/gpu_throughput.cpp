@@ -84,6 +84,7 @@ struct LoaderData : fulgur::DataModule {
 /// stops it after the last, so only steady-state steps are timed.
 struct StepClock : fulgur::Callback {
   explicit StepClock(int64_t warmup) : warmup(warmup) {}
+  std::string state_key() const override { return "StepClock"; }
   void on_train_batch_end(fulgur::Trainer& trainer, fulgur::LightningModule&, const torch::Tensor&,
                           const fulgur::Batch& batch, int64_t) override {
     if (trainer.global_step() == warmup) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cstdlib>
 #include <stdexcept>
 
 namespace fulgur {
@@ -36,6 +37,8 @@ std::string describe_shape(const std::vector<int64_t>& sig, size_t& pos) {
 DDPStrategy::DDPStrategy(Accelerator accelerator, PrecisionMode precision, DDPStrategyOptions options)
     : Strategy(accelerator, precision, accelerator.device(options.local_rank)), options_(std::move(options)) {
   options_.process_group.device_type = root_device().type();
+  const char* debug = std::getenv("TORCH_DISTRIBUTED_DEBUG");
+  check_shapes_ = debug != nullptr && std::string(debug) == "DETAIL";
 }
 
 DDPStrategy::~DDPStrategy() = default;
@@ -158,14 +161,15 @@ void DDPStrategy::check_same_shape(const torch::Tensor& tensor, const char* oper
 }
 
 torch::Tensor DDPStrategy::all_reduce(const torch::Tensor& tensor, ReduceOp op) {
+  // Comparing shapes costs a collective; as in PyTorch, only when debugging.
+  if (check_shapes_) check_same_shape(tensor, "all_reduce");
   torch::Tensor result = tensor.detach().to(root_device()).clone();
   try {
     process_group().all_reduce(result, op);
-  } catch (const std::exception&) {
-    // Shapes are compared only once something failed (a mismatch fails in
-    // the backend): a clear error then, no extra collective on every call.
-    check_same_shape(tensor, "all_reduce");
-    throw;
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("{} (if the ranks passed tensors of different shapes, "
+                                         "TORCH_DISTRIBUTED_DEBUG=DETAIL compares them at every all_reduce)",
+                                         e.what()));
   }
   return result;
 }

@@ -71,6 +71,8 @@ class DDPStrategy : public Strategy {
   std::unique_ptr<Timeline> timeline_;
   std::unique_ptr<GradientReducer> reducer_;
   LightningModule* module_ = nullptr;
+  /// TORCH_DISTRIBUTED_DEBUG=DETAIL: all_reduce first compares the ranks' shapes.
+  bool check_shapes_ = false;
   std::vector<torch::Tensor> buffers_;  // the module's, in order
   std::vector<int64_t> buffer_offsets_;  // where each starts in flat_buffers_
   torch::Tensor flat_buffers_;          // uint8: all of buffers_' bytes

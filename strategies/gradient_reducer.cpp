@@ -54,13 +54,19 @@ GradientReducer::GradientReducer(std::vector<torch::Tensor> parameters, std::vec
     bucket_of_[k] = buckets_.size() - 1;
   }
   views_.resize(parameters_.size());
+  torch::NoGradGuard no_grad;
   for (auto& bucket : buckets_) {
     const torch::Tensor& first = parameters_[bucket.params.front()];
     bucket.buffer = torch::zeros({bucket.numel}, first.options().requires_grad(false));
     int64_t offset = 0;
     for (size_t k : bucket.params) {
-      views_[k] = bucket.buffer.narrow(0, offset, parameters_[k].numel()).view(parameters_[k].sizes());
-      offset += parameters_[k].numel();
+      // Shares the bucket's storage without being an autograd view, so
+      // optimizer.zero_grad() (which detaches gradients in place) works on it.
+      const torch::Tensor& p = parameters_[k];
+      const torch::Tensor shaped = bucket.buffer.narrow(0, offset, p.numel()).view(p.sizes());
+      views_[k] = torch::empty({0}, bucket.buffer.options());
+      views_[k].set_(bucket.buffer.storage(), shaped.storage_offset(), shaped.sizes(), shaped.strides());
+      offset += p.numel();
     }
   }
   for (size_t k = 0; k < parameters_.size(); ++k) {
