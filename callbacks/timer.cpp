@@ -95,8 +95,11 @@ void Timer::load_state_dict(const CallbackState& state) {
   }
 }
 
-void Timer::on_train_batch_end(Trainer& trainer, LightningModule&, const torch::Tensor&, const Batch&, int64_t) {
-  if (options_.interval() == "step") check_time_remaining(trainer);
+void Timer::on_train_batch_end(Trainer& trainer, LightningModule&, const torch::Tensor&, const Batch&,
+                               int64_t batch_idx) {
+  // With several processes the ranks agree on the Trainer's stop-check schedule, not every step.
+  const bool last_batch = batch_idx + 1 == trainer.num_training_batches();
+  if (options_.interval() == "step" && trainer.stop_check_due(last_batch)) check_time_remaining(trainer);
 }
 
 void Timer::on_train_epoch_end(Trainer& trainer, LightningModule&) {

@@ -17,7 +17,9 @@ namespace fulgur {
     "longest training time in seconds (YAML also takes \"DD:HH:MM:SS\" or {days, hours, minutes, seconds}); " \
     "null: only measure",                                                                                     \
     fulgur::check::Positive{})                                                                                \
-  X(std::string, interval, "step", "check the time after every optimizer step (step) or epoch (epoch)",       \
+  X(std::string, interval, "step",                                                                            \
+    "check the time after every optimizer step (step; with several processes on the trainer's "              \
+    "stop_check_every_n_steps schedule) or epoch (epoch)",                                                    \
     (fulgur::check::OneOf{{"step", "epoch"}}))                                                                \
   X(bool, verbose, true, "print a line on rank 0 when the time is up", fulgur::check::Any{})
 

@@ -42,6 +42,9 @@ bash "$(dirname "${BASH_SOURCE[0]}")/../bench/ring_vs_gloo.sh" "$build"
 # vs_lightning: end-to-end fit against PyTorch Lightning on a generated
 # 32x32 CINIC-format folder (resnet18-cifar batch 128, MLP batch 16).
 bash "$(dirname "${BASH_SOURCE[0]}")/../bench/vs_lightning/run.sh" "$build"
+# ResNet-50 images/s on one GPU against a bare loop, PyTorch and Lightning
+# (one line saying it skipped where no GPU is visible).
+bash "$(dirname "${BASH_SOURCE[0]}")/../bench/gpu_throughput/run.sh" "$build"
 # Training parity with Lightning on the same generated folder (final test
 # accuracies within 1 %).
 bash "$(dirname "${BASH_SOURCE[0]}")/../bench/vs_lightning/parity.sh" "$build"

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cstdlib>
 #include <stdexcept>
 
 namespace fulgur {
@@ -36,6 +37,8 @@ std::string describe_shape(const std::vector<int64_t>& sig, size_t& pos) {
 DDPStrategy::DDPStrategy(Accelerator accelerator, PrecisionMode precision, DDPStrategyOptions options)
     : Strategy(accelerator, precision, accelerator.device(options.local_rank)), options_(std::move(options)) {
   options_.process_group.device_type = root_device().type();
+  const char* debug = std::getenv("TORCH_DISTRIBUTED_DEBUG");
+  check_shapes_ = debug != nullptr && std::string(debug) == "DETAIL";
 }
 
 DDPStrategy::~DDPStrategy() = default;
@@ -99,6 +102,19 @@ void DDPStrategy::setup_replicas(LightningModule& module) {
   torch::NoGradGuard no_grad;
   for (auto& p : module.parameters()) process_group().broadcast(p, 0);
   for (auto& b : module.buffers()) process_group().broadcast(b, 0);
+  buffers_.clear();
+  buffer_offsets_.clear();
+  int64_t bytes = 0;
+  for (auto& b : module.buffers()) {
+    if (!b.is_contiguous()) {
+      throw std::runtime_error(fmt::format("[DDPStrategy::setup] buffer {} is not contiguous", buffers_.size()));
+    }
+    buffers_.push_back(b);
+    buffer_offsets_.push_back(bytes);
+    bytes += (b.nbytes() + 7) / 8 * 8;  // each starts aligned, so its bytes view back as its dtype
+  }
+  flat_buffers_ = bytes > 0 ? torch::empty({bytes}, torch::TensorOptions().dtype(torch::kUInt8).device(root_device()))
+                            : torch::Tensor();
 }
 
 void DDPStrategy::setup(LightningModule& module) {
@@ -114,7 +130,12 @@ void DDPStrategy::setup(LightningModule& module) {
                                                options_.reducer, timeline_.get());
 }
 
-void DDPStrategy::teardown() { reducer_.reset(); }
+void DDPStrategy::teardown() {
+  reducer_.reset();
+  buffers_.clear();
+  buffer_offsets_.clear();
+  flat_buffers_ = torch::Tensor();
+}
 
 void DDPStrategy::check_same_shape(const torch::Tensor& tensor, const char* operation) {
   // Collectives over tensors of different shapes hang or fail obscurely in
@@ -140,9 +161,16 @@ void DDPStrategy::check_same_shape(const torch::Tensor& tensor, const char* oper
 }
 
 torch::Tensor DDPStrategy::all_reduce(const torch::Tensor& tensor, ReduceOp op) {
-  check_same_shape(tensor, "all_reduce");
+  // Comparing shapes costs a collective; as in PyTorch, only when debugging.
+  if (check_shapes_) check_same_shape(tensor, "all_reduce");
   torch::Tensor result = tensor.detach().to(root_device()).clone();
-  process_group().all_reduce(result, op);
+  try {
+    process_group().all_reduce(result, op);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("{} (if the ranks passed tensors of different shapes, "
+                                         "TORCH_DISTRIBUTED_DEBUG=DETAIL compares them at every all_reduce)",
+                                         e.what()));
+  }
   return result;
 }
 
@@ -155,9 +183,20 @@ torch::Tensor DDPStrategy::broadcast(const torch::Tensor& tensor, int64_t source
 void DDPStrategy::barrier(const std::string&) { process_group().barrier(); }
 
 void DDPStrategy::before_training_step() {
-  if (!options_.broadcast_buffers || module_ == nullptr) return;
+  if (!options_.broadcast_buffers || module_ == nullptr || !flat_buffers_.defined()) return;
   torch::NoGradGuard no_grad;
-  for (auto& b : module_->buffers()) process_group().broadcast(b, 0);
+  // One broadcast of every buffer's bytes, whatever their dtypes.
+  if (is_global_zero()) {
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      flat_buffers_.narrow(0, buffer_offsets_[i], buffers_[i].nbytes()).copy_(buffers_[i].reshape({-1}).view(torch::kUInt8));
+    }
+  }
+  process_group().broadcast(flat_buffers_, 0);
+  if (is_global_zero()) return;
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    torch::Tensor& b = buffers_[i];
+    b.copy_(flat_buffers_.narrow(0, buffer_offsets_[i], b.nbytes()).view(b.scalar_type()).view(b.sizes()));
+  }
 }
 
 void DDPStrategy::backward(const torch::Tensor& loss, bool sync_gradients) {

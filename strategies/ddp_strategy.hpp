@@ -16,7 +16,8 @@ struct DDPStrategyOptions {
   int64_t node_rank = 0;
   GradientReducer::Options reducer;
   /// Copy rank 0's buffers (BatchNorm running statistics) before every
-  /// training step, as torch's DDP does by default.
+  /// training step, as torch's DDP does by default: one broadcast of all
+  /// buffers' bytes.
   bool broadcast_buffers = true;
   /// Chrome-trace file of the gradient collectives ("" = none); ranks other
   /// than 0 write beside it (Timeline::path_for_rank).
@@ -70,6 +71,11 @@ class DDPStrategy : public Strategy {
   std::unique_ptr<Timeline> timeline_;
   std::unique_ptr<GradientReducer> reducer_;
   LightningModule* module_ = nullptr;
+  /// TORCH_DISTRIBUTED_DEBUG=DETAIL: all_reduce first compares the ranks' shapes.
+  bool check_shapes_ = false;
+  std::vector<torch::Tensor> buffers_;  // the module's, in order
+  std::vector<int64_t> buffer_offsets_;  // where each starts in flat_buffers_
+  torch::Tensor flat_buffers_;          // uint8: all of buffers_' bytes
 };
 
 }  // namespace fulgur

@@ -53,6 +53,22 @@ GradientReducer::GradientReducer(std::vector<torch::Tensor> parameters, std::vec
     bucket_bytes += bytes;
     bucket_of_[k] = buckets_.size() - 1;
   }
+  views_.resize(parameters_.size());
+  torch::NoGradGuard no_grad;
+  for (auto& bucket : buckets_) {
+    const torch::Tensor& first = parameters_[bucket.params.front()];
+    bucket.buffer = torch::zeros({bucket.numel}, first.options().requires_grad(false));
+    int64_t offset = 0;
+    for (size_t k : bucket.params) {
+      // Shares the bucket's storage without being an autograd view, so
+      // optimizer.zero_grad() (which detaches gradients in place) works on it.
+      const torch::Tensor& p = parameters_[k];
+      const torch::Tensor shaped = bucket.buffer.narrow(0, offset, p.numel()).view(p.sizes());
+      views_[k] = torch::empty({0}, bucket.buffer.options());
+      views_[k].set_(bucket.buffer.storage(), shaped.storage_offset(), shaped.sizes(), shaped.strides());
+      offset += p.numel();
+    }
+  }
   for (size_t k = 0; k < parameters_.size(); ++k) {
     if (!parameters_[k].requires_grad()) continue;
     torch::autograd::impl::set_post_acc_grad_hooks(
@@ -72,10 +88,28 @@ void GradientReducer::prepare(bool sync) {
   launched_in_backward_ = 0;
   next_to_launch_ = 0;
   std::fill(ready_.begin(), ready_.end(), false);
+  torch::NoGradGuard no_grad;
   for (auto& bucket : buckets_) {
     bucket.pending = static_cast<int64_t>(bucket.params.size());
     bucket.work.reset();
     bucket.first_ready = std::chrono::steady_clock::time_point::max();
+    // zero_grad() sets gradients to none: backward must accumulate into the
+    // bucket, so they become its (zeroed) views again. One fill per bucket
+    // when all of them were reset, as after every optimizer step.
+    bool all_none = true;
+    for (size_t k : bucket.params) all_none = all_none && !parameters_[k].grad().defined();
+    if (all_none) bucket.buffer.zero_();
+    for (size_t k : bucket.params) {
+      torch::Tensor& p = parameters_[k];
+      const torch::Tensor& grad = p.grad();
+      if (grad.defined() && grad.data_ptr() == views_[k].data_ptr() && grad.sizes() == views_[k].sizes()) continue;
+      if (!grad.defined()) {
+        if (!all_none) views_[k].zero_();
+      } else {
+        views_[k].copy_(grad);  // replaced by someone: keep its values
+      }
+      p.mutable_grad() = views_[k];
+    }
   }
 }
 
@@ -96,14 +130,19 @@ void GradientReducer::launch_ready_buckets() {
 }
 
 void GradientReducer::launch(Bucket& bucket) {
-  bucket.copy_in = std::chrono::steady_clock::now();
-  std::vector<torch::Tensor> grads;
-  grads.reserve(bucket.params.size());
+  // A gradient replaced during backward (a hook) is not in the bucket yet.
   for (size_t k : bucket.params) {
-    const torch::Tensor& p = parameters_[k];
-    grads.push_back(p.grad().defined() ? p.grad().reshape({-1}) : torch::zeros({p.numel()}, p.options()));
+    const torch::Tensor& grad = parameters_[k].grad();
+    if (!grad.defined() || grad.data_ptr() != views_[k].data_ptr()) {
+      torch::NoGradGuard no_grad;
+      if (grad.defined()) {
+        views_[k].copy_(grad);
+      } else {
+        views_[k].zero_();
+      }
+      parameters_[k].mutable_grad() = views_[k];
+    }
   }
-  bucket.buffer = torch::cat(grads);
   bucket.launched = std::chrono::steady_clock::now();
   bucket.work = group_.all_reduce_async(bucket.buffer, ReduceOp::Mean);
 }
@@ -130,30 +169,15 @@ void GradientReducer::finish() {
   const auto wait_start = std::chrono::steady_clock::now();
   for (auto& bucket : buckets_) {
     group_.wait(bucket.work, "all_reduce");
-    const auto copy_out = std::chrono::steady_clock::now();
-    int64_t offset = 0;
-    for (size_t k : bucket.params) {
-      torch::Tensor& p = parameters_[k];
-      const torch::Tensor averaged = bucket.buffer.narrow(0, offset, p.numel()).view_as(p);
-      if (p.grad().defined()) {
-        p.mutable_grad().copy_(averaged);
-      } else {
-        p.mutable_grad() = averaged.clone();
-      }
-      offset += p.numel();
-    }
     if (timeline_) {
       // Unused parameters enter at finish(): their bucket queued from then.
-      const auto queued = std::min(bucket.first_ready, bucket.copy_in);
+      const auto queued = std::min(bucket.first_ready, bucket.launched);
       const std::string what = fmt::format("bucket {} ({} tensors)", &bucket - buckets_.data(), bucket.params.size());
       const int64_t bytes = bucket.buffer.nbytes();
-      timeline_->record("QUEUE", collectives_, what, bytes, queued, bucket.copy_in);
-      timeline_->record("COPY_IN", collectives_, what, bytes, bucket.copy_in, bucket.launched);
-      timeline_->record("ALLREDUCE", collectives_, what, bytes, bucket.launched, copy_out);
-      timeline_->record("COPY_OUT", collectives_, what, bytes, copy_out, std::chrono::steady_clock::now());
+      timeline_->record("QUEUE", collectives_, what, bytes, queued, bucket.launched);
+      timeline_->record("ALLREDUCE", collectives_, what, bytes, bucket.launched, std::chrono::steady_clock::now());
     }
     ++collectives_;
-    bucket.buffer = torch::Tensor();
     bucket.work.reset();
   }
   total_wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();

@@ -18,12 +18,15 @@ class Timeline;
 
 /// DDP's gradient path: parameters are grouped into buckets (in reverse
 /// registration order, the order backward produces gradients; the first
-/// bucket small so communication starts early). A post-accumulate-grad hook
-/// on every parameter counts it in; when a bucket is complete its gradients
-/// are flattened and an asynchronous allreduce starts while backward is
-/// still running. finish() waits for all of them and writes the averaged
-/// gradients back. Buckets launch strictly in index order on every rank, so
-/// the collectives pair up even if gradients arrive in a different order.
+/// bucket small so communication starts early). Every bucket is one flat
+/// buffer and every parameter's .grad is a view into it (as torch DDP's
+/// gradient_as_bucket_view), so backward accumulates straight into the
+/// buffer: no copy in, no copy out. A post-accumulate-grad hook on every
+/// parameter counts it in; when a bucket is complete an asynchronous
+/// allreduce of its buffer starts while backward is still running. finish()
+/// waits for all of them; the averaged gradients are then in place. Buckets
+/// launch strictly in index order on every rank, so the collectives pair up
+/// even if gradients arrive in a different order.
 class GradientReducer {
  public:
   struct Options {
@@ -34,8 +37,7 @@ class GradientReducer {
     bool find_unused_parameters = false;
   };
 
-  /// `timeline` (may be null) gets QUEUE, COPY_IN, ALLREDUCE and COPY_OUT
-  /// events for every bucket.
+  /// `timeline` (may be null) gets QUEUE and ALLREDUCE events for every bucket.
   GradientReducer(std::vector<torch::Tensor> parameters, std::vector<std::string> names, ProcessGroup& group,
                   Options options, Timeline* timeline = nullptr);
   ~GradientReducer();
@@ -43,6 +45,8 @@ class GradientReducer {
   GradientReducer& operator=(const GradientReducer&) = delete;
 
   /// Before backward: `sync` false skips all communication (accumulation).
+  /// Gradients that are not views into their bucket (set to none by
+  /// zero_grad, or replaced) become views again, with their values.
   void prepare(bool sync);
   /// After backward, before the optimizer: waits and averages.
   void finish();
@@ -59,10 +63,10 @@ class GradientReducer {
     std::vector<size_t> params;  // indices into parameters_
     int64_t numel = 0;
     int64_t pending = 0;
-    torch::Tensor buffer;
+    torch::Tensor buffer;  // every gradient of the bucket, flat
     c10::intrusive_ptr<c10d::Work> work;
-    // For the timeline: first gradient ready, copy-in start, allreduce start.
-    std::chrono::steady_clock::time_point first_ready, copy_in, launched;
+    // For the timeline: first gradient ready, allreduce start.
+    std::chrono::steady_clock::time_point first_ready, launched;
   };
 
   void on_gradient_ready(size_t param_index);
@@ -77,6 +81,7 @@ class GradientReducer {
   int64_t collectives_ = 0;
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;  // parameter index -> bucket index
+  std::vector<torch::Tensor> views_;  // parameter index -> its gradient's place in the bucket
   std::vector<bool> ready_;
   size_t next_to_launch_ = 0;
   bool syncing_ = false;

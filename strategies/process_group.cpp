@@ -157,6 +157,7 @@ void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const char* 
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::all_reduce_async(torch::Tensor& tensor, ReduceOp op) {
   if (op == ReduceOp::Mean) tensor.div_(static_cast<double>(options_.world_size));
+  all_reduces_.fetch_add(1, std::memory_order_relaxed);
   std::vector<torch::Tensor> tensors{tensor};
   c10d::AllreduceOptions o;
   o.reduceOp = to_c10d(op);
@@ -166,6 +167,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::all_reduce_async(torch::Tensor& ten
 void ProcessGroup::all_reduce(torch::Tensor& tensor, ReduceOp op) { wait(all_reduce_async(tensor, op), "all_reduce"); }
 
 void ProcessGroup::broadcast(torch::Tensor& tensor, int64_t source_rank) {
+  broadcasts_.fetch_add(1, std::memory_order_relaxed);
   std::vector<torch::Tensor> tensors{tensor};
   c10d::BroadcastOptions o;
   o.rootRank = source_rank;
@@ -173,6 +175,7 @@ void ProcessGroup::broadcast(torch::Tensor& tensor, int64_t source_rank) {
 }
 
 std::vector<torch::Tensor> ProcessGroup::all_gather(const torch::Tensor& tensor) {
+  all_gathers_.fetch_add(1, std::memory_order_relaxed);
   std::vector<std::vector<torch::Tensor>> outputs(1);
   for (int64_t r = 0; r < options_.world_size; ++r) outputs[0].push_back(torch::empty_like(tensor));
   std::vector<torch::Tensor> inputs{tensor.contiguous()};
@@ -191,13 +194,25 @@ void ProcessGroup::barrier() {
 namespace fulgur {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::send_async(torch::Tensor& tensor, int64_t peer, int tag) {
+  sends_.fetch_add(1, std::memory_order_relaxed);
   std::vector<torch::Tensor> tensors{tensor};
   return backend_->send(tensors, static_cast<int>(peer), tag);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::recv_async(torch::Tensor& tensor, int64_t peer, int tag) {
+  recvs_.fetch_add(1, std::memory_order_relaxed);
   std::vector<torch::Tensor> tensors{tensor};
   return backend_->recv(tensors, static_cast<int>(peer), tag);
+}
+
+CollectiveCounts ProcessGroup::counts() const {
+  CollectiveCounts c;
+  c.all_reduce = all_reduces_.load(std::memory_order_relaxed);
+  c.broadcast = broadcasts_.load(std::memory_order_relaxed);
+  c.all_gather = all_gathers_.load(std::memory_order_relaxed);
+  c.send = sends_.load(std::memory_order_relaxed);
+  c.recv = recvs_.load(std::memory_order_relaxed);
+  return c;
 }
 
 ProcessGroupOptions process_group_options(const ClusterEnvironment& env, double timeout_s) {

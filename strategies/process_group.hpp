@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -42,9 +43,23 @@ struct ProcessGroupOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};
 };
 
+/// Collectives a ProcessGroup has issued, by kind (a barrier counts as the
+/// all_reduce it is made of; point-to-point sends and receives are apart).
+struct CollectiveCounts {
+  int64_t all_reduce = 0;
+  int64_t broadcast = 0;
+  int64_t all_gather = 0;
+  int64_t send = 0;
+  int64_t recv = 0;
+  /// Collectives proper: what every rank joins.
+  int64_t collectives() const { return all_reduce + broadcast + all_gather; }
+};
+
 /// The processes of a run as one group: c10d's Gloo backend for CPU tensors
 /// or NCCL for CUDA tensors, over a TCPStore or FileStore. Collectives are
 /// blocking unless named *_async; all ranks must issue them in the same order.
+/// Every collective issued is counted (counts()): a diagnostic for what a
+/// training step communicates, at the cost of one atomic increment.
 class ProcessGroup {
  public:
   explicit ProcessGroup(const ProcessGroupOptions& options);
@@ -76,12 +91,16 @@ class ProcessGroup {
   /// exception that names this rank and the operation.
   void wait(const c10::intrusive_ptr<c10d::Work>& work, const char* operation) const;
 
+  /// What this group has issued so far (all threads).
+  CollectiveCounts counts() const;
+
  private:
   void create_backend(const c10::intrusive_ptr<c10d::Store>& store);
 
   ProcessGroupOptions options_;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::Backend> backend_;
+  std::atomic<int64_t> all_reduces_{0}, broadcasts_{0}, all_gathers_{0}, sends_{0}, recvs_{0};
 };
 
 /// Where the processes `env` describes meet (store address or file, rank,

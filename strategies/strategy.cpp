@@ -1,6 +1,9 @@
 #include <fulgur/strategies/strategy.hpp>
 
 #include <fulgur/modules/lightning_module.hpp>
+#include <fulgur/strategies/cuda_runtime.hpp>
+
+#include <vector>
 
 namespace fulgur {
 
@@ -18,6 +21,47 @@ bool Strategy::optimizer_step(torch::optim::Optimizer& optimizer) { return preci
 Batch Strategy::batch_to_device(const Batch& batch) const {
   if (batch.input.device() == root_device_) return batch;
   return batch.to(root_device_, accelerator_.supports_non_blocking_copy() && batch.input.is_pinned());
+}
+
+namespace {
+
+// The batch's defined tensors, in Batch::map's order.
+std::vector<torch::Tensor> tensors_of(const Batch& batch) {
+  std::vector<torch::Tensor> tensors;
+  batch.map([&](const torch::Tensor& t) {
+    tensors.push_back(t);
+    return t;
+  });
+  return tensors;
+}
+
+}  // namespace
+
+DeviceBatch Strategy::start_batch_to_device(const Batch& batch) const {
+  if (root_device_.is_cuda() && batch.input.defined() && batch.input.is_pinned()) {
+    // The side-stream copy lives in the fulgur_cuda module (cuda_copy_module.cpp).
+    using Copy = void (*)(const std::vector<torch::Tensor>&, int64_t, std::vector<torch::Tensor>&,
+                          std::shared_ptr<void>&);
+    static const auto copy = reinterpret_cast<Copy>(CudaRuntime::symbol("fulgur_cuda_copy_async"));
+    if (copy != nullptr) {
+      std::vector<torch::Tensor> device_tensors;
+      DeviceBatch out;
+      copy(tensors_of(batch), root_device_.index(), device_tensors, out.ready);
+      size_t next = 0;
+      out.batch = batch.map([&](const torch::Tensor&) { return device_tensors[next++]; });
+      return out;
+    }
+  }
+  return {batch_to_device(batch), nullptr};
+}
+
+Batch Strategy::finish_batch_to_device(DeviceBatch batch) const {
+  if (batch.ready) {
+    using Wait = void (*)(const std::vector<torch::Tensor>&, const std::shared_ptr<void>&);
+    static const auto wait = reinterpret_cast<Wait>(CudaRuntime::symbol("fulgur_cuda_wait_copy"));
+    wait(tensors_of(batch.batch), batch.ready);
+  }
+  return std::move(batch.batch);
 }
 
 }  // namespace fulgur

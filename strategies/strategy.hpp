@@ -2,6 +2,7 @@
 
 #include <fulgur/modules/batch.hpp>
 #include <fulgur/strategies/accelerator.hpp>
+#include <fulgur/strategies/device_batch.hpp>
 #include <fulgur/strategies/precision.hpp>
 #include <fulgur/modules/reduce_op.hpp>
 
@@ -62,6 +63,15 @@ class Strategy {
   virtual bool optimizer_step(torch::optim::Optimizer& optimizer);
 
   Batch batch_to_device(const Batch& batch) const;
+  /// Starts moving `batch` to the root device. On CUDA a pinned batch is
+  /// copied on a side stream, so it can travel while the step before it
+  /// computes; elsewhere this is batch_to_device.
+  DeviceBatch start_batch_to_device(const Batch& batch) const;
+  /// The batch, ready for the compute stream (which waits for the copy).
+  Batch finish_batch_to_device(DeviceBatch batch) const;
+  /// Whether the training loop gains from starting the next batch's copy
+  /// before the current step (a CUDA root device).
+  bool copies_batches_ahead() const { return root_device_.is_cuda(); }
   const torch::Device& root_device() const { return root_device_; }
   const Accelerator& accelerator() const { return accelerator_; }
   Precision& precision() { return precision_; }

@@ -55,13 +55,19 @@ TEST_CASE("ResultCollection: training logs per step by default, with _step/_epoc
   results.set_batch_size(2);
   results.log("loss", torch::tensor(4.0), {.prog_bar = true});
   results.log("acc", torch::tensor(0.5), {.on_step = true, .on_epoch = true});
-  auto step = results.step_metrics();
+  // Step values stay tensors until read; reading them is one host copy.
+  const int64_t reads_before = ResultCollection::host_reads();
+  const auto values = results.step_values();
+  CHECK(values.size() == 2);
+  CHECK(ResultCollection::host_reads() == reads_before);
+  auto step = ResultCollection::read(values);
+  CHECK(ResultCollection::host_reads() == reads_before + 1);
   CHECK(step.logger.at("loss") == doctest::Approx(4.0));
   CHECK(step.prog_bar.at("loss") == doctest::Approx(4.0));
   CHECK(step.logger.at("acc_step") == doctest::Approx(0.5));
   CHECK(step.logger.count("acc") == 0);
   results.reset_step();
-  CHECK(results.step_metrics().logger.empty());
+  CHECK(results.step_values().empty());
   results.log("acc", torch::tensor(1.0), {.on_step = true, .on_epoch = true});
   const auto epoch = results.epoch_metrics(strategy);
   CHECK(epoch.logger.count("loss") == 0);  // on_epoch=false by default in training

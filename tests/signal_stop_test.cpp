@@ -328,9 +328,12 @@ std::string stop_record(const TempDir& dir, int rank) {
 TEST_CASE("signal stop: two DDP ranks, SIGUSR1 to rank 1 only: both stop after the same step, exit 138") {
   TempDir dir("signal-stop-ddp");
   // 64 samples, 8 per rank and batch: 4 steps per epoch. Rank 1 is signalled
-  // during step 5 (0-based), so both must stop with global_step 6, mid-epoch.
+  // during step 5 (0-based); the ranks agree every 3 steps (and at epoch
+  // ends, after steps 4 and 8), so both must stop with global_step 6, mid-epoch.
   const auto result = run_command(
-      probe_fit(dir, "--trainer.devices 2 --data.batch_size 8 --model.signal_rank 1 --model.signal_step 5"), 180);
+      probe_fit(dir, "--trainer.devices 2 --data.batch_size 8 --model.signal_rank 1 --model.signal_step 5 "
+                     "--trainer.stop_check_every_n_steps 3"),
+      180);
   INFO(result.output);
   CHECK(result.exit_code == 128 + SIGUSR1);
   CHECK(stop_record(dir, 0) == "6 10\n");

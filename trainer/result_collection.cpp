@@ -5,10 +5,19 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <atomic>
 #include <stdexcept>
 
 namespace fulgur {
 namespace {
+
+std::atomic<int64_t> host_reads_{0};
+
+// The one place logged values leave the device.
+torch::Tensor to_host(const torch::Tensor& value) {
+  host_reads_.fetch_add(1, std::memory_order_relaxed);
+  return value.to(torch::kCPU);
+}
 
 [[noreturn]] void invalid(const std::string& message) {
   throw std::invalid_argument("[LightningModule::log] " + message);
@@ -79,14 +88,29 @@ void ResultCollection::Metrics::add(const std::string& name, const std::string& 
   callback[key] = value;
 }
 
-ResultCollection::Metrics ResultCollection::step_metrics() const {
-  Metrics out;
+std::vector<ResultCollection::StepValue> ResultCollection::step_values() const {
+  std::vector<StepValue> out;
   for (const auto& [name, m] : metrics_) {
     if (!m.on_step || !m.step_value.defined()) continue;
-    out.add(name, step_name(name, m), m.options, m.step_value.item<double>());
+    out.push_back({name, step_name(name, m), m.options, m.step_value});
   }
   return out;
 }
+
+ResultCollection::Metrics ResultCollection::read(const std::vector<StepValue>& values) {
+  Metrics out;
+  if (values.empty()) return out;
+  std::vector<torch::Tensor> all;
+  all.reserve(values.size());
+  const torch::Device device = values.front().value.device();
+  for (const auto& v : values) all.push_back(v.value.to(device));
+  const torch::Tensor host = to_host(torch::stack(all)).contiguous();
+  const double* numbers = host.data_ptr<double>();
+  for (size_t i = 0; i < values.size(); ++i) out.add(values[i].name, values[i].key, values[i].options, numbers[i]);
+  return out;
+}
+
+int64_t ResultCollection::host_reads() { return host_reads_.load(std::memory_order_relaxed); }
 
 double ResultCollection::compute_epoch(const Metric& m, Strategy& strategy) const {
   torch::Tensor value = m.accumulator;
@@ -102,8 +126,8 @@ double ResultCollection::compute_epoch(const Metric& m, Strategy& strategy) cons
       case ReduceOp::Min: value = strategy.all_reduce(value.clone(), ReduceOp::Min); break;
     }
   }
-  if (m.options.reduce == ReduceOp::Mean) return (value / weight).item<double>();
-  return value.item<double>();
+  if (m.options.reduce == ReduceOp::Mean) return to_host(value / weight).item<double>();
+  return to_host(value).item<double>();
 }
 
 ResultCollection::Metrics ResultCollection::epoch_metrics(Strategy& strategy) const {

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace fulgur {
 
@@ -40,8 +41,24 @@ class ResultCollection : public MetricSink {
     void add(const std::string& name, const std::string& key, const LogOptions& options, double value);
   };
 
-  /// The last step's on_step values.
-  Metrics step_metrics() const;
+  /// One on_step value, still a tensor on its device.
+  struct StepValue {
+    std::string name;  // as logged
+    std::string key;   // as reported (name_step when also on_epoch)
+    LogOptions options;
+    torch::Tensor value;
+  };
+
+  /// The last step's on_step values, without reading them: the training
+  /// loop reads them (read()) only on steps where someone looks.
+  std::vector<StepValue> step_values() const;
+
+  /// `values` as numbers, copied to the host at once (one host read).
+  static Metrics read(const std::vector<StepValue>& values);
+
+  /// Host reads of logged values so far in this process (step and epoch
+  /// values): a diagnostic of where training waits for the device.
+  static int64_t host_reads();
 
   /// Epoch aggregates of on_epoch values, reduced across processes by the
   /// strategy where sync_dist is set. Every process must call this together.

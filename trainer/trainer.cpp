@@ -198,16 +198,46 @@ void Trainer::log_to_loggers(const std::map<std::string, double>& metrics) {
   for (auto& logger : loggers_) logger->log_metrics(row, global_step());
 }
 
-void Trainer::report_step(const ResultCollection::Metrics& metrics, bool send_to_loggers) {
+ResultCollection::Metrics Trainer::read_pending_step_values() const {
+  if (pending_step_values_.empty()) return {};
+  std::vector<ResultCollection::StepValue> values;
+  values.reserve(pending_step_values_.size());
+  for (auto& [key, value] : pending_step_values_) values.push_back(std::move(value));
+  pending_step_values_.clear();
+  const ResultCollection::Metrics metrics = ResultCollection::read(values);
   for (const auto& [k, v] : metrics.callback) callback_metrics_[k] = v;
   for (const auto& [k, v] : metrics.prog_bar) progress_bar_metrics_[k] = v;
-  if (send_to_loggers) {
-    for (const auto& [k, v] : metrics.logger) logged_metrics_[k] = v;
-    log_to_loggers(metrics.logger);
+  return metrics;
+}
+
+const std::map<std::string, double>& Trainer::callback_metrics() const {
+  read_pending_step_values();
+  return callback_metrics_;
+}
+
+const std::map<std::string, double>& Trainer::progress_bar_metrics() const {
+  read_pending_step_values();
+  return progress_bar_metrics_;
+}
+
+void Trainer::report_step(std::vector<ResultCollection::StepValue> values, bool send_to_loggers) {
+  std::vector<std::string> logged;
+  for (auto& value : values) {
+    if (send_to_loggers && value.options.logger) logged.push_back(value.key);
+    std::string key = value.key;
+    pending_step_values_.insert_or_assign(std::move(key), std::move(value));
   }
+  if (!send_to_loggers) return;
+  // Earlier unread steps' values are read in the same copy; the loggers get this step's.
+  const ResultCollection::Metrics metrics = read_pending_step_values();
+  std::map<std::string, double> row;
+  for (const auto& key : logged) row[key] = metrics.logger.at(key);
+  for (const auto& [k, v] : row) logged_metrics_[k] = v;
+  log_to_loggers(row);
 }
 
 void Trainer::report_epoch(const ResultCollection::Metrics& metrics) {
+  read_pending_step_values();  // older than the epoch values, which must win
   for (const auto& [k, v] : metrics.callback) callback_metrics_[k] = v;
   for (const auto& [k, v] : metrics.prog_bar) progress_bar_metrics_[k] = v;
   for (const auto& [k, v] : metrics.logger) logged_metrics_[k] = v;
@@ -365,7 +395,13 @@ std::shared_ptr<DataLoader> Trainer::prepare_loader(std::shared_ptr<DataLoader> 
   return loader;
 }
 
-void Trainer::check_stop_signal() {
+bool Trainer::stop_check_due(bool last_batch_of_epoch) const {
+  if (strategy_->world_size() == 1 || last_batch_of_epoch) return true;
+  return global_step() % config_.options.stop_check_every_n_steps() == 0;
+}
+
+void Trainer::check_stop_signal(bool last_batch_of_epoch) {
+  if (!stop_check_due(last_batch_of_epoch)) return;
   const int local = signals_ ? signals_->received() : 0;
   int agreed = local;
   if (strategy_->world_size() > 1) {

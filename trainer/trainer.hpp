@@ -109,21 +109,29 @@ class Trainer {
   /// True while on_exception and teardown run after a failure: no collective
   /// may be started then (a peer may be gone).
   bool handling_exception() const { return handling_exception_; }
-  /// Called by the training loop after every optimizer step: the ranks agree
-  /// (an all_reduce max of the signal each has received) on whether to stop
-  /// now, so all stop after the same step. Every rank must call it.
-  void check_stop_signal();
+  /// Whether the ranks agree on stopping after this optimizer step: every
+  /// step with one process; with more, every stop_check_every_n_steps
+  /// optimizer steps and at an epoch's last batch (a collective and a host
+  /// read, kept off the other steps). Every rank computes the same answer.
+  bool stop_check_due(bool last_batch_of_epoch) const;
+  /// Called by the training loop after every optimizer step: where a check
+  /// is due, the ranks agree (an all_reduce max of the signal each has
+  /// received) on whether to stop now, so all stop after the same step.
+  /// Every rank must call it.
+  void check_stop_signal(bool last_batch_of_epoch);
 
   /// What checkpoints of this run record to tell them from other runs'
   /// (see run_identity()); set when a stage starts.
   const std::string& run_identity() const { return run_identity_; }
 
   /// Latest values by base name: what ModelCheckpoint and EarlyStopping monitor.
-  const std::map<std::string, double>& callback_metrics() const { return callback_metrics_; }
+  /// Step values logged since the last read are read from the device here,
+  /// on first use: a step nobody looks at never waits for the device.
+  const std::map<std::string, double>& callback_metrics() const;
   /// Latest values sent to the loggers.
   const std::map<std::string, double>& logged_metrics() const { return logged_metrics_; }
-  /// Latest values for the progress bar.
-  const std::map<std::string, double>& progress_bar_metrics() const { return progress_bar_metrics_; }
+  /// Latest values for the progress bar (read like callback_metrics()).
+  const std::map<std::string, double>& progress_bar_metrics() const;
 
   const std::vector<std::shared_ptr<Callback>>& callbacks() const { return callbacks_; }
   const std::vector<std::shared_ptr<Logger>>& loggers() const { return loggers_; }
@@ -168,9 +176,10 @@ class Trainer {
 
   /// Routes the module's log() calls to `results` (nullptr: logging is an error).
   void attach_results(ResultCollection* results);
-  /// Reports a finished training step: updates the metric maps and, every
-  /// log_every_n_steps batches, the loggers.
-  void report_step(const ResultCollection::Metrics& metrics, bool send_to_loggers);
+  /// Reports a finished training step. Its values stay on the device until
+  /// the step goes to the loggers (every log_every_n_steps batches) or
+  /// someone asks for callback_metrics() / progress_bar_metrics().
+  void report_step(std::vector<ResultCollection::StepValue> values, bool send_to_loggers);
   /// Reports epoch aggregates to the metric maps and the loggers.
   void report_epoch(const ResultCollection::Metrics& metrics);
 
@@ -199,6 +208,8 @@ class Trainer {
   /// A restarted job's own newest checkpoint, or "" (one line says why).
   std::string auto_resume_path();
   void log_to_loggers(const std::map<std::string, double>& metrics);
+  /// Reads the step values not read yet into the metric maps; returns them.
+  ResultCollection::Metrics read_pending_step_values() const;
 
   TrainerConfig config_;
   std::unique_ptr<Strategy> strategy_;
@@ -231,9 +242,12 @@ class Trainer {
   bool launched_peers_ = false;
   int stop_signal_ = 0;
   bool run_folder_announced_ = false;
-  std::map<std::string, double> callback_metrics_;
+  // Read lazily (see callback_metrics()), hence mutable.
+  mutable std::map<std::string, double> callback_metrics_;
   std::map<std::string, double> logged_metrics_;
-  std::map<std::string, double> progress_bar_metrics_;
+  mutable std::map<std::string, double> progress_bar_metrics_;
+  /// Step values not read yet, by key (a later step's value replaces an earlier one's).
+  mutable std::map<std::string, ResultCollection::StepValue> pending_step_values_;
 };
 
 }  // namespace fulgur

@@ -71,6 +71,10 @@ namespace fulgur {
     fulgur::check::NoLimitOrAtLeast{0})                                                                       \
   X(int64_t, log_every_n_steps, 50, "how often training steps are sent to the loggers",                       \
     fulgur::check::AtLeast{1})                                                                                \
+  X(int64_t, stop_check_every_n_steps, 10,                                                                    \
+    "with several processes: optimizer steps between the ranks' agreement on stopping (a signal, a Timer) "   \
+    "and at every epoch's end; 1 = every step",                                                               \
+    fulgur::check::AtLeast{1})                                                                                \
   X(bool, deterministic, false, "deterministic algorithms only", fulgur::check::Any{})                        \
   X(bool, benchmark, false, "cuDNN benchmark mode", fulgur::check::Any{})                                     \
   X(std::string, default_root_dir, ".", "where the run folder and checkpoints go", fulgur::check::NotEmpty{}) \

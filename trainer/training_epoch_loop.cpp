@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <optional>
 #include <stdexcept>
 
 namespace fulgur {
@@ -58,22 +59,34 @@ void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, DataLoader* 
   Profiler* profiler = trainer_.profiler();
   ProfileScope epoch_scope(profiler, "run_training_epoch");
   auto batches = train.iterate(first_batch);
+  Strategy& strategy = trainer_.strategy();
+  // On CUDA the next batch's copy starts before the current step runs (a
+  // side stream); elsewhere each batch moves when its step starts.
+  const bool ahead = strategy.copies_batches_ahead();
+  std::optional<DeviceBatch> next_batch;
+  auto fetch = [&]() -> std::optional<DeviceBatch> {
+    std::optional<Batch> host;
+    {
+      ProfileScope scope(profiler, "[_TrainingEpochLoop].train_dataloader_next");
+      host = batches->next();
+    }
+    if (!host) return std::nullopt;
+    return strategy.start_batch_to_device(*host);
+  };
+  if (ahead && first_batch < num_batches_ && !done()) next_batch = fetch();
   int64_t batch_idx = first_batch;
   for (; batch_idx < num_batches_ && !done(); ++batch_idx) {
-    std::optional<Batch> next;
-    {
-      ProfileScope fetch(profiler, "[_TrainingEpochLoop].train_dataloader_next");
-      next = batches->next();
-    }
-    if (!next) break;
+    std::optional<DeviceBatch> current = ahead ? std::move(next_batch) : fetch();
+    if (!current) break;
     const bool is_last_batch = batch_idx + 1 == num_batches_;
+    if (ahead && !is_last_batch) next_batch = fetch();
     if (profiler != nullptr) profiler->on_train_batch_start(global_step());
-    advance(trainer_.strategy().batch_to_device(*next), batch_idx, is_last_batch);
+    advance(strategy.finish_batch_to_device(std::move(*current)), batch_idx, is_last_batch);
     if (profiler != nullptr) profiler->on_train_batch_end(global_step());
     validate_if_due(batch_idx, is_last_batch);
     // A step boundary (never inside an accumulation window): stop here on a signal?
     if ((batch_idx + 1) % trainer_.accumulate_grad_batches() == 0 || is_last_batch) {
-      trainer_.check_stop_signal();
+      trainer_.check_stop_signal(is_last_batch);
     }
   }
   batches.reset();
@@ -157,7 +170,7 @@ void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_l
 
   batch_progress_.increment();
   const bool send_to_loggers = batch_progress_.total % o.log_every_n_steps() == 0;
-  trainer_.report_step(results_.step_metrics(), send_to_loggers);
+  trainer_.report_step(results_.step_values(), send_to_loggers);
   trainer_.call_hook("on_train_batch_end", &Callback::on_train_batch_end, &LightningModule::on_train_batch_end,
                      loss.detach(), batch, batch_idx);
   results_.reset_step();

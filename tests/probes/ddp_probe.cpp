@@ -16,6 +16,7 @@
 #include <fstream>
 #include <chrono>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 namespace {
@@ -39,7 +40,11 @@ namespace check = fulgur::check;
   X(std::string, pid_file, "", "every rank writes its pid to it.<rank>", check::Any{})                        \
   X(int64_t, sleep_rank, -1, "that rank keeps the others waiting once, at sleep_step", check::Any{})          \
   X(int64_t, sleep_step, 2, "global step of sleep_rank's sleep", check::Any{})                                \
-  X(double, sleep_s, 0.0, "seconds sleep_rank sleeps", check::Any{})
+  X(double, sleep_s, 0.0, "seconds sleep_rank sleeps", check::Any{})                                         \
+  X(bool, batch_norm, false, "a BatchNorm1d after the first layer (buffers to broadcast)", check::Any{})        \
+  X(std::string, count_file, "",                                                                              \
+    "every rank writes what each training step communicated and read from the device to it.<rank>",        \
+    check::Any{})
 
 struct ProbeModelOptions {
   FULGUR_OPTIONS(ProbeModelOptions, PROBE_MODEL_OPTIONS)
@@ -51,8 +56,11 @@ struct ProbeModel : fulgur::LightningModule {
     int64_t hidden = o.hidden();
     const char* rank = std::getenv("RANK");
     if (rank && std::atoll(rank) == o.mismatch_rank()) hidden += 1;
-    net = register_module("net", torch::nn::Sequential(torch::nn::Linear(8, hidden), torch::nn::Tanh(),
-                                                       torch::nn::Linear(hidden, 4)));
+    torch::nn::Sequential layers(torch::nn::Linear(8, hidden));
+    if (o.batch_norm()) layers->push_back(torch::nn::BatchNorm1d(hidden));
+    layers->push_back(torch::nn::Tanh());
+    layers->push_back(torch::nn::Linear(hidden, 4));
+    net = register_module("net", layers);
     if (o.unused()) unused = register_module("unused", torch::nn::Linear(2, 2));
   }
   void on_train_start() override {
@@ -66,6 +74,30 @@ struct ProbeModel : fulgur::LightningModule {
     const char* rank = std::getenv("RANK");
     const bool odd = rank && std::atoll(rank) == o.bad_reduce_rank();
     if (o.bad_reduce_rank() >= 0) trainer()->strategy().all_reduce(torch::ones({odd ? 3 : 2}), fulgur::ReduceOp::Sum);
+  }
+  // --model.count_file F: per training step (from one batch's start to the
+  // next's), the main process group's collectives and the metric path's
+  // host reads, as "<batches done> <global step> <last batch of epoch>
+  // <collectives> <host reads>"; the first line says how many gradient
+  // buckets and buffers there are.
+  void on_train_batch_start(const fulgur::Batch&, int64_t batch_idx) override {
+    if (o.count_file().empty()) return;
+    auto* ddp = dynamic_cast<fulgur::DDPStrategy*>(&trainer()->strategy());
+    if (ddp == nullptr) return;
+    const int64_t collectives = ddp->process_group().counts().collectives();
+    const int64_t reads = fulgur::ResultCollection::host_reads();
+    if (batches_done > 0) {
+      counts << batches_done << " " << trainer()->global_step() << " "
+             << (previous_batch + 1 == trainer()->num_training_batches() ? 1 : 0) << " "
+             << collectives - last_collectives << " " << reads - last_reads << "\n";
+    } else {
+      counts << "buckets " << (ddp->reducer() ? ddp->reducer()->num_buckets() : 0) << " buffers "
+             << buffers().size() << "\n";
+    }
+    ++batches_done;
+    previous_batch = batch_idx;
+    last_collectives = collectives;
+    last_reads = reads;
   }
   torch::Tensor training_step(const fulgur::Batch& b, int64_t) override {
     const char* rank = std::getenv("RANK");
@@ -115,6 +147,10 @@ struct ProbeModel : fulgur::LightningModule {
   }
   void on_fit_end() override {
     const auto* horovod = dynamic_cast<const fulgur::HorovodStrategy*>(&trainer()->strategy());
+    if (!o.count_file().empty()) {
+      if (horovod && horovod->controller()) counts << "horovod_last_step " << horovod->controller()->collectives_last_step() << "\n";
+      std::ofstream(o.count_file() + "." + std::to_string(trainer()->strategy().global_rank())) << counts.str();
+    }
     if (horovod && horovod->controller() && trainer()->is_global_zero()) {
       std::cout << "ddp_probe: collectives in the last step: " << horovod->controller()->collectives_last_step()
                 << " for " << horovod->controller()->num_tensors() << " tensors" << std::endl;
@@ -138,6 +174,11 @@ struct ProbeModel : fulgur::LightningModule {
   torch::nn::Sequential net{nullptr};
   torch::nn::Linear unused{nullptr};
   bool slept = false;
+  std::ostringstream counts;
+  int64_t batches_done = 0;
+  int64_t previous_batch = 0;
+  int64_t last_collectives = 0;
+  int64_t last_reads = 0;
 };
 
 #define PROBE_DATA_OPTIONS(X)                                        \

@@ -1,0 +1,193 @@
+// ResNet-50 training throughput on one GPU (batch 256, channels_last,
+// bf16-mixed or 16-mixed), images/s after a warm-up:
+//   --case trainer  fulgur's Trainer on in-memory batches (pinned host memory);
+//   --case bare     a bare LibTorch loop on the same batches: copy, autocast
+//                   forward, backward, SGD step, nothing else;
+//   --case jpeg     fulgur's Trainer reading JPEGs from --data through its
+//                   ImageNet training pipeline with --workers loader threads.
+// bench/gpu_throughput.sh runs these and the Python peers (a plain PyTorch
+// loop, PyTorch Lightning, torchvision's DataLoader) and prints the ratios.
+// Without a visible GPU it prints one line saying so and exits 0.
+//
+//   build/bin/gpu_throughput --case trainer|bare|jpeg [--precision bf16-mixed|16-mixed]
+//                            [--batch_size 256] [--steps 50] [--warmup 10] [--data DIR] [--workers N]
+#include "bench_support.hpp"
+
+#include <fulgur/datamodules/dataset_loader.hpp>
+#include <fulgur/datamodules/image_folder.hpp>
+#include <fulgur/datamodules/imagenet_pipelines.hpp>
+#include <fulgur/datamodules/tensor_batch_loader.hpp>
+#include <fulgur/datamodules/transformed_image_folder.hpp>
+#include <fulgur/fulgur.hpp>
+#include <fulgur/modules/models/create_model.hpp>
+#include <fulgur/strategies/cuda_runtime.hpp>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <iostream>
+#include <string>
+#include <thread>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using fulgur::bench::flag;
+
+fulgur::PrecisionMode precision_mode(const std::string& name) {
+  if (name == "bf16-mixed") return fulgur::PrecisionMode::BF16Mixed;
+  if (name == "16-mixed") return fulgur::PrecisionMode::FP16Mixed;
+  throw std::invalid_argument("--precision: expected bf16-mixed or 16-mixed, got '" + name + "'");
+}
+
+torch::nn::AnyModule resnet50() {
+  return fulgur::models::create_model("resnet50", 1000, 3, {.channels_last = true});
+}
+
+std::vector<fulgur::Batch> make_batches(int64_t count, int64_t batch_size) {
+  std::vector<fulgur::Batch> batches;
+  for (int64_t i = 0; i < count; ++i) {
+    batches.push_back(fulgur::Batch{torch::randn({batch_size, 3, 224, 224}), torch::randint(0, 1000, {batch_size})}
+                          .pin_memory());
+  }
+  return batches;
+}
+
+torch::Tensor to_channels_last(const torch::Tensor& input) {
+  return input.contiguous(torch::MemoryFormat::ChannelsLast);
+}
+
+struct ResNetModule : fulgur::LightningModule {
+  ResNetModule() {
+    model = resnet50();
+    register_module("model", model.ptr());
+  }
+  torch::Tensor training_step(const fulgur::Batch& b, int64_t) override {
+    const torch::Tensor loss = torch::nn::functional::cross_entropy(model.forward(to_channels_last(b.input)), b.target);
+    log("train_loss", loss, {.prog_bar = true});
+    return loss;
+  }
+  fulgur::OptimizerConfig configure_optimizers() override {
+    return {std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(0.1).momentum(0.9)),
+            std::nullopt};
+  }
+  torch::nn::AnyModule model;
+};
+
+struct LoaderData : fulgur::DataModule {
+  explicit LoaderData(std::shared_ptr<fulgur::DataLoader> l) : loader(std::move(l)) {}
+  std::shared_ptr<fulgur::DataLoader> train_dataloader() override { return loader; }
+  std::shared_ptr<fulgur::DataLoader> loader;
+};
+
+/// Starts the clock after `warmup` steps (synchronising the GPU first) and
+/// stops it after the last, so only steady-state steps are timed.
+struct StepClock : fulgur::Callback {
+  explicit StepClock(int64_t warmup) : warmup(warmup) {}
+  std::string state_key() const override { return "StepClock"; }
+  void on_train_batch_end(fulgur::Trainer& trainer, fulgur::LightningModule&, const torch::Tensor&,
+                          const fulgur::Batch& batch, int64_t) override {
+    if (trainer.global_step() == warmup) {
+      torch::cuda::synchronize();
+      start = Clock::now();
+    } else if (trainer.global_step() > warmup) {
+      images += batch.size();
+    }
+  }
+  void on_train_end(fulgur::Trainer&, fulgur::LightningModule&) override {
+    torch::cuda::synchronize();
+    seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  int64_t warmup;
+  Clock::time_point start;
+  int64_t images = 0;
+  double seconds = 0.0;
+};
+
+double run_trainer(std::shared_ptr<fulgur::DataLoader> loader, const std::string& precision, int64_t steps,
+                   int64_t warmup) {
+  ResNetModule module;
+  LoaderData data(std::move(loader));
+  auto clock = std::make_shared<StepClock>(warmup);
+  fulgur::Trainer trainer(fulgur::TrainerOptions()
+                              .accelerator("gpu")
+                              .devices("1")
+                              .precision(precision)
+                              .max_steps(warmup + steps)
+                              .logger(false)
+                              .enable_checkpointing(false)
+                              .enable_progress_bar(false)
+                              .num_sanity_val_steps(0),
+                          {clock});
+  trainer.fit(module, data);
+  return static_cast<double>(clock->images) / clock->seconds;
+}
+
+double run_bare(const std::vector<fulgur::Batch>& batches, const std::string& precision, int64_t steps,
+                int64_t warmup) {
+  const torch::Device device(torch::kCUDA, 0);
+  torch::nn::AnyModule model = resnet50();
+  model.ptr()->to(device);
+  model.ptr()->train();
+  torch::optim::SGD optimizer(model.ptr()->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  // Autocast and (16-mixed) the dynamic loss scaler, as the Trainer uses them.
+  fulgur::Precision amp(precision_mode(precision), device);
+  Clock::time_point start;
+  int64_t images = 0;
+  for (int64_t step = 0; step < warmup + steps; ++step) {
+    if (step == warmup) {
+      torch::cuda::synchronize();
+      start = Clock::now();
+    }
+    const fulgur::Batch b = batches[static_cast<size_t>(step) % batches.size()].to(device, /*non_blocking=*/true);
+    torch::Tensor loss;
+    {
+      fulgur::Precision::AutocastScope autocast(amp);
+      loss = torch::nn::functional::cross_entropy(model.forward(to_channels_last(b.input)), b.target);
+    }
+    amp.backward(loss);
+    amp.optimizer_step(optimizer);
+    optimizer.zero_grad();
+    if (step >= warmup) images += b.size();
+  }
+  torch::cuda::synchronize();
+  return static_cast<double>(images) / std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!fulgur::CudaRuntime::load() || !torch::cuda::is_available()) {
+    std::cout << "gpu_throughput: skipped, no GPU visible (" << fulgur::CudaRuntime::status() << ")" << std::endl;
+    return 0;
+  }
+  const std::string which = flag(argc, argv, "--case", std::string("trainer"));
+  const std::string precision = flag(argc, argv, "--precision", std::string("bf16-mixed"));
+  const int64_t batch_size = flag(argc, argv, "--batch_size", 256);
+  const int64_t steps = flag(argc, argv, "--steps", 50);
+  const int64_t warmup = flag(argc, argv, "--warmup", 10);
+  precision_mode(precision);  // a clear error before any work
+  torch::manual_seed(0);
+  double rate = 0.0;
+  if (which == "trainer" || which == "bare") {
+    const auto batches = make_batches(8, batch_size);
+    rate = which == "trainer" ? run_trainer(std::make_shared<fulgur::TensorBatchLoader>(batches), precision, steps, warmup)
+                              : run_bare(batches, precision, steps, warmup);
+  } else if (which == "jpeg") {
+    const std::string root = flag(argc, argv, "--data", std::string());
+    if (root.empty()) throw std::invalid_argument("--case jpeg needs --data DIR (one folder per class)");
+    const int64_t workers =
+        flag(argc, argv, "--workers", static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency())));
+    auto folder = std::make_shared<const fulgur::ImageFolder>(root);
+    auto dataset = std::make_shared<fulgur::TransformedImageFolder>(folder, fulgur::imagenet_train_pipeline(), 1234, 0);
+    auto loader = std::make_shared<fulgur::DatasetLoader>(
+        dataset,
+        fulgur::DatasetLoaderOptions(batch_size).shuffle(true).drop_last(true).num_workers(workers).pin_memory(true));
+    rate = run_trainer(loader, precision, steps, warmup);
+  } else {
+    std::cerr << "error: --case: expected trainer, bare or jpeg, got '" << which << "'\n";
+    return 2;
+  }
+  std::cout << fmt::format("gpu_throughput[{}, {}]: {:.1f} img/s", which, precision, rate) << std::endl;
+  return 0;
+}

@@ -1,0 +1,174 @@
+"""The Python sides of bench/gpu_throughput: ResNet-50 training images/s on
+one GPU, batch 256, channels_last, the same precision as fulgur's side.
+
+  peers.py torch      --precision bf16-mixed   (c) a plain PyTorch loop, in-memory batches
+  peers.py lightning  --precision bf16-mixed   (d) PyTorch Lightning, the same batches
+  peers.py dataloader --data DIR --workers N   (f) the plain loop fed by torchvision's
+                                                   ImageFolder + DataLoader from JPEGs
+  peers.py make-jpegs DIR --count N            generated ImageNet-sized JPEGs (500x375)
+
+Each prints "gpu_throughput[<case>, <precision>]: <img/s> img/s". Without a GPU
+it prints that it skipped and exits 0.
+"""
+import argparse
+import sys
+import time
+
+import torch
+
+
+def autocast_dtype(precision):
+    return {"bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}[precision]
+
+
+def make_batches(count, batch_size):
+    gen = torch.Generator().manual_seed(0)
+    return [(torch.randn(batch_size, 3, 224, 224, generator=gen).pin_memory(),
+             torch.randint(0, 1000, (batch_size,), generator=gen).pin_memory()) for _ in range(count)]
+
+
+def resnet50():
+    import torchvision
+    return torchvision.models.resnet50(num_classes=1000).cuda().to(memory_format=torch.channels_last)
+
+
+def plain_loop(batches, precision, steps, warmup):
+    """(c) and (f): copy, autocast forward, backward, SGD step; GradScaler for 16-mixed."""
+    model = resnet50()
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    scaler = torch.amp.GradScaler("cuda", enabled=precision == "16-mixed")
+    dtype = autocast_dtype(precision)
+    images, start = 0, None
+    for step, (x, y) in enumerate(batches):
+        if step == warmup:
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+        if step == warmup + steps:
+            break
+        x = x.cuda(non_blocking=True).contiguous(memory_format=torch.channels_last)
+        y = y.cuda(non_blocking=True)
+        with torch.autocast("cuda", dtype=dtype):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=True)
+        if step >= warmup:
+            images += x.shape[0]
+    torch.cuda.synchronize()
+    return images / (time.perf_counter() - start)
+
+
+def cycle(batches, total):
+    for i in range(total):
+        yield batches[i % len(batches)]
+
+
+def run_lightning(batches, precision, steps, warmup):
+    """(d): the same model and batches through Lightning's Trainer."""
+    import pytorch_lightning as pl
+
+    class Module(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.model = resnet50()
+
+        def training_step(self, batch, _):
+            x, y = batch
+            loss = torch.nn.functional.cross_entropy(self.model(x.contiguous(memory_format=torch.channels_last)), y)
+            self.log("train_loss", loss, prog_bar=True)
+            return loss
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1, momentum=0.9)
+
+    class Clock(pl.Callback):
+        images, start, seconds = 0, None, 0.0
+
+        def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+            if trainer.global_step == warmup:
+                torch.cuda.synchronize()
+                self.start = time.perf_counter()
+            elif trainer.global_step > warmup:
+                self.images += batch[0].shape[0]
+
+        def on_train_end(self, trainer, module):
+            torch.cuda.synchronize()
+            self.seconds = time.perf_counter() - self.start
+
+    clock = Clock()
+    loader = torch.utils.data.DataLoader(list(cycle(batches, warmup + steps)), batch_size=None, pin_memory=False)
+    trainer = pl.Trainer(accelerator="gpu", devices=1, precision=precision, max_steps=warmup + steps,
+                         logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                         enable_model_summary=False, callbacks=[clock])
+    trainer.fit(Module(), loader)
+    return clock.images / clock.seconds
+
+
+def jpeg_batches(root, batch_size, workers, total):
+    import torchvision
+    from torchvision import transforms
+    pipeline = transforms.Compose([
+        transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip(), transforms.ToTensor(),
+        transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+    dataset = torchvision.datasets.ImageFolder(root, pipeline)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=True, drop_last=True,
+                                         num_workers=workers, pin_memory=True, persistent_workers=workers > 0)
+    produced = 0
+    while True:
+        for batch in loader:
+            yield batch
+            produced += 1
+            if produced == total:
+                return
+
+
+def make_jpegs(root, count, classes=10):
+    import pathlib
+    import numpy as np
+    from PIL import Image
+    rng = np.random.default_rng(0)
+    for i in range(count):
+        folder = pathlib.Path(root) / f"class{i % classes:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        # Smooth gradients plus noise: compresses like a photograph, not like flat colour.
+        y, x = np.mgrid[0:375, 0:500]
+        base = np.stack([(x * rng.uniform(0.2, 0.5) + y * rng.uniform(0.1, 0.4)) % 256 for _ in range(3)], axis=-1)
+        image = np.clip(base + rng.normal(0, 12, base.shape), 0, 255).astype(np.uint8)
+        Image.fromarray(image).save(folder / f"{i:05d}.jpg", quality=90)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("case", choices=["torch", "lightning", "dataloader", "make-jpegs"])
+    parser.add_argument("path", nargs="?")
+    parser.add_argument("--precision", default="bf16-mixed", choices=["bf16-mixed", "16-mixed"])
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--data")
+    parser.add_argument("--workers", type=int, default=0)
+    parser.add_argument("--count", type=int, default=2560)
+    args = parser.parse_args()
+    if args.case == "make-jpegs":
+        make_jpegs(args.path, args.count)
+        return
+    if not torch.cuda.is_available():
+        print(f"gpu_throughput[{args.case}]: skipped, no GPU visible")
+        return
+    torch.manual_seed(0)
+    total = args.warmup + args.steps
+    if args.case == "dataloader":
+        rate = plain_loop(jpeg_batches(args.data, args.batch_size, args.workers, total), args.precision, args.steps,
+                          args.warmup)
+    else:
+        batches = make_batches(8, args.batch_size)
+        run = plain_loop if args.case == "torch" else run_lightning
+        rate = run(list(cycle(batches, total)) if args.case == "torch" else batches, args.precision, args.steps,
+                   args.warmup)
+    print(f"gpu_throughput[{args.case}, {args.precision}]: {rate:.1f} img/s")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
