@@ -5,8 +5,6 @@
 #include <fulgur/datamodules/images/transforms/random_horizontal_flip.hpp>
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
 
-#include <ATen/CPUGeneratorImpl.h>
-
 #include <stdexcept>
 
 namespace fulgur {
@@ -33,15 +31,7 @@ void CIFAR10::setup(Stage stage) {
 
 std::shared_ptr<DataLoader> CIFAR10::train_dataloader() {
   if (!train_) throw std::logic_error("[CIFAR10::train_dataloader] the train split is not set up; call setup(Stage::Fit) first");
-  uint64_t seed = 0;
-  if (options_.seed()) {
-    seed = static_cast<uint64_t>(*options_.seed());
-  } else {
-    // One seed for both order and crops, following torch::manual_seed.
-    auto generator = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    seed = generator.get<at::CPUGeneratorImpl>()->random64();
-  }
+  const uint64_t seed = ImageDataset::seed_or_draw(options_.seed());
   return std::make_shared<DatasetLoader>(std::make_shared<const ImageDataset>(train_, train_pipeline(options_), seed),
                                          DatasetLoaderOptions(options_.batch_size())
                                              .shuffle(options_.shuffle())

@@ -6,8 +6,6 @@
 #include <fulgur/datamodules/images/transforms/random_horizontal_flip.hpp>
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
 
-#include <ATen/CPUGeneratorImpl.h>
-
 #include <algorithm>
 #include <stdexcept>
 
@@ -83,15 +81,7 @@ const std::vector<std::string>& CINIC10::classes() const {
 
 std::shared_ptr<DataLoader> CINIC10::train_dataloader() {
   if (!train_) throw std::logic_error("[CINIC10::train_dataloader] the train split is not set up; call setup(Stage::Fit) first");
-  uint64_t seed = 0;
-  if (options_.seed()) {
-    seed = static_cast<uint64_t>(*options_.seed());
-  } else {
-    // One seed for both order and crops, following torch::manual_seed.
-    auto generator = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    seed = generator.get<at::CPUGeneratorImpl>()->random64();
-  }
+  const uint64_t seed = ImageDataset::seed_or_draw(options_.seed());
   // The loader's set_epoch selects the epoch's augmentation (ImageDataset::at_epoch).
   return std::make_shared<DatasetLoader>(std::make_shared<const ImageDataset>(train_, train_pipeline(options_), seed),
                                          DatasetLoaderOptions(options_.batch_size())

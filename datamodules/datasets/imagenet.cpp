@@ -7,8 +7,6 @@
 #include <fulgur/datamodules/images/image_file_list.hpp>
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
 
-#include <ATen/CPUGeneratorImpl.h>
-
 #include <stdexcept>
 
 namespace fulgur {
@@ -90,14 +88,7 @@ const std::vector<std::string>& ImageNet::classes() const {
 
 std::shared_ptr<DataLoader> ImageNet::train_dataloader() {
   if (!train_) throw std::logic_error("[ImageNet::train_dataloader] the train split is not set up; call setup(Stage::Fit)");
-  uint64_t seed = 0;
-  if (options_.seed()) {
-    seed = static_cast<uint64_t>(*options_.seed());
-  } else {
-    auto generator = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    seed = generator.get<at::CPUGeneratorImpl>()->random64();
-  }
+  const uint64_t seed = ImageDataset::seed_or_draw(options_.seed());
   // The augmentation draws from (seed, epoch, index); the Trainer's set_epoch
   // selects the epoch (ImageDataset::at_epoch).
   auto dataset = std::make_shared<const ImageDataset>(train_, options_.train_pipeline(), seed);

@@ -2,6 +2,9 @@
 
 #include <fulgur/datamodules/data_error.hpp>
 
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,6 +49,13 @@ Example ImageDataset::get(int64_t index) const {
 
 std::shared_ptr<const Dataset> ImageDataset::at_epoch(int64_t epoch) const {
   return std::make_shared<const ImageDataset>(source_, recipe_, seed_, epoch);
+}
+
+uint64_t ImageDataset::seed_or_draw(const std::optional<int64_t>& seed) {
+  if (seed) return static_cast<uint64_t>(*seed);
+  auto generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return generator.get<at::CPUGeneratorImpl>()->random64();
 }
 
 }  // namespace fulgur

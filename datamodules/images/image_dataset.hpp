@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 namespace fulgur {
 
@@ -38,6 +39,11 @@ class ImageDataset : public Dataset {
   const std::shared_ptr<const Compose>& recipe() const { return recipe_; }
   uint64_t seed() const { return seed_; }
   int64_t epoch() const { return epoch_; }
+
+  /// A data module's seed option, else one drawn from torch's default CPU
+  /// generator, so torch::manual_seed (seed_everything) decides both the
+  /// order and the augmentation.
+  static uint64_t seed_or_draw(const std::optional<int64_t>& seed);
 
  private:
   std::shared_ptr<const EncodedImageSource> source_;
