@@ -13,11 +13,11 @@
 //                            [--batch_size 256] [--steps 50] [--warmup 10] [--data DIR] [--workers N]
 #include "bench_support.hpp"
 
-#include <fulgur/datamodules/dataset_loader.hpp>
-#include <fulgur/datamodules/image_folder.hpp>
-#include <fulgur/datamodules/imagenet_pipelines.hpp>
-#include <fulgur/datamodules/tensor_batch_loader.hpp>
-#include <fulgur/datamodules/transformed_image_folder.hpp>
+#include <fulgur/datamodules/datasets/imagenet_pipelines.hpp>
+#include <fulgur/datamodules/images/image_dataset.hpp>
+#include <fulgur/datamodules/images/image_file_list.hpp>
+#include <fulgur/datamodules/loading/dataset_loader.hpp>
+#include <fulgur/datamodules/loading/tensor_batch_loader.hpp>
 #include <fulgur/fulgur.hpp>
 #include <fulgur/modules/models/create_model.hpp>
 #include <fulgur/strategies/cuda_runtime.hpp>
@@ -178,8 +178,8 @@ int main(int argc, char** argv) {
     if (root.empty()) throw std::invalid_argument("--case jpeg needs --data DIR (one folder per class)");
     const int64_t workers =
         flag(argc, argv, "--workers", static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency())));
-    auto folder = std::make_shared<const fulgur::ImageFolder>(root);
-    auto dataset = std::make_shared<fulgur::TransformedImageFolder>(folder, fulgur::imagenet_train_pipeline(), 1234, 0);
+    auto images = std::make_shared<const fulgur::ImageFileList>(fulgur::ImageFileList::from_class_folders(root));
+    auto dataset = std::make_shared<const fulgur::ImageDataset>(images, fulgur::imagenet_train_pipeline(), 1234);
     auto loader = std::make_shared<fulgur::DatasetLoader>(
         dataset,
         fulgur::DatasetLoaderOptions(batch_size).shuffle(true).drop_last(true).num_workers(workers).pin_memory(true));
