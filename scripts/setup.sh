@@ -7,7 +7,7 @@
 # The venv is large (the torch wheel is a CUDA build), so it lives outside the
 # clone under $FULGUR_CACHE (default ~/.cache/fulgur), keyed by the hash of
 # scripts/requirements.txt; .venv at the repository root is a symlink to it.
-# scripts/requirements-extra.txt (wandb) is installed into that same venv when
+# scripts/requirements-extra.txt (wandb, matplotlib) is installed into that same venv when
 # missing, so adding to it does not build a new venv.
 set -euo pipefail
 
