@@ -10,14 +10,7 @@ import scaling_model as sm  # noqa: E402
 
 
 def args_for(*argv):
-    captured = {}
-    original = sm.table
-    sm.table = lambda a: captured.setdefault("args", a)
-    try:
-        sm.main(list(argv))
-    finally:
-        sm.table = original
-    return captured["args"]
+    return sm.parse_args(list(argv))
 
 
 # 2(N-1)/N * S/B + 2(N-1) * alpha, by hand: 4 ranks, 100 MB, 1 GB/s, 10 us.

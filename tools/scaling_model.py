@@ -113,7 +113,7 @@ def course(args):
     print(f"mean absolute error {sum(errors) / len(errors):.1%}, largest {max(errors):.1%}")
 
 
-def main(argv=None):
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--step-s", type=float, default=0.41, help="one device's step time in seconds")
     parser.add_argument("--grad-mb", type=float, default=102.2, help="gradient bytes per step, MB (ResNet-50 fp32: 102.2)")
@@ -134,7 +134,11 @@ def main(argv=None):
     parser.add_argument("--fixed-s", type=float, default=0.0, help="fixed seconds per run (start-up)")
     parser.add_argument("--fixed-epoch-s", type=float, default=0.0, help="fixed seconds per epoch")
     parser.add_argument("--course", action="store_true", help="compare with the course's ResNet-50 table")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
     if args.course:
         course(args)
     else:

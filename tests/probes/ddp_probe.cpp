@@ -27,6 +27,8 @@ namespace check = fulgur::check;
 #define PROBE_MODEL_OPTIONS(X)                                                                                \
   X(std::string, output, "", "rank 0 writes the final parameters there", check::Any{})                        \
   X(int64_t, hidden, 32, "hidden units", check::AtLeast{1})                                                   \
+  X(int64_t, depth, 0, "hidden x hidden layers after the first (a communication-heavy model)", check::AtLeast{0}) \
+  X(double, lr, 0.2, "SGD learning rate (momentum 0.9)", check::Positive{})                                   \
   X(int64_t, mismatch_rank, -1, "that rank builds a model with one more hidden unit", check::Any{})           \
   X(bool, unused, false, "add a layer no step uses (DDP's find_unused_parameters case)", check::Any{})        \
   X(int64_t, kill_rank, -1, "that rank SIGKILLs itself at kill_step", check::Any{})                           \
@@ -59,6 +61,10 @@ struct ProbeModel : fulgur::LightningModule {
     torch::nn::Sequential layers(torch::nn::Linear(8, hidden));
     if (o.batch_norm()) layers->push_back(torch::nn::BatchNorm1d(hidden));
     layers->push_back(torch::nn::Tanh());
+    for (int64_t i = 0; i < o.depth(); ++i) {
+      layers->push_back(torch::nn::Linear(hidden, hidden));
+      layers->push_back(torch::nn::Tanh());
+    }
     layers->push_back(torch::nn::Linear(hidden, 4));
     net = register_module("net", layers);
     if (o.unused()) unused = register_module("unused", torch::nn::Linear(2, 2));
@@ -142,7 +148,7 @@ struct ProbeModel : fulgur::LightningModule {
     }
   }
   fulgur::OptimizerConfig configure_optimizers() override {
-    return {std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(0.2).momentum(0.9)),
+    return {std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(o.lr()).momentum(0.9)),
             std::nullopt};
   }
   void on_fit_end() override {

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# A simulated cluster on one machine: NODES network namespaces ("nodes"),
+# each joined to one bridge (the "switch", in a namespace of its own) by a
+# veth pair whose two ends are limited to RATE with a token-bucket filter
+# (tc tbf), so every node has a full-duplex link of RATE to a non-blocking
+# switch, as on a cluster's network. Needs root (ip netns, tc).
+#
+#   scripts/sim_cluster.sh up   NAME NODES RATE     RATE: a tc rate (1gbit, 250mbit) or "unlimited"
+#   scripts/sim_cluster.sh run  NAME NODES PER_NODE LOGDIR -- COMMAND [ARGS...]
+#   scripts/sim_cluster.sh sent NAME NODE          bytes NODE's uplink has sent through its limit
+#   scripts/sim_cluster.sh down NAME
+#
+# `run` starts NODES x PER_NODE ranks of COMMAND, each inside its node's
+# namespace with the variables srun sets (SLURM_PROCID, SLURM_NODEID, ...),
+# MASTER_ADDR on node 0 and GLOO_SOCKET_IFNAME; rank r writes
+# LOGDIR/rank<r>.log. It waits for all and exits with the first failure,
+# printing the failed ranks' last lines. Every node has its own ports, so
+# runs on different clusters never collide.
+set -euo pipefail
+
+usage() { sed -n '2,18p' "$0" >&2; exit 2; }
+[ $# -ge 2 ] || usage
+cmd="$1" name="$2"
+[[ "$name" =~ ^[a-z0-9]{1,8}$ ]] || { echo "sim_cluster: NAME '$name' must be 1-8 of [a-z0-9]" >&2; exit 2; }
+switch="$name-sw"
+node_ns() { echo "$name-n$1"; }
+# Each cluster's namespaces see only each other, so every cluster can use the same addresses.
+node_addr() { echo "10.77.0.$(( $1 + 1 ))"; }
+
+limit() {  # $1 = namespace, $2 = device, $3 = rate
+  [ "$3" = unlimited ] && return
+  # burst: 8 ms of traffic (at least 64 KB, a GSO super-packet); latency bounds the queue.
+  local bits
+  bits="$(tc_rate_bits "$3")"
+  local burst=$(( bits / 8 / 125 > 65536 ? bits / 8 / 125 : 65536 ))
+  ip netns exec "$1" tc qdisc replace dev "$2" root tbf rate "$3" burst "$burst" latency 100ms
+}
+tc_rate_bits() {  # 1gbit, 250mbit, 800kbit -> bits per second
+  local r="${1,,}"
+  case "$r" in
+    *gbit) echo $(( ${r%gbit} * 1000000000 )) ;;
+    *mbit) echo $(( ${r%mbit} * 1000000 )) ;;
+    *kbit) echo $(( ${r%kbit} * 1000 )) ;;
+    *) echo "sim_cluster: RATE '$1' must be <n>gbit, <n>mbit, <n>kbit or unlimited" >&2; exit 2 ;;
+  esac
+}
+
+up() {  # NODES RATE
+  local nodes="$1" rate="$2"
+  [[ "$nodes" =~ ^[0-9]+$ && "$nodes" -ge 1 && "$nodes" -le 16 ]] || { echo "sim_cluster: NODES '$nodes' must be 1-16" >&2; exit 2; }
+  [ "$rate" = unlimited ] || tc_rate_bits "$rate" > /dev/null
+  down 2>/dev/null || true
+  ip netns add "$switch"
+  ip -n "$switch" link add br0 type bridge
+  ip -n "$switch" link set br0 up
+  for i in $(seq 0 $(( nodes - 1 ))); do
+    local ns
+    ns="$(node_ns "$i")"
+    ip netns add "$ns"
+    ip -n "$switch" link add "port$i" type veth peer name eth0 netns "$ns"
+    ip -n "$switch" link set "port$i" master br0 up
+    ip -n "$ns" addr add "$(node_addr "$i")/24" dev eth0
+    ip -n "$ns" link set eth0 up
+    ip -n "$ns" link set lo up
+    limit "$ns" eth0 "$rate"             # the node's uplink
+    limit "$switch" "port$i" "$rate"     # its downlink
+  done
+}
+
+down() {
+  local ns
+  for ns in $(ip netns list | awk '{ print $1 }' | grep -E "^$name-(sw|n[0-9]+)$" || true); do
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+    ip netns del "$ns"
+  done
+}
+
+run() {  # NODES PER_NODE LOGDIR -- COMMAND...
+  local nodes="$1" per_node="$2" logdir="$3"
+  shift 3
+  [ "${1:-}" = "--" ] && shift
+  [ $# -ge 1 ] || usage
+  mkdir -p "$logdir"
+  local world=$(( nodes * per_node )) pids=() rank
+  for rank in $(seq 0 $(( world - 1 ))); do
+    local node=$(( rank / per_node ))
+    ip netns exec "$(node_ns "$node")" env SLURM_JOB_ID=4242 SLURM_JOB_NAME=sim-cluster SLURM_STEP_ID=0 \
+      SLURM_NTASKS="$world" SLURM_NNODES="$nodes" SLURM_NTASKS_PER_NODE="$per_node" SLURM_PROCID="$rank" \
+      SLURM_LOCALID=$(( rank % per_node )) SLURM_NODEID="$node" SLURM_NODELIST="node[0-$(( nodes - 1 ))]" \
+      MASTER_ADDR="$(node_addr 0)" MASTER_PORT=29500 GLOO_SOCKET_IFNAME=eth0 \
+      "$@" > "$logdir/rank$rank.log" 2>&1 &
+    pids+=($!)
+  done
+  local status=0 code
+  for rank in "${!pids[@]}"; do
+    code=0
+    wait "${pids[$rank]}" || code=$?
+    if [ "$code" != 0 ]; then
+      echo "sim_cluster: rank $rank exited with $code; last lines of $logdir/rank$rank.log:" >&2
+      tail -n 5 "$logdir/rank$rank.log" >&2
+      [ "$status" != 0 ] || status="$code"
+    fi
+  done
+  return "$status"
+}
+
+sent() {  # NODE
+  ip netns exec "$(node_ns "$1")" tc -s qdisc show dev eth0 | sed -n 's/^ *Sent \([0-9]*\) bytes.*/\1/p' | head -n 1
+}
+
+case "$cmd" in
+  up) [ $# -eq 4 ] || usage; up "$3" "$4" ;;
+  down) [ $# -eq 2 ] || usage; down ;;
+  sent) [ $# -eq 3 ] || usage; sent "$3" ;;
+  run) [ $# -ge 6 ] || usage; shift 2; run "$@" ;;
+  *) usage ;;
+esac
