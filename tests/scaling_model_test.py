@@ -2,7 +2,9 @@
 """tools/scaling_model.py: the ring bound, the overlap rule and the course calibration."""
 import contextlib
 import io
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
@@ -37,4 +39,20 @@ with contextlib.redirect_stdout(out):
     sm.main(["--course"])
 lines = [line for line in out.getvalue().splitlines() if line.strip().startswith("1 x 1")]
 assert lines and "342.0     342.0" in lines[0], out.getvalue()
+rows = sm.course_rows(sm.parse_args(["--course"]))
+assert [r[:3] for r in rows] == sm.COURSE and abs(rows[0][3] - 342.0) < 1e-9
+
+# tools/plot_scaling.py draws both comparisons into a PNG (with the venv's matplotlib).
+with tempfile.TemporaryDirectory() as tmp:
+    cluster_csv = Path(tmp) / "cluster.csv"
+    cluster_csv.write_text("link,nodes,strategy,step_s,compute_s,allreduce_s,exposed_s,hidden,model_s,error\n"
+                           "1gbit,1,ddp,0.06,0.06,0.0,0.0,nan,0.06,0.0\n"
+                           "1gbit,2,ddp,0.44,0.13,0.33,0.31,0.05,0.41,-0.08\n")
+    png = Path(tmp) / "scaling.png"
+    plot = subprocess.run([sys.executable, str(Path(__file__).resolve().parents[1] / "tools" / "plot_scaling.py"),
+                           str(cluster_csv), "--out", str(png)], capture_output=True, text=True)
+    assert plot.returncode == 0, plot.stderr
+    from PIL import Image
+    with Image.open(png) as image:
+        assert image.format == "PNG" and image.size[0] > 600 and image.size[1] > 300, image.size
 print("scaling_model_test: ok")

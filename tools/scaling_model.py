@@ -91,20 +91,33 @@ def table(args):
                   f"{exposed * 1e3:10.2f} {epoch / 60:9.2f} {efficiency:10.1%}")
 
 
+def calibrate_course(args):
+    """Sets args' step time and samples from the course's 1-GPU time alone."""
+    steps_one = math.ceil(IMAGENET_TRAIN / args.batch)
+    args.step_s = (COURSE[0][2] * 60 - args.fixed_s) / args.epochs / steps_one - args.fixed_epoch_s / steps_one
+    args.samples = IMAGENET_TRAIN
+
+
+def course_rows(args):
+    """(nodes, devices, course minutes, model minutes) for every row of the course table."""
+    calibrate_course(args)
+    rows = []
+    for nodes, devices, minutes in COURSE:
+        args.devices = devices
+        rows.append((nodes, devices, minutes, run_time(args, nodes, "ddp", args.epochs, args.batch) / 60))
+    return rows
+
+
 def course(args):
     """The course table against the model, calibrated on the 1-GPU time only."""
     one_gpu_min = COURSE[0][2]
-    steps_one = math.ceil(IMAGENET_TRAIN / args.batch)
-    args.step_s = (one_gpu_min * 60 - args.fixed_s) / args.epochs / steps_one - args.fixed_epoch_s / steps_one
-    args.samples = IMAGENET_TRAIN
+    rows = course_rows(args)
     print(f"calibration: {one_gpu_min} min on 1 GPU -> {args.step_s * 1e3:.0f} ms per step of {args.batch} images "
           f"({args.batch / args.step_s:.0f} img/s); gradients {args.grad_mb} MB; "
           f"NVLink {args.intra_gbs} GB/s, InfiniBand {args.inter_gbs} GB/s per GPU")
     print(f"{'nodes x gpus':>12} {'course_min':>10} {'model_min':>9} {'error':>7} {'course_eff':>10} {'model_eff':>9}")
     errors = []
-    for nodes, devices, minutes in COURSE:
-        args.devices = devices
-        predicted = run_time(args, nodes, "ddp", args.epochs, args.batch) / 60
+    for nodes, devices, minutes, predicted in rows:
         error = (predicted - minutes) / minutes
         errors.append(abs(error))
         ranks = nodes * devices
