@@ -3,7 +3,7 @@
 simulated cluster whose links are the bottleneck, and the scaling model
 (tools/scaling_model.py) checked against both. Needs root (network namespaces).
 
-    python3 bench/cluster_scaling.py [BUILD_DIR] [--rates 1gbit 500mbit] [--nodes 1 2 4] [--csv FILE]
+    python3 bench/cluster_scaling.py [BUILD_DIR] [--rates 2gbit 1gbit 500mbit] [--nodes 1 2 4] [--csv FILE]
 
 The cluster is scripts/sim_cluster.sh: one namespace per node on a bridge,
 every node's link limited to RATE each way by tc tbf, one rank per node.
@@ -118,7 +118,7 @@ def model_step(compute, nodes, strategy, payload_bps):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("build", nargs="?", default=str(ROOT / "build"))
-    parser.add_argument("--rates", nargs="+", default=["1gbit", "500mbit"])
+    parser.add_argument("--rates", nargs="+", default=["2gbit", "1gbit", "500mbit"])
     parser.add_argument("--nodes", nargs="+", type=int, default=[1, 2, 4])
     parser.add_argument("--csv", help="also write the rows to this CSV file")
     opts = parser.parse_args()

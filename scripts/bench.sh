@@ -39,6 +39,13 @@ src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$src/.venv/bin/python" "$src/bench/loader_vs_torchvision" "$build"
 # Horovod-style ring allreduce vs Gloo's allreduce.
 bash "$(dirname "${BASH_SOURCE[0]}")/../bench/ring_vs_gloo.sh" "$build"
+# cluster_scaling: DDP buckets vs the Horovod ring on a simulated cluster
+# with tc-limited links, and the scaling model against both (root: netns).
+if [ "$(id -u)" = 0 ]; then
+  python3 "$src/bench/cluster_scaling.py" "$build"
+else
+  echo "cluster_scaling: skipped, it needs root for network namespaces"
+fi
 # vs_lightning: end-to-end fit against PyTorch Lightning on a generated
 # 32x32 CINIC-format folder (resnet18-cifar batch 128, MLP batch 16).
 bash "$(dirname "${BASH_SOURCE[0]}")/../bench/vs_lightning/run.sh" "$build"
