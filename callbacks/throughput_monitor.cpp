@@ -43,9 +43,10 @@ std::optional<double> ThroughputMonitor::peak_flops(const std::string& device_na
   return std::nullopt;
 }
 
-void ThroughputMonitor::on_train_start(Trainer& trainer, LightningModule&) {
-  window_.clear();
-  batches_ = samples_ = 0;
+void ThroughputMonitor::start(Trainer& trainer, const std::string& stage) {
+  Meter& meter = meters_[stage];
+  meter.window.clear();
+  meter.batches = meter.samples = 0;
   world_size_ = trainer.strategy().world_size();
   const torch::Device device = trainer.strategy().root_device();
   synchronize_cuda_ = device.is_cuda();
@@ -55,50 +56,84 @@ void ThroughputMonitor::on_train_start(Trainer& trainer, LightningModule&) {
       available_flops_ = peak_flops(*name, to_string(trainer.config().precision));
     }
   }
-  t0_ = Clock::now();
+  meter.t0 = Clock::now();
 }
 
-void ThroughputMonitor::on_validation_start(Trainer& trainer, LightningModule&) {
-  if (!trainer.sanity_checking()) validation_started_ = Clock::now();
+void ThroughputMonitor::update(Trainer& trainer, LightningModule& module, const std::string& stage,
+                               const Batch& batch) {
+  // The GPU works asynchronously: the time is right only once it finished.
+  if (synchronize_cuda_) torch::cuda::synchronize(trainer.strategy().root_device().index());
+  Meter& meter = meters_[stage];
+  meter.batches += 1;
+  meter.total_batches += 1;
+  meter.samples += batch.size();
+  meter.window.push_back({std::chrono::duration<double>(Clock::now() - meter.t0).count(), meter.batches,
+                          meter.samples, module.flops_per_batch()});
+  if (static_cast<int64_t>(meter.window.size()) > options_.window_size()) meter.window.pop_front();
 }
 
-void ThroughputMonitor::on_validation_end(Trainer& trainer, LightningModule&) {
-  // Validation inside fit does not count as training time.
-  if (!trainer.sanity_checking() && trainer.stage() == Stage::Fit) t0_ += Clock::now() - validation_started_;
+void ThroughputMonitor::log(Trainer& trainer, const std::string& stage, int64_t step) const {
+  std::map<std::string, double> metrics;
+  for (const auto& [key, value] : compute(stage)) metrics[stage + options_.separator() + key] = value;
+  for (const auto& logger : trainer.loggers()) logger->log_metrics(metrics, step);
 }
+
+void ThroughputMonitor::on_train_start(Trainer& trainer, LightningModule&) { start(trainer, "train"); }
 
 void ThroughputMonitor::on_train_batch_end(Trainer& trainer, LightningModule& module, const torch::Tensor&,
                                            const Batch& batch, int64_t batch_idx) {
   if (!trainer.is_global_zero()) return;
-  // The GPU works asynchronously: the time is right only once it finished.
-  if (synchronize_cuda_) torch::cuda::synchronize(trainer.strategy().root_device().index());
-  batches_ += 1;
-  samples_ += batch.size();
-  window_.push_back({std::chrono::duration<double>(Clock::now() - t0_).count(), batches_, samples_,
-                     module.flops_per_batch()});
-  if (static_cast<int64_t>(window_.size()) > options_.window_size()) window_.pop_front();
-
+  update(trainer, module, "train", batch);
   // Log when an optimizer step just ended (not inside an accumulation window), every log_every_n_steps.
   const bool stepped = (batch_idx + 1) % trainer.accumulate_grad_batches() == 0 ||
                        batch_idx + 1 == trainer.num_training_batches();
   if (!stepped || trainer.global_step() % trainer.config().options.log_every_n_steps() != 0) return;
-  const auto values = compute();
-  std::map<std::string, double> metrics;
-  for (const auto& [key, value] : values) metrics["train" + options_.separator() + key] = value;
-  for (const auto& logger : trainer.loggers()) logger->log_metrics(metrics, trainer.global_step());
+  log(trainer, "train", trainer.global_step());
 }
 
-std::map<std::string, double> ThroughputMonitor::compute() const {
+void ThroughputMonitor::on_validation_start(Trainer& trainer, LightningModule&) {
+  if (trainer.sanity_checking()) return;
+  validation_started_ = Clock::now();
+  start(trainer, "validate");
+}
+
+void ThroughputMonitor::on_validation_batch_end(Trainer& trainer, LightningModule& module, const Batch& batch,
+                                                int64_t) {
+  if (trainer.sanity_checking() || !trainer.is_global_zero()) return;
+  update(trainer, module, "validate", batch);
+  const int64_t step = meters_["validate"].total_batches;
+  if (step % trainer.config().options.log_every_n_steps() == 0) log(trainer, "validate", step);
+}
+
+void ThroughputMonitor::on_validation_end(Trainer& trainer, LightningModule&) {
+  // Validation inside fit does not count as training time.
+  if (!trainer.sanity_checking() && trainer.stage() == Stage::Fit) {
+    meters_["train"].t0 += Clock::now() - validation_started_;
+  }
+}
+
+void ThroughputMonitor::on_test_start(Trainer& trainer, LightningModule&) { start(trainer, "test"); }
+
+void ThroughputMonitor::on_test_batch_end(Trainer& trainer, LightningModule& module, const Batch& batch, int64_t) {
+  if (!trainer.is_global_zero()) return;
+  update(trainer, module, "test", batch);
+  const int64_t step = meters_["test"].total_batches;
+  if (step % trainer.config().options.log_every_n_steps() == 0) log(trainer, "test", step);
+}
+
+std::map<std::string, double> ThroughputMonitor::compute(const std::string& stage) const {
   std::map<std::string, double> m;
-  if (window_.empty()) return m;
+  const auto found = meters_.find(stage);
+  if (found == meters_.end() || found->second.window.empty()) return m;
+  const std::deque<Sample>& window = found->second.window;
   const std::string& sep = options_.separator();
-  const Sample& last = window_.back();
+  const Sample& last = window.back();
   m["time"] = last.time;
   m["batches"] = static_cast<double>(last.batches);
   m["samples"] = static_cast<double>(last.samples);
-  if (static_cast<int64_t>(window_.size()) < options_.window_size()) return m;
+  if (static_cast<int64_t>(window.size()) < options_.window_size()) return m;
   // Rates over the window: from the first sample's end to the last's.
-  const Sample& first = window_.front();
+  const Sample& first = window.front();
   const double elapsed = last.time - first.time;
   if (elapsed <= 0) return m;
   const double world = static_cast<double>(world_size_);
@@ -112,9 +147,9 @@ std::map<std::string, double> ThroughputMonitor::compute() const {
   }
   // FLOPs of the batches after the first, over the same time.
   double flops = 0.0;
-  for (size_t i = 1; i < window_.size(); ++i) {
-    if (!window_[i].flops) return m;
-    flops += *window_[i].flops;
+  for (size_t i = 1; i < window.size(); ++i) {
+    if (!window[i].flops) return m;
+    flops += *window[i].flops;
   }
   const double device_flops_per_sec = flops / elapsed;
   m["device" + sep + "flops_per_sec"] = device_flops_per_sec;

@@ -23,12 +23,15 @@ struct ThroughputMonitorOptions {
   FULGUR_OPTIONS(ThroughputMonitorOptions, FULGUR_THROUGHPUT_MONITOR_OPTIONS)
 };
 
-/// Logs training throughput (Lightning's ThroughputMonitor) every
-/// log_every_n_steps, from rank 0, once `window_size` batches were seen:
-///   train/time, train/batches, train/samples (running totals on this device),
-///   train/device/batches_per_sec, train/device/samples_per_sec (over the window),
-///   train/batches_per_sec, train/samples_per_sec (times the world size, when > 1),
-///   train/device/flops_per_sec, train/flops_per_sec, train/device/mfu
+/// Logs throughput (Lightning's ThroughputMonitor), from rank 0, with the
+/// stage as prefix: `train` every log_every_n_steps optimizer steps,
+/// `validate` (inside fit and in validate(); not in the sanity check) and
+/// `test` every log_every_n_steps of their batches, at the stage's running
+/// batch count as step:
+///   <stage>/time, <stage>/batches, <stage>/samples (running totals of this run of the stage),
+///   <stage>/device/batches_per_sec, <stage>/device/samples_per_sec (over the last window_size batches),
+///   <stage>/batches_per_sec, <stage>/samples_per_sec (times the world size, when > 1),
+///   <stage>/device/flops_per_sec, <stage>/flops_per_sec, <stage>/device/mfu
 ///     (when LightningModule::flops_per_batch() says; mfu needs the peak).
 /// Time spent in validation is left out of the training rates.
 class ThroughputMonitor : public Callback {
@@ -41,10 +44,15 @@ class ThroughputMonitor : public Callback {
   void on_train_batch_end(Trainer& trainer, LightningModule& module, const torch::Tensor& loss, const Batch& batch,
                           int64_t batch_idx) override;
   void on_validation_start(Trainer& trainer, LightningModule& module) override;
+  void on_validation_batch_end(Trainer& trainer, LightningModule& module, const Batch& batch,
+                               int64_t batch_idx) override;
   void on_validation_end(Trainer& trainer, LightningModule& module) override;
+  void on_test_start(Trainer& trainer, LightningModule& module) override;
+  void on_test_batch_end(Trainer& trainer, LightningModule& module, const Batch& batch, int64_t batch_idx) override;
 
-  /// The values as they would be logged now (without the stage prefix).
-  std::map<std::string, double> compute() const;
+  /// The values of `stage` ("train", "validate", "test") as they would be
+  /// logged now (without the stage prefix); empty before its first batch.
+  std::map<std::string, double> compute(const std::string& stage = "train") const;
   /// Dense peak FLOP/s of a CUDA device by its name ("NVIDIA H100 80GB HBM3")
   /// for `precision` ("32-true", "bf16-mixed", ...); nullopt when not known.
   static std::optional<double> peak_flops(const std::string& device_name, const std::string& precision);
@@ -53,18 +61,28 @@ class ThroughputMonitor : public Callback {
  private:
   using Clock = std::chrono::steady_clock;
   struct Sample {
-    double time;  // seconds of training since on_train_start
+    double time;  // seconds since the stage started
     int64_t batches;
     int64_t samples;
     std::optional<double> flops;  // of this batch
   };
+  /// One stage's rolling window; restarted at every run of the stage.
+  struct Meter {
+    std::deque<Sample> window;
+    Clock::time_point t0;
+    int64_t batches = 0;
+    int64_t samples = 0;
+    int64_t total_batches = 0;  // over every run of the stage: the step it logs at
+  };
+
+  void start(Trainer& trainer, const std::string& stage);
+  /// Adds a finished batch to `stage`'s window.
+  void update(Trainer& trainer, LightningModule& module, const std::string& stage, const Batch& batch);
+  void log(Trainer& trainer, const std::string& stage, int64_t step) const;
 
   ThroughputMonitorOptions options_;
-  std::deque<Sample> window_;
-  Clock::time_point t0_;
+  std::map<std::string, Meter> meters_;
   Clock::time_point validation_started_;
-  int64_t batches_ = 0;
-  int64_t samples_ = 0;
   int64_t world_size_ = 1;
   bool synchronize_cuda_ = false;
   std::optional<double> available_flops_;

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <thread>
 
 using namespace fulgur;
 using fulgur::testing::MemoryLogger;
@@ -97,4 +98,53 @@ TEST_CASE("throughput monitor: no flops without the module's count; known GPU pe
   CHECK_FALSE(ThroughputMonitor::peak_flops("Some CPU", "32-true").has_value());
   CHECK_THROWS_WITH_AS(ThroughputMonitor(ThroughputMonitorOptions().window_size(1)),
                        "[ThroughputMonitorOptions] window_size must be >= 2, got 1", std::invalid_argument);
+}
+
+namespace {
+
+/// SlowModule whose validation batches take 250 ms each.
+class SlowValidationModule : public SlowModule {
+ public:
+  SlowValidationModule() : SlowModule(5) {}
+  void validation_step(const Batch& batch, int64_t idx) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    SlowModule::validation_step(batch, idx);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("throughput monitor: validate and test stages; validation time stays out of the training rates") {
+  TempDir dir("throughput-stages");
+  SlowValidationModule model;
+  RegressionData data(6, 4, /*batch_size=*/8);
+  auto logger = std::make_shared<MemoryLogger>(dir.path());
+  Trainer trainer(quiet_options(dir.path()).max_epochs(2).log_every_n_steps(2).num_sanity_val_steps(2),
+                  {std::make_shared<ThroughputMonitor>(ThroughputMonitorOptions().window_size(2))}, {logger});
+  trainer.fit(model, data);
+
+  // Two validation runs of 4 batches, logged every 2nd batch at the running batch count;
+  // the sanity check's 2 batches are not counted. Totals restart with every run.
+  using Series = std::vector<std::pair<int64_t, double>>;
+  CHECK(logger->series("validate/batches") == Series{{2, 2.0}, {4, 4.0}, {6, 2.0}, {8, 4.0}});
+  CHECK(logger->series("validate/samples") == Series{{2, 16.0}, {4, 32.0}, {6, 16.0}, {8, 32.0}});
+  const auto validate_rate = logger->series("validate/device/samples_per_sec");
+  REQUIRE(validate_rate.size() == 4);
+  for (const auto& [step, rate] : validate_rate) {
+    CHECK(rate > 0.0);
+    CHECK(rate <= 8.0 / 0.25);  // no validation batch is shorter than its 250 ms sleep
+  }
+  // The first epoch's validation (1 s of sleeps) lies between training steps 6 and 8,
+  // but not in the training clock.
+  const auto train_time = logger->series("train/time");
+  REQUIRE(train_time.size() == 6);
+  REQUIRE(train_time[2].first == 6);
+  REQUIRE(train_time[3].first == 8);
+  CHECK(train_time[3].second - train_time[2].second < 1.0);
+
+  trainer.test(model, data);
+  CHECK(logger->series("test/batches") == Series{{2, 2.0}, {4, 4.0}});
+  const auto test_rate = logger->series("test/device/batches_per_sec");
+  REQUIRE(test_rate.size() == 2);
+  CHECK(test_rate[0].second > 0.0);
 }
