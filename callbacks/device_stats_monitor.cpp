@@ -87,24 +87,41 @@ void DeviceStatsMonitor::on_train_start(Trainer& trainer, LightningModule&) {
   std::tie(last_busy_, last_total_) = cpu_jiffies();
 }
 
-void DeviceStatsMonitor::log(Trainer& trainer, const std::string& hook) {
-  // As the training step's metrics: every log_every_n_steps batches.
-  if (!trainer.is_global_zero() || (batch_step_ + 1) % trainer.config().options.log_every_n_steps() != 0) return;
+void DeviceStatsMonitor::log(Trainer& trainer, const std::string& hook, int64_t step, int64_t batch_number) {
+  // As the steps' own metrics: every log_every_n_steps batches.
+  if (!trainer.is_global_zero() || batch_number % trainer.config().options.log_every_n_steps() != 0) return;
   const auto stats = device_stats(trainer.strategy().root_device());
   if (stats.empty()) return;
   std::map<std::string, double> metrics;
   for (const auto& [key, value] : stats) metrics["DeviceStatsMonitor." + hook + "/" + key] = value;
-  for (const auto& logger : trainer.loggers()) logger->log_metrics(metrics, batch_step_);
+  for (const auto& logger : trainer.loggers()) logger->log_metrics(metrics, step);
 }
 
 void DeviceStatsMonitor::on_train_batch_start(Trainer& trainer, LightningModule&, const Batch&, int64_t) {
   batch_step_ = trainer.global_step();
-  log(trainer, "on_train_batch_start");
+  log(trainer, "on_train_batch_start", batch_step_, batch_step_ + 1);
 }
 
 void DeviceStatsMonitor::on_train_batch_end(Trainer& trainer, LightningModule&, const torch::Tensor&, const Batch&,
                                             int64_t) {
-  log(trainer, "on_train_batch_end");
+  log(trainer, "on_train_batch_end", batch_step_, batch_step_ + 1);
+}
+
+void DeviceStatsMonitor::on_validation_batch_start(Trainer& trainer, LightningModule&, const Batch&,
+                                                   int64_t batch_idx) {
+  if (!trainer.sanity_checking()) log(trainer, "on_validation_batch_start", trainer.global_step(), batch_idx + 1);
+}
+
+void DeviceStatsMonitor::on_validation_batch_end(Trainer& trainer, LightningModule&, const Batch&, int64_t batch_idx) {
+  if (!trainer.sanity_checking()) log(trainer, "on_validation_batch_end", trainer.global_step(), batch_idx + 1);
+}
+
+void DeviceStatsMonitor::on_test_batch_start(Trainer& trainer, LightningModule&, const Batch&, int64_t batch_idx) {
+  log(trainer, "on_test_batch_start", trainer.global_step(), batch_idx + 1);
+}
+
+void DeviceStatsMonitor::on_test_batch_end(Trainer& trainer, LightningModule&, const Batch&, int64_t batch_idx) {
+  log(trainer, "on_test_batch_end", trainer.global_step(), batch_idx + 1);
 }
 
 }  // namespace fulgur

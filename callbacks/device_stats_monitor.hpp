@@ -20,9 +20,11 @@ struct DeviceStatsMonitorOptions {
   FULGUR_OPTIONS(DeviceStatsMonitorOptions, FULGUR_DEVICE_STATS_MONITOR_OPTIONS)
 };
 
-/// Logs the device's statistics at the start and end of training batches,
-/// every log_every_n_steps, from rank 0 (Lightning's DeviceStatsMonitor), as
-/// `DeviceStatsMonitor.on_train_batch_start/<key>` and `..._end/<key>`:
+/// Logs the device's statistics at the start and end of training,
+/// validation and test batches, every log_every_n_steps of them, from rank 0
+/// (Lightning's DeviceStatsMonitor), as
+/// `DeviceStatsMonitor.on_train_batch_start/<key>`, `..._end/<key>`,
+/// `DeviceStatsMonitor.on_validation_batch_start/<key>`, ... at the global step:
 /// - CPU (from /proc): cpu_percent (all CPUs' busy share since the last
 ///   reading), cpu_vm_percent (memory in use), cpu_swap_percent;
 /// - CUDA: the caching allocator's statistics with torch.cuda.memory_stats()'s
@@ -39,12 +41,19 @@ class DeviceStatsMonitor : public Callback {
   void on_train_batch_start(Trainer& trainer, LightningModule& module, const Batch& batch, int64_t batch_idx) override;
   void on_train_batch_end(Trainer& trainer, LightningModule& module, const torch::Tensor& loss, const Batch& batch,
                           int64_t batch_idx) override;
+  void on_validation_batch_start(Trainer& trainer, LightningModule& module, const Batch& batch,
+                                 int64_t batch_idx) override;
+  void on_validation_batch_end(Trainer& trainer, LightningModule& module, const Batch& batch,
+                               int64_t batch_idx) override;
+  void on_test_batch_start(Trainer& trainer, LightningModule& module, const Batch& batch, int64_t batch_idx) override;
+  void on_test_batch_end(Trainer& trainer, LightningModule& module, const Batch& batch, int64_t batch_idx) override;
 
   /// The statistics of `device` as they would be logged now, without prefix.
   std::map<std::string, double> device_stats(const torch::Device& device);
 
  private:
-  void log(Trainer& trainer, const std::string& hook);
+  /// Logs at `step` when `batch_number` (from 1) is a multiple of log_every_n_steps.
+  void log(Trainer& trainer, const std::string& hook, int64_t step, int64_t batch_number);
   std::map<std::string, double> cpu_stats();
 
   DeviceStatsMonitorOptions options_;

@@ -86,3 +86,27 @@ TEST_CASE("device stats monitor: cpu_stats false logs nothing on CPU; the CUDA h
     CHECK(stats.count("num_ooms") == 1);
   }
 }
+
+TEST_CASE("device stats monitor: validation and test batches under their hooks' keys, not the sanity check") {
+  TempDir dir("device-stats-eval");
+  testing::RecordingModule model;
+  RegressionData data(4, 4);
+  Trainer trainer(quiet_options(dir.path()).max_epochs(1).log_every_n_steps(2).num_sanity_val_steps(2),
+                  {std::make_shared<DeviceStatsMonitor>()});
+  trainer.fit(model, data);
+  trainer.test(model, data);
+  const std::string csv = read_file(trainer.log_dir() / "metrics.csv");
+  INFO(csv);
+  for (const std::string hook : {"on_validation_batch_start", "on_validation_batch_end", "on_test_batch_start",
+                                 "on_test_batch_end"}) {
+    const auto values = csv_column(csv, "DeviceStatsMonitor." + hook + "/cpu_vm_percent");
+    INFO(hook);
+    // Batches 2 and 4 of 4 (the sanity check's 2 batches are not logged), at the global step after training.
+    REQUIRE(values.size() == 2);
+    for (const auto& [step, value] : values) {
+      CHECK(step == 4);
+      CHECK(value > 0.0);
+      CHECK(value <= 100.0);
+    }
+  }
+}
