@@ -1,5 +1,6 @@
 // DDP in real processes: fulgur's launcher (and torchrun) start ranks that
 // meet over a TCPStore on loopback and average gradients through Gloo.
+#include "support/pickled_tensor.hpp"
 #include "support/test_support.hpp"
 
 #include <torch/torch.h>
@@ -8,6 +9,7 @@
 
 #include <filesystem>
 
+using fulgur::testing::load_pickled_tensor;
 using fulgur::testing::read_file;
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
@@ -21,11 +23,6 @@ std::string fit_command(const TempDir& dir, const std::string& name, const std::
          "--trainer.enable_progress_bar false --trainer.num_sanity_val_steps 0 --trainer.process_group_timeout 60 " +
          "--trainer.default_root_dir " + (dir.path() / name).string() + " --model.output " +
          (dir.path() / (name + ".pt")).string() + " " + extra;
-}
-
-torch::Tensor load(const std::filesystem::path& path) {
-  const std::string bytes = read_file(path);
-  return torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end())).toTensor();
 }
 
 }  // namespace
@@ -42,11 +39,11 @@ TEST_CASE("ddp: 2 and 4 processes equal one process on the same global batch") {
   INFO(four.output);
   REQUIRE(four.exit_code == 0);
 
-  const torch::Tensor reference = load(dir / "one.pt");
+  const torch::Tensor reference = load_pickled_tensor(dir / "one.pt");
   const torch::Tensor initial_guess = torch::zeros_like(reference);
   CHECK_FALSE(torch::allclose(reference, initial_guess));
-  CHECK(torch::allclose(load(dir / "two.pt"), reference, 1e-5, 1e-5));
-  CHECK(torch::allclose(load(dir / "four.pt"), reference, 1e-5, 1e-5));
+  CHECK(torch::allclose(load_pickled_tensor(dir / "two.pt"), reference, 1e-5, 1e-5));
+  CHECK(torch::allclose(load_pickled_tensor(dir / "four.pt"), reference, 1e-5, 1e-5));
   // 8 optimizer steps (4 per epoch): only rank 0 writes a run folder.
   CHECK(std::filesystem::exists(dir / "two" / "fulgur_logs" / "version_0" / "metrics.csv"));
   CHECK_FALSE(std::filesystem::exists(dir / "two" / "fulgur_logs" / "version_1"));
@@ -64,7 +61,8 @@ TEST_CASE("ddp and horovod with one process (no MASTER_PORT): a group of one on 
                                  300);
     INFO(one.output);
     REQUIRE(one.exit_code == 0);
-    CHECK(torch::allclose(load(dir / (strategy + ".pt")), load(dir / "single.pt"), 1e-6, 1e-6));
+    CHECK(torch::allclose(load_pickled_tensor(dir / (strategy + ".pt")),
+                          load_pickled_tensor(dir / "single.pt"), 1e-6, 1e-6));
   }
 }
 
@@ -78,7 +76,7 @@ TEST_CASE("ddp: gradient accumulation communicates once per optimizer step and s
       fit_command(dir, "two", "--trainer.devices 2 --data.batch_size 4 --trainer.accumulate_grad_batches 2"), 300);
   INFO(two.output);
   REQUIRE(two.exit_code == 0);
-  CHECK(torch::allclose(load(dir / "two.pt"), load(dir / "one.pt"), 1e-5, 1e-5));
+  CHECK(torch::allclose(load_pickled_tensor(dir / "two.pt"), load_pickled_tensor(dir / "one.pt"), 1e-5, 1e-5));
 }
 
 namespace {
@@ -94,7 +92,7 @@ void check_matches_own_launcher(const std::string& name, const std::string& laun
       run_command(launcher + " " + fit_command(dir, "theirs", "--trainer.devices 2 --data.batch_size 8"), 300);
   INFO(theirs.output);
   REQUIRE(theirs.exit_code == 0);
-  CHECK(torch::allclose(load(dir / "theirs.pt"), load(dir / "ours.pt"), 1e-6, 1e-6));
+  CHECK(torch::allclose(load_pickled_tensor(dir / "theirs.pt"), load_pickled_tensor(dir / "ours.pt"), 1e-6, 1e-6));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // torchrun --max-restarts: when a rank dies, torchrun stops the others and
 // starts the whole group again; fulgur resumes the run's own last checkpoint
 // and ends where an uninterrupted run ends.
+#include "support/pickled_tensor.hpp"
 #include "support/test_support.hpp"
 
 #include <torch/torch.h>
@@ -10,6 +11,7 @@
 #include <filesystem>
 
 using fulgur::testing::last_csv_value;
+using fulgur::testing::load_pickled_tensor;
 using fulgur::testing::read_file;
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
@@ -24,11 +26,6 @@ std::string torchrun_fit(const TempDir& dir, const std::string& name, int port, 
          "--trainer.enable_progress_bar false --trainer.num_sanity_val_steps 0 --trainer.log_every_n_steps 1 " +
          "--trainer.process_group_timeout 60 --trainer.default_root_dir " + (dir.path() / name).string() +
          " --model.output " + (dir.path() / (name + ".pt")).string() + " " + extra;
-}
-
-torch::Tensor load(const std::filesystem::path& path) {
-  const std::string bytes = read_file(path);
-  return torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end())).toTensor();
 }
 
 }  // namespace
@@ -46,7 +43,8 @@ TEST_CASE("torchrun --max-restarts: a rank killed mid-epoch restarts the group, 
   CHECK(restarted.output.find("fulgur: restarted job: resuming from") != std::string::npos);
 
   // Same parameters, same last step, and every step once in the continued metrics.csv.
-  CHECK(torch::allclose(load(dir / "restarted.pt"), load(dir / "straight.pt"), 1e-6, 1e-6));
+  CHECK(torch::allclose(load_pickled_tensor(dir / "restarted.pt"), load_pickled_tensor(dir / "straight.pt"), 1e-6,
+                        1e-6));
   const auto csv = [&](const std::string& name) {
     return read_file(dir / name / "fulgur_logs" / "version_0" / "metrics.csv");
   };

@@ -2,6 +2,7 @@
 // mask), and the strategy and process count chosen by Trainer options alone.
 // The Trainer starts the second rank itself; 2 processes of batch 16 must
 // end where 1 process of batch 32 does.
+#include "support/pickled_tensor.hpp"
 #include "support/test_support.hpp"
 
 #include <fulgur/fulgur.hpp>
@@ -10,7 +11,6 @@
 
 #include <doctest/doctest.h>
 
-using fulgur::testing::read_file;
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
 
@@ -31,8 +31,7 @@ Run train(const TempDir& dir, const std::string& name, const std::string& flags)
                                   240);
   torch::Tensor loaded;
   if (std::filesystem::exists(weights)) {
-    const std::string bytes = read_file(weights);
-    loaded = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end())).toTensor();
+    loaded = fulgur::testing::load_pickled_tensor(weights);
   }
   return {result.exit_code, result.output, loaded};
 }

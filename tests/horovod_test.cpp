@@ -1,6 +1,7 @@
 // The Horovod-style strategy in real processes: parity with one process and
 // with DDP, fusion, accumulation, the timeline, the stall inspector and its
 // shutdown, a killed rank, mpirun, and float16 compression on the demo digits.
+#include "support/pickled_tensor.hpp"
 #include "support/test_support.hpp"
 
 #include <fulgur/strategies/local_launcher.hpp>
@@ -15,6 +16,7 @@
 
 using fulgur::LocalLauncher;
 using fulgur::testing::last_csv_value;
+using fulgur::testing::load_pickled_tensor;
 using fulgur::testing::read_file;
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
@@ -28,11 +30,6 @@ std::string fit_command(const TempDir& dir, const std::string& name, const std::
          "--trainer.enable_progress_bar false --trainer.num_sanity_val_steps 0 --trainer.process_group_timeout 60 " +
          "--trainer.default_root_dir " + (dir.path() / name).string() + " --model.output " +
          (dir.path() / (name + ".pt")).string() + " " + extra;
-}
-
-torch::Tensor load(const std::filesystem::path& path) {
-  const std::string bytes = read_file(path);
-  return torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end())).toTensor();
 }
 
 void run_ok(const std::string& command) {
@@ -57,12 +54,12 @@ TEST_CASE("horovod: 2 and 4 processes equal one process and ddp, with and withou
   run_ok(fit_command(dir, "unfused", "--trainer.devices 2 --data.batch_size 8 --trainer.strategy horovod "
                                      "--trainer.horovod.fusion_threshold_mb 0 --trainer.horovod.cycle_time_ms 1"));
 
-  const torch::Tensor reference = load(dir / "one.pt");
+  const torch::Tensor reference = load_pickled_tensor(dir / "one.pt");
   CHECK_FALSE(torch::allclose(reference, torch::zeros_like(reference)));
-  CHECK(torch::allclose(load(dir / "two.pt"), reference, 1e-5, 1e-5));
-  CHECK(torch::allclose(load(dir / "four.pt"), reference, 1e-5, 1e-5));
-  CHECK(torch::allclose(load(dir / "unfused.pt"), reference, 1e-5, 1e-5));
-  CHECK(torch::allclose(load(dir / "two.pt"), load(dir / "ddp.pt"), 1e-6, 1e-6));
+  CHECK(torch::allclose(load_pickled_tensor(dir / "two.pt"), reference, 1e-5, 1e-5));
+  CHECK(torch::allclose(load_pickled_tensor(dir / "four.pt"), reference, 1e-5, 1e-5));
+  CHECK(torch::allclose(load_pickled_tensor(dir / "unfused.pt"), reference, 1e-5, 1e-5));
+  CHECK(torch::allclose(load_pickled_tensor(dir / "two.pt"), load_pickled_tensor(dir / "ddp.pt"), 1e-6, 1e-6));
 }
 
 TEST_CASE("horovod: fusion reduces all gradients of a step in fewer collectives") {
@@ -89,7 +86,7 @@ TEST_CASE("horovod: backward_passes_per_step accumulates locally and still match
   run_ok(fit_command(dir, "one", "--data.batch_size 8 --trainer.accumulate_grad_batches 2"));
   run_ok(fit_command(dir, "two", "--trainer.devices 2 --data.batch_size 4 --trainer.strategy horovod "
                                  "--trainer.horovod.backward_passes_per_step 2"));
-  CHECK(torch::allclose(load(dir / "two.pt"), load(dir / "one.pt"), 1e-5, 1e-5));
+  CHECK(torch::allclose(load_pickled_tensor(dir / "two.pt"), load_pickled_tensor(dir / "one.pt"), 1e-5, 1e-5));
 }
 
 TEST_CASE("horovod and ddp: the timeline is Chrome-trace JSON with one event per phase per collective") {
@@ -198,7 +195,7 @@ TEST_CASE("horovod: real mpirun (OpenMPI) starts the ranks and gives fulgur's la
   run_ok(fit_command(dir, "ours", args));
   run_ok("mpirun --allow-run-as-root --oversubscribe -np 2 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=29657 " +
          fit_command(dir, "mpi", args));
-  CHECK(torch::allclose(load(dir / "mpi.pt"), load(dir / "ours.pt"), 1e-6, 1e-6));
+  CHECK(torch::allclose(load_pickled_tensor(dir / "mpi.pt"), load_pickled_tensor(dir / "ours.pt"), 1e-6, 1e-6));
 }
 
 TEST_CASE("horovod: float16 compression trains the demo digits to within 1 % of float32") {

@@ -3,6 +3,7 @@
 // each way by tc tbf. DDP on 4 nodes x 1 rank and the Horovod-style ring on
 // 2 nodes x 2 ranks train a model with 25 MB of gradients through those
 // links and end equal to one process on the same global batch.
+#include "support/pickled_tensor.hpp"
 #include "support/test_support.hpp"
 
 #include <torch/torch.h>
@@ -11,7 +12,7 @@
 
 #include <unistd.h>
 
-using fulgur::testing::read_file;
+using fulgur::testing::load_pickled_tensor;
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
 
@@ -48,11 +49,6 @@ std::string probe(const std::filesystem::path& output, const std::string& extra)
          "--model.hidden 1024 --model.depth 6 --model.lr 0.02 --model.output " + output.string() + " " + extra;
 }
 
-torch::Tensor load(const std::filesystem::path& path) {
-  const std::string bytes = read_file(path);
-  return torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end())).toTensor();
-}
-
 }  // namespace
 
 TEST_CASE("simulated cluster: DDP and the Horovod ring over 1 Gbit/s links equal one process") {
@@ -61,7 +57,7 @@ TEST_CASE("simulated cluster: DDP and the Horovod ring over 1 Gbit/s links equal
   const auto one = run_command(probe(dir / "one.pt", "--data.batch_size 16"), 300);
   INFO(one.output);
   REQUIRE(one.exit_code == 0);
-  const torch::Tensor reference = load(dir / "one.pt");
+  const torch::Tensor reference = load_pickled_tensor(dir / "one.pt");
 
   SimCluster cluster(4, "1gbit");
   SUBCASE("DDP, 4 nodes x 1 rank") {
@@ -69,7 +65,7 @@ TEST_CASE("simulated cluster: DDP and the Horovod ring over 1 Gbit/s links equal
                                  probe(dir / "ddp.pt", "--trainer.num_nodes 4 --trainer.devices 1 --data.batch_size 4"));
     INFO(run.output);
     REQUIRE(run.exit_code == 0);
-    CHECK(torch::allclose(load(dir / "ddp.pt"), reference, 1e-5, 1e-5));
+    CHECK(torch::allclose(load_pickled_tensor(dir / "ddp.pt"), reference, 1e-5, 1e-5));
     // Every gradient crossed the limited links: a ring allreduce sends 2(N-1)/N of them per step from each node.
     CHECK(cluster.sent(1) >= 4 * kGradientBytes * 3 / 2);
   }
@@ -79,7 +75,7 @@ TEST_CASE("simulated cluster: DDP and the Horovod ring over 1 Gbit/s links equal
                                                            "--trainer.strategy horovod --data.batch_size 4"));
     INFO(run.output);
     REQUIRE(run.exit_code == 0);
-    CHECK(torch::allclose(load(dir / "horovod.pt"), reference, 1e-5, 1e-5));
+    CHECK(torch::allclose(load_pickled_tensor(dir / "horovod.pt"), reference, 1e-5, 1e-5));
     // Ranks 0,1 on node 0 and 2,3 on node 1: the ring crosses each node's link once per direction.
     CHECK(cluster.sent(1) >= 4 * kGradientBytes * 3 / 2);
   }
