@@ -110,7 +110,7 @@ bool StochasticWeightAveraging::update_batch_norm(Trainer& trainer, LightningMod
   DataLoader* loader = trainer.train_dataloader();
   if (loader == nullptr) return false;
   std::vector<std::function<void()>> restore;
-  for (const auto& child : module.modules()) {
+  for (const auto& child : module.modules(/*include_self=*/false)) {
     reset_batch_norm<torch::nn::BatchNorm1dImpl>(child, restore);
     reset_batch_norm<torch::nn::BatchNorm2dImpl>(child, restore);
     reset_batch_norm<torch::nn::BatchNorm3dImpl>(child, restore);

@@ -122,7 +122,7 @@ int64_t Tuner::scale_batch_size(LightningModule& module, DataModule& data, Scale
           if (trial(size)) {
             ran = size;
             const int64_t next = bounded(size * 2);
-            if (next == size) break;
+            if (next == size || i + 1 == options.max_trials()) break;
             report(size, "succeeded", next);
             size = next;
           } else {
