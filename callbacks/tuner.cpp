@@ -147,7 +147,8 @@ int64_t Tuner::scale_batch_size(LightningModule& module, DataModule& data, Scale
           report(size, "succeeded", next);
           size = next;
         } else {
-          high = size;
+          // Every size above max_val fails: bisect below it, not below the size tried.
+          high = options.max_val() && size > *options.max_val() ? *options.max_val() + 1 : size;
           if (*high - low <= 1) break;
           report(size, "failed", (low + *high) / 2);
           size = (low + *high) / 2;
