@@ -2,7 +2,9 @@
 // validation and the end of training see are an average computed here
 // independently from the weights after every step or epoch, they differ from
 // a run without averaging, and a run resumed from a mid-run checkpoint ends
-// bit-identical to an uninterrupted one.
+// bit-identical to an uninterrupted one. SWA's BatchNorm pass: the running
+// statistics at the end are those of the data under the averaged weights,
+// computed here from the inputs.
 #include "support/test_support.hpp"
 #include "support/tiny_modules.hpp"
 
@@ -283,4 +285,30 @@ TEST_CASE("StochasticWeightAveraging: BatchNorm statistics are recomputed for th
   CHECK_FALSE(torch::allclose(model.norm->running_mean, before_swa->mean, 1e-3, 1e-4));
   CHECK_FALSE(torch::allclose(model.norm->running_var, before_swa->var, 1e-3, 1e-4));
   CHECK(model.norm->options.momentum() == std::optional<double>(0.1));
+}
+
+TEST_CASE("StochasticWeightAveraging with BatchNorm: a run resumed from a mid-run checkpoint ends equal to an "
+          "uninterrupted run") {
+  TempDir dir("swa-batch-norm-resume");
+  auto run = [&](const std::string& name, std::vector<std::shared_ptr<Callback>> extra, const std::string& ckpt_path) {
+    torch::manual_seed(0);
+    NormedRegression model;
+    testing::ResizableRegressionData data(64, 16);
+    std::vector<std::shared_ptr<Callback>> callbacks{std::make_shared<StochasticWeightAveraging>(
+        StochasticWeightAveragingOptions(0.02).swa_epoch_start(2).annealing_epochs(1))};
+    callbacks.insert(callbacks.end(), extra.begin(), extra.end());
+    Trainer(testing::quiet_options((dir / name).string()).max_epochs(4).logger(false), callbacks)
+        .fit(model, data, ckpt_path);
+    return std::vector<torch::Tensor>{model.linear->weight.detach().clone(), model.linear->bias.detach().clone(),
+                                      model.norm->running_mean.clone(), model.norm->running_var.clone()};
+  };
+  const auto whole = run("whole", {}, "");
+  run("first", {std::make_shared<ModelCheckpoint>(
+                   ModelCheckpointOptions().dirpath((dir / "ckpt").string()).filename("{epoch}").save_top_k(-1))},
+      "");
+  const auto ckpt = dir / "ckpt" / "epoch=1.ckpt";  // after the first SWA epoch
+  REQUIRE(std::filesystem::exists(ckpt));
+  const auto resumed = run("resumed", {}, ckpt.string());
+  REQUIRE(resumed.size() == whole.size());
+  for (size_t i = 0; i < whole.size(); ++i) CHECK(torch::equal(resumed[i], whole[i]));
 }
