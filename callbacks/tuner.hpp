@@ -28,13 +28,13 @@ class Tuner {
   explicit Tuner(TrainerOptions options) : options_(std::move(options)) {}
 
   /// The learning-rate range test: a fit of num_training_steps optimizer
-  /// steps (over as many epochs as that takes; no validation, checkpoint,
-  /// logger or progress bar) with an LRFinder.
+  /// steps (over as many epochs as that takes; no validation, checkpoint, logger,
+  /// progress bar or model summary) with an LRFinder.
   std::shared_ptr<LRFinder> lr_find(LightningModule& module, DataModule& data, LRFinderOptions options = {}) const;
 
   /// The largest batch size that trains: trial fits of steps_per_trial
   /// optimizer steps (validation limited to as many batches; no checkpoint,
-  /// logger or progress bar) from init_val, doubling after each trial that
+  /// logger, progress bar or summary) from init_val, doubling after each trial that
   /// ran (power) and then, in binsearch, bisecting between the last size
   /// that ran and the first that failed. A trial fails on a CUDA
   /// out-of-memory error, or when its size is above max_val (required on
