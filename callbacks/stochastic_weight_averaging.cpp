@@ -1,19 +1,36 @@
 #include <fulgur/callbacks/stochastic_weight_averaging.hpp>
 
 #include <fulgur/modules/lightning_module.hpp>
+#include <fulgur/trainer/result_collection.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <stdexcept>
+#include <vector>
 
 namespace fulgur {
+namespace {
+
+// Resets a BatchNorm of type Norm for a cumulative mean; `restore` puts its momentum back.
+template <class Norm>
+void reset_batch_norm(const std::shared_ptr<torch::nn::Module>& module, std::vector<std::function<void()>>& restore) {
+  const auto norm = std::dynamic_pointer_cast<Norm>(module);
+  if (!norm || !norm->options.track_running_stats()) return;
+  const std::optional<double> momentum = norm->options.momentum();
+  norm->reset_running_stats();
+  norm->options.momentum(std::nullopt);
+  restore.push_back([norm, momentum] { norm->options.momentum(momentum); });
+}
+
+}  // namespace
 
 StochasticWeightAveraging::StochasticWeightAveraging(StochasticWeightAveragingOptions options)
-    : WeightAveraging((options.validate(), options.use_buffers()), /*validate_with_average=*/false),
+    : WeightAveraging((options.validate(), /*use_buffers=*/false), /*validate_with_average=*/false),
       options_(std::move(options)) {
   if (options_.swa_lrs().empty()) {
     throw std::invalid_argument("[StochasticWeightAveraging] swa_lrs must be given (one value, or one per group)");
@@ -79,6 +96,50 @@ void StochasticWeightAveraging::on_train_epoch_start(Trainer& trainer, Lightning
     }
   }
   for (size_t i = 0; i < groups.size(); ++i) groups[i].options().set_lr(learning_rate(i, trainer.current_epoch()));
+}
+
+void StochasticWeightAveraging::on_train_end(Trainer& trainer, LightningModule& module) {
+  WeightAveraging::on_train_end(trainer, module);
+  if (n_averaged() > 0 && update_batch_norm(trainer, module) && trainer.is_global_zero()) {
+    std::cout << "fulgur: StochasticWeightAveraging: BatchNorm statistics recomputed for the averaged weights"
+              << std::endl;
+  }
+}
+
+bool StochasticWeightAveraging::update_batch_norm(Trainer& trainer, LightningModule& module) {
+  DataLoader* loader = trainer.train_dataloader();
+  if (loader == nullptr) return false;
+  std::vector<std::function<void()>> restore;
+  for (const auto& child : module.modules(/*include_self=*/false)) {
+    reset_batch_norm<torch::nn::BatchNorm1dImpl>(child, restore);
+    reset_batch_norm<torch::nn::BatchNorm2dImpl>(child, restore);
+    reset_batch_norm<torch::nn::BatchNorm3dImpl>(child, restore);
+  }
+  if (restore.empty()) return false;
+  const bool was_training = module.is_training();
+  // What training_step logs during the pass goes nowhere.
+  ResultCollection discarded(Stage::Train);
+  auto finish = [&] {
+    trainer.attach_results(nullptr);
+    for (const auto& put_back : restore) put_back();
+    module.train(was_training);
+  };
+  try {
+    module.train();
+    trainer.attach_results(&discarded);
+    torch::NoGradGuard no_grad;
+    auto batches = loader->iterate();
+    for (int64_t i = 0; i < trainer.num_training_batches(); ++i) {
+      const std::optional<Batch> batch = batches->next();
+      if (!batch) break;
+      module.training_step(trainer.strategy().batch_to_device(*batch), i);
+    }
+  } catch (...) {
+    finish();
+    throw;
+  }
+  finish();
+  return true;
 }
 
 CallbackState StochasticWeightAveraging::state_dict() const {

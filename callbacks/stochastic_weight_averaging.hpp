@@ -19,10 +19,7 @@ namespace fulgur {
   X(int64_t, annealing_epochs, 10, "epochs over which the learning rate moves to swa_lrs",                     \
     fulgur::check::AtLeast{0})                                                                                 \
   X(std::string, annealing_strategy, "cos", "cos or linear: the shape of that move",                          \
-    (fulgur::check::OneOf{{"cos", "linear"}}))                                                                 \
-  X(bool, use_buffers, true,                                                                                   \
-    "average BatchNorm's running statistics with the weights (false: keep the last epoch's)",                  \
-    fulgur::check::Any{})
+    (fulgur::check::OneOf{{"cos", "linear"}}))
 
 struct StochasticWeightAveragingOptions {
   StochasticWeightAveragingOptions() = default;
@@ -35,11 +32,12 @@ struct StochasticWeightAveragingOptions {
 /// set aside and every parameter group's learning rate moves from its value
 /// then to swa_lrs over annealing_epochs epochs (cosine or linear, as
 /// torch.optim.swa_utils.SWALR), and the weights are folded into an
-/// equal-weight average after every epoch. When training ends the average
-/// becomes the module's weights. BatchNorm's running statistics are averaged
-/// with them (use_buffers, as AveragedModel(use_buffers=True)); Lightning
-/// instead recomputes them in one extra pass over the training data, which
-/// fulgur does not do.
+/// equal-weight average after every epoch (the parameters; buffers are not
+/// averaged). When training ends the average becomes the module's weights
+/// and, as in Lightning (torch.optim.swa_utils.update_bn), BatchNorm's
+/// running statistics are recomputed for them: reset, then a cumulative
+/// mean (momentum None) over one pass of the training loader in train mode
+/// without gradients, each BatchNorm's momentum restored afterwards.
 ///
 ///   auto swa = std::make_shared<StochasticWeightAveraging>(StochasticWeightAveragingOptions(0.01));
 class StochasticWeightAveraging : public WeightAveraging {
@@ -54,6 +52,7 @@ class StochasticWeightAveraging : public WeightAveraging {
 
   void on_fit_start(Trainer& trainer, LightningModule& module) override;
   void on_train_epoch_start(Trainer& trainer, LightningModule& module) override;
+  void on_train_end(Trainer& trainer, LightningModule& module) override;
 
   /// The first SWA epoch (from 0), known once fit has started.
   int64_t swa_start() const { return swa_start_; }
@@ -62,6 +61,10 @@ class StochasticWeightAveraging : public WeightAveraging {
   const StochasticWeightAveragingOptions& options() const { return options_; }
 
  private:
+  /// The BatchNorm pass over the training data; false when the module has no
+  /// BatchNorm that tracks running statistics.
+  bool update_batch_norm(Trainer& trainer, LightningModule& module);
+
   StochasticWeightAveragingOptions options_;
   int64_t swa_start_ = 0;
   std::vector<double> initial_lrs_;  // each group's learning rate when SWA started; empty before

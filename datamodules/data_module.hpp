@@ -3,6 +3,7 @@
 #include <fulgur/datamodules/data_loader.hpp>
 #include <fulgur/modules/stage.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -26,6 +27,14 @@ class DataModule {
   virtual std::shared_ptr<DataLoader> val_dataloader() { return nullptr; }
   virtual std::shared_ptr<DataLoader> test_dataloader() { return nullptr; }
   virtual std::shared_ptr<DataLoader> predict_dataloader() { return nullptr; }
+
+  /// The batch-size option called `name`, which the loaders made afterwards
+  /// use; nullptr when the module has none by that name. Tuner::scale_batch_size
+  /// changes it (its batch_arg_name, "batch_size" unless told otherwise).
+  virtual int64_t* batch_arg(const std::string& name) {
+    (void)name;
+    return nullptr;
+  }
 };
 
 }  // namespace fulgur

@@ -22,6 +22,8 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <type_traits>
 
 /// One field: member `name_`, setter `name(value)`, getter `name()`.
 #define FULGUR_OPTION_FIELD(type, name, default_value, doc, check) TORCH_ARG(type, name) = default_value;
@@ -65,6 +67,19 @@ void validate_options(const Options& options) {
                                   check::text(value));
     }
   });
+}
+
+/// The field `name` of `options` when it has type T; nullptr when there is
+/// no such field (a search by name, as Lightning's lightning_getattr).
+template <class T, DeclaredOptions Options>
+T* find_option(Options& options, std::string_view name) {
+  T* found = nullptr;
+  Options::visit_fields(options, [&](const char* field, const char*, auto& value, const auto&) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, T>) {
+      if (name == field) found = &value;
+    }
+  });
+  return found;
 }
 
 }  // namespace fulgur

@@ -125,7 +125,7 @@ TEST_CASE("cli: parse_arguments reads subcommand, configs, overrides and flags")
 
   const char* bad_sub[] = {"prog", "train"};
   CHECK_THROWS_WITH_AS(cli::parse_arguments(2, bad_sub),
-                       "subcommand: expected one of fit, validate, test, predict, lr_find, got 'train'", cli::ConfigError);
+                       "subcommand: expected one of fit, validate, test, predict, lr_find, scale_batch_size, got 'train'", cli::ConfigError);
   const char* no_value[] = {"prog", "fit", "--trainer.max_epochs"};
   CHECK_THROWS_WITH_AS(cli::parse_arguments(3, no_value), "--trainer.max_epochs: expected a value", cli::ConfigError);
   const char* positional[] = {"prog", "fit", "extra"};
@@ -172,7 +172,7 @@ TEST_CASE("cli: bad input exits 2 with one message naming the key, and writes no
       {{"--model.depth", "3"}, "error: unknown key 'model.depth'\n"},
       {{"--optimizer.lr", "3"},
        "error: unknown key 'optimizer' (top-level keys: trainer, model, data, seed_everything, test_after_fit, ckpt_path, "
-       "lr_find)\n"},
+       "lr_find, scale_batch_size)\n"},
       {{"--trainer.max_epochs", "abc"}, "error: trainer.max_epochs: expected an integer or null, got 'abc'\n"},
       {{"--trainer.deterministic", "maybe"},
        "error: trainer.deterministic: expected a boolean (true/false), got 'maybe'\n"},

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 using namespace fulgur;
+using fulgur::testing::FailingModule;
 using fulgur::testing::MemoryLogger;
 using fulgur::testing::quiet_options;
 using fulgur::testing::RecordingModule;
@@ -14,14 +15,6 @@ using fulgur::testing::RegressionData;
 using fulgur::testing::TempDir;
 
 namespace {
-
-class FailingModule : public RecordingModule {
- public:
-  torch::Tensor training_step(const Batch& batch, int64_t idx) override {
-    if (trainer()->global_step() == 2) throw std::runtime_error("boom at step 2");
-    return RecordingModule::training_step(batch, idx);
-  }
-};
 
 class EventCallback : public Callback {
  public:
@@ -45,7 +38,7 @@ class EventCallback : public Callback {
 
 TEST_CASE("exception path: a failing training_step reaches on_exception, teardown and the loggers") {
   TempDir dir("exception-path");
-  FailingModule model;
+  FailingModule model(2, "boom at step 2");
   RegressionData data(5, 2);
   auto events = std::make_shared<EventCallback>();
   auto logger = std::make_shared<MemoryLogger>(dir.path());
@@ -80,7 +73,7 @@ TEST_CASE("exception path: an error raised by a callback takes the same path") {
 
 TEST_CASE("exception path: the CSV logger of a failed run keeps what was logged") {
   TempDir dir("exception-csv");
-  FailingModule model;
+  FailingModule model(2, "boom at step 2");
   RegressionData data(5, 2);
   Trainer trainer(quiet_options(dir.path()).max_epochs(3).log_every_n_steps(1));
   CHECK_THROWS(trainer.fit(model, data));

@@ -6,25 +6,13 @@
 #include <doctest/doctest.h>
 
 using namespace fulgur;
+using fulgur::testing::FailingModule;
 using fulgur::testing::quiet_options;
 using fulgur::testing::RecordingModule;
 using fulgur::testing::RegressionData;
 using fulgur::testing::TempDir;
 
 namespace {
-
-/// Fails in the training step once `fail_at_step` optimizer steps were taken.
-class FailingModule : public RecordingModule {
- public:
-  explicit FailingModule(int64_t fail_at_step = -1) : fail_at_step_(fail_at_step) {}
-  torch::Tensor training_step(const Batch& batch, int64_t idx) override {
-    if (trainer()->global_step() == fail_at_step_) throw std::runtime_error("injected failure");
-    return RecordingModule::training_step(batch, idx);
-  }
-
- private:
-  int64_t fail_at_step_;
-};
 
 torch::Tensor weights(RecordingModule& model) {
   return torch::cat({model.linear->weight.flatten(), model.linear->bias});

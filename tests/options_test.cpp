@@ -7,6 +7,7 @@
 #include <fulgur/callbacks/ema_weight_averaging.hpp>
 #include <fulgur/callbacks/loggers/wandb_logger.hpp>
 #include <fulgur/callbacks/lr_finder.hpp>
+#include <fulgur/callbacks/scale_batch_size_options.hpp>
 #include <fulgur/callbacks/stochastic_weight_averaging.hpp>
 #include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
 #include <fulgur/callbacks/learning_rate_monitor.hpp>
@@ -132,6 +133,7 @@ TEST_CASE("options: the option tables of README.md and docs/ are the declaration
   check_readme_table<fulgur::StochasticWeightAveragingOptions>();
   check_readme_table<fulgur::WandbLoggerOptions>();
   check_readme_table<fulgur::LRFinderOptions>();
+  check_readme_table<fulgur::ScaleBatchSizeOptions>();
   check_readme_table<fulgur::LearningRateMonitorOptions>();
   check_readme_table<fulgur::GradientAccumulationSchedulerOptions>();
   check_readme_table<fulgur::ProgressBarOptions>();

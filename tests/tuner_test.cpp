@@ -1,6 +1,10 @@
 // Tuner::lr_find: the range test's curve and its stop on divergence, the
 // module left as it was found, and on the digits (the lr_find subcommand of
-// the example) a suggestion with which a short fit reaches a good accuracy.
+// the example) a suggestion with which a short fit reaches a good accuracy;
+// scripts/plot_lr_find.py draws that curve as a PNG. Tuner::scale_batch_size:
+// the sizes power and binsearch try and end at under max_val and the
+// training set's size, the module left as it was, the size left set for the
+// next fit, and the scale_batch_size subcommand.
 #include "support/test_support.hpp"
 #include "support/tiny_modules.hpp"
 
@@ -16,7 +20,21 @@
 
 using namespace fulgur;
 using fulgur::testing::read_file;
+using fulgur::testing::ResizableRegressionData;
 using fulgur::testing::TempDir;
+
+namespace {
+
+TrainerOptions search_fit_options(const TempDir& dir) {
+  return TrainerOptions()
+      .default_root_dir(dir.path().string())
+      .accelerator("cpu")
+      .enable_progress_bar(false)
+      .logger(false)
+      .enable_checkpointing(false);
+}
+
+}  // namespace
 
 TEST_CASE("lr_find: the sweep stops on divergence; the module is left as it was") {
   TempDir dir("tuner");
@@ -114,4 +132,138 @@ TEST_CASE("lr_find on the digits: the suggestion lets a short fit reach a good a
                                                 60);
   CHECK(bad.exit_code == 2);
   CHECK(bad.output == "error: lr_find.mode: must be one of exponential, linear, got cyclic\n");
+}
+
+TEST_CASE("scale_batch_size: power doubles up to max_val, binsearch bisects to it; the module is left as it was") {
+  TempDir dir("scale-batch");
+  torch::manual_seed(0);
+  testing::RecordingModule model;
+  std::vector<torch::Tensor> before;
+  for (const auto& p : model.parameters()) before.push_back(p.detach().clone());
+  const torch::Tensor rng = at::detail::getDefaultCPUGenerator().get_state();
+  auto unchanged = [&] {
+    size_t i = 0;
+    for (const auto& p : model.parameters()) CHECK(torch::equal(p, before[i++]));
+    CHECK(torch::equal(at::detail::getDefaultCPUGenerator().get_state(), rng));
+  };
+  const Tuner tuner(search_fit_options(dir));
+  using Sizes = std::vector<int64_t>;
+
+  // 100 examples; 64 is above max_val 40 and fails as an out-of-memory would.
+  ResizableRegressionData power_data(100, 8);
+  CHECK(tuner.scale_batch_size(model, power_data, ScaleBatchSizeOptions().max_val(40)) == 32);
+  CHECK(power_data.train_batch_sizes == Sizes{2, 4, 8, 16, 32});
+  CHECK(power_data.batch_size() == 32);
+  unchanged();
+
+  ResizableRegressionData binsearch_data(100, 8);
+  CHECK(tuner.scale_batch_size(model, binsearch_data, ScaleBatchSizeOptions().mode("binsearch").max_val(40)) ==
+        40);
+  // 64 fails without a loader (as does every size above max_val); then bisection between 32 and 41.
+  CHECK(binsearch_data.train_batch_sizes == Sizes{2, 4, 8, 16, 32, 36, 38, 39, 40});
+  unchanged();
+
+  // A first size that fails is halved until one runs; power then stops at it.
+  ResizableRegressionData halving(100, 8);
+  CHECK(tuner.scale_batch_size(model, halving, ScaleBatchSizeOptions().init_val(160).max_val(40)) == 40);
+  CHECK(halving.train_batch_sizes == Sizes{40});
+
+  // Never beyond the training set: 128 becomes 100, in both modes.
+  for (const std::string mode : {"power", "binsearch"}) {
+    ResizableRegressionData small(100, 8);
+    CHECK(tuner.scale_batch_size(model, small, ScaleBatchSizeOptions().mode(mode).max_val(1000)) == 100);
+    CHECK(small.train_batch_sizes == Sizes{2, 4, 8, 16, 32, 64, 100});
+  }
+  // max_trials counts the trials.
+  ResizableRegressionData few(100, 8);
+  CHECK(tuner.scale_batch_size(model, few, ScaleBatchSizeOptions().max_trials(3).max_val(1000)) == 8);
+  unchanged();
+  CHECK(std::filesystem::is_empty(dir.path()));
+
+  // The next fit uses the size found: ceil(100 / 32) batches of 32.
+  Trainer trainer(search_fit_options(dir).max_epochs(1));
+  trainer.fit(model, power_data);
+  CHECK(trainer.num_training_batches() == 4);
+  CHECK(power_data.train_batch_sizes.back() == 32);
+}
+
+TEST_CASE("scale_batch_size: what it cannot search says so") {
+  TempDir dir("scale-batch-errors");
+  testing::RecordingModule model;
+  ResizableRegressionData data(100, 8);
+  const Tuner tuner(search_fit_options(dir));
+  CHECK_THROWS_WITH_AS(tuner.scale_batch_size(model, data),
+                       "[Tuner::scale_batch_size] max_val must be set on the CPU: no out-of-memory error ends the "
+                       "search there",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(tuner.scale_batch_size(model, data, ScaleBatchSizeOptions().batch_arg_name("bs").max_val(8)),
+                       "[Tuner::scale_batch_size] the data module has no batch size option 'bs' (batch_arg_name; "
+                       "DataModule::batch_arg)",
+                       std::invalid_argument);
+  testing::RegressionData prepared(4, 0);  // batches made in advance: no size to change
+  CHECK_THROWS_AS(tuner.scale_batch_size(model, prepared, ScaleBatchSizeOptions().max_val(8)),
+                  std::invalid_argument);
+  CHECK_THROWS_WITH_AS(tuner.scale_batch_size(model, data, ScaleBatchSizeOptions().mode("linear")),
+                       doctest::Contains("mode must be one of power, binsearch"), std::invalid_argument);
+  // Only size 1 is under max_val 1: init_val 2 fails and is halved.
+  CHECK(tuner.scale_batch_size(model, data, ScaleBatchSizeOptions().max_val(1)) == 1);
+  CHECK(data.train_batch_sizes == std::vector<int64_t>{1});
+  CHECK(data.batch_size() == 1);
+}
+
+TEST_CASE("scale_batch_size subcommand: prints the size and writes a config that sets it (the digits)") {
+  const std::string root = std::string(FULGUR_SOURCE_DIR) + "/data/digits-cinic";
+  REQUIRE_MESSAGE(std::filesystem::exists(root + "/train"), "demo data missing: run scripts/setup.sh");
+  TempDir dir("scale-batch-cli");
+  const std::string command = std::string(FULGUR_BINARY_DIR) + "/bin/cinic10 scale_batch_size --config " +
+                              FULGUR_SOURCE_DIR + "/examples/cinic10/digits.yaml --data.root " + root +
+                              " --data.num_workers 0 --trainer.enable_progress_bar false --trainer.default_root_dir " +
+                              dir.path().string() + " --scale_batch_size.max_val 20 --scale_batch_size.steps_per_trial 1";
+  const auto result = fulgur::testing::run_command(command, 300);
+  INFO(command << "\n" << result.output);
+  REQUIRE(result.exit_code == 0);
+  const std::string yaml = (dir / "scale_batch_size.yaml").string();
+  CHECK(result.output.find("scale_batch_size: batch size 16 (data.batch_size); fit with it: --config " + yaml) !=
+        std::string::npos);
+  CHECK(read_file(yaml) == "data:\n  batch_size: 16\n");
+  // The file is a --config: print_config shows the size it sets (digits.yaml says 32).
+  const auto printed = fulgur::testing::run_command(
+      std::string(FULGUR_BINARY_DIR) + "/bin/cinic10 fit --config " + FULGUR_SOURCE_DIR +
+          "/examples/cinic10/digits.yaml --config " + yaml + " --print_config",
+      60);
+  CHECK(printed.output.find("batch_size: 16") != std::string::npos);
+
+  const auto cpu = fulgur::testing::run_command(std::string(FULGUR_BINARY_DIR) + "/bin/cinic10 scale_batch_size --data.root " +
+                                                    root + " --trainer.accelerator cpu",
+                                                60);
+  CHECK(cpu.exit_code == 2);
+  CHECK(cpu.output.find("max_val must be set on the CPU") != std::string::npos);
+}
+
+TEST_CASE("plot_lr_find.py draws a real lr_find curve as a PNG") {
+  TempDir dir("lr-find-plot");
+  torch::manual_seed(0);
+  testing::RecordingModule model;
+  testing::RegressionData data(10, 0);
+  auto finder = Tuner(search_fit_options(dir)).lr_find(model, data, LRFinderOptions().min_lr(1e-3).max_lr(1e3).num_training_steps(60));
+  finder->write_csv(dir / "lr_find.csv");
+  const auto suggestion = finder->suggestion();
+  REQUIRE(suggestion);
+  const std::string command = fmt::format("{} {}/scripts/plot_lr_find.py {} {}", FULGUR_PYTHON, FULGUR_SOURCE_DIR,
+                                          (dir / "lr_find.csv").string(), *suggestion);
+  const auto result = fulgur::testing::run_command(command, 120);
+  INFO(command << "\n" << result.output);
+  REQUIRE(result.exit_code == 0);
+  const auto png = dir / "lr_find.png";
+  CHECK(result.output.find(png.string() + "\n") != std::string::npos);
+  REQUIRE(std::filesystem::exists(png));
+  CHECK(std::filesystem::file_size(png) > 0);
+  CHECK(read_file(png).rfind("\x89PNG\r\n\x1a\n", 0) == 0);
+  // PIL reads it back whole: a 640x480 RGBA image (matplotlib's default figure at dpi 100).
+  const auto read = fulgur::testing::run_command(
+      fmt::format("{} -c \"from PIL import Image; im = Image.open('{}'); im.load(); print(im.size, im.mode)\"",
+                  FULGUR_PYTHON, png.string()),
+      60);
+  CHECK(read.exit_code == 0);
+  CHECK(read.output.find("(640, 480) RGBA\n") != std::string::npos);
 }

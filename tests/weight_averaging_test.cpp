@@ -2,7 +2,9 @@
 // validation and the end of training see are an average computed here
 // independently from the weights after every step or epoch, they differ from
 // a run without averaging, and a run resumed from a mid-run checkpoint ends
-// bit-identical to an uninterrupted one.
+// bit-identical to an uninterrupted one. SWA's BatchNorm pass: the running
+// statistics at the end are those of the data under the averaged weights,
+// computed here from the inputs.
 #include "support/test_support.hpp"
 #include "support/tiny_modules.hpp"
 
@@ -214,4 +216,99 @@ TEST_CASE("weight averaging: both are named in YAML with Lightning's options") {
                        doctest::Contains("trainer.callbacks.init_args: [StochasticWeightAveraging] swa_lrs must be "
                                          "given"),
                        cli::ConfigError);
+}
+
+namespace {
+
+// Linear(4, 3) -> BatchNorm1d(3) -> sum: the BatchNorm's input is the linear
+// layer's output, which the test computes from the data directly.
+class NormedRegression : public LightningModule {
+ public:
+  NormedRegression() {
+    linear = register_module("linear", torch::nn::Linear(4, 3));
+    norm = register_module("norm", torch::nn::BatchNorm1d(3));
+  }
+  torch::Tensor training_step(const Batch& batch, int64_t) override {
+    return torch::mse_loss(norm->forward(linear->forward(batch.input)).sum(1), batch.target);
+  }
+  OptimizerConfig configure_optimizers() override {
+    return {std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(0.05)), std::nullopt};
+  }
+  torch::nn::Linear linear{nullptr};
+  torch::nn::BatchNorm1d norm{nullptr};
+};
+
+// The BatchNorm's running statistics when training ends, before any callback's on_train_end after it.
+struct NormStatsAtTrainEnd : Callback {
+  std::string state_key() const override { return "NormStatsAtTrainEnd"; }
+  void on_train_end(Trainer&, LightningModule& module) override {
+    auto& model = dynamic_cast<NormedRegression&>(module);
+    mean = model.norm->running_mean.clone();
+    var = model.norm->running_var.clone();
+  }
+  torch::Tensor mean, var;
+};
+
+}  // namespace
+
+TEST_CASE("StochasticWeightAveraging: BatchNorm statistics are recomputed for the averaged weights") {
+  TempDir dir("swa-batch-norm");
+  torch::manual_seed(0);
+  NormedRegression model;
+  testing::ResizableRegressionData data(64, 16);  // 4 batches, in order
+  auto before_swa = std::make_shared<NormStatsAtTrainEnd>();
+  auto swa = std::make_shared<StochasticWeightAveraging>(
+      StochasticWeightAveragingOptions(0.02).swa_epoch_start(2).annealing_epochs(1));
+  Trainer(testing::quiet_options(dir.path().string()).max_epochs(4).logger(false).enable_checkpointing(false),
+          {before_swa, swa})
+      .fit(model, data);
+  REQUIRE(swa->n_averaged() == 3);
+  // The module holds the averaged parameters; buffers are not averaged.
+  CHECK(torch::equal(model.linear->weight, swa->averaged().at("linear.weight")));
+  CHECK(swa->averaged().count("norm.running_mean") == 0);
+
+  // What one pass with a cumulative mean gives: the mean over the 4 batches
+  // of each batch's mean and unbiased variance of the BatchNorm's input.
+  torch::NoGradGuard no_grad;
+  const torch::Tensor inputs = model.linear->forward(data.dataset().inputs());
+  torch::Tensor mean = torch::zeros({3});
+  torch::Tensor var = torch::zeros({3});
+  for (int64_t b = 0; b < 4; ++b) {
+    const torch::Tensor h = inputs.slice(0, 16 * b, 16 * (b + 1));
+    mean += h.mean(0) / 4;
+    var += h.var(0, /*unbiased=*/true) / 4;
+  }
+  CHECK(torch::allclose(model.norm->running_mean, mean, 1e-5, 1e-6));
+  CHECK(torch::allclose(model.norm->running_var, var, 1e-5, 1e-6));
+  CHECK(model.norm->num_batches_tracked.item<int64_t>() == 4);
+  // They are not the statistics training left, and the momentum is back.
+  CHECK_FALSE(torch::allclose(model.norm->running_mean, before_swa->mean, 1e-3, 1e-4));
+  CHECK_FALSE(torch::allclose(model.norm->running_var, before_swa->var, 1e-3, 1e-4));
+  CHECK(model.norm->options.momentum() == std::optional<double>(0.1));
+}
+
+TEST_CASE("StochasticWeightAveraging with BatchNorm: a run resumed from a mid-run checkpoint ends equal to an "
+          "uninterrupted run") {
+  TempDir dir("swa-batch-norm-resume");
+  auto run = [&](const std::string& name, std::vector<std::shared_ptr<Callback>> extra, const std::string& ckpt_path) {
+    torch::manual_seed(0);
+    NormedRegression model;
+    testing::ResizableRegressionData data(64, 16);
+    std::vector<std::shared_ptr<Callback>> callbacks{std::make_shared<StochasticWeightAveraging>(
+        StochasticWeightAveragingOptions(0.02).swa_epoch_start(2).annealing_epochs(1))};
+    callbacks.insert(callbacks.end(), extra.begin(), extra.end());
+    Trainer(testing::quiet_options((dir / name).string()).max_epochs(4).logger(false), callbacks)
+        .fit(model, data, ckpt_path);
+    return std::vector<torch::Tensor>{model.linear->weight.detach().clone(), model.linear->bias.detach().clone(),
+                                      model.norm->running_mean.clone(), model.norm->running_var.clone()};
+  };
+  const auto whole = run("whole", {}, "");
+  run("first", {std::make_shared<ModelCheckpoint>(
+                   ModelCheckpointOptions().dirpath((dir / "ckpt").string()).filename("{epoch}").save_top_k(-1))},
+      "");
+  const auto ckpt = dir / "ckpt" / "epoch=1.ckpt";  // after the first SWA epoch
+  REQUIRE(std::filesystem::exists(ckpt));
+  const auto resumed = run("resumed", {}, ckpt.string());
+  REQUIRE(resumed.size() == whole.size());
+  for (size_t i = 0; i < whole.size(); ++i) CHECK(torch::equal(resumed[i], whole[i]));
 }

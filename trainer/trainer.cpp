@@ -425,6 +425,7 @@ void Trainer::fit(LightningModule& module, DataModule& data, const std::string& 
   run_stage(Stage::Fit, module, data, ckpt_path, [&] {
     auto train = prepare_loader(data.train_dataloader(), /*training=*/true);
     if (!train) throw std::invalid_argument("[Trainer::fit] the DataModule returned no train_dataloader");
+    train_dataloader_ = train;
     auto val = prepare_loader(data.val_dataloader(), /*training=*/false);
     optimizers_ = module.configure_optimizers();
     if (!optimizers_.optimizer) {

@@ -139,6 +139,9 @@ class Trainer {
   std::filesystem::path log_dir();
 
   OptimizerConfig& optimizers() { return optimizers_; }
+  /// The training loader of the last fit (this process's shard); null
+  /// before the first fit. Lightning's trainer.train_dataloader.
+  DataLoader* train_dataloader() { return train_dataloader_.get(); }
   LightningModule& module();
 
   // --- used by the loops --------------------------------------------------------------
@@ -231,6 +234,7 @@ class Trainer {
 
   LightningModule* module_ = nullptr;
   OptimizerConfig optimizers_;
+  std::shared_ptr<DataLoader> train_dataloader_;
   std::optional<Stage> stage_;
   bool should_stop_ = false;
   /// Set while on_exception and teardown run after a failure.

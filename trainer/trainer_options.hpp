@@ -87,7 +87,8 @@ namespace fulgur {
   X(bool, enable_checkpointing, true, "add a ModelCheckpoint (last.ckpt) unless one is given",                \
     fulgur::check::Any{})                                                                                     \
   X(bool, logger, true,                                                                                       \
-    "write the run folder (CSV); on the command line also false or logger names: csv, tensorboard",          \
+    "write the run folder (CSV); in a config also logger names (csv, tensorboard, wandb, or one registered "    \
+    "in LoggerRegistry), a list, or class_path entries",                                                      \
     fulgur::check::Any{})                                                                                     \
   X(double, process_group_timeout, 1800.0, "seconds a collective may wait for a peer before the run fails",   \
     fulgur::check::Positive{})                                                                                \

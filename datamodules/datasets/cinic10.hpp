@@ -64,6 +64,8 @@ class CINIC10 : public DataModule {
   std::shared_ptr<DataLoader> val_dataloader() override;
   std::shared_ptr<DataLoader> test_dataloader() override;
   std::shared_ptr<DataLoader> predict_dataloader() override;
+  /// Options of type int64_t by name ("batch_size"), for Tuner::scale_batch_size.
+  int64_t* batch_arg(const std::string& name) override { return find_option<int64_t>(options_, name); }
 
   /// Class names (folder names), index = label; available after setup().
   const std::vector<std::string>& classes() const;

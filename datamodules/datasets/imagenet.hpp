@@ -81,6 +81,8 @@ class ImageNet : public DataModule {
   std::shared_ptr<DataLoader> val_dataloader() override;
   std::shared_ptr<DataLoader> test_dataloader() override { return val_dataloader(); }
   std::shared_ptr<DataLoader> predict_dataloader() override { return val_dataloader(); }
+  /// Options of type int64_t by name ("batch_size"), for Tuner::scale_batch_size.
+  int64_t* batch_arg(const std::string& name) override { return find_option<int64_t>(options_, name); }
 
   /// Class names, index = label; available after setup().
   const std::vector<std::string>& classes() const;

@@ -2,6 +2,8 @@
 
 // Small LightningModules and DataModules the trainer tests share.
 
+#include <fulgur/datamodules/datasets/tensor_dataset.hpp>
+#include <fulgur/datamodules/loading/dataset_loader.hpp>
 #include <fulgur/datamodules/loading/tensor_batch_loader.hpp>
 #include <fulgur/fulgur.hpp>
 
@@ -77,6 +79,22 @@ class RecordingModule : public LightningModule {
   double lr_;
 };
 
+/// A RecordingModule whose training step throws std::runtime_error(message)
+/// once `fail_at_step` optimizer steps were taken (-1: never).
+class FailingModule : public RecordingModule {
+ public:
+  explicit FailingModule(int64_t fail_at_step = -1, std::string message = "injected failure")
+      : fail_at_step_(fail_at_step), message_(std::move(message)) {}
+  torch::Tensor training_step(const Batch& batch, int64_t idx) override {
+    if (trainer()->global_step() == fail_at_step_) throw std::runtime_error(message_);
+    return RecordingModule::training_step(batch, idx);
+  }
+
+ private:
+  int64_t fail_at_step_;
+  std::string message_;
+};
+
 /// y = x . w + 0.5 on `train_batches` (and `val_batches`) batches of `batch_size`.
 class RegressionData : public DataModule {
  public:
@@ -102,6 +120,33 @@ class RegressionData : public DataModule {
  private:
   std::shared_ptr<DataLoader> train_;
   std::shared_ptr<DataLoader> val_;
+};
+
+/// y = x . w + 0.5 on `examples` generated examples, read in order through a
+/// DatasetLoader whose batch size is the option "batch_size" (what
+/// Tuner::scale_batch_size changes); records the batch size of every
+/// training loader it makes.
+class ResizableRegressionData : public DataModule {
+ public:
+  ResizableRegressionData(int64_t examples, int64_t batch_size, int64_t features = 4) : batch_size_(batch_size) {
+    auto generator = at::detail::createCPUGenerator(1234);
+    const torch::Tensor x = torch::randn({examples, features}, generator);
+    const torch::Tensor w = torch::randn({features}, generator);
+    dataset_ = std::make_shared<TensorDataset>(x, x.matmul(w) + 0.5);
+  }
+  std::shared_ptr<DataLoader> train_dataloader() override {
+    train_batch_sizes.push_back(batch_size_);
+    return std::make_shared<DatasetLoader>(dataset_, DatasetLoaderOptions(batch_size_).seed(0));
+  }
+  int64_t* batch_arg(const std::string& name) override { return name == "batch_size" ? &batch_size_ : nullptr; }
+
+  int64_t batch_size() const { return batch_size_; }
+  const TensorDataset& dataset() const { return *dataset_; }
+  std::vector<int64_t> train_batch_sizes;
+
+ private:
+  int64_t batch_size_;
+  std::shared_ptr<TensorDataset> dataset_;
 };
 
 /// Options for a quiet trainer writing under `root`.

@@ -24,17 +24,21 @@
 namespace fulgur::cli {
 namespace {
 
-constexpr const char* kUsage = R"(usage: {0} <fit|validate|test|predict|lr_find> [--config FILE.yaml]... [--KEY VALUE]...
+constexpr const char* kUsage = R"(usage: {0} <fit|validate|test|predict|lr_find|scale_batch_size> [--config FILE.yaml]... [--KEY VALUE]...
 
   lr_find                the learning-rate range test on the fit configuration (Tuner::lr_find):
                          prints the suggested learning rate, writes the curve to
                          <default_root_dir>/lr_find.csv (scripts/plot_lr_find.py draws it)
+  scale_batch_size       the largest batch size that trains (Tuner::scale_batch_size), on the fit
+                         configuration: prints it and writes <default_root_dir>/scale_batch_size.yaml,
+                         a --config that sets it (on the CPU, --scale_batch_size.max_val is required)
 
   --config FILE          YAML with sections trainer:, model:, data: (repeatable; later files win)
   --trainer.NAME VALUE   any Trainer option (max_epochs, accelerator, devices, precision, ...)
   --trainer.callbacks '[{{class_path: EarlyStopping, init_args: {{monitor: val_loss}}}}]'
                          callbacks, as in the YAML config (a list, one entry or a class name)
-  --trainer.logger L     csv (default), tensorboard, wandb, csv,tensorboard, false, or
+  --trainer.logger L     csv (default), tensorboard, wandb, a name the program registered
+                         (LoggerRegistry), csv,tensorboard, false, or
                          '[csv, {{class_path: WandbLogger, init_args: {{project: P}}}}]'
   --model.NAME VALUE     an option of the model
   --data.NAME VALUE      an option of the data module
@@ -43,6 +47,8 @@ constexpr const char* kUsage = R"(usage: {0} <fit|validate|test|predict|lr_find>
   --ckpt_path PATH       fit: resume from a checkpoint; validate/test/predict: load its weights
                          (PATH: a file, "last" = newest checkpoint, "best" = ModelCheckpoint's best)
   --lr_find.NAME VALUE   lr_find: min_lr, max_lr, num_training_steps, mode, early_stop_threshold
+  --scale_batch_size.NAME VALUE
+                         scale_batch_size: mode, steps_per_trial, init_val, max_trials, batch_arg_name, max_val
   --print_config         print the full resolved configuration and exit
   --help                 this text
 
@@ -51,15 +57,16 @@ Exit codes: 0 success, 2 bad input (the message names the key or file), 1 other 
   agreed on, after the normal stop path; under SLURM, SIGUSR1 also requeued the job.
 )";
 
-const std::vector<std::string> kTopLevelKeys = {"trainer",        "model",          "data",   "seed_everything",
-                                                "test_after_fit", "ckpt_path",      "lr_find"};
+const std::vector<std::string> kTopLevelKeys = {"trainer",   "model",   "data",           "seed_everything", "test_after_fit",
+                                                "ckpt_path", "lr_find", "scale_batch_size"};
 
 Stage parse_subcommand(const std::string& word) {
   if (word == "fit") return Stage::Fit;
   if (word == "validate") return Stage::Validate;
   if (word == "test") return Stage::Test;
   if (word == "predict") return Stage::Predict;
-  throw ConfigError(fmt::format("subcommand: expected one of fit, validate, test, predict, lr_find, got '{}'", word));
+  throw ConfigError(
+      fmt::format("subcommand: expected one of fit, validate, test, predict, lr_find, scale_batch_size, got '{}'", word));
 }
 
 // Sets root[a][b][c] = value for the dotted key "a.b.c".
@@ -141,6 +148,8 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
   ConfigSection lr_find_section(root["lr_find"], "lr_find");
   // Read whatever the subcommand, so one config serves all and its keys are checked.
   const LRFinderOptions lr_find_options = read_options<LRFinderOptions>(lr_find_section);
+  ConfigSection scale_section(root["scale_batch_size"], "scale_batch_size");
+  const ScaleBatchSizeOptions scale_options = read_options<ScaleBatchSizeOptions>(scale_section);
   TrainerOptions options = read_trainer_options(trainer_section, root["trainer"]);
   const auto callbacks = factories.callbacks.create(
       trainer_section.raw("callbacks", YAML::Node(YAML::NodeType::Sequence)), "trainer.callbacks");
@@ -161,6 +170,7 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
   resolved["model"] = model_section.resolved();
   resolved["data"] = data_section.resolved();
   if (args.lr_find) resolved["lr_find"] = lr_find_section.resolved();
+  if (args.scale_batch_size) resolved["scale_batch_size"] = scale_section.resolved();
   if (args.print_config) {
     YAML::Emitter out;
     out << resolved;
@@ -177,6 +187,20 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
     std::cout << fmt::format("lr_find: {} steps, suggested lr: {} (set it as the model's learning rate); curve: {}",
                              finder->lrs().size(), suggestion ? fmt::format("{:.6g}", *suggestion) : "none (too few points)",
                              csv.string())
+              << std::endl;
+    // Drawing needs matplotlib: the project's venv has it, an installed program may not, so say how.
+    std::cout << fmt::format("lr_find: draw it with: .venv/bin/python scripts/plot_lr_find.py {}{}", csv.string(),
+                             suggestion ? fmt::format(" {:.6g}", *suggestion) : "")
+              << std::endl;
+    return LocalLauncher::join_peers();
+  }
+  if (args.scale_batch_size) {
+    const int64_t size = Tuner(options).scale_batch_size(*model, *data, scale_options);
+    const auto file = std::filesystem::path(options.default_root_dir()) / "scale_batch_size.yaml";
+    std::filesystem::create_directories(file.parent_path());
+    std::ofstream(file) << fmt::format("data:\n  {}: {}\n", scale_options.batch_arg_name(), size);
+    std::cout << fmt::format("scale_batch_size: batch size {} (data.{}); fit with it: --config {}", size,
+                             scale_options.batch_arg_name(), file.string())
               << std::endl;
     return LocalLauncher::join_peers();
   }
@@ -233,14 +257,17 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
 Arguments parse_arguments(int argc, const char* const* argv) {
   Arguments args;
   int i = 1;
-  if (argc < 2) throw ConfigError("subcommand: expected one of fit, validate, test, predict, lr_find (see --help)");
+  if (argc < 2) {
+    throw ConfigError("subcommand: expected one of fit, validate, test, predict, lr_find, scale_batch_size (see --help)");
+  }
   const std::string first = argv[1];
   if (first == "--help" || first == "-h") {
     args.help = true;
     return args;
   }
   args.lr_find = first == "lr_find";
-  args.subcommand = args.lr_find ? Stage::Fit : parse_subcommand(first);
+  args.scale_batch_size = first == "scale_batch_size";
+  args.subcommand = args.lr_find || args.scale_batch_size ? Stage::Fit : parse_subcommand(first);
   for (i = 2; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {

@@ -19,13 +19,14 @@ namespace fulgur::cli {
 struct Arguments {
   Stage subcommand = Stage::Fit;  // fit, validate, test or predict
   bool lr_find = false;           // the lr_find subcommand: Tuner::lr_find on the fit configuration
+  bool scale_batch_size = false;  // the scale_batch_size subcommand: Tuner::scale_batch_size, likewise
   std::vector<std::string> config_files;                         // --config, in order
   std::vector<std::pair<std::string, std::string>> overrides;  // --a.b value, in order
   bool print_config = false;
   bool help = false;
 };
 
-/// Parses `prog <fit|validate|test|predict|lr_find> [--config f.yaml]... [--key value]...
+/// Parses `prog <fit|validate|test|predict|lr_find|scale_batch_size> [--config f.yaml]... [--key value]...
 /// [--print_config]`. Throws ConfigError naming the offending argument.
 Arguments parse_arguments(int argc, const char* const* argv);
 
