@@ -37,6 +37,7 @@ limit() {  # $1 = namespace, $2 = device, $3 = rate
 }
 tc_rate_bits() {  # 1gbit, 250mbit, 800kbit -> bits per second
   local r="${1,,}"
+  [[ "$r" =~ ^[1-9][0-9]*(gbit|mbit|kbit)$ ]] || r=bad
   case "$r" in
     *gbit) echo $(( ${r%gbit} * 1000000000 )) ;;
     *mbit) echo $(( ${r%mbit} * 1000000 )) ;;
@@ -78,6 +79,8 @@ down() {
 run() {  # NODES PER_NODE LOGDIR -- COMMAND...
   local nodes="$1" per_node="$2" logdir="$3"
   shift 3
+  [[ "$nodes" =~ ^[1-9][0-9]*$ && "$per_node" =~ ^[1-9][0-9]*$ ]] ||
+    { echo "sim_cluster: NODES '$nodes' and PER_NODE '$per_node' must be positive integers" >&2; exit 2; }
   [ "${1:-}" = "--" ] && shift
   [ $# -ge 1 ] || usage
   mkdir -p "$logdir"
