@@ -1,6 +1,7 @@
 // Callbacks from the YAML config and the command line: the registry in
 // process, then end to end through the example binary on the digits
 // (trainer.callbacks, as LightningCLI reads it).
+#include "support/metrics_csv.hpp"
 #include "support/test_support.hpp"
 
 #include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
@@ -16,8 +17,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
+using fulgur::testing::csv_column;
 using fulgur::testing::read_file;
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
@@ -27,28 +28,6 @@ namespace {
 const std::string kBinary = std::string(FULGUR_BINARY_DIR) + "/bin/cinic10";
 const std::string kFit = kBinary + " fit --config " + FULGUR_SOURCE_DIR + "/examples/cinic10/digits.yaml --data.root " +
                          FULGUR_SOURCE_DIR + "/data/digits-cinic --test_after_fit false ";
-
-/// The values of `column` in metrics.csv, in row order (empty cells skipped).
-std::vector<std::pair<std::string, std::string>> column(const std::string& csv, const std::string& name,
-                                                        const std::string& key_column = "step") {
-  std::istringstream in(csv);
-  std::string header;
-  std::getline(in, header);
-  std::vector<std::string> names;
-  std::stringstream hs(header);
-  for (std::string n; std::getline(hs, n, ',');) names.push_back(n);
-  const auto col = std::find(names.begin(), names.end(), name) - names.begin();
-  const auto key = std::find(names.begin(), names.end(), key_column) - names.begin();
-  std::vector<std::pair<std::string, std::string>> values;
-  for (std::string line; std::getline(in, line);) {
-    std::vector<std::string> cells;
-    std::stringstream ls(line);
-    for (std::string cell; std::getline(ls, cell, ',');) cells.push_back(cell);
-    cells.resize(names.size());
-    if (!cells[col].empty()) values.emplace_back(cells[key], cells[col]);
-  }
-  return values;
-}
 
 /// Options of CountingCallback, declared as a user program declares its own.
 #define COUNTING_CALLBACK_OPTIONS(X)                                         \
@@ -191,14 +170,14 @@ TEST_CASE("callbacks cli: EarlyStopping, LearningRateMonitor and Timer from the 
   CHECK(result.output.find("EarlyStopping: Stopping threshold reached: val_acc = ") != std::string::npos);
   const std::string csv = read_file(dir.path() / "fulgur_logs" / "version_0" / "metrics.csv");
   // val_acc passes 0.5 after the first epoch already: one validation, then stop.
-  const auto val_acc = column(csv, "val_acc", "epoch");
+  const auto val_acc = csv_column(csv, "val_acc", "epoch");
   REQUIRE(val_acc.size() == 1);
   CHECK(val_acc[0].first == "0");
   CHECK(std::stod(val_acc[0].second) > 0.5);
-  const auto lr = column(csv, "lr-SGD");
+  const auto lr = csv_column(csv, "lr-SGD");
   REQUIRE(lr.size() == 1);
   CHECK(std::stod(lr[0].second) == doctest::Approx(0.05));
-  CHECK(std::stod(column(csv, "lr-SGD-momentum")[0].second) == doctest::Approx(0.9));
+  CHECK(std::stod(csv_column(csv, "lr-SGD-momentum")[0].second) == doctest::Approx(0.9));
   // hparams.yaml records the resolved callback options, defaults included.
   const std::string hparams = read_file(dir.path() / "fulgur_logs" / "version_0" / "hparams.yaml");
   CHECK(hparams.find("class_path: EarlyStopping") != std::string::npos);
@@ -216,11 +195,11 @@ TEST_CASE("callbacks cli: from the command line, and GradientAccumulationSchedul
   REQUIRE(result.exit_code == 0);
   const std::string csv = read_file(dir.path() / "fulgur_logs" / "version_0" / "metrics.csv");
   // 40 batches: 40 steps in epoch 0, then 10 in epoch 1 (4 batches per step).
-  const auto steps = column(csv, "train_loss");
+  const auto steps = csv_column(csv, "train_loss");
   REQUIRE_FALSE(steps.empty());
   CHECK(steps.back().first == "50");
   // The learning rate is logged per epoch (the example's StepLR steps by epoch).
-  CHECK(column(csv, "lr-SGD").size() == 2);
+  CHECK(csv_column(csv, "lr-SGD").size() == 2);
 }
 
 TEST_CASE("callbacks cli: ModelCheckpoint from the YAML config keeps the best file by a monitored metric") {
@@ -276,16 +255,16 @@ TEST_CASE("callbacks cli: monitors, the model summary and the simple profiler fr
   CHECK(result.output.find("Profiler Report") != std::string::npos);
   const auto run = dir.path() / "fulgur_logs" / "version_0";
   const std::string csv = read_file(run / "metrics.csv");
-  const auto batches_per_sec = column(csv, "train/device/batches_per_sec");
-  const auto samples_per_sec = column(csv, "train/device/samples_per_sec");
+  const auto batches_per_sec = csv_column(csv, "train/device/batches_per_sec");
+  const auto samples_per_sec = csv_column(csv, "train/device/samples_per_sec");
   REQUIRE(batches_per_sec.size() >= 3);  // steps 10, 20, 30 (40)
   REQUIRE(samples_per_sec.size() == batches_per_sec.size());
   CHECK(batches_per_sec[0].first == "10");
   CHECK(std::stod(batches_per_sec[0].second) > 0.0);
   // Full batches of 32 in the first window.
   CHECK(std::stod(samples_per_sec[0].second) == doctest::Approx(32.0 * std::stod(batches_per_sec[0].second)));
-  CHECK(column(csv, "DeviceStatsMonitor.on_train_batch_start/cpu_percent").size() == 4);
-  CHECK(column(csv, "DeviceStatsMonitor.on_train_batch_end/cpu_vm_percent").size() == 4);
+  CHECK(csv_column(csv, "DeviceStatsMonitor.on_train_batch_start/cpu_percent").size() == 4);
+  CHECK(csv_column(csv, "DeviceStatsMonitor.on_train_batch_end/cpu_vm_percent").size() == 4);
   const std::string profile = read_file(run / "profile.txt");
   CHECK(profile.find("[_TrainingEpochLoop].train_dataloader_next") != std::string::npos);
   CHECK(profile.find("[Callback]ThroughputMonitor.on_train_batch_end") != std::string::npos);

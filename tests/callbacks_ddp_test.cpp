@@ -1,12 +1,11 @@
 // Callbacks in a real 2-process DDP run (fulgur's launcher, Gloo over TCP):
 // decisions taken on a monitored value are the same on every rank.
+#include "support/metrics_csv.hpp"
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
 
-#include <algorithm>
 #include <filesystem>
-#include <sstream>
 
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
@@ -92,26 +91,12 @@ TEST_CASE("callbacks ddp: one profile per rank in rank 0's run folder; Throughpu
   CHECK_FALSE(std::filesystem::exists(dir.path() / "fulgur_logs" / "version_1"));
   // Global rate = the device's times the world size (2), in the same row.
   const std::string csv = fulgur::testing::read_file(run / "metrics.csv");
-  std::istringstream in(csv);
-  std::string header;
-  std::getline(in, header);
-  std::vector<std::string> names;
-  std::stringstream hs(header);
-  for (std::string n; std::getline(hs, n, ',');) names.push_back(n);
-  const auto device = std::find(names.begin(), names.end(), "train/device/samples_per_sec") - names.begin();
-  const auto global = std::find(names.begin(), names.end(), "train/samples_per_sec") - names.begin();
-  REQUIRE(device < static_cast<long>(names.size()));
-  REQUIRE(global < static_cast<long>(names.size()));
-  int rows = 0;
-  for (std::string line; std::getline(in, line);) {
-    std::vector<std::string> cells;
-    std::stringstream ls(line);
-    for (std::string cell; std::getline(ls, cell, ',');) cells.push_back(cell);
-    cells.resize(names.size());
-    if (cells[device].empty()) continue;
-    ++rows;
-    CHECK(std::stod(cells[device]) > 0.0);
-    CHECK(std::stod(cells[global]) == doctest::Approx(2.0 * std::stod(cells[device])));
+  // Each device rate with the same row's global rate (a missing global cell fails std::stod).
+  const auto rates = fulgur::testing::csv_column(csv, "train/device/samples_per_sec", "train/samples_per_sec");
+  const auto rows = rates.size();
+  for (const auto& [global, device] : rates) {
+    CHECK(std::stod(device) > 0.0);
+    CHECK(std::stod(global) == doctest::Approx(2.0 * std::stod(device)));
   }
   CHECK(rows >= 1);
 }

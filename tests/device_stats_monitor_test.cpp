@@ -1,41 +1,16 @@
+#include "support/metrics_csv.hpp"
 #include "support/tiny_modules.hpp"
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
 
-#include <sstream>
-
 using namespace fulgur;
+using fulgur::testing::csv_series;
 using fulgur::testing::quiet_options;
 using fulgur::testing::read_file;
 using fulgur::testing::RegressionData;
 using fulgur::testing::TempDir;
 
-namespace {
-
-/// The non-empty cells of `column` in a metrics.csv text, as (step, value).
-std::vector<std::pair<int64_t, double>> csv_column(const std::string& csv, const std::string& name) {
-  std::istringstream in(csv);
-  std::string header;
-  std::getline(in, header);
-  std::vector<std::string> names;
-  std::stringstream hs(header);
-  for (std::string n; std::getline(hs, n, ',');) names.push_back(n);
-  const auto col = std::find(names.begin(), names.end(), name) - names.begin();
-  const auto step = std::find(names.begin(), names.end(), "step") - names.begin();
-  std::vector<std::pair<int64_t, double>> values;
-  if (col == static_cast<long>(names.size())) return values;
-  for (std::string line; std::getline(in, line);) {
-    std::vector<std::string> cells;
-    std::stringstream ls(line);
-    for (std::string cell; std::getline(ls, cell, ',');) cells.push_back(cell);
-    cells.resize(names.size());
-    if (!cells[col].empty()) values.emplace_back(std::stoll(cells[step]), std::stod(cells[col]));
-  }
-  return values;
-}
-
-}  // namespace
 
 TEST_CASE("device stats monitor: the CPU's stats under Lightning's keys in metrics.csv, every log_every_n_steps") {
   TempDir dir("device-stats");
@@ -48,7 +23,7 @@ TEST_CASE("device stats monitor: the CPU's stats under Lightning's keys in metri
   INFO(csv);
   for (const std::string hook : {"on_train_batch_start", "on_train_batch_end"}) {
     for (const std::string key : {"cpu_percent", "cpu_vm_percent", "cpu_swap_percent"}) {
-      const auto values = csv_column(csv, "DeviceStatsMonitor." + hook + "/" + key);
+      const auto values = csv_series(csv, "DeviceStatsMonitor." + hook + "/" + key);
       INFO(hook << "/" << key);
       // Steps 1, 3, 5 of 6: the batches whose (step + 1) is a multiple of 2.
       REQUIRE(values.size() == 3);
@@ -61,7 +36,7 @@ TEST_CASE("device stats monitor: the CPU's stats under Lightning's keys in metri
     }
   }
   // Some memory is always in use.
-  CHECK(csv_column(csv, "DeviceStatsMonitor.on_train_batch_start/cpu_vm_percent")[0].second > 0.0);
+  CHECK(csv_series(csv, "DeviceStatsMonitor.on_train_batch_start/cpu_vm_percent")[0].second > 0.0);
 }
 
 TEST_CASE("device stats monitor: cpu_stats false logs nothing on CPU; the CUDA half is empty without a GPU") {
@@ -99,7 +74,7 @@ TEST_CASE("device stats monitor: validation and test batches under their hooks' 
   INFO(csv);
   for (const std::string hook : {"on_validation_batch_start", "on_validation_batch_end", "on_test_batch_start",
                                  "on_test_batch_end"}) {
-    const auto values = csv_column(csv, "DeviceStatsMonitor." + hook + "/cpu_vm_percent");
+    const auto values = csv_series(csv, "DeviceStatsMonitor." + hook + "/cpu_vm_percent");
     INFO(hook);
     // Batches 2 and 4 of 4 (the sanity check's 2 batches are not logged), at the global step after training.
     REQUIRE(values.size() == 2);

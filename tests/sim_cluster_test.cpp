@@ -1,8 +1,9 @@
 // A simulated cluster (scripts/sim_cluster.sh; root only, as in CI): nodes
 // are network namespaces on a bridge, every node's link limited to 1 Gbit/s
-// each way by tc tbf. DDP on 4 nodes x 1 rank and the Horovod-style ring on
-// 2 nodes x 2 ranks train a model with 25 MB of gradients through those
-// links and end equal to one process on the same global batch.
+// each way by tc tbf. DDP on 4 nodes x 1 rank and on 2 nodes x 2 ranks, and
+// the Horovod-style ring on 2 nodes x 2 ranks, train a model with 25 MB of
+// gradients through those links and end equal to one process on the same
+// global batch.
 #include "support/pickled_tensor.hpp"
 #include "support/test_support.hpp"
 
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 using fulgur::testing::load_pickled_tensor;
+using fulgur::testing::read_file;
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
 
@@ -67,6 +69,16 @@ TEST_CASE("simulated cluster: DDP and the Horovod ring over 1 Gbit/s links equal
     REQUIRE(run.exit_code == 0);
     CHECK(torch::allclose(load_pickled_tensor(dir / "ddp.pt"), reference, 1e-5, 1e-5));
     // Every gradient crossed the limited links: a ring allreduce sends 2(N-1)/N of them per step from each node.
+    CHECK(cluster.sent(1) >= 4 * kGradientBytes * 3 / 2);
+  }
+  SUBCASE("DDP, 2 nodes x 2 ranks") {
+    const auto run = cluster.run(2, 2, dir / "ddp22",
+                                 probe(dir / "ddp22.pt", "--trainer.num_nodes 2 --trainer.devices 2 --data.batch_size 4"));
+    INFO(run.output);
+    REQUIRE(run.exit_code == 0);
+    CHECK(torch::allclose(load_pickled_tensor(dir / "ddp22.pt"), reference, 1e-5, 1e-5));
+    // Rank 2 runs on the second node: it reached the store on the first one.
+    CHECK(read_file(dir / "ddp22" / "rank2.log").find("error") == std::string::npos);
     CHECK(cluster.sent(1) >= 4 * kGradientBytes * 3 / 2);
   }
   SUBCASE("Horovod ring with fusion, 2 nodes x 2 ranks") {

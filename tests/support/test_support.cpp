@@ -1,4 +1,5 @@
 #include "test_support.hpp"
+#include "metrics_csv.hpp"
 
 #include <algorithm>
 #include <array>
@@ -53,22 +54,8 @@ std::string read_file(const std::filesystem::path& path) {
 namespace fulgur::testing {
 
 double last_csv_value(const std::string& csv, const std::string& column) {
-  std::istringstream in(csv);
-  std::string header;
-  std::getline(in, header);
-  std::vector<std::string> names;
-  std::stringstream hs(header);
-  for (std::string name; std::getline(hs, name, ',');) names.push_back(name);
-  const auto col = std::find(names.begin(), names.end(), column) - names.begin();
-  double value = -1;
-  for (std::string line; std::getline(in, line);) {
-    std::stringstream ls(line);
-    std::string cell;
-    for (int64_t i = 0; std::getline(ls, cell, ','); ++i) {
-      if (i == col && !cell.empty()) value = std::stod(cell);
-    }
-  }
-  return value;
+  const auto values = csv_column(csv, column);
+  return values.empty() ? -1 : std::stod(values.back().second);
 }
 
 }  // namespace fulgur::testing
