@@ -29,11 +29,15 @@
 #include <fulgur/datamodules/datasets/cifar10.hpp>
 #include <fulgur/datamodules/datasets/cinic10.hpp>
 #include <fulgur/datamodules/datasets/imagenet.hpp>
+#include <fulgur/datamodules/datasets/tensor_dataset.hpp>
 #include <fulgur/datamodules/loading/dataset.hpp>
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
+#include <fulgur/datamodules/loading/example.hpp>
 #include <fulgur/datamodules/loading/pad_sequences.hpp>
 #include <fulgur/datamodules/loading/tensor_batch_loader.hpp>
+#include <fulgur/modules/hyperparameters.hpp>
 #include <fulgur/modules/lightning_module.hpp>
+#include <fulgur/modules/lightning_optimizer.hpp>
 #include <fulgur/modules/log_options.hpp>
 #include <fulgur/modules/metrics/accuracy.hpp>
 #include <fulgur/modules/models/basic_block.hpp>
@@ -47,6 +51,7 @@
 #include <fulgur/modules/weights_file.hpp>
 #include <fulgur/strategies/strategy.hpp>
 #include <fulgur/trainer/cli/cli.hpp>
+#include <fulgur/trainer/cli/openmp_wait_policy.hpp>
 #include <fulgur/trainer/seed.hpp>
 #include <fulgur/trainer/trainer.hpp>
 #include <fulgur/trainer/trainer_options.hpp>

@@ -46,23 +46,31 @@ void LearningRateMonitor::on_train_start(Trainer& trainer, LightningModule&) {
   if (trainer.loggers().empty()) {
     throw std::invalid_argument("[LearningRateMonitor] cannot log learning rates: the Trainer has no logger");
   }
-  const auto& scheduler = trainer.optimizers().lr_scheduler;
-  interval_ = options_.logging_interval().value_or(
-      scheduler && scheduler->interval == SchedulerInterval::Step ? "step" : "epoch");
+  bool any_step_scheduler = false;
+  for (const auto& config : trainer.optimizers()) {
+    any_step_scheduler |= config.lr_scheduler && config.lr_scheduler->interval == SchedulerInterval::Step;
+  }
+  interval_ = options_.logging_interval().value_or(any_step_scheduler ? "step" : "epoch");
 }
 
 std::map<std::string, double> LearningRateMonitor::extract(Trainer& trainer) const {
   std::map<std::string, double> values;
-  torch::optim::Optimizer& optimizer = *trainer.optimizers().optimizer;
-  const std::string base = "lr-" + optimizer_name(optimizer);
-  auto& groups = optimizer.param_groups();
-  for (size_t i = 0; i < groups.size(); ++i) {
-    const std::string name = groups.size() == 1 ? base : fmt::format("{}/pg{}", base, i + 1);
-    torch::optim::OptimizerOptions& options = groups[i].options();
-    values[name] = options.get_lr();
-    const GroupValues extra = group_values(options);
-    if (options_.log_momentum()) values[name + "-momentum"] = extra.momentum.value_or(0.0);
-    if (options_.log_weight_decay()) values[name + "-weight_decay"] = extra.weight_decay.value_or(0.0);
+  // Lightning's names: lr-Adam, and lr-Adam-1 for a second Adam (a GAN's two optimizers).
+  std::map<std::string, int> seen;
+  for (const auto& config : trainer.optimizers()) {
+    torch::optim::Optimizer& optimizer = *config.optimizer;
+    const std::string type = optimizer_name(optimizer);
+    const int earlier = seen[type]++;
+    const std::string base = earlier == 0 ? "lr-" + type : fmt::format("lr-{}-{}", type, earlier);
+    auto& groups = optimizer.param_groups();
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const std::string name = groups.size() == 1 ? base : fmt::format("{}/pg{}", base, i + 1);
+      torch::optim::OptimizerOptions& options = groups[i].options();
+      values[name] = options.get_lr();
+      const GroupValues extra = group_values(options);
+      if (options_.log_momentum()) values[name + "-momentum"] = extra.momentum.value_or(0.0);
+      if (options_.log_weight_decay()) values[name + "-weight_decay"] = extra.weight_decay.value_or(0.0);
+    }
   }
   return values;
 }

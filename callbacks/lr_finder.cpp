@@ -27,7 +27,11 @@ double LRFinder::learning_rate(int64_t step) const {
 
 void LRFinder::on_train_batch_start(Trainer& trainer, LightningModule&, const Batch&, int64_t) {
   const double lr = learning_rate(trainer.global_step());
-  for (auto& group : trainer.optimizers().optimizer->param_groups()) group.options().set_lr(lr);
+  if (trainer.optimizers().size() != 1) {
+    throw std::invalid_argument(
+        fmt::format("[LRFinder] works with one optimizer; the module has {}", trainer.optimizers().size()));
+  }
+  for (auto& group : trainer.optimizers().front().optimizer->param_groups()) group.options().set_lr(lr);
 }
 
 void LRFinder::on_train_batch_end(Trainer& trainer, LightningModule&, const torch::Tensor& loss, const Batch&,

@@ -63,7 +63,11 @@ void StochasticWeightAveraging::on_fit_start(Trainer& trainer, LightningModule& 
     swa_start_ = std::max<int64_t>(static_cast<int64_t>(static_cast<double>(*max_epochs) * start) - 1, 0);
   }
   initial_lrs_.clear();
-  const size_t groups = trainer.optimizers().optimizer->param_groups().size();
+  if (trainer.optimizers().size() != 1) {
+    throw std::invalid_argument(fmt::format("[StochasticWeightAveraging] works with one optimizer; the module has {}",
+                                            trainer.optimizers().size()));
+  }
+  const size_t groups = trainer.optimizers().front().optimizer->param_groups().size();
   if (options_.swa_lrs().size() != 1 && options_.swa_lrs().size() != groups) {
     throw std::invalid_argument(fmt::format("[StochasticWeightAveraging] {} swa_lrs for {} parameter groups",
                                             options_.swa_lrs().size(), groups));
@@ -83,13 +87,13 @@ double StochasticWeightAveraging::learning_rate(size_t group, int64_t epoch) con
 
 void StochasticWeightAveraging::on_train_epoch_start(Trainer& trainer, LightningModule&) {
   if (trainer.current_epoch() < swa_start_) return;
-  auto& groups = trainer.optimizers().optimizer->param_groups();
+  auto& groups = trainer.optimizers().front().optimizer->param_groups();
   if (initial_lrs_.empty()) {
     for (auto& group : groups) initial_lrs_.push_back(group.options().get_lr());
   }
   // SWA's schedule replaces the module's from here on (a restored run sets it aside again).
-  if (trainer.optimizers().lr_scheduler) {
-    trainer.optimizers().lr_scheduler.reset();
+  if (trainer.optimizers().front().lr_scheduler) {
+    trainer.optimizers().front().lr_scheduler.reset();
     if (trainer.is_global_zero()) {
       std::cout << "fulgur: StochasticWeightAveraging: the LR scheduler is replaced from epoch " << swa_start_
                 << std::endl;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <set>
 #include <stdexcept>
 
 namespace fulgur {
@@ -24,6 +25,73 @@ void LightningModule::log(const std::string& name, const torch::Tensor& value, c
 
 void LightningModule::log(const std::string& name, double value, const LogOptions& options) {
   log(name, torch::tensor(value, torch::kFloat64), options);
+}
+
+ModuleRuntime& LightningModule::runtime(const char* method) const {
+  if (runtime_ == nullptr) {
+    throw std::logic_error(
+        fmt::format("[LightningModule::{}] called outside a Trainer run (use it inside steps and hooks)", method));
+  }
+  return *runtime_;
+}
+
+std::vector<std::shared_ptr<LightningOptimizer>> LightningModule::optimizers() const {
+  return runtime("optimizers").optimizers();
+}
+
+std::vector<std::shared_ptr<torch::optim::LRScheduler>> LightningModule::lr_schedulers() const {
+  return runtime("lr_schedulers").lr_schedulers();
+}
+
+void LightningModule::manual_backward(const torch::Tensor& loss) { runtime("manual_backward").manual_backward(loss); }
+
+void LightningModule::toggle_optimizer(size_t index) {
+  const auto all = optimizers();
+  if (index >= all.size()) {
+    throw std::out_of_range(
+        fmt::format("[LightningModule::toggle_optimizer] optimizer {} does not exist; there are {}", index, all.size()));
+  }
+  std::set<const void*> mine;
+  for (auto& group : all[index]->param_groups()) {
+    for (auto& p : group.params()) mine.insert(p.unsafeGetTensorImpl());
+  }
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (i == index) continue;
+    for (auto& group : all[i]->param_groups()) {
+      for (auto& p : group.params()) {
+        if (mine.count(p.unsafeGetTensorImpl()) != 0) continue;
+        toggled_.emplace_back(p, p.requires_grad());
+        p.requires_grad_(false);
+      }
+    }
+  }
+}
+
+void LightningModule::untoggle_optimizer(size_t /*index*/) {
+  for (auto& [p, requires_grad] : toggled_) p.requires_grad_(requires_grad);
+  toggled_.clear();
+}
+
+void LightningModule::clip_gradients(LightningOptimizer& optimizer, double value, ClipAlgorithm algorithm) {
+  runtime("clip_gradients").clip_gradients(optimizer.optimizer(), value, algorithm);
+}
+
+torch::Device LightningModule::device() const {
+  if (runtime_ != nullptr) return runtime_->device();
+  const auto params = parameters();
+  return params.empty() ? torch::Device(torch::kCPU) : params.front().device();
+}
+
+int64_t LightningModule::global_rank() const { return runtime_ != nullptr ? runtime_->global_rank() : 0; }
+
+int64_t LightningModule::world_size() const { return runtime_ != nullptr ? runtime_->world_size() : 1; }
+
+torch::Tensor LightningModule::all_gather(const torch::Tensor& tensor) {
+  return runtime_ != nullptr ? runtime_->all_gather(tensor) : tensor.detach().unsqueeze(0).clone();
+}
+
+torch::Tensor LightningModule::all_reduce(const torch::Tensor& tensor, ReduceOp op) {
+  return runtime_ != nullptr ? runtime_->all_reduce(tensor, op) : tensor.detach().clone();
 }
 
 }  // namespace fulgur

@@ -1,15 +1,22 @@
 #pragma once
 
 #include <fulgur/modules/batch.hpp>
+#include <fulgur/modules/clip_algorithm.hpp>
+#include <fulgur/modules/hyperparameters.hpp>
+#include <fulgur/modules/lightning_optimizer.hpp>
 #include <fulgur/modules/log_options.hpp>
 #include <fulgur/modules/metric_sink.hpp>
+#include <fulgur/modules/module_runtime.hpp>
 #include <fulgur/modules/optimizer_config.hpp>
+#include <fulgur/modules/reduce_op.hpp>
 
 #include <torch/torch.h>
-#include <yaml-cpp/yaml.h>
 
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace fulgur {
 
@@ -24,12 +31,17 @@ class LightningModule : public torch::nn::Module {
   ~LightningModule() override = default;
 
   // --- steps -------------------------------------------------------------------
-  /// Returns the loss to minimise for one batch.
+  /// Returns the loss to minimise for one batch. With manual optimization
+  /// the step does its own backward and optimizer steps, and what it
+  /// returns (may be undefined) is only passed to on_train_batch_end.
   virtual torch::Tensor training_step(const Batch& batch, int64_t batch_idx) = 0;
   virtual void validation_step(const Batch& batch, int64_t batch_idx);
   virtual void test_step(const Batch& batch, int64_t batch_idx);
   /// Default: forward-free; override to return predictions for a batch.
   virtual torch::Tensor predict_step(const Batch& batch, int64_t batch_idx);
+  /// One optimizer (and scheduler), or several with OptimizerConfig::list
+  /// for manual optimization. Called by fit() after the strategy set the
+  /// module up, on this process's device.
   virtual OptimizerConfig configure_optimizers() = 0;
 
   // --- hooks (called after the callbacks' hooks of the same name) -------------
@@ -64,24 +76,79 @@ class LightningModule : public torch::nn::Module {
   /// `flops_per_batch` attribute); nullopt: not known.
   virtual std::optional<double> flops_per_batch() const { return std::nullopt; }
 
+  // --- manual optimization (Lightning's names) ---------------------------------
+  /// false: training_step runs backward and the optimizer steps itself,
+  /// through manual_backward() and optimizers(); the Trainer then does no
+  /// backward, step or zero_grad, and global_step counts optimizer steps.
+  /// Set it in the constructor.
+  void automatic_optimization(bool automatic) { automatic_optimization_ = automatic; }
+  bool automatic_optimization() const { return automatic_optimization_; }
+  /// The optimizers configure_optimizers returned, in order (inside fit).
+  std::vector<std::shared_ptr<LightningOptimizer>> optimizers() const;
+  /// Their schedulers, in order; manual optimization steps them itself.
+  std::vector<std::shared_ptr<torch::optim::LRScheduler>> lr_schedulers() const;
+  /// Backward with the precision plugin's loss scaling; under ddp and
+  /// horovod the gradients are then averaged over the processes, so the
+  /// replicas stay identical. Calls on_before_backward / on_after_backward.
+  void manual_backward(const torch::Tensor& loss);
+  /// Only optimizer `index`'s parameters require grad until untoggle_optimizer:
+  /// the other optimizers' parameters are switched off (a GAN's generator
+  /// step leaves the discriminator without gradients).
+  void toggle_optimizer(size_t index);
+  void toggle_optimizer(const LightningOptimizer& optimizer) { toggle_optimizer(optimizer.index()); }
+  /// Restores what toggle_optimizer switched off.
+  void untoggle_optimizer(size_t index);
+  void untoggle_optimizer(const LightningOptimizer& optimizer) { untoggle_optimizer(optimizer.index()); }
+  /// Clips `optimizer`'s gradients (unscaled first under 16-mixed); the
+  /// manual counterpart of the gradient_clip_val option.
+  void clip_gradients(LightningOptimizer& optimizer, double value, ClipAlgorithm algorithm = ClipAlgorithm::Norm);
+
+  // --- the run this module is part of ----------------------------------------------
+  /// Where the module's parameters live (the strategy's device inside a run).
+  torch::Device device() const;
+  /// This process's rank and the number of processes (0 and 1 outside a run).
+  int64_t global_rank() const;
+  int64_t world_size() const;
+  /// `tensor` from every process stacked along a new first dimension
+  /// ([world_size, ...]); every process must call it with the same shape.
+  torch::Tensor all_gather(const torch::Tensor& tensor);
+  /// `tensor` reduced over every process (a copy); every process must call it.
+  torch::Tensor all_reduce(const torch::Tensor& tensor, ReduceOp op = ReduceOp::Sum);
+
   // --- logging -------------------------------------------------------------------
-  /// Records a scalar for the loggers and the progress bar. Only valid inside
-  /// a step or hook while a Trainer runs this module.
+  /// Records a scalar for the loggers and the progress bar. Valid inside
+  /// every step and hook while a Trainer runs this module, epoch-end hooks
+  /// included (log an epoch value computed from states summed over ranks
+  /// in on_validation_epoch_end).
   void log(const std::string& name, const torch::Tensor& value, const LogOptions& options = {});
   void log(const std::string& name, double value, const LogOptions& options = {});
 
-  /// Hyper-parameters written to the run folder's hparams.yaml.
-  void save_hyperparameters(const YAML::Node& hparams) { hparams_ = YAML::Clone(hparams); }
-  const YAML::Node& hparams() const { return hparams_; }
+  /// Hyper-parameters for the run folder's hparams.yaml and the
+  /// checkpoint's hyper_parameters: an options struct (FULGUR_OPTIONS),
+  /// a flat map of scalars and strings, or HParams (the CLI records the
+  /// resolved configuration this way).
+  template <DeclaredOptions Options>
+  void save_hyperparameters(const Options& options) {
+    hparams_ = to_hparams(options);
+  }
+  void save_hyperparameters(const std::map<std::string, HParamValue>& values) { hparams_ = to_hparams(values); }
+  void save_hyperparameters(const HParams& hparams) { hparams_ = hparams.copy(); }
+  const HParams& hparams() const { return hparams_; }
 
   /// The Trainer running this module, or nullptr outside a run.
   Trainer* trainer() const { return trainer_; }
 
  private:
   friend class Trainer;
+  ModuleRuntime& runtime(const char* method) const;
+
   Trainer* trainer_ = nullptr;
   MetricSink* results_ = nullptr;
-  YAML::Node hparams_{YAML::NodeType::Map};
+  ModuleRuntime* runtime_ = nullptr;
+  HParams hparams_ = empty_hparams();
+  bool automatic_optimization_ = true;
+  /// What toggle_optimizer switched off: parameter -> its requires_grad before.
+  std::vector<std::pair<torch::Tensor, bool>> toggled_;
 };
 
 }  // namespace fulgur

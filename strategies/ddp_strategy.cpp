@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <cstdlib>
+#include <map>
 #include <stdexcept>
 
 namespace fulgur {
@@ -119,6 +120,7 @@ void DDPStrategy::setup_replicas(LightningModule& module) {
 
 void DDPStrategy::setup(LightningModule& module) {
   setup_replicas(module);
+  if (!module.automatic_optimization()) return;
 
   std::vector<torch::Tensor> params;
   std::vector<std::string> names;
@@ -178,6 +180,33 @@ torch::Tensor DDPStrategy::broadcast(const torch::Tensor& tensor, int64_t source
   torch::Tensor result = tensor.detach().to(root_device()).clone();
   process_group().broadcast(result, source_rank);
   return result;
+}
+
+torch::Tensor DDPStrategy::all_gather(const torch::Tensor& tensor) {
+  if (check_shapes_) check_same_shape(tensor, "all_gather");
+  return torch::stack(process_group().all_gather(tensor.detach().to(root_device()).contiguous()));
+}
+
+void DDPStrategy::average_gradients(const std::vector<torch::Tensor>& parameters) {
+  if (world_size() == 1) return;
+  torch::NoGradGuard no_grad;
+  // One flat buffer per dtype: one collective instead of one per parameter.
+  std::map<c10::ScalarType, std::vector<torch::Tensor>> grads;
+  for (const auto& p : parameters) {
+    if (p.grad().defined()) grads[p.grad().scalar_type()].push_back(p.grad());
+  }
+  for (auto& [dtype, group] : grads) {
+    std::vector<torch::Tensor> flat;
+    for (const auto& g : group) flat.push_back(g.reshape({-1}));
+    torch::Tensor buffer = torch::cat(flat);
+    process_group().all_reduce(buffer, ReduceOp::Sum);
+    buffer.div_(static_cast<double>(world_size()));
+    int64_t offset = 0;
+    for (auto& g : group) {
+      g.copy_(buffer.narrow(0, offset, g.numel()).view(g.sizes()));
+      offset += g.numel();
+    }
+  }
 }
 
 void DDPStrategy::barrier(const std::string&) { process_group().barrier(); }

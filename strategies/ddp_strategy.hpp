@@ -28,7 +28,9 @@ struct DDPStrategyOptions {
 /// of the model and its own share of the data. Parameters and buffers start
 /// equal (broadcast from rank 0 after every rank checked it has the same
 /// shapes); gradients are averaged by bucketed allreduce overlapping
-/// backward (GradientReducer); accumulation steps skip communication.
+/// backward (GradientReducer); accumulation steps skip communication. A
+/// module with manual optimization gets no reducer: manual_backward
+/// averages the gradients it produced (average_gradients).
 class DDPStrategy : public Strategy {
  public:
   DDPStrategy(Accelerator accelerator, PrecisionMode precision, DDPStrategyOptions options);
@@ -46,11 +48,13 @@ class DDPStrategy : public Strategy {
 
   torch::Tensor all_reduce(const torch::Tensor& tensor, ReduceOp op) override;
   torch::Tensor broadcast(const torch::Tensor& tensor, int64_t source_rank) override;
+  torch::Tensor all_gather(const torch::Tensor& tensor) override;
   void barrier(const std::string& name) override;
 
   void before_training_step() override;
   void backward(const torch::Tensor& loss, bool sync_gradients) override;
   void synchronize_gradients() override;
+  void average_gradients(const std::vector<torch::Tensor>& parameters) override;
 
   ProcessGroup& process_group();
   const GradientReducer* reducer() const { return reducer_.get(); }

@@ -23,6 +23,7 @@ void HorovodStrategy::setup_environment() {
 
 void HorovodStrategy::setup(LightningModule& module) {
   setup_replicas(module);
+  if (!module.automatic_optimization()) return;  // manual_backward averages (DDPStrategy::average_gradients)
   std::vector<torch::Tensor> params;
   std::vector<std::string> names;
   for (const auto& item : module.named_parameters()) {

@@ -9,6 +9,10 @@ torch::Tensor SingleDeviceStrategy::all_reduce(const torch::Tensor& tensor, Redu
 
 torch::Tensor SingleDeviceStrategy::broadcast(const torch::Tensor& tensor, int64_t) { return tensor; }
 
+torch::Tensor SingleDeviceStrategy::all_gather(const torch::Tensor& tensor) {
+  return tensor.detach().unsqueeze(0).clone();
+}
+
 void SingleDeviceStrategy::barrier(const std::string&) {}
 
 }  // namespace fulgur

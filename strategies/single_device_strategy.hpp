@@ -12,6 +12,7 @@ class SingleDeviceStrategy : public Strategy {
   std::string name() const override { return "single_device"; }
   torch::Tensor all_reduce(const torch::Tensor& tensor, ReduceOp op) override;
   torch::Tensor broadcast(const torch::Tensor& tensor, int64_t source_rank) override;
+  torch::Tensor all_gather(const torch::Tensor& tensor) override;
   void barrier(const std::string& name) override;
 };
 

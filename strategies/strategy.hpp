@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace fulgur {
 
@@ -47,6 +48,9 @@ class Strategy {
   // --- collectives (identity on one process) ----------------------------------------
   virtual torch::Tensor all_reduce(const torch::Tensor& tensor, ReduceOp op) = 0;
   virtual torch::Tensor broadcast(const torch::Tensor& tensor, int64_t source_rank = 0) = 0;
+  /// Every process's `tensor` (the same shape on all) stacked along a new
+  /// first dimension, indexed by rank.
+  virtual torch::Tensor all_gather(const torch::Tensor& tensor) = 0;
   virtual void barrier(const std::string& name) = 0;
 
   // --- the gradient path ----------------------------------------------------------
@@ -61,6 +65,10 @@ class Strategy {
   /// Steps through the precision plugin. Returns whether the optimizer
   /// stepped (a gradient scaler may skip a step).
   virtual bool optimizer_step(torch::optim::Optimizer& optimizer);
+  /// Averages the gradients of `parameters` (those that have one) over the
+  /// processes now, in one collective per dtype: manual optimization's
+  /// manual_backward, where the strategy's backward hooks are not set up.
+  virtual void average_gradients(const std::vector<torch::Tensor>& /*parameters*/) {}
 
   Batch batch_to_device(const Batch& batch) const;
   /// Starts moving `batch` to the root device. On CUDA a pinned batch is

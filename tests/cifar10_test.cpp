@@ -101,7 +101,7 @@ TEST_CASE("CIFAR10Batches: records decode to HWC images and labels, files in ord
   const auto example = dataset.get(5);
   CHECK(example.input.sizes() == torch::IntArrayRef({3, 32, 32}));
   CHECK(example.input[1][2][3].item<float>() == doctest::Approx(pixel_of(2, 0, 1, 2, 3) / 255.0));
-  CHECK(example.target == label_of(2, 0));
+  CHECK(example.target.item<int64_t>() == label_of(2, 0));
 }
 
 TEST_CASE("CIFAR10Batches: a missing file, a partial record or a bad label is a DataError naming the file") {

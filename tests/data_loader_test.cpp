@@ -27,7 +27,7 @@ class IndexDataset : public Dataset {
   explicit IndexDataset(int64_t n) : n_(n) {}
   int64_t size() const override { return n_; }
   Example get(int64_t index) const override {
-    return {torch::full({1}, static_cast<float>(index)), index};
+    return {torch::full({1}, static_cast<float>(index)), fulgur::class_index(index), {}};
   }
 
  private:
@@ -286,7 +286,7 @@ TEST_CASE("TensorDataset: rows are examples; get_batch gathers with index_select
   CHECK(dataset->size() == 6);
   const Example e = dataset->get(2);
   CHECK(torch::equal(e.input, torch::tensor({4.0f, 5.0f})));
-  CHECK(e.target == 3);
+  CHECK(e.target.item<int64_t>() == 3);
   const Batch b = dataset->get_batch({4, 0});
   CHECK(torch::equal(b.input, torch::tensor({{8.0f, 9.0f}, {0.0f, 1.0f}})));
   CHECK(torch::equal(b.target, torch::tensor({1, 5}, torch::kLong)));
@@ -308,7 +308,7 @@ TEST_CASE("Dataset: the default get_batch stacks examples and names mismatched s
   class Ragged : public Dataset {
    public:
     int64_t size() const override { return 3; }
-    Example get(int64_t index) const override { return {torch::zeros({index == 2 ? 3 : 2, 2}), index}; }
+    Example get(int64_t index) const override { return {torch::zeros({index == 2 ? 3 : 2, 2}), fulgur::class_index(index), {}}; }
   };
   Ragged ragged;
   const Batch ok = ragged.get_batch({0, 1});

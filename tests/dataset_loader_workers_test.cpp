@@ -42,7 +42,7 @@ class ThreadRecordingDataset : public Dataset {
     }
     gets.fetch_add(1);
     if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
-    return {torch::full({1}, static_cast<float>(index)), index};
+    return {torch::full({1}, static_cast<float>(index)), fulgur::class_index(index), {}};
   }
   std::set<std::thread::id> take_threads() const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -67,7 +67,7 @@ class BadFilesDataset : public Dataset {
   Example get(int64_t index) const override {
     attempts.fetch_add(1);
     if (bad_.count(index)) throw DataError("[read_image] '/data/img" + std::to_string(index) + ".png' is truncated");
-    return {torch::full({1}, static_cast<float>(index)), index};
+    return {torch::full({1}, static_cast<float>(index)), fulgur::class_index(index), {}};
   }
   mutable std::atomic<int64_t> attempts{0};
 

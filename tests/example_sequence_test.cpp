@@ -89,7 +89,7 @@ TEST_CASE("Batch: named tensors move together and name what is missing; pad_sequ
    public:
     int64_t size() const override { return 4; }
     fulgur::Example get(int64_t i) const override {
-      return {torch::full({2}, i), i % 2, {{"weight", torch::full({1}, 10.0 * i)}}};
+      return {torch::full({2}, i), fulgur::class_index(i % 2), {{"weight", torch::full({1}, 10.0 * i)}}};
     }
   };
   const fulgur::Batch collated = Named().get_batch({1, 3});

@@ -279,7 +279,7 @@ TEST_CASE("ImageFileList::from_class_folders: classes sorted by name, images sor
   // Without a pipeline, an ImageDataset is ToTensor: float CHW in [0, 1].
   const ImageDataset folder(list);
   const auto example = folder.get(1);
-  CHECK(example.target == 1);
+  CHECK(example.target.item<int64_t>() == 1);
   CHECK((example.input.scalar_type() == torch::kFloat32));
   CHECK(example.input.sizes() == torch::IntArrayRef({3, 2, 2}));
   CHECK(torch::allclose(example.input, torch::full({3, 2, 2}, 4.0f / 255.0f)));

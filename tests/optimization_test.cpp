@@ -12,7 +12,7 @@ using fulgur::testing::TempDir;
 namespace {
 
 double lr_of(Trainer& trainer) {
-  return trainer.optimizers().optimizer->param_groups()[0].options().get_lr();
+  return trainer.optimizers().front().optimizer->param_groups()[0].options().get_lr();
 }
 
 }  // namespace

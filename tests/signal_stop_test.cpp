@@ -261,9 +261,7 @@ TEST_CASE("auto-resume: a restarted job resumes its own newest checkpoint, anoth
     ScopedEnv job_id("SLURM_JOB_ID", job);
     ScopedEnv restart("SLURM_RESTART_COUNT", restarts);
     fulgur::testing::RecordingModule model(4, lr);
-    YAML::Node hparams;
-    hparams["lr"] = lr;
-    model.save_hyperparameters(hparams);
+    model.save_hyperparameters({{"lr", lr}});
     Trainer trainer(quiet_options(dir.path()).max_epochs(epochs), {}, {}, Platform{});
     trainer.fit(model, data);
     return std::make_pair(trainer.global_step(), model.count("training_step"));

@@ -55,7 +55,7 @@ struct Recorder : Callback {
     if (trainer.global_step() > static_cast<int64_t>(after_step.size())) after_step.push_back(weights_of(module));
   }
   void on_train_epoch_start(Trainer& trainer, LightningModule&) override {
-    epoch_lr.push_back(trainer.optimizers().optimizer->param_groups()[0].options().get_lr());
+    epoch_lr.push_back(trainer.optimizers().front().optimizer->param_groups()[0].options().get_lr());
   }
   void on_train_epoch_end(Trainer&, LightningModule& module) override { after_epoch.push_back(weights_of(module)); }
   void on_validation_epoch_start(Trainer& trainer, LightningModule& module) override {

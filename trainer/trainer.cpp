@@ -12,6 +12,8 @@
 #include <fulgur/trainer/create_strategy.hpp>
 #include <fulgur/trainer/evaluation_loop.hpp>
 #include <fulgur/trainer/fit_loop.hpp>
+#include <fulgur/trainer/hparams_yaml.hpp>
+#include <fulgur/trainer/module_runtime_connector.hpp>
 #include <fulgur/trainer/predict_loop.hpp>
 #include <fulgur/trainer/signal_connector.hpp>
 #include <fulgur/trainer/run_identity.hpp>
@@ -104,6 +106,7 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
   test_loop_ = std::make_unique<EvaluationLoop>(*this, Stage::Test);
   predict_loop_ = std::make_unique<PredictLoop>(*this);
   checkpoint_connector_ = std::make_unique<CheckpointConnector>(*this);
+  runtime_ = std::make_unique<ModuleRuntimeConnector>(*this, [this] { fit_loop_->epoch_loop().count_optimizer_step(); });
 }
 
 Trainer::~Trainer() {
@@ -169,6 +172,8 @@ LightningModule& Trainer::module() {
   if (module_ == nullptr) throw std::logic_error("[Trainer::module] no LightningModule is attached outside a run");
   return *module_;
 }
+
+std::vector<OptimizerConfig>& Trainer::optimizers() { return runtime_->optimizer_configs(); }
 
 int64_t Trainer::global_step() const { return fit_loop_->epoch_loop().global_step(); }
 
@@ -298,13 +303,15 @@ void Trainer::setup_run(LightningModule& module) {
   module_name_ = module_name_.substr(module_name_.rfind("::") == std::string::npos ? 0 : module_name_.rfind("::") + 2);
   last_module_ = &module;
   module.trainer_ = this;
+  module.runtime_ = runtime_.get();
   strategy_->setup_environment();
   strategy_->setup(module);
 }
 
 void Trainer::start_loggers(LightningModule& module) {
   if (is_global_zero() && !loggers_.empty()) {
-    for (auto& logger : loggers_) logger->log_hyperparams(module.hparams());
+    const YAML::Node hparams = hparams_to_yaml(module.hparams());
+    for (auto& logger : loggers_) logger->log_hyperparams(hparams);
     if (!run_folder_announced_) {
       std::cout << "fulgur: run folder " << log_dir().string() << std::endl;
       run_folder_announced_ = true;
@@ -318,7 +325,7 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
   stage_ = stage;
   try {
     setup_run(module);
-    run_identity_ = fulgur::run_identity(module.hparams(), typeid(module).name());
+    run_identity_ = fulgur::run_identity(hparams_to_yaml(module.hparams()), typeid(module).name());
     // prepare_data runs once per node; the strategy orders it before setup.
     if (strategy_->local_rank() == 0) data.prepare_data();
     strategy_->barrier("prepare_data");
@@ -350,6 +357,7 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
     attach_results(nullptr);
     stage_.reset();
     module.trainer_ = nullptr;
+    module.runtime_ = nullptr;
     module_ = nullptr;
     return result;
   } catch (...) {
@@ -376,6 +384,7 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
     attach_results(nullptr);
     stage_.reset();
     module.trainer_ = nullptr;
+    module.runtime_ = nullptr;
     module_ = nullptr;
     throw;
   }
@@ -427,19 +436,7 @@ void Trainer::fit(LightningModule& module, DataModule& data, const std::string& 
     if (!train) throw std::invalid_argument("[Trainer::fit] the DataModule returned no train_dataloader");
     train_dataloader_ = train;
     auto val = prepare_loader(data.val_dataloader(), /*training=*/false);
-    optimizers_ = module.configure_optimizers();
-    if (!optimizers_.optimizer) {
-      throw std::invalid_argument("[Trainer::fit] configure_optimizers returned no optimizer");
-    }
-    strategy_->setup_optimizers(*optimizers_.optimizer);
-    if (optimizers_.lr_scheduler) {
-      const LRSchedulerConfig& s = *optimizers_.lr_scheduler;
-      if (!s.scheduler) throw std::invalid_argument("[Trainer::fit] lr_scheduler config has no scheduler");
-      if (s.frequency < 1) {
-        throw std::invalid_argument(
-            fmt::format("[Trainer::fit] lr_scheduler frequency must be >= 1, got {}", s.frequency));
-      }
-    }
+    runtime_->set_optimizers(module.configure_optimizers());
     module.train();
     call_hook("on_fit_start", &Callback::on_fit_start, &LightningModule::on_fit_start);
 

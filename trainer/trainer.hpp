@@ -21,6 +21,7 @@
 namespace fulgur {
 
 class CheckpointConnector;
+class ModuleRuntimeConnector;
 class FitLoop;
 class EvaluationLoop;
 class PredictLoop;
@@ -138,7 +139,9 @@ class Trainer {
   /// The run folder: the first logger's log_dir, else default_root_dir.
   std::filesystem::path log_dir();
 
-  OptimizerConfig& optimizers() { return optimizers_; }
+  /// The optimizers (each with its scheduler) of the running or last fit,
+  /// in configure_optimizers' order.
+  std::vector<OptimizerConfig>& optimizers();
   /// The training loader of the last fit (this process's shard); null
   /// before the first fit. Lightning's trainer.train_dataloader.
   DataLoader* train_dataloader() { return train_dataloader_.get(); }
@@ -233,7 +236,7 @@ class Trainer {
   LightningModule* last_module_ = nullptr;
 
   LightningModule* module_ = nullptr;
-  OptimizerConfig optimizers_;
+  std::unique_ptr<ModuleRuntimeConnector> runtime_;
   std::shared_ptr<DataLoader> train_dataloader_;
   std::optional<Stage> stage_;
   bool should_stop_ = false;

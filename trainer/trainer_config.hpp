@@ -1,5 +1,6 @@
 #pragma once
 
+#include <fulgur/modules/clip_algorithm.hpp>
 #include <fulgur/strategies/accelerator.hpp>
 #include <fulgur/strategies/precision.hpp>
 #include <fulgur/trainer/trainer_options.hpp>
@@ -14,7 +15,6 @@ namespace fulgur {
 
 class ClusterEnvironment;
 
-enum class ClipAlgorithm { Norm, Value };
 
 /// Facts about the machine and the launch that resolution depends on; kept
 /// separate so resolution is a pure function tests can drive.

@@ -101,11 +101,7 @@ void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, DataLoader* 
 
   // An epoch cut short by a stop does not step epoch schedulers: a resumed
   // run finishes that epoch and steps them then, as an uninterrupted run would.
-  auto& scheduler = trainer_.optimizers().lr_scheduler;
-  if (epoch_complete_ && scheduler && scheduler->interval == SchedulerInterval::Epoch &&
-      (trainer_.current_epoch() + 1) % scheduler->frequency == 0) {
-    scheduler->scheduler->step();
-  }
+  if (epoch_complete_) step_schedulers(SchedulerInterval::Epoch, trainer_.current_epoch() + 1);
   trainer_.attach_results(nullptr);
   running_ = false;
 }
@@ -139,10 +135,26 @@ void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_l
 
   strategy.before_training_step();
   torch::Tensor loss;
+  const bool manual = !module.automatic_optimization();
+  if (manual && trainer_.accumulate_grad_batches() != 1) {
+    throw std::invalid_argument(fmt::format(
+        "[TrainingEpochLoop::advance] accumulate_grad_batches={} (GradientAccumulationScheduler) is not supported "
+        "with manual optimization",
+        trainer_.accumulate_grad_batches()));
+  }
   {
     ProfileScope scope(profiler, "[Strategy]training_step");
     Precision::AutocastScope autocast(strategy.precision());
     loss = module.training_step(batch, batch_idx);
+  }
+  if (manual) {
+    // training_step did backward and stepped; the Trainer only reports.
+    batch_progress_.increment();
+    trainer_.report_step(results_.step_values(), batch_progress_.total % o.log_every_n_steps() == 0);
+    trainer_.call_hook("on_train_batch_end", &Callback::on_train_batch_end, &LightningModule::on_train_batch_end,
+                       loss.defined() ? loss.detach() : loss, batch, batch_idx);
+    results_.reset_step();
+    return;
   }
   if (!loss.defined() || loss.numel() != 1 || !loss.requires_grad()) {
     throw std::runtime_error(fmt::format(
@@ -180,7 +192,7 @@ void TrainingEpochLoop::optimizer_step() {
   const TrainerConfig& c = trainer_.config();
   const TrainerOptions& o = c.options;
   Strategy& strategy = trainer_.strategy();
-  torch::optim::Optimizer& optimizer = *trainer_.optimizers().optimizer;
+  torch::optim::Optimizer& optimizer = *trainer_.optimizers().front().optimizer;
 
   // Gradients must be averaged and in true units before anyone reads or clips them.
   strategy.synchronize_gradients();
@@ -188,23 +200,22 @@ void TrainingEpochLoop::optimizer_step() {
   trainer_.call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
                      &LightningModule::on_before_optimizer_step, optimizer);
   if (o.gradient_clip_val() && *o.gradient_clip_val() > 0.0) {
-    std::vector<torch::Tensor> params;
-    for (auto& group : optimizer.param_groups()) {
-      for (auto& p : group.params()) params.push_back(p);
-    }
-    if (c.gradient_clip_algorithm == ClipAlgorithm::Norm) {
-      torch::nn::utils::clip_grad_norm_(params, *o.gradient_clip_val());
-    } else {
-      torch::nn::utils::clip_grad_value_(params, *o.gradient_clip_val());
-    }
+    clip_optimizer_gradients(optimizer, *o.gradient_clip_val(), c.gradient_clip_algorithm);
   }
   strategy.optimizer_step(optimizer);
   optimizer.zero_grad();
   optimizer_steps_.increment();
 
-  auto& scheduler = trainer_.optimizers().lr_scheduler;
-  if (scheduler && scheduler->interval == SchedulerInterval::Step && global_step() % scheduler->frequency == 0) {
-    scheduler->scheduler->step();
+  step_schedulers(SchedulerInterval::Step, global_step());
+}
+
+void TrainingEpochLoop::step_schedulers(SchedulerInterval interval, int64_t count) {
+  if (!trainer_.module().automatic_optimization()) return;  // manual optimization steps its own
+  for (auto& config : trainer_.optimizers()) {
+    auto& scheduler = config.lr_scheduler;
+    if (scheduler && scheduler->interval == interval && count % scheduler->frequency == 0) {
+      scheduler->scheduler->step();
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <fulgur/datamodules/data_loader.hpp>
+#include <fulgur/modules/optimizer_config.hpp>
 #include <fulgur/trainer/evaluation_loop.hpp>
 #include <fulgur/trainer/progress.hpp>
 #include <fulgur/trainer/result_collection.hpp>
@@ -13,7 +14,8 @@ class Trainer;
 /// accumulate_grad_batches batches (and at the epoch's last batch) gradient
 /// clipping, the optimizer step and step-interval LR schedulers; runs
 /// validation where val_check_interval says. global_step is the number of
-/// optimizer steps.
+/// optimizer steps. With manual optimization training_step does backward
+/// and the steps itself, and steps its schedulers too.
 class TrainingEpochLoop {
  public:
   explicit TrainingEpochLoop(Trainer& trainer);
@@ -23,6 +25,8 @@ class TrainingEpochLoop {
   void run(DataLoader& train, int64_t num_batches, DataLoader* val, int64_t num_val_batches);
 
   int64_t global_step() const { return optimizer_steps_.total; }
+  /// One optimizer step of manual optimization (LightningOptimizer::step).
+  void count_optimizer_step() { optimizer_steps_.increment(); }
   /// max_steps reached, or a stop was requested and may be honoured.
   bool done() const;
   const Progress& batch_progress() const { return batch_progress_; }
@@ -42,6 +46,8 @@ class TrainingEpochLoop {
  private:
   void advance(const Batch& batch, int64_t batch_idx, bool is_last_batch);
   void optimizer_step();
+  /// Steps the schedulers of `interval` that are due at `count` (steps or epochs).
+  void step_schedulers(SchedulerInterval interval, int64_t count);
   bool should_validate(int64_t batch_idx, bool is_last_batch) const;
 
   Trainer& trainer_;

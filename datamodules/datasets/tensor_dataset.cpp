@@ -33,13 +33,7 @@ TensorDataset::TensorDataset(torch::Tensor inputs, torch::Tensor targets)
 
 Example TensorDataset::get(int64_t index) const {
   check_index(index, size(), "[TensorDataset::get]");
-  const torch::Tensor target = targets_[index];
-  if (target.numel() != 1 || target.is_floating_point() || target.is_complex()) {
-    throw std::invalid_argument("[TensorDataset::get] target " + std::to_string(index) +
-                                " is not one integer (dtype " + std::string(c10::toString(target.scalar_type())) +
-                                ", " + std::to_string(target.numel()) + " elements); use get_batch for other targets");
-  }
-  return {inputs_[index], target.item<int64_t>()};
+  return {inputs_[index], targets_[index], {}};
 }
 
 Batch TensorDataset::get_batch(const std::vector<int64_t>& indices) const {

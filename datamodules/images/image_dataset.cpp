@@ -37,9 +37,9 @@ Example ImageDataset::get(int64_t index) const {
   std::optional<Image> pixels = source_->pixels(index);
   const std::string bytes = pixels ? std::string() : source_->read(index);  // read errors name the image
   try {
-    if (pixels) return {(*recipe_)(std::move(*pixels), random), source_->label(index)};
+    if (pixels) return {(*recipe_)(std::move(*pixels), random), class_index(source_->label(index)), {}};
     return {recipe_->decode(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), source_->name(index), random),
-            source_->label(index)};
+            class_index(source_->label(index)), {}};
   } catch (const DataError&) {
     throw;  // already names the image
   } catch (const std::exception& error) {

@@ -40,17 +40,18 @@ torch::Tensor stack_checked(const std::vector<torch::Tensor>& tensors, const std
 Batch Dataset::collate(std::vector<Example> examples) const {
   if (examples.empty()) throw std::invalid_argument("[Dataset::collate] no examples; a batch needs at least one");
   std::vector<torch::Tensor> inputs;
-  std::vector<int64_t> targets;
+  std::vector<torch::Tensor> targets;
   std::map<std::string, std::vector<torch::Tensor>> named;
   for (auto& example : examples) {
     inputs.push_back(std::move(example.input));
-    targets.push_back(example.target);
+    if (!example.target.defined()) throw DataError("[Dataset::collate] an example of the batch has no target");
+    targets.push_back(std::move(example.target));
     if (example.tensors.size() != examples.front().tensors.size()) {
       throw DataError("[Dataset::collate] the examples of a batch carry different named tensors");
     }
     for (auto& [name, tensor] : example.tensors) named[name].push_back(std::move(tensor));
   }
-  Batch batch{stack_checked(inputs, "input"), torch::tensor(targets, torch::kLong), {}};
+  Batch batch{stack_checked(inputs, "input"), stack_checked(targets, "target"), {}};
   for (const auto& [name, tensors] : named) {
     if (tensors.size() != examples.size()) {
       throw DataError(fmt::format("[Dataset::collate] only some examples of the batch carry tensor '{}'", name));

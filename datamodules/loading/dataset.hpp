@@ -24,8 +24,9 @@ class Dataset {
   /// The examples at `indices` collated into one batch. Override it when a
   /// dataset can gather a batch faster than one get() per sample.
   virtual Batch get_batch(const std::vector<int64_t>& indices) const;
-  /// Joins examples into a batch: inputs and every named tensor stacked along
-  /// a new first dimension, targets as an int64 vector. Override it for
+  /// Joins examples into a batch: inputs, targets and every named tensor
+  /// stacked along a new first dimension (0-d class indices become an int64
+  /// vector; each target keeps its dtype). Override it for
   /// examples of different shapes (e.g. pad variable-length sequences with
   /// pad_sequences); the loaders call it for every batch.
   virtual Batch collate(std::vector<Example> examples) const;

@@ -15,7 +15,7 @@ class TokenSequences : public fulgur::Dataset {
       const int64_t length = torch::randint(4, max_length + 1, {1}, generator).item<int64_t>();
       torch::Tensor tokens = torch::randint(0, vocab, {length}, generator, torch::kLong);
       const bool more_ones = (tokens == 1).sum().item<int64_t>() > (tokens == 2).sum().item<int64_t>();
-      sequences_.push_back({tokens, more_ones ? 1 : 0, {}});
+      sequences_.push_back({tokens, fulgur::class_index(more_ones ? 1 : 0), {}});
     }
   }
   int64_t size() const override { return static_cast<int64_t>(sequences_.size()); }
@@ -24,13 +24,13 @@ class TokenSequences : public fulgur::Dataset {
   // Pads every batch to its longest sequence; the mask marks the real tokens.
   fulgur::Batch collate(std::vector<fulgur::Example> examples) const override {
     std::vector<torch::Tensor> tokens;
-    std::vector<int64_t> labels;
+    std::vector<torch::Tensor> labels;
     for (const auto& example : examples) {
       tokens.push_back(example.input);
       labels.push_back(example.target);
     }
     auto [padded, mask] = fulgur::pad_sequences(tokens, 0);
-    return {padded, torch::tensor(labels, torch::kLong), {{"mask", mask}}};
+    return {padded, torch::stack(labels), {{"mask", mask}}};
   }
 
  private:

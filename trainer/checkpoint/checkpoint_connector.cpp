@@ -29,27 +29,6 @@ struct SchedulerAccess : torch::optim::LRScheduler {
   }
 };
 
-c10::IValue yaml_to_ivalue(const YAML::Node& node) {
-  if (node.IsMap()) {
-    Dict dict = new_state_dict();
-    for (const auto& item : node) dict.insert(item.first.as<std::string>(), yaml_to_ivalue(item.second));
-    return dict;
-  }
-  if (node.IsSequence()) {
-    List list(c10::AnyType::get());
-    for (const auto& item : node) list.push_back(yaml_to_ivalue(item));
-    return list;
-  }
-  if (!node.IsScalar()) return c10::IValue();
-  int64_t i = 0;
-  double d = 0;
-  bool b = false;
-  if (YAML::convert<int64_t>::decode(node, i)) return i;
-  if (YAML::convert<double>::decode(node, d)) return d;
-  if (YAML::convert<bool>::decode(node, b)) return b;
-  return node.as<std::string>();
-}
-
 Dict require_dict(const Checkpoint& checkpoint, const std::string& key, const std::string& source) {
   if (!checkpoint.contains(key) || !checkpoint.at(key).isGenericDict()) {
     throw CheckpointError(fmt::format("[CheckpointConnector] {} has no '{}' section{}", source, key,
@@ -91,15 +70,16 @@ Checkpoint CheckpointConnector::dump(bool weights_only) {
   Dict weights = new_state_dict();
   for (const auto& entry : state_dict(module)) weights.insert(entry.key(), entry.value().detach());
   c.insert("state_dict", weights);
-  c.insert("hyper_parameters", yaml_to_ivalue(module.hparams()));
+  c.insert("hyper_parameters", module.hparams().copy());
   c.insert(kRunIdentityKey, trainer_.run_identity());
   if (weights_only) return c;
 
   List optimizers(c10::AnyType::get());
   List schedulers(c10::AnyType::get());
-  OptimizerConfig& config = trainer_.optimizers();
-  if (config.optimizer) optimizers.push_back(optimizer_state_dict(*config.optimizer));
-  if (config.lr_scheduler && config.lr_scheduler->scheduler) {
+  // One entry per optimizer, and per scheduler in the same order (Lightning's lists).
+  for (const OptimizerConfig& config : trainer_.optimizers()) {
+    optimizers.push_back(optimizer_state_dict(*config.optimizer));
+    if (!config.lr_scheduler || !config.lr_scheduler->scheduler) continue;
     Dict scheduler = new_state_dict();
     scheduler.insert("_step_count", static_cast<int64_t>(SchedulerAccess::step_count(*config.lr_scheduler->scheduler)));
     List lrs(c10::AnyType::get());
@@ -261,17 +241,19 @@ void CheckpointConnector::restore_loggers(const Checkpoint& checkpoint) {
 void CheckpointConnector::restore_training_state(const Checkpoint& checkpoint, const std::string& source) {
   const Dict loops = require_dict(checkpoint, "loops", source);
   try {
-    OptimizerConfig& config = trainer_.optimizers();
+    std::vector<OptimizerConfig>& configs = trainer_.optimizers();
     const auto optimizers = checkpoint.at("optimizer_states").toList();
-    if (optimizers.size() != 1) {
-      throw CheckpointError(fmt::format("[CheckpointConnector] {} holds {} optimizer states, the model has 1", source,
-                                        optimizers.size()));
+    if (optimizers.size() != configs.size()) {
+      throw CheckpointError(fmt::format("[CheckpointConnector] {} holds {} optimizer states, the model has {}", source,
+                                        optimizers.size(), configs.size()));
     }
-    load_optimizer_state_dict(*config.optimizer, optimizers.get(0).toGenericDict());
     const auto schedulers = checkpoint.at("lr_schedulers").toList();
-    if (config.lr_scheduler && schedulers.size() == 1) {
-      const Dict scheduler = schedulers.get(0).toGenericDict();
-      SchedulerAccess::step_count(*config.lr_scheduler->scheduler) =
+    size_t next_scheduler = 0;
+    for (size_t i = 0; i < configs.size(); ++i) {
+      load_optimizer_state_dict(*configs[i].optimizer, optimizers.get(i).toGenericDict());
+      if (!configs[i].lr_scheduler || next_scheduler >= schedulers.size()) continue;
+      const Dict scheduler = schedulers.get(next_scheduler++).toGenericDict();
+      SchedulerAccess::step_count(*configs[i].lr_scheduler->scheduler) =
           static_cast<unsigned>(scheduler.at("_step_count").toInt());
     }
     trainer_.strategy().precision().load_state_dict(checkpoint.at("precision").toGenericDict());

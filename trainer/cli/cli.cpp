@@ -6,6 +6,7 @@
 #include <fulgur/strategies/local_launcher.hpp>
 #include <fulgur/trainer/cli/openmp_wait_policy.hpp>
 #include <fulgur/trainer/cli/trainer_options_reader.hpp>
+#include <fulgur/trainer/hparams_yaml.hpp>
 #include <fulgur/trainer/seed.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
 #include <fulgur/trainer/trainer.hpp>
@@ -177,7 +178,7 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
     std::cout << out.c_str() << std::endl;
     return 0;
   }
-  model->save_hyperparameters(resolved);
+  model->save_hyperparameters(hparams_from_yaml(resolved));
 
   if (args.lr_find) {
     const auto finder = Tuner(options).lr_find(*model, *data, lr_find_options);

@@ -1,0 +1,116 @@
+#pragma once
+
+// A GAN with manual optimization, as in Lightning's docs: two optimizers
+// from configure_optimizers, automatic_optimization(false), and in
+// training_step one discriminator step and one generator step, each with
+// toggle_optimizer, manual_backward and step. Validation measures sample
+// quality with states summed over every rank: how many of the 8 modes the
+// generator covers and the share of its samples near a mode.
+#include "ring_data.hpp"
+
+#include <fulgur/fulgur.hpp>
+
+namespace examples {
+
+#define GAN_OPTIONS(X)                                                                    \
+  X(int64_t, latent_dim, 8, "generator noise dimension", fulgur::check::AtLeast{1})        \
+  X(int64_t, hidden, 128, "hidden units of both networks", fulgur::check::AtLeast{1})       \
+  X(double, lr_g, 2e-3, "generator Adam learning rate", fulgur::check::Positive{})         \
+  X(double, lr_d, 2e-3, "discriminator Adam learning rate", fulgur::check::Positive{})     \
+  X(double, lr_decay, 0.98, "generator learning rate factor per epoch", fulgur::check::Positive{})
+struct GANOptions {
+  FULGUR_OPTIONS(GANOptions, GAN_OPTIONS)
+};
+
+inline torch::nn::Sequential mlp(int64_t in, int64_t hidden, int64_t out) {
+  return torch::nn::Sequential(torch::nn::Linear(in, hidden), torch::nn::LeakyReLU(torch::nn::LeakyReLUOptions().negative_slope(0.2)),
+                               torch::nn::Linear(hidden, hidden), torch::nn::LeakyReLU(torch::nn::LeakyReLUOptions().negative_slope(0.2)),
+                               torch::nn::Linear(hidden, out));
+}
+
+class GAN : public fulgur::LightningModule {
+ public:
+  explicit GAN(GANOptions options = {}) : options_(options) {
+    options_.validate();
+    automatic_optimization(false);
+    save_hyperparameters(options_);
+    generator = register_module("generator", mlp(options_.latent_dim(), options_.hidden(), 2));
+    discriminator = register_module("discriminator", mlp(2, options_.hidden(), 1));
+  }
+
+  torch::Tensor training_step(const fulgur::Batch& batch, int64_t batch_idx) override {
+    namespace F = torch::nn::functional;
+    auto optimizers = this->optimizers();
+    auto& opt_g = optimizers[0];
+    auto& opt_d = optimizers[1];
+    const torch::Tensor& real = batch.input;
+    const torch::Tensor& z = batch["z"];
+    const auto ones = torch::ones({real.size(0), 1}, real.options());
+    const auto zeros = torch::zeros({real.size(0), 1}, real.options());
+
+    // Discriminator: real points are 1, generated ones 0.
+    toggle_optimizer(*opt_d);
+    const torch::Tensor fake = generator->forward(z).detach();
+    const torch::Tensor d_loss = F::binary_cross_entropy_with_logits(discriminator->forward(real), ones) +
+                                 F::binary_cross_entropy_with_logits(discriminator->forward(fake), zeros);
+    opt_d->zero_grad();
+    manual_backward(d_loss);
+    opt_d->step();
+    untoggle_optimizer(*opt_d);
+
+    // Generator: make the discriminator say 1.
+    toggle_optimizer(*opt_g);
+    const torch::Tensor g_loss = F::binary_cross_entropy_with_logits(discriminator->forward(generator->forward(z)), ones);
+    opt_g->zero_grad();
+    manual_backward(g_loss);
+    opt_g->step();
+    untoggle_optimizer(*opt_g);
+
+    // Manual optimization steps its schedulers itself: here once per full epoch.
+    if (batch_idx + 1 == trainer()->num_training_batches()) lr_schedulers()[0]->step();
+
+    log("d_loss", d_loss.detach(), {.prog_bar = true});
+    log("g_loss", g_loss.detach(), {.prog_bar = true});
+    return g_loss.detach();
+  }
+
+  void on_validation_epoch_start() override {
+    per_mode_ = torch::zeros({kModes}, torch::TensorOptions().dtype(torch::kLong).device(device()));
+    samples_ = torch::zeros({}, per_mode_.options());
+  }
+  void validation_step(const fulgur::Batch& batch, int64_t) override {
+    // A generated point is "good" within 4 std of its nearest mode.
+    const torch::Tensor points = generator->forward(batch["z"]);
+    const torch::Tensor distances = torch::cdist(points, ring_centres().to(points.device()));
+    const auto [nearest, mode] = distances.min(1);
+    const torch::Tensor good = nearest < 4 * kModeStd;
+    per_mode_ += torch::bincount(mode.masked_select(good), {}, kModes);
+    samples_ += points.size(0);
+  }
+  void on_validation_epoch_end() override {
+    // Counts summed over every rank: the same numbers as one process.
+    const torch::Tensor per_mode = all_reduce(per_mode_);
+    const torch::Tensor samples = all_reduce(samples_);
+    log("val_modes", (per_mode >= samples / (4 * kModes)).sum().to(torch::kFloat), {.prog_bar = true});
+    log("val_quality", per_mode.sum().to(torch::kDouble) / samples.to(torch::kDouble));
+  }
+
+  fulgur::OptimizerConfig configure_optimizers() override {
+    auto adam = [](torch::nn::Module& net, double lr) {
+      return std::make_shared<torch::optim::Adam>(net.parameters(), torch::optim::AdamOptions(lr).betas({0.5, 0.999}));
+    };
+    auto opt_g = adam(*generator, options_.lr_g());
+    auto decay_g = std::make_shared<torch::optim::StepLR>(*opt_g, 1, options_.lr_decay());
+    return fulgur::OptimizerConfig::list(
+        {{opt_g, fulgur::LRSchedulerConfig{decay_g}}, {adam(*discriminator, options_.lr_d()), std::nullopt}});
+  }
+
+  torch::nn::Sequential generator{nullptr};
+  torch::nn::Sequential discriminator{nullptr};
+
+ private:
+  GANOptions options_;
+  torch::Tensor per_mode_, samples_;
+};
+
+}  // namespace examples

@@ -1,0 +1,46 @@
+#pragma once
+
+#include <fulgur/modules/clip_algorithm.hpp>
+#include <fulgur/modules/lightning_optimizer.hpp>
+#include <fulgur/modules/reduce_op.hpp>
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace fulgur {
+
+/// What a LightningModule sees of the run it is part of: its device, its
+/// rank, collectives over every process, and the gradient path of manual
+/// optimization. The Trainer attaches one while it runs a module; kept here
+/// (like MetricSink) so the module layer does not depend on the trainer.
+class ModuleRuntime {
+ public:
+  virtual ~ModuleRuntime() = default;
+
+  virtual torch::Device device() const = 0;
+  virtual int64_t global_rank() const = 0;
+  virtual int64_t world_size() const = 0;
+  /// `tensor` reduced over every process (a copy; every process must call it).
+  virtual torch::Tensor all_reduce(const torch::Tensor& tensor, ReduceOp op) = 0;
+  /// Every process's `tensor` (same shape on all) stacked along a new first
+  /// dimension, indexed by rank.
+  virtual torch::Tensor all_gather(const torch::Tensor& tensor) = 0;
+
+  /// configure_optimizers' optimizers and schedulers of the running fit.
+  virtual std::vector<std::shared_ptr<LightningOptimizer>> optimizers() = 0;
+  virtual std::vector<std::shared_ptr<torch::optim::LRScheduler>> lr_schedulers() = 0;
+
+  /// Backward through the precision plugin, then the strategy's gradient
+  /// synchronisation, with the backward hooks around it.
+  virtual void manual_backward(const torch::Tensor& loss) = 0;
+  /// Steps the module's optimizer `index` through the precision plugin
+  /// (on_before_optimizer_step first); counts one global step.
+  virtual void optimizer_step(size_t index) = 0;
+  /// Clips the gradients of `optimizer`'s parameters (unscaled first).
+  virtual void clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) = 0;
+};
+
+}  // namespace fulgur

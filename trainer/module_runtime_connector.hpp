@@ -1,0 +1,48 @@
+#pragma once
+
+#include <fulgur/modules/module_runtime.hpp>
+#include <fulgur/modules/optimizer_config.hpp>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace fulgur {
+
+class Trainer;
+
+/// The Trainer's side of ModuleRuntime: what a module reaches through
+/// device(), all_gather(), manual_backward(), optimizers() and friends. It
+/// holds the optimizers configure_optimizers returned for the running fit.
+class ModuleRuntimeConnector final : public ModuleRuntime {
+ public:
+  /// `count_step` adds one optimizer step to global_step (manual optimization).
+  ModuleRuntimeConnector(Trainer& trainer, std::function<void()> count_step);
+
+  /// Takes configure_optimizers' result: checks it against the module's
+  /// optimization mode and the Trainer's options, then hands every
+  /// optimizer to the strategy (Horovod broadcasts its state).
+  void set_optimizers(const OptimizerConfig& config);
+  /// Drops the optimizers (a stage other than fit, or a new fit).
+  void clear_optimizers();
+  std::vector<OptimizerConfig>& optimizer_configs() { return configs_; }
+
+  torch::Device device() const override;
+  int64_t global_rank() const override;
+  int64_t world_size() const override;
+  torch::Tensor all_reduce(const torch::Tensor& tensor, ReduceOp op) override;
+  torch::Tensor all_gather(const torch::Tensor& tensor) override;
+  std::vector<std::shared_ptr<LightningOptimizer>> optimizers() override;
+  std::vector<std::shared_ptr<torch::optim::LRScheduler>> lr_schedulers() override;
+  void manual_backward(const torch::Tensor& loss) override;
+  void optimizer_step(size_t index) override;
+  void clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) override;
+
+ private:
+  Trainer& trainer_;
+  std::function<void()> count_step_;
+  std::vector<OptimizerConfig> configs_;
+  std::vector<std::shared_ptr<LightningOptimizer>> optimizers_;
+};
+
+}  // namespace fulgur
