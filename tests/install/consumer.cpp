@@ -1,5 +1,5 @@
-// Trains a linear model for a few steps through the installed fulgur.
-#include <fulgur/datamodules/loading/tensor_batch_loader.hpp>
+// Trains a linear model for a few steps through the installed fulgur: its own
+// Dataset with float targets, read by DatasetLoader worker threads.
 #include <fulgur/fulgur.hpp>
 
 #include <iostream>
@@ -15,10 +15,19 @@ struct Line : fulgur::LightningModule {
   torch::nn::Linear fc{nullptr};
 };
 
+// y = 3x + 1 at 16 points of [-1, 1]; the target is a float tensor [1].
+struct LinePoints : fulgur::Dataset {
+  int64_t size() const override { return 16; }
+  fulgur::Example get(int64_t i) const override {
+    const float x = -1.0f + 2.0f * static_cast<float>(i) / 15.0f;
+    return {torch::tensor({x}), torch::tensor({3 * x + 1}), {}};
+  }
+};
+
 struct Points : fulgur::DataModule {
   std::shared_ptr<fulgur::DataLoader> train_dataloader() override {
-    const torch::Tensor x = torch::linspace(-1, 1, 16).unsqueeze(1);
-    return std::make_shared<fulgur::TensorBatchLoader>(std::vector<fulgur::Batch>{{x, 3 * x + 1}});
+    return std::make_shared<fulgur::DatasetLoader>(std::make_shared<LinePoints>(),
+                                                   fulgur::DatasetLoaderOptions(16).num_workers(2));
   }
 };
 
