@@ -72,9 +72,9 @@ struct RowCounter : Logger {
   using Options = RowCounterOptions;
   RowCounter(const Options& o, const RunFolder& f) : options(o), folder(f) { o.validate(); }
   std::string name() const override { return folder.name; }
-  std::filesystem::path log_dir() override {
-    return folder.root_dir / folder.name / ("version_" + std::to_string(folder.version));
-  }
+  std::filesystem::path log_dir() override { return folder.path(); }
+  std::optional<std::filesystem::path> open_versions_dir() override { return folder.open_versions_dir(); }
+  void set_version(int64_t version) override { folder.version = version; }
   void log_hyperparams(const YAML::Node&) override {}
   void log_metrics(const std::map<std::string, double>&, int64_t step) override {
     ++rows;

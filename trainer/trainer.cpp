@@ -1,6 +1,7 @@
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fulgur/trainer/loggers/csv_logger.hpp>
+#include <fulgur/trainer/loggers/run_folder.hpp>
 #include <fulgur/trainer/model_checkpoint.hpp>
 #include <fulgur/trainer/model_summary.hpp>
 #include <fulgur/trainer/pytorch_profiler.hpp>
@@ -278,18 +279,8 @@ void Trainer::save_checkpoint(const std::filesystem::path& path, bool weights_on
 
 void Trainer::write_profile() {
   if (!profiler_) return;
-  std::filesystem::path dir = log_dir();
-  if (strategy_->world_size() > 1 && !handling_exception_) {
-    // Rank 0's run folder: another rank's logger may have picked its own version.
-    constexpr int64_t kMaxBytes = 4096;
-    torch::Tensor bytes = torch::zeros({kMaxBytes}, torch::kUInt8);
-    const std::string mine = dir.string();
-    if (is_global_zero()) {
-      std::memcpy(bytes.data_ptr(), mine.data(), std::min<size_t>(mine.size(), kMaxBytes - 1));
-    }
-    bytes = strategy_->broadcast(bytes.to(strategy_->root_device()), 0).cpu();
-    dir = std::string(reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()));
-  }
+  // Every rank's loggers have the version rank 0 claimed (claim_run_folder).
+  const std::filesystem::path dir = log_dir();
   try {
     profiler_->write(dir, strategy_->global_rank());
   } catch (const std::exception& e) {
@@ -306,6 +297,29 @@ void Trainer::setup_run(LightningModule& module) {
   module.runtime_ = runtime_.get();
   strategy_->setup_environment();
   strategy_->setup(module);
+}
+
+void Trainer::claim_run_folder() {
+  // Rank 0 claims (creates) one version_<N> per <root>/<name> its open
+  // loggers share; the other ranks take the same numbers.
+  std::vector<int64_t> versions(loggers_.size(), -1);
+  if (is_global_zero()) {
+    std::map<std::filesystem::path, int64_t> claimed;
+    for (size_t i = 0; i < loggers_.size(); ++i) {
+      const auto dir = loggers_[i]->open_versions_dir();
+      if (!dir) continue;
+      if (!claimed.count(*dir)) claimed[*dir] = claim_version(*dir);
+      versions[i] = claimed[*dir];
+    }
+  }
+  if (strategy_->world_size() > 1 && !versions.empty()) {
+    const torch::Tensor mine = torch::tensor(versions, torch::kInt64).to(strategy_->root_device());
+    const torch::Tensor agreed = strategy_->broadcast(mine, 0).cpu();
+    for (size_t i = 0; i < versions.size(); ++i) versions[i] = agreed[static_cast<int64_t>(i)].item<int64_t>();
+  }
+  for (size_t i = 0; i < loggers_.size(); ++i) {
+    if (versions[i] >= 0) loggers_[i]->set_version(versions[i]);
+  }
 }
 
 void Trainer::start_loggers(LightningModule& module) {
@@ -344,6 +358,7 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
       }
       if (is_global_zero()) std::cout << "fulgur: restored from checkpoint " << path.string() << std::endl;
     }
+    claim_run_folder();     // after a restored run took back its own version
     start_loggers(module);  // only once the data are known to be there
     call_callback_hook("setup", &Callback::setup);
     auto result = body();

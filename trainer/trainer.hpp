@@ -206,6 +206,8 @@ class Trainer {
   /// Shards a loader by rank when several processes work together; only
   /// training shards are padded to equal length.
   std::shared_ptr<DataLoader> prepare_loader(std::shared_ptr<DataLoader> loader, bool training);
+  /// Gives every logger whose version is open the version rank 0 claims.
+  void claim_run_folder();
   void start_loggers(LightningModule& module);
   /// Rank 0, after a SIGUSR1 stop: `scontrol requeue` this job, if it is one.
   void requeue_slurm_job();

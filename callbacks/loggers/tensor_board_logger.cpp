@@ -142,7 +142,7 @@ TensorBoardLogger& TensorBoardLogger::hparams_metrics(std::vector<std::string> t
 }
 
 int64_t TensorBoardLogger::version() {
-  if (!version_) version_ = next_version(root_dir_ / name_);
+  if (!version_) version_ = claim_version(root_dir_ / name_);
   return *version_;
 }
 

@@ -42,6 +42,10 @@ class TensorBoardLogger : public Logger {
   std::string name() const override { return name_; }
   std::filesystem::path log_dir() override;
   int64_t version();
+  std::optional<std::filesystem::path> open_versions_dir() override {
+    return version_ ? std::nullopt : std::optional<std::filesystem::path>(root_dir_ / name_);
+  }
+  void set_version(int64_t version) override { version_ = version; }
   void log_hyperparams(const YAML::Node& hparams) override;
   void log_metrics(const std::map<std::string, double>& metrics, int64_t step) override;
   /// A histogram of `values` (any shape, any floating or integer dtype, any

@@ -148,7 +148,7 @@ WandbLogger::~WandbLogger() {
 }
 
 std::filesystem::path WandbLogger::log_dir() {
-  return folder_.root_dir / folder_.name / fmt::format("version_{}", folder_.version);
+  return folder_.path();
 }
 
 void WandbLogger::start() {

@@ -47,6 +47,10 @@ class WandbLogger : public Logger {
   WandbLogger& operator=(const WandbLogger&) = delete;
 
   std::string name() const override { return folder_.name; }
+  std::optional<std::filesystem::path> open_versions_dir() override {
+    return folder_.open_versions_dir();
+  }
+  void set_version(int64_t version) override { folder_.version = version; }
   std::filesystem::path log_dir() override;
   void log_hyperparams(const YAML::Node& hparams) override;
   void log_metrics(const std::map<std::string, double>& metrics, int64_t step) override;

@@ -152,15 +152,25 @@ std::vector<std::filesystem::path> CheckpointConnector::search_dirs() {
       if (!mc->dirpath().empty()) dirs.push_back(mc->dirpath());
     }
   }
-  // Every version of the run folder: a fresh process logs to a new version.
-  if (!trainer_.loggers().empty()) {
-    const auto versions = trainer_.loggers().front()->log_dir().parent_path();
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(versions, ec)) {
-      if (entry.is_directory(ec)) dirs.push_back(entry.path() / "checkpoints");
+  // Every version of every run folder under the root (a fresh process logs
+  // to a new version; a run without loggers still finds the ones with).
+  const std::filesystem::path root = trainer_.config().options.default_root_dir();
+  std::vector<std::filesystem::path> version_parents;
+  for (const auto& logger : trainer_.loggers()) {
+    version_parents.push_back(logger->open_versions_dir().value_or(logger->log_dir().parent_path()));
+  }
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
+    if (entry.is_directory(ec)) version_parents.push_back(entry.path());
+  }
+  for (const auto& parent : version_parents) {
+    for (const auto& entry : std::filesystem::directory_iterator(parent, ec)) {
+      if (entry.is_directory(ec) && entry.path().filename().string().rfind("version_", 0) == 0) {
+        dirs.push_back(entry.path() / "checkpoints");
+      }
     }
   }
-  dirs.push_back(std::filesystem::path(trainer_.config().options.default_root_dir()) / "checkpoints");
+  dirs.push_back(root / "checkpoints");
   return dirs;
 }
 

@@ -49,9 +49,8 @@ std::vector<std::shared_ptr<Logger>> LoggerRegistry::create(YAML::Node node, con
     node = names;
   }
   if (!node.IsDefined() || node.IsNull() || (node.IsSequence() && node.size() == 0)) return {};
-  // Each logger would otherwise pick its own next version, and the second
-  // would see the first's folder and take the one after.
-  const RunFolder folder{root_dir, name, next_version(root_dir / name)};
+  // The version stays open: the Trainer claims one for all of them when the run starts.
+  const RunFolder folder{root_dir, name, std::nullopt};
   auto loggers = ClassRegistry::create(node, path, folder);
   for (size_t i = 0; i < loggers.size(); ++i) {
     const Logger& logger = *loggers[i];

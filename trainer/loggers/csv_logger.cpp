@@ -37,7 +37,7 @@ CSVLogger::CSVLogger(std::filesystem::path root_dir, std::string name, std::opti
 }
 
 int64_t CSVLogger::version() {
-  if (!version_) version_ = next_version(root_dir_ / name_);
+  if (!version_) version_ = claim_version(root_dir_ / name_);
   return *version_;
 }
 

@@ -5,20 +5,29 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace fulgur {
 
 /// Where metrics and hyper-parameters go. The Trainer calls loggers on
 /// global rank 0 only. A logger owns a run folder
-/// `<root>/<name>/version_<N>/`, created on first use.
+/// `<root>/<name>/version_<N>/`; a version not given is claimed when a run
+/// starts (open_versions_dir, set_version).
 class Logger {
  public:
   virtual ~Logger() = default;
 
   virtual std::string name() const = 0;
-  /// The run folder (decides the version on first call; creates nothing).
+  /// The run folder (a logger used without a Trainer claims its version on
+  /// the first call).
   virtual std::filesystem::path log_dir() = 0;
+  /// `<root>/<name>` while the version is still open (not given, set or
+  /// restored); nullopt once it is decided or for a logger without versions.
+  /// The Trainer claims one version there for every logger sharing it.
+  virtual std::optional<std::filesystem::path> open_versions_dir() { return std::nullopt; }
+  /// The version claimed for this run (on every rank, the same).
+  virtual void set_version(int64_t version) { (void)version; }
   virtual void log_hyperparams(const YAML::Node& hparams) = 0;
   /// One row of metrics at optimizer step `step`.
   virtual void log_metrics(const std::map<std::string, double>& metrics, int64_t step) = 0;

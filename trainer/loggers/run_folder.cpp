@@ -23,6 +23,27 @@ int64_t next_version(const std::filesystem::path& dir) {
   return next;
 }
 
+std::filesystem::path RunFolder::path() {
+  if (!version) version = claim_version(root_dir / name);
+  return root_dir / name / fmt::format("version_{}", *version);
+}
+
+std::optional<std::filesystem::path> RunFolder::open_versions_dir() const {
+  if (version) return std::nullopt;
+  return root_dir / name;
+}
+
+int64_t claim_version(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(fmt::format("[claim_version] cannot create {}: {}", dir.string(), ec.message()));
+  for (int64_t version = next_version(dir);; ++version) {
+    const auto candidate = dir / fmt::format("version_{}", version);
+    if (std::filesystem::create_directory(candidate, ec)) return version;
+    if (ec) throw std::runtime_error(fmt::format("[claim_version] cannot create {}: {}", candidate.string(), ec.message()));
+  }
+}
+
 void write_hparams_yaml(const std::filesystem::path& dir, const YAML::Node& hparams, const char* who) {
   std::filesystem::create_directories(dir);
   const auto path = dir / "hparams.yaml";
