@@ -56,7 +56,7 @@ TEST_CASE("TensorBoardLogger: scalars round-trip through tensorboard's EventAccu
   TempDir dir("tb-scalars");
   TensorBoardLogger logger(dir.path());
   CHECK(logger.log_dir() == dir.path() / "fulgur_logs" / "version_0");
-  CHECK_FALSE(std::filesystem::exists(logger.log_dir()));  // nothing before the first record
+  CHECK(std::filesystem::is_empty(logger.log_dir()));  // claimed by creating it; no file before the first record
   for (int64_t step = 1; step <= 50; ++step) {
     logger.log_metrics({{"epoch", static_cast<double>(step / 10)}, {"train_loss", 1.0 / static_cast<double>(step)}},
                        step);
@@ -263,9 +263,10 @@ TEST_CASE("trainer.logger: names, lists, booleans and entries share one run fold
   CHECK(kinds("[lightning.pytorch.loggers.CSVLogger, {class_path: WandbLogger, init_args: {project: p}}]") ==
         Names{"csv", "wandb"});
   const auto loggers = create("csv, tensorboard");
-  CHECK(loggers[0]->log_dir() == dir.path() / "fulgur_logs" / "version_4");
-  CHECK(loggers[1]->log_dir() == loggers[0]->log_dir());
-  CHECK(std::filesystem::exists(dir.path() / "fulgur_logs" / "version_4") == false);  // nothing created
+  // One open version for both: the Trainer claims it when the run starts.
+  CHECK(loggers[0]->open_versions_dir() == dir.path() / "fulgur_logs");
+  CHECK(loggers[1]->open_versions_dir() == loggers[0]->open_versions_dir());
+  CHECK(std::filesystem::exists(dir.path() / "fulgur_logs" / "version_4") == false);  // nothing claimed yet
 
   CHECK_THROWS_WITH_AS(create("csv,wandbb"),
                        "trainer.logger[1].class_path: unknown logger class 'wandbb' (known: CSVLogger, "
