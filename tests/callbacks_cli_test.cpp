@@ -90,7 +90,7 @@ TEST_CASE("callbacks cli: a program registers its own callback class with add<C>
   CHECK(config_error(registry, "[{class_path: CountingCallback, init_args: {every_n: two, label: x}}]") ==
         "trainer.callbacks[0].init_args.every_n: expected an integer, got 'two'");
   CHECK(config_error(registry, "{class_path: CountingCallback, init_args: {label: x, every: 2}}") ==
-        "unknown key 'trainer.callbacks.init_args.every'");
+        "unknown key 'trainer.callbacks.init_args.every'; did you mean 'trainer.callbacks.init_args.every_n'?");
   CHECK(config_error(registry, "{class_path: CountingCallback, init_args: {label: reserved, every_n: 2}}") ==
         "trainer.callbacks.init_args: [CountingCallback] label 'reserved' needs every_n 1");
   CHECK(config_error(registry, "CountingCallbak") ==
@@ -305,7 +305,8 @@ TEST_CASE("callbacks cli: unknown classes, keys and bad values exit 2 with one m
         "ModelSummary, OnExceptionCheckpoint, ProgressBar, StochasticWeightAveraging, ThroughputMonitor, Timer)\n");
   const auto unknown_key = run_command(fit + "'[{class_path: EarlyStopping, init_args: {monitor: x, patiense: 2}}]'");
   CHECK(unknown_key.exit_code == 2);
-  CHECK(unknown_key.output == "error: unknown key 'trainer.callbacks[0].init_args.patiense'\n");
+  CHECK(unknown_key.output == "error: unknown key 'trainer.callbacks[0].init_args.patiense'; did you mean "
+                                    "'trainer.callbacks[0].init_args.patience'?\n");
   const auto missing = run_command(fit + "EarlyStopping");
   CHECK(missing.exit_code == 2);
   CHECK(missing.output == "error: trainer.callbacks.init_args.monitor: must be given (it has no default), got \"\"\n");

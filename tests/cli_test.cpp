@@ -2,11 +2,14 @@
 #include "support/tiny_modules.hpp"
 
 #include <fulgur/trainer/cli/cli.hpp>
+#include <fulgur/trainer/cli/options_yaml.hpp>
+#include <fulgur/trainer/yaml_value.hpp>
 
 #include <doctest/doctest.h>
 
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 using namespace fulgur;
@@ -168,7 +171,11 @@ TEST_CASE("cli: bad input exits 2 with one message naming the key, and writes no
     std::string message;
   };
   const std::vector<Case> cases = {
-      {{"--trainer.max_epoch", "3"}, "error: unknown key 'trainer.max_epoch'\n"},
+      {{"--trainer.max_epoch", "3"}, "error: unknown key 'trainer.max_epoch'; did you mean 'trainer.max_epochs'?\n"},
+      {{"--trainer.devcies", "2"}, "error: unknown key 'trainer.devcies'; did you mean 'trainer.devices'?\n"},
+      {{"--modle.lr", "3"},
+       "error: unknown key 'modle' (top-level keys: trainer, model, data, seed_everything, test_after_fit, ckpt_path, "
+       "lr_find, scale_batch_size); did you mean 'model'?\n"},
       {{"--model.depth", "3"}, "error: unknown key 'model.depth'\n"},
       {{"--optimizer.lr", "3"},
        "error: unknown key 'optimizer' (top-level keys: trainer, model, data, seed_everything, test_after_fit, ckpt_path, "
@@ -215,6 +222,27 @@ TEST_CASE("cli: --print_config shows every resolved option and exits 0") {
   CHECK(printed["trainer"]["limit_train_batches"].as<std::string>() == "1.0");
   CHECK(printed["data"]["batch_size"].as<int>() == 8);
   CHECK_FALSE(std::filesystem::exists(root));
+}
+
+TEST_CASE("cli: floats print in the shortest form that reads back exactly; a float where a list is expected is a list of one") {
+  TempDir dir("cli-floats");
+  const std::string root = (dir / "runs").string();
+  // The declared default 0.1 (no text given for it) and a float in a list.
+  const Outcome o = run_cli({"fit", "--print_config", "--trainer.default_root_dir", root, "--trainer.callbacks",
+                             "[{class_path: StochasticWeightAveraging, init_args: {swa_lrs: 0.01}}]"});
+  INFO(o.err);
+  CHECK(o.code == 0);
+  CHECK(o.out.find("  lr: 0.1\n") != std::string::npos);
+  CHECK(o.out.find("0.10000000000000001") == std::string::npos);
+  CHECK(YAML::Load(o.out)["model"]["lr"].as<double>() == 0.1);
+  CHECK(fulgur::yaml_float(1.0) == "1.0");
+  CHECK(fulgur::yaml_float(0.05) == "0.05");
+  CHECK(fulgur::yaml_float(-std::numeric_limits<double>::infinity()) == "-.inf");
+  // swa_lrs: 0.01 and swa_lrs: [0.01] read alike (Lightning takes a float or a list).
+  const YAML::Node scalar = YAML::Load("{swa_lrs: 0.01}");
+  cli::ConfigSection section(scalar, "swa");
+  const auto swa = cli::read_options<StochasticWeightAveragingOptions>(section);
+  CHECK(swa.swa_lrs() == std::vector<double>{0.01});
 }
 
 TEST_CASE("cli: the ddp options' old spellings still work, with a deprecation line; fast_dev_run: true is 1") {
@@ -287,7 +315,7 @@ TEST_CASE("cli: a program's own logger type, registered, is named and configured
         "TensorBoardLogger, WandbLogger, csv, tensorboard, wandb)\n");
   const Outcome bad_option = run_cli({"fit", "--trainer.logger", "{class_path: WandbLogger, init_args: {projekt: p}}"});
   CHECK(bad_option.code == 2);
-  CHECK(bad_option.err == "error: unknown key 'trainer.logger.init_args.projekt'\n");
+  CHECK(bad_option.err == "error: unknown key 'trainer.logger.init_args.projekt'; did you mean 'trainer.logger.init_args.project'?\n");
 }
 
 TEST_CASE("cli: fit then test writes one run folder with hparams and metrics") {

@@ -370,3 +370,39 @@ TEST_CASE("signal stop: SIGTERM from outside to one torchrun rank stops both at 
   CHECK(step > 0);
   CHECK(step < 32);
 }
+
+TEST_CASE("signal stop: an own main() returning trainer.exit_code() exits as the CLI does: 143 after SIGTERM") {
+  TempDir dir("own-main-exit");
+  // The GAN example's main() ends with `return trainer.exit_code();`. It is
+  // signalled once its run folder is announced (the Trainer handles signals
+  // from construction on), long before its 1000 epochs end.
+  const std::string gan = std::string(FULGUR_BINARY_DIR) + "/bin/gan";
+  const std::string log = (dir / "log").string();
+  const std::string command = gan + " --max_epochs 1000 --root " + dir.path().string() + " > " + log + " 2>&1 & pid=$!; " +
+                              "for i in $(seq 600); do grep -q 'run folder' " + log + " && break; sleep 0.1; done; " +
+                              "kill -TERM $pid; wait $pid; echo \"rc=$?\"";
+  const auto result = run_command(command, 180);
+  const std::string output = read_file(dir / "log");
+  INFO(result.output);
+  INFO(output);
+  CHECK(result.output.find("rc=143") != std::string::npos);
+  CHECK(output.find("rank 0: SIGTERM received, stopping after step") != std::string::npos);
+  CHECK(std::filesystem::exists(dir / "fulgur_logs" / "version_0" / "checkpoints" / "last.ckpt"));
+}
+
+TEST_CASE("own main(): a peer killed mid-run fails the program with one line naming the rank, as under the CLI") {
+  TempDir dir("own-main-dead-peer");
+  const std::string gan = std::string(FULGUR_BINARY_DIR) + "/bin/gan";
+  const std::string log = (dir / "log").string();
+  // The Trainer started rank 1 as a child of this process; kill it once training runs.
+  const std::string command = gan + " --devices 2 --strategy ddp --max_epochs 1000 --root " + dir.path().string() +
+                              " > " + log + " 2>&1 & pid=$!; " + "for i in $(seq 600); do grep -q 'run folder' " + log +
+                              " && break; sleep 0.1; done; sleep 0.5; kill -KILL $(pgrep -P $pid); wait $pid; "
+                              "echo \"rc=$?\"";
+  const auto result = run_command(command, 180);
+  const std::string output = read_file(dir / "log");
+  INFO(result.output);
+  INFO(output);
+  CHECK(result.output.find("rc=1\n") != std::string::npos);
+  CHECK(output.find("[LocalLauncher] rank 1 was killed by signal 9") != std::string::npos);
+}

@@ -1,5 +1,7 @@
 #include <fulgur/trainer/hparams_yaml.hpp>
 
+#include <fulgur/trainer/yaml_value.hpp>
+
 #include <fmt/format.h>
 
 namespace fulgur {
@@ -14,7 +16,7 @@ YAML::Node to_yaml(const c10::IValue& value) {
   }
   if (value.isBool()) return YAML::Node(value.toBool());
   if (value.isInt()) return YAML::Node(value.toInt());
-  if (value.isDouble()) return YAML::Node(value.toDouble());
+  if (value.isDouble()) return yaml_value(value.toDouble());
   if (value.isString()) return YAML::Node(value.toStringRef());
   if (value.isNone()) return YAML::Node(YAML::NodeType::Null);
   return YAML::Node(fmt::format("<{}>", value.tagKind()));

@@ -489,6 +489,12 @@ void Trainer::fit(LightningModule& module, DataModule& data, const std::string& 
   if (requeue) requeue_slurm_job();
 }
 
+int Trainer::exit_code() {
+  // The ranks this process started, if any: their failure is the run's too.
+  const int peers = LocalLauncher::join_peers();
+  return stop_signal_ != 0 ? 128 + stop_signal_ : peers;
+}
+
 void Trainer::requeue_slurm_job() {
   const auto id = SlurmRequeue::job_id();
   if (!id) return;  // not a SLURM job: stopping was all there was to do

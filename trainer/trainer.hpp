@@ -71,6 +71,16 @@ class Trainer {
   /// Returns predict_step's output for every batch, in order.
   std::vector<torch::Tensor> predict(LightningModule& module, DataModule& data, const std::string& ckpt_path = "");
 
+  /// What the program returns once it is done with the Trainer, the same in
+  /// any main(): 128 + the signal when the last fit was stopped by SIGUSR1
+  /// or SIGTERM (138, 143: a scheduler sees the run as unfinished);
+  /// otherwise, in the process that started the other local ranks, it waits
+  /// for them and returns the first failure's code; else 0.
+  ///
+  ///   trainer.fit(model, data);
+  ///   return trainer.exit_code();
+  int exit_code();
+
   /// Writes a checkpoint of the current (or last) run to `path`, atomically,
   /// from rank 0. Inside a run every process must call it; in on_exception
   /// (a rank failed) rank 0 writes without waiting for the others.

@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
     if (trainer.is_global_zero() && m.count("val_modes") != 0) {  // a run stopped before validation has none
       std::cout << "val_modes " << m.at("val_modes") << " val_quality " << m.at("val_quality") << std::endl;
     }
-    return 0;
+    return trainer.exit_code();  // 143 after SIGTERM, a failed peer's code
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << std::endl;
     return 1;

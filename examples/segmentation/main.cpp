@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
                                metrics.at("val_dice"), metrics.at("val_images"))
                 << std::endl;
     }
-    return 0;
+    return trainer.exit_code();  // 143 after SIGTERM, a failed peer's code
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << std::endl;
     return 1;

@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
     trainer.fit(model, data, flags.at("ckpt_path"));
     examples::write_weights(flags, model, trainer.strategy().global_rank());
     if (trainer.is_global_zero()) std::cout << "val_acc " << trainer.callback_metrics().at("val_acc") << std::endl;
-    return 0;
+    return trainer.exit_code();  // 143 after SIGTERM, a failed peer's code
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << std::endl;
     return 1;

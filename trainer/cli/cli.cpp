@@ -2,6 +2,7 @@
 
 #include <fulgur/callbacks/tuner.hpp>
 #include <fulgur/trainer/cli/callback_registry.hpp>
+#include <fulgur/trainer/cli/did_you_mean.hpp>
 #include <fulgur/datamodules/data_error.hpp>
 #include <fulgur/strategies/local_launcher.hpp>
 #include <fulgur/trainer/cli/openmp_wait_policy.hpp>
@@ -115,7 +116,8 @@ void check_top_level(const YAML::Node& root) {
   for (const auto& item : root) {
     const std::string key = item.first.as<std::string>();
     if (std::find(kTopLevelKeys.begin(), kTopLevelKeys.end(), key) == kTopLevelKeys.end()) {
-      throw ConfigError(fmt::format("unknown key '{}' (top-level keys: {})", key, fmt::join(kTopLevelKeys, ", ")));
+      throw ConfigError(fmt::format("unknown key '{}' (top-level keys: {}){}", key, fmt::join(kTopLevelKeys, ", "),
+                                    did_you_mean(key, kTopLevelKeys)));
     }
   }
 }
@@ -210,16 +212,12 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
   // exists, starts the other ranks when no launcher did, and resumes a
   // restarted job.
   Trainer trainer(options, callbacks, loggers);
-  int code = 0;
   switch (args.subcommand) {
     case Stage::Fit: {
       trainer.fit(*model, *data, ckpt_path);
       if (trainer.is_global_zero()) print_metrics("fit", trainer.callback_metrics());
-      // Stopped by SIGUSR1/SIGTERM: the run is unfinished, say so in the exit code.
-      if (trainer.stopped_by_signal()) {
-        code = 128 + trainer.stop_signal();
-        break;
-      }
+      // Stopped by SIGUSR1/SIGTERM: the run is unfinished (exit_code says so).
+      if (trainer.stopped_by_signal()) break;
       if (test_after_fit) {
         const auto metrics = trainer.test(*model, *data);
         if (trainer.is_global_zero()) print_metrics("test", metrics);
@@ -248,9 +246,7 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
       break;
     }
   }
-  // The ranks this process started, if any: their failure is the run's too.
-  const int peers = LocalLauncher::join_peers();
-  return code != 0 ? code : peers;
+  return trainer.exit_code();
 }
 
 }  // namespace

@@ -102,12 +102,12 @@ template <class T>
 T ConfigSection::get(const std::string& key, const T& default_value) {
   const YAML::Node value = lookup(key);
   if (!value.IsDefined() || value.IsNull()) {
-    resolved_[key] = default_value;
+    resolved_[key] = yaml_value(default_value);
     return default_value;
   }
   T out{};
   if (!Decoder<T>::decode(value, out)) fail(key, expected_of<T>(), describe(value));
-  resolved_[key] = out;
+  resolved_[key] = yaml_value(out);
   return out;
 }
 
@@ -117,7 +117,7 @@ T ConfigSection::require(const std::string& key) {
   if (!value.IsDefined() || value.IsNull()) fail(key, expected_of<T>() + " (required)", "null");
   T out{};
   if (!Decoder<T>::decode(value, out)) fail(key, expected_of<T>(), describe(value));
-  resolved_[key] = out;
+  resolved_[key] = yaml_value(out);
   return out;
 }
 

@@ -7,7 +7,9 @@
 
 #include <fulgur/modules/options.hpp>
 #include <fulgur/trainer/cli/config_section.hpp>
+#include <fulgur/trainer/cli/did_you_mean.hpp>
 #include <fulgur/trainer/count_or_fraction.hpp>
+#include <fulgur/trainer/yaml_value.hpp>
 
 #include <yaml-cpp/yaml.h>
 
@@ -69,7 +71,7 @@ YAML::Node to_node(const T& value) {
     // As text: yaml-cpp writes the double 1.0 as "1", which reads back as a count.
     return YAML::Node(value.to_string());
   } else {
-    return YAML::Node(value);
+    return yaml_value(value);
   }
 }
 
@@ -83,6 +85,12 @@ bool decode(const YAML::Node& node, T& out) {
     }
     return false;
   } else if constexpr (ListOption<T>) {
+    if (node.IsScalar()) {  // one value stands for a list of one, as Lightning takes `swa_lrs: 0.01`
+      typename T::value_type v{};
+      if (!decode(node, v)) return false;
+      out = T{v};
+      return true;
+    }
     if (!node.IsSequence()) return false;
     T values;
     for (const auto& item : node) {
@@ -175,9 +183,15 @@ Options read_options(ConfigSection& section, Options options, const std::set<std
       }
     }
   });
+  std::vector<std::string> known;
+  Options::visit_fields(options, [&](const char* name, const char*, const auto&, const auto&) {
+    known.push_back(section.dotted(name));
+  });
   std::vector<std::string> unread = section.unread_keys();
   for (const auto& key : unread) {
-    if (!skip.count(key.substr(key.rfind('.') + 1))) throw ConfigError("unknown key '" + key + "'");
+    if (!skip.count(key.substr(key.rfind('.') + 1))) {
+      throw ConfigError("unknown key '" + key + "'" + did_you_mean(key, known));
+    }
   }
   return options;
 }
