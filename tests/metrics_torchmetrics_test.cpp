@@ -5,6 +5,8 @@
 // (tests/python/metrics_reference.py). Counts agree exactly, values to 1e-6.
 #include "support/test_support.hpp"
 
+#include <fulgur/fulgur.hpp>
+
 #include <fmt/format.h>
 
 #include <doctest/doctest.h>
