@@ -27,6 +27,22 @@ void LightningModule::log(const std::string& name, double value, const LogOption
   log(name, torch::tensor(value, torch::kFloat64), options);
 }
 
+void LightningModule::log(const std::string& name, metrics::Metric& metric, const LogOptions& options) {
+  if (results_ == nullptr) {
+    throw std::logic_error(fmt::format(
+        "[LightningModule::log] '{}' was logged outside a Trainer loop (log only inside steps and hooks)", name));
+  }
+  metric.set_runtime(runtime_);
+  results_->log(name, metric, options);
+}
+
+void LightningModule::attach_runtime(ModuleRuntime* runtime) {
+  runtime_ = runtime;
+  for (const auto& child : modules(/*include_self=*/false)) {
+    if (auto* metric = dynamic_cast<metrics::Metric*>(child.get())) metric->set_runtime(runtime);
+  }
+}
+
 ModuleRuntime& LightningModule::runtime(const char* method) const {
   if (runtime_ == nullptr) {
     throw std::logic_error(

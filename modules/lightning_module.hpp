@@ -6,6 +6,7 @@
 #include <fulgur/modules/lightning_optimizer.hpp>
 #include <fulgur/modules/log_options.hpp>
 #include <fulgur/modules/metric_sink.hpp>
+#include <fulgur/modules/metrics/metric.hpp>
 #include <fulgur/modules/module_runtime.hpp>
 #include <fulgur/modules/optimizer_config.hpp>
 #include <fulgur/modules/reduce_op.hpp>
@@ -122,6 +123,12 @@ class LightningModule : public torch::nn::Module {
   /// in on_validation_epoch_end).
   void log(const std::string& name, const torch::Tensor& value, const LogOptions& options = {});
   void log(const std::string& name, double value, const LogOptions& options = {});
+  /// Logs a Metric object (torchmetrics' `self.log("val_f1", self.f1)`):
+  /// on_step the value of the batch its forward() just saw, on_epoch its
+  /// compute() at the epoch's end, synchronised over every process by the
+  /// metric itself (sync_dist and reduce do not apply), then reset().
+  /// The metric must outlive the epoch (a registered child module).
+  void log(const std::string& name, metrics::Metric& metric, const LogOptions& options = {});
 
   /// Hyper-parameters for the run folder's hparams.yaml and the
   /// checkpoint's hyper_parameters: an options struct (FULGUR_OPTIONS),
@@ -141,6 +148,8 @@ class LightningModule : public torch::nn::Module {
  private:
   friend class Trainer;
   ModuleRuntime& runtime(const char* method) const;
+  /// Sets the runtime of the module and of every Metric among its children.
+  void attach_runtime(ModuleRuntime* runtime);
 
   Trainer* trainer_ = nullptr;
   MetricSink* results_ = nullptr;

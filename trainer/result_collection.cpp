@@ -42,14 +42,8 @@ void ResultCollection::log(const std::string& name, const torch::Tensor& value, 
   const bool on_epoch = options.on_epoch.value_or(stage_ != Stage::Train);
   if (!on_step && !on_epoch) invalid(fmt::format("'{}' is logged with on_step=false and on_epoch=false", name));
 
-  auto [it, inserted] = metrics_.try_emplace(name);
-  Metric& m = it->second;
-  if (!inserted && (m.on_step != on_step || m.on_epoch != on_epoch || m.options.reduce != options.reduce)) {
-    invalid(fmt::format("'{}' was logged with different on_step/on_epoch/reduce options within one epoch", name));
-  }
-  m.options = options;
-  m.on_step = on_step;
-  m.on_epoch = on_epoch;
+  Metric& m = entry(name, options, on_step, on_epoch);
+  if (m.object != nullptr) invalid(fmt::format("'{}' was logged as a Metric object and as a value within one epoch", name));
 
   const torch::Tensor v = value.detach().reshape({}).to(torch::kFloat64);
   m.step_value = v;
@@ -70,6 +64,43 @@ void ResultCollection::log(const std::string& name, const torch::Tensor& value, 
     case ReduceOp::Max: m.accumulator = torch::maximum(m.accumulator, v); break;
     case ReduceOp::Min: m.accumulator = torch::minimum(m.accumulator, v); break;
   }
+}
+
+ResultCollection::Metric& ResultCollection::entry(const std::string& name, const LogOptions& options, bool on_step,
+                                                  bool on_epoch) {
+  auto [it, inserted] = metrics_.try_emplace(name);
+  Metric& m = it->second;
+  if (!inserted && (m.on_step != on_step || m.on_epoch != on_epoch || m.options.reduce != options.reduce)) {
+    invalid(fmt::format("'{}' was logged with different on_step/on_epoch/reduce options within one epoch", name));
+  }
+  m.options = options;
+  m.on_step = on_step;
+  m.on_epoch = on_epoch;
+  return m;
+}
+
+void ResultCollection::log(const std::string& name, metrics::Metric& metric, const LogOptions& options) {
+  if (name.empty()) invalid("metric name must not be empty");
+  const bool on_step = options.on_step.value_or(stage_ == Stage::Train);
+  const bool on_epoch = options.on_epoch.value_or(stage_ != Stage::Train);
+  if (!on_step && !on_epoch) invalid(fmt::format("'{}' is logged with on_step=false and on_epoch=false", name));
+  const bool known = metrics_.count(name) != 0;
+  Metric& m = entry(name, options, on_step, on_epoch);
+  if (known && m.object != &metric) {
+    invalid(fmt::format("'{}' was logged with another Metric object or a value within one epoch", name));
+  }
+  m.object = &metric;
+  if (!on_step) return;
+  const torch::Tensor& value = metric.batch_value();
+  if (!value.defined()) {
+    invalid(fmt::format("'{}' is a Metric logged on_step, but its forward() did not run this step "
+                        "(call forward(), or log it with on_step = false)",
+                        name));
+  }
+  if (value.numel() != 1) {
+    invalid(fmt::format("'{}' is a Metric whose value has {} elements; log only scalar metrics", name, value.numel()));
+  }
+  m.step_value = value.detach().reshape({}).to(torch::kFloat64);
 }
 
 std::string ResultCollection::step_name(const std::string& name, const Metric& m) const {
@@ -135,8 +166,21 @@ ResultCollection::Metrics ResultCollection::epoch_metrics(Strategy& strategy) co
   // Every process computes (and syncs) every metric in the same order, so the
   // collectives match whatever each process wants to report.
   for (const auto& [name, m] : metrics_) {
+    if (m.object != nullptr) {
+      if (!m.on_epoch) continue;
+      const torch::Tensor value = m.object->compute();  // cached: one sync however often it is logged
+      if (value.numel() != 1) {
+        invalid(fmt::format("'{}' is a Metric whose value has {} elements; log only scalar metrics", name, value.numel()));
+      }
+      out.add(name, epoch_name(name, m), m.options, to_host(value.to(torch::kFloat64)).item<double>());
+      continue;
+    }
     if (!m.on_epoch || !m.accumulator.defined()) continue;
     out.add(name, epoch_name(name, m), m.options, compute_epoch(m, strategy));
+  }
+  // Lightning resets logged metrics at the epoch's end, after every value is read.
+  for (const auto& [name, m] : metrics_) {
+    if (m.object != nullptr) m.object->reset();
   }
   return out;
 }

@@ -28,6 +28,10 @@ class ResultCollection : public MetricSink {
 
   /// Records one value; validates the name, shape and the options.
   void log(const std::string& name, const torch::Tensor& value, const LogOptions& options) override;
+  /// Records a Metric object: its batch value (from forward()) on_step; at
+  /// the epoch's end epoch_metrics() computes it (the metric syncs itself,
+  /// once) and resets it.
+  void log(const std::string& name, metrics::Metric& metric, const LogOptions& options) override;
 
   /// Values split by destination: loggers, the progress bar, and the
   /// callback metrics (base names, what callbacks monitor).
@@ -61,7 +65,8 @@ class ResultCollection : public MetricSink {
   static int64_t host_reads();
 
   /// Epoch aggregates of on_epoch values, reduced across processes by the
-  /// strategy where sync_dist is set. Every process must call this together.
+  /// strategy where sync_dist is set, and logged Metric objects computed
+  /// (each synced once) and then reset. Every process must call this together.
   Metrics epoch_metrics(Strategy& strategy) const;
 
   /// Forgets the step values (called after each batch has been reported).
@@ -79,7 +84,10 @@ class ResultCollection : public MetricSink {
     torch::Tensor step_value;  // latest value this step (undefined after reset_step)
     torch::Tensor accumulator;  // float64: weighted sum, sum, max or min
     torch::Tensor weight;       // float64: total batch size for ReduceOp::Mean
+    metrics::Metric* object = nullptr;  // a logged Metric: its compute() is the epoch value
   };
+  /// Checks the options and files `name`; the entry, or nullptr for a repeated Metric object.
+  Metric& entry(const std::string& name, const LogOptions& options, bool on_step, bool on_epoch);
 
   std::string step_name(const std::string& name, const Metric& m) const;
   std::string epoch_name(const std::string& name, const Metric& m) const;

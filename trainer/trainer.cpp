@@ -294,7 +294,7 @@ void Trainer::setup_run(LightningModule& module) {
   module_name_ = module_name_.substr(module_name_.rfind("::") == std::string::npos ? 0 : module_name_.rfind("::") + 2);
   last_module_ = &module;
   module.trainer_ = this;
-  module.runtime_ = runtime_.get();
+  module.attach_runtime(runtime_.get());
   strategy_->setup_environment();
   strategy_->setup(module);
 }
@@ -372,7 +372,7 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
     attach_results(nullptr);
     stage_.reset();
     module.trainer_ = nullptr;
-    module.runtime_ = nullptr;
+    module.attach_runtime(nullptr);
     module_ = nullptr;
     return result;
   } catch (...) {
@@ -399,7 +399,7 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
     attach_results(nullptr);
     stage_.reset();
     module.trainer_ = nullptr;
-    module.runtime_ = nullptr;
+    module.attach_runtime(nullptr);
     module_ = nullptr;
     throw;
   }

@@ -2,10 +2,11 @@
 
 // A small encoder-decoder (one skip connection) that predicts a mask per
 // pixel, trained with binary cross-entropy per pixel. Validation computes
-// the exact IoU and Dice over every rank: intersection, union and pixel
-// counts are summed over the epoch's batches, reduced over the ranks in
-// on_validation_epoch_end, and only then divided. (A mean of per-batch IoUs
-// would weight small batches like large ones and is not the IoU.)
+// the exact IoU and Dice over every rank with metric objects
+// (fulgur::metrics::JaccardIndex, Dice): their confusion counts are summed
+// over the epoch's batches and reduced over the ranks before dividing. (A
+// mean of per-batch IoUs would weight small batches like large ones and is
+// not the IoU.)
 #include <fulgur/fulgur.hpp>
 
 namespace examples {
@@ -29,6 +30,9 @@ class Segmenter : public fulgur::LightningModule {
     dec1 = register_module("dec1", conv(2 * w, w));
     dec2 = register_module("dec2", conv(2 * w, w));
     head = register_module("head", torch::nn::Conv2d(torch::nn::Conv2dOptions(w, 1, 1)));
+    iou = register_module("iou", std::make_shared<fulgur::metrics::JaccardIndex>(fulgur::metrics::StatScoresOptions::binary()));
+    dice = register_module("dice", std::make_shared<fulgur::metrics::Dice>(fulgur::metrics::StatScoresOptions::binary()));
+    images = register_module("images", std::make_shared<fulgur::metrics::SumMetric>());
   }
 
   /// Logits per pixel, [N, 1, H, W].
@@ -47,25 +51,17 @@ class Segmenter : public fulgur::LightningModule {
     return loss;
   }
 
-  void on_validation_epoch_start() override {
-    counts_ = torch::zeros({4}, torch::TensorOptions().dtype(torch::kLong).device(device()));
-    images_ = torch::zeros({}, counts_.options());
-  }
   void validation_step(const fulgur::Batch& batch, int64_t) override {
     const torch::Tensor logits = forward(batch.input);
     log("val_loss", torch::nn::functional::binary_cross_entropy_with_logits(logits, batch.target), {.sync_dist = true});
-    const torch::Tensor predicted = logits > 0;
-    const torch::Tensor truth = batch.target > 0.5;
-    // intersection, union, predicted pixels, true pixels: no host read per batch.
-    counts_ += torch::stack({(predicted & truth).sum(), (predicted | truth).sum(), predicted.sum(), truth.sum()});
-    images_ += batch.size();
-  }
-  void on_validation_epoch_end() override {
-    const torch::Tensor c = all_reduce(counts_).to(torch::kDouble);
-    log("val_iou", c[0] / c[1], {.prog_bar = true});
-    log("val_dice", 2 * c[0] / (c[2] + c[3]));
-    // all_gather: one row per rank (uneven shards hold different counts).
-    log("val_images", all_gather(images_).sum().to(torch::kDouble));
+    // Probabilities, positive above 0.5; no host read per batch.
+    const torch::Tensor probability = logits.sigmoid();
+    iou->update(probability, batch.target);
+    dice->update(probability, batch.target);
+    images->update(static_cast<double>(batch.size()));
+    log("val_iou", *iou, {.prog_bar = true});
+    log("val_dice", *dice);
+    log("val_images", *images);
   }
 
   fulgur::OptimizerConfig configure_optimizers() override {
@@ -73,11 +69,12 @@ class Segmenter : public fulgur::LightningModule {
   }
 
   torch::nn::Conv2d enc1{nullptr}, enc2{nullptr}, dec1{nullptr}, dec2{nullptr}, head{nullptr};
+  std::shared_ptr<fulgur::metrics::JaccardIndex> iou;
+  std::shared_ptr<fulgur::metrics::Dice> dice;
+  std::shared_ptr<fulgur::metrics::SumMetric> images;
 
  private:
   SegmenterOptions options_;
-  torch::Tensor counts_;  // summed over the epoch's batches
-  torch::Tensor images_;
 };
 
 }  // namespace examples

@@ -21,3 +21,21 @@ torch::Tensor accuracy(const torch::Tensor& logits, const torch::Tensor& target,
 }
 
 }  // namespace fulgur::metrics
+
+namespace fulgur::metrics {
+
+torch::Tensor Accuracy::compute_value() {
+  if (options_.task() == Task::Binary) {
+    const Counts c = counts();
+    return safe_divide(c.tp + c.tn, c.tp + c.tn + c.fp + c.fn);
+  }
+  return reduce([](const Counts& c) { return safe_divide(c.tp, c.tp + c.fn); });
+}
+
+torch::Tensor accuracy(const torch::Tensor& preds, const torch::Tensor& target, const StatScoresOptions& options) {
+  Accuracy metric(options);
+  metric.update(preds, target);
+  return metric.compute();
+}
+
+}  // namespace fulgur::metrics

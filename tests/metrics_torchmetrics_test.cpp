@@ -1,0 +1,108 @@
+// fulgur's metrics against torchmetrics 1.9.0 itself: random inputs (ties,
+// a class never in the targets, ignore_index) validated in batches of 7 by
+// metrics_probe on 1, 2 and 3 processes (ddp, uneven shards of 203 rows),
+// and by torchmetrics on the whole data at once in Python
+// (tests/python/metrics_reference.py). Counts agree exactly, values to 1e-6.
+#include "support/test_support.hpp"
+
+#include <fulgur/fulgur.hpp>
+
+#include <fmt/format.h>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <string>
+
+using fulgur::testing::run_command;
+using fulgur::testing::TempDir;
+
+namespace {
+
+const std::string kProbe = std::string(FULGUR_BINARY_DIR) + "/bin/metrics_probe";
+
+std::map<std::string, double> parse(const std::string& text) {
+  std::map<std::string, double> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string name, value;
+    if (!(fields >> name >> value) || !(fields >> std::ws).eof()) continue;  // not a "name value" line
+    try {
+      out[name] = std::stod(value);
+    } catch (const std::exception&) {
+    }
+  }
+  return out;
+}
+
+bool exact(const std::string& name) { return name == "n" || name.rfind("cm_", 0) == 0; }
+
+}  // namespace
+
+TEST_CASE("metrics equal torchmetrics 1.9.0 on 1, 2 and 3 processes with uneven shards") {
+  TempDir dir("metrics-torchmetrics");
+  const auto generated = run_command(fmt::format("{} {}/tests/python/metrics_reference.py {} 28 203", FULGUR_PYTHON,
+                                                 FULGUR_SOURCE_DIR, dir.path().string()),
+                                     120);
+  INFO(generated.output);
+  REQUIRE(generated.exit_code == 0);
+  const std::map<std::string, double> reference = parse(fulgur::testing::read_file(dir / "reference.txt"));
+  REQUIRE(reference.size() == 28 + 25);
+
+  for (const int devices : {1, 2, 3}) {
+    CAPTURE(devices);
+    const auto run = run_command(fmt::format("{} --data {} --devices {} --batch_size 7 --root {}", kProbe,
+                                             (dir / "data.txt").string(), devices,
+                                             (dir / ("run" + std::to_string(devices))).string()),
+                                 180);
+    INFO(run.output);
+    REQUIRE(run.exit_code == 0);
+    const std::map<std::string, double> got = parse(run.output);
+    for (const auto& [name, expected] : reference) {
+      CAPTURE(name);
+      REQUIRE(got.count(name) == 1);
+      if (exact(name)) {
+        CHECK(got.at(name) == expected);
+      } else {
+        CHECK(std::abs(got.at(name) - expected) <= 1e-6 * std::max(std::abs(expected), 1e-6));
+      }
+    }
+  }
+}
+
+TEST_CASE("a Metric: states reset, forward's batch value, compute cached, Cat states, errors name the value") {
+  namespace M = fulgur::metrics;
+  M::F1Score f1(M::StatScoresOptions(3).average(M::Average::Macro));
+  const torch::Tensor a_pred = torch::tensor({0, 1, 2, 2}), a_true = torch::tensor({0, 1, 1, 2});
+  const torch::Tensor b_pred = torch::tensor({0, 0, 1}), b_true = torch::tensor({0, 2, 1});
+  const torch::Tensor batch = f1.forward(b_pred, b_true);
+  CHECK(batch.item<double>() == doctest::Approx(M::f1_score(b_pred, b_true, f1.options()).item<double>()));
+  f1.update(a_pred, a_true);
+  const torch::Tensor all = M::f1_score(torch::cat({b_pred, a_pred}), torch::cat({b_true, a_true}), f1.options());
+  // The epoch F1 is not the mean of the batches' F1s.
+  const double mean_of_batches =
+      (batch.item<double>() + M::f1_score(a_pred, a_true, f1.options()).item<double>()) / 2;
+  CHECK(f1.compute().item<double>() == doctest::Approx(all.item<double>()).epsilon(1e-12));
+  CHECK(std::abs(all.item<double>() - mean_of_batches) > 0.01);
+  CHECK(f1.compute().data_ptr() == f1.compute().data_ptr());  // cached, not recomputed
+  CHECK(f1.update_count() == 2);
+  f1.reset();
+  CHECK(f1.update_count() == 0);
+  CHECK_FALSE(f1.batch_value().defined());
+
+  M::AUROC auroc;
+  auroc.update(torch::tensor({0.1, 0.4}), torch::tensor({0, 1}));
+  auroc.update(torch::tensor({0.35, 0.8}), torch::tensor({1, 0}));
+  CHECK(auroc.compute().item<double>() == doctest::Approx(0.5));
+
+  CHECK_THROWS_WITH(f1.update(torch::tensor({0, 1}), torch::tensor({0, 3})),
+                    doctest::Contains("[F1Score::update] target value 3 is outside [0, 3)"));
+  CHECK_THROWS_WITH(M::Accuracy(M::StatScoresOptions(3).top_k(4)),
+                    doctest::Contains("[Accuracy::Accuracy] top_k must be in [1, 3], got 4"));
+  CHECK_THROWS_WITH(M::Precision(M::StatScoresOptions(3).top_k(2)),
+                    doctest::Contains("[Precision::Precision] top_k must be 1, got 2"));
+}

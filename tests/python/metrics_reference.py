@@ -1,0 +1,94 @@
+"""Data and reference values for tests/metrics_torchmetrics_test.cpp.
+
+Writes <out>/data.txt (the rows metrics_probe validates) and
+<out>/reference.txt ("name value" lines) computed by torchmetrics on the
+whole data at once, in float64. Usage: metrics_reference.py OUT SEED N
+"""
+import sys
+from pathlib import Path
+
+import torch
+import torchmetrics
+from torchmetrics import classification as C
+from torchmetrics import regression as R
+from torchmetrics import aggregation as A
+from torchmetrics.segmentation import DiceScore
+
+EXPECTED_TORCHMETRICS = "1.9.0"
+CLASSES = 5
+
+
+def main():
+    out, seed, n = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    if torchmetrics.__version__ != EXPECTED_TORCHMETRICS:
+        sys.exit(f"expected torchmetrics {EXPECTED_TORCHMETRICS}, found {torchmetrics.__version__}")
+    g = torch.Generator().manual_seed(seed)
+    scores = torch.randn(n, CLASSES, generator=g, dtype=torch.float64)
+    scores[:, CLASSES - 1] -= 1.5  # the last class: predicted rarely, never a target
+    target = torch.randint(0, CLASSES - 1, (n,), generator=g)
+    target[torch.rand(n, generator=g) < 0.1] = -1  # ignore_index
+    bscore = torch.round(torch.rand(n, generator=g, dtype=torch.float64) * 20) / 20  # ties
+    btarget = (torch.rand(n, generator=g, dtype=torch.float64) < bscore).long()
+    btarget[torch.rand(n, generator=g) < 0.05] = -1
+    reg_target = torch.randn(n, generator=g, dtype=torch.float64)
+    reg_pred = 0.8 * reg_target + 0.5 * torch.randn(n, generator=g, dtype=torch.float64)
+
+    rows = torch.cat([scores, target[:, None].double(), bscore[:, None], btarget[:, None].double(),
+                      reg_pred[:, None], reg_target[:, None]], 1)
+    with open(out / "data.txt", "w") as f:
+        f.write(f"{rows.shape[0]} {rows.shape[1]}\n")
+        for row in rows.tolist():
+            f.write(" ".join(repr(v) for v in row) + "\n")
+
+    def mc(cls, average, **kw):
+        return cls(num_classes=CLASSES, average=average, ignore_index=-1, **kw)(scores, target)
+
+    def f64(metric):  # float64 states where torchmetrics keeps floats (its default is float32)
+        return metric.set_dtype(torch.float64)
+
+    labels = scores.argmax(1)
+    t0 = target.clamp_min(0)
+    b0 = btarget.clamp_min(0)
+    ref = {
+        "acc_micro": mc(C.MulticlassAccuracy, "micro"),
+        "acc_macro": mc(C.MulticlassAccuracy, "macro"),
+        "acc_top2_micro": mc(C.MulticlassAccuracy, "micro", top_k=2),
+        "acc_top2_macro": mc(C.MulticlassAccuracy, "macro", top_k=2),
+        "precision_macro": mc(C.MulticlassPrecision, "macro"),
+        "precision_micro": mc(C.MulticlassPrecision, "micro"),
+        "recall_macro": mc(C.MulticlassRecall, "macro"),
+        "f1_macro": mc(C.MulticlassF1Score, "macro"),
+        "f1_micro": mc(C.MulticlassF1Score, "micro"),
+        "fbeta05_macro": mc(C.MulticlassFBetaScore, "macro", beta=0.5),
+        "jaccard_macro": mc(C.MulticlassJaccardIndex, "macro"),
+        "jaccard_micro": mc(C.MulticlassJaccardIndex, "micro"),
+        "dice_macro": DiceScore(num_classes=CLASSES, average="macro", input_format="index",
+                                aggregation_level="global")(labels.view(1, -1), t0.view(1, -1)),
+        "dice_micro": DiceScore(num_classes=CLASSES, average="micro", input_format="index",
+                                aggregation_level="global")(labels.view(1, -1), t0.view(1, -1)),
+        "jaccard_ignore0_macro": C.MulticlassJaccardIndex(num_classes=CLASSES, ignore_index=0)(scores, t0),
+        "binary_jaccard": C.BinaryJaccardIndex()(bscore, b0),
+        "binary_f1": C.BinaryF1Score()(bscore, b0),
+        "binary_accuracy": C.BinaryAccuracy()(bscore, b0),
+        "auroc": C.BinaryAUROC(ignore_index=-1)(bscore, btarget),
+        "average_precision": C.BinaryAveragePrecision(ignore_index=-1)(bscore, btarget),
+        "mse": f64(R.MeanSquaredError())(reg_pred, reg_target),
+        "mae": f64(R.MeanAbsoluteError())(reg_pred, reg_target),
+        "r2": f64(R.R2Score())(reg_pred, reg_target),
+        "pearson": f64(R.PearsonCorrCoef())(reg_pred, reg_target),
+        "mean": f64(A.MeanMetric())(reg_target, bscore),
+        "max": f64(A.MaxMetric())(reg_pred),
+        "min": f64(A.MinMetric())(reg_pred),
+        "n": f64(A.SumMetric())(torch.ones(n, dtype=torch.float64)),
+    }
+    cm = C.MulticlassConfusionMatrix(num_classes=CLASSES, ignore_index=-1)(scores, target)
+    for i in range(CLASSES):
+        for j in range(CLASSES):
+            ref[f"cm_{i}_{j}"] = cm[i, j]
+    with open(out / "reference.txt", "w") as f:
+        for name, value in ref.items():
+            f.write(f"{name} {float(value)!r}\n")
+
+
+if __name__ == "__main__":
+    main()
