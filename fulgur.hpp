@@ -12,6 +12,7 @@
 #include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
 #include <fulgur/callbacks/learning_rate_monitor.hpp>
 #include <fulgur/callbacks/on_exception_checkpoint.hpp>
+#include <fulgur/callbacks/prediction_writer.hpp>
 #include <fulgur/callbacks/throughput_monitor.hpp>
 #include <fulgur/trainer/model_checkpoint.hpp>
 #include <fulgur/trainer/model_summary.hpp>

@@ -7,6 +7,7 @@
 #include <exception>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace fulgur {
 
@@ -48,6 +49,11 @@ class Callback {
   virtual void on_test_end(Trainer&, LightningModule&) {}
   virtual void on_predict_start(Trainer&, LightningModule&) {}
   virtual void on_predict_end(Trainer&, LightningModule&) {}
+  /// After each predict_step, with what it returned.
+  virtual void on_predict_batch_end(Trainer&, LightningModule&, const torch::Tensor& /*prediction*/,
+                                    const Batch&, int64_t /*batch_idx*/) {}
+  /// After the last predict batch, with every prediction of this process, in order.
+  virtual void on_predict_epoch_end(Trainer&, LightningModule&, const std::vector<torch::Tensor>& /*predictions*/) {}
 
   virtual void on_train_epoch_start(Trainer&, LightningModule&) {}
   virtual void on_train_epoch_end(Trainer&, LightningModule&) {}

@@ -23,8 +23,11 @@ std::vector<torch::Tensor> PredictLoop::run(DataLoader& loader, int64_t max_batc
     Precision::AutocastScope autocast(strategy.precision());
     outputs.push_back(module.predict_step(batch, batch_idx));
     batch_progress_.increment();
+    trainer_.call_callback_hook("on_predict_batch_end", &Callback::on_predict_batch_end, outputs.back(), batch,
+                                batch_idx);
   }
   batches.reset();
+  trainer_.call_callback_hook("on_predict_epoch_end", &Callback::on_predict_epoch_end, outputs);
   trainer_.call_hook("on_predict_end", &Callback::on_predict_end, &LightningModule::on_predict_end);
   return outputs;
 }

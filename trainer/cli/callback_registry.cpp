@@ -2,6 +2,7 @@
 
 #include <fulgur/callbacks/device_stats_monitor.hpp>
 #include <fulgur/callbacks/early_stopping.hpp>
+#include <fulgur/callbacks/prediction_writer.hpp>
 #include <fulgur/callbacks/ema_weight_averaging.hpp>
 #include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
 #include <fulgur/callbacks/learning_rate_monitor.hpp>
@@ -62,6 +63,7 @@ CallbackRegistry CallbackRegistry::with_builtins() {
   registry.add<ThroughputMonitor>("ThroughputMonitor");
   registry.add<StochasticWeightAveraging>("StochasticWeightAveraging");
   registry.add<Timer>("Timer");
+  registry.add<PredictionWriter>("PredictionWriter");
   return registry;
 }
 

@@ -1,5 +1,6 @@
 #include <fulgur/trainer/cli/cli.hpp>
 
+#include <fulgur/callbacks/prediction_writer.hpp>
 #include <fulgur/callbacks/tuner.hpp>
 #include <fulgur/trainer/cli/callback_registry.hpp>
 #include <fulgur/trainer/cli/did_you_mean.hpp>
@@ -154,8 +155,17 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
   ConfigSection scale_section(root["scale_batch_size"], "scale_batch_size");
   const ScaleBatchSizeOptions scale_options = read_options<ScaleBatchSizeOptions>(scale_section);
   TrainerOptions options = read_trainer_options(trainer_section, root["trainer"]);
-  const auto callbacks = factories.callbacks.create(
+  auto callbacks = factories.callbacks.create(
       trainer_section.raw("callbacks", YAML::Node(YAML::NodeType::Sequence)), "trainer.callbacks");
+  // predict writes predictions.pt through a PredictionWriter, the configured one or a default.
+  std::shared_ptr<PredictionWriter> writer;
+  for (const auto& callback : callbacks) {
+    if (auto found = std::dynamic_pointer_cast<PredictionWriter>(callback)) writer = found;
+  }
+  if (!writer && args.subcommand == Stage::Predict && !args.lr_find && !args.scale_batch_size) {
+    writer = std::make_shared<PredictionWriter>();
+    callbacks.push_back(writer);
+  }
   const auto loggers =
       factories.loggers.create(trainer_section.raw("logger", YAML::Node(true)), "trainer.logger", options.default_root_dir());
   options.logger(!loggers.empty());
@@ -236,13 +246,10 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
     }
     case Stage::Predict: {
       const auto outputs = trainer.predict(*model, *data, ckpt_path);
-      if (!trainer.is_global_zero()) break;
-      // One tensor, batches joined along dim 0: what torch.load(weights_only=True) reads.
-      const auto path = trainer.log_dir() / "predictions.pt";
-      std::filesystem::create_directories(path.parent_path());
-      const std::vector<char> bytes = torch::pickle_save(outputs.empty() ? torch::Tensor() : torch::cat(outputs));
-      std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-      std::cout << "predict: " << outputs.size() << " batches written to " << path.string() << std::endl;
+      if (trainer.is_global_zero() && writer && !writer->last_file().empty()) {
+        std::cout << "predict: " << outputs.size() << " batches written to " << writer->last_file().string()
+                  << std::endl;
+      }
       break;
     }
   }
