@@ -53,12 +53,12 @@ void EarlyStopping::setup(Trainer& trainer, LightningModule&) {
 }
 
 void EarlyStopping::on_validation_end(Trainer& trainer, LightningModule&) {
-  if (check_on_train_epoch_end_ || trainer.stage() != Stage::Fit) return;
+  if (check_on_train_epoch_end_ || trainer.stage() != Stage::Fit || trainer.sanity_checking()) return;
   check(trainer);
 }
 
 void EarlyStopping::on_train_epoch_end(Trainer& trainer, LightningModule&) {
-  if (!check_on_train_epoch_end_ || trainer.stage() != Stage::Fit) return;
+  if (!check_on_train_epoch_end_ || trainer.stage() != Stage::Fit || trainer.sanity_checking()) return;
   check(trainer);
 }
 

@@ -18,7 +18,7 @@ void OnExceptionCheckpoint::setup(Trainer& trainer, LightningModule&) {
 
 void OnExceptionCheckpoint::on_exception(Trainer& trainer, LightningModule&, const std::exception_ptr&) {
   // Only a failing fit has training state to resume; the sanity check counts.
-  if (trainer.stage() != Stage::Fit && trainer.stage() != Stage::SanityCheck) return;
+  if (trainer.stage() != Stage::Fit) return;  // the sanity check included
   if (dirpath_.empty()) return;  // failed before setup: no run folder yet
   trainer.save_checkpoint(ckpt_path());
   saved_ = true;

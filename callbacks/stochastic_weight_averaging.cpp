@@ -122,7 +122,7 @@ bool StochasticWeightAveraging::update_batch_norm(Trainer& trainer, LightningMod
   if (restore.empty()) return false;
   const bool was_training = module.is_training();
   // What training_step logs during the pass goes nowhere.
-  ResultCollection discarded(Stage::Train);
+  ResultCollection discarded(RunningStage::Train);
   auto finish = [&] {
     trainer.attach_results(nullptr);
     for (const auto& put_back : restore) put_back();

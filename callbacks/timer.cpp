@@ -12,9 +12,9 @@ namespace fulgur {
 namespace {
 
 // The stages a Timer clocks, in the order of its spans.
-constexpr Stage kTimedStages[] = {Stage::Train, Stage::Validate, Stage::Test};
+constexpr RunningStage kTimedStages[] = {RunningStage::Train, RunningStage::Validate, RunningStage::Test};
 
-size_t span_index(Stage stage) {
+size_t span_index(RunningStage stage) {
   for (size_t i = 0; i < std::size(kTimedStages); ++i) {
     if (kTimedStages[i] == stage) return i;
   }
@@ -48,38 +48,38 @@ double Timer::parse_duration(const std::string& text) {
   return static_cast<double>(((parts[0] * 24 + parts[1]) * 60 + parts[2]) * 60 + parts[3]);
 }
 
-void Timer::start(Stage stage) {
+void Timer::start(RunningStage stage) {
   Span& span = spans_[span_index(stage)];
   span.start = Clock::now();
   span.end.reset();
 }
 
-void Timer::stop(Stage stage) { spans_[span_index(stage)].end = Clock::now(); }
+void Timer::stop(RunningStage stage) { spans_[span_index(stage)].end = Clock::now(); }
 
 // Validation inside fit counts as validation time, sanity checks count nowhere.
 void Timer::on_validation_start(Trainer& trainer, LightningModule&) {
-  if (!trainer.sanity_checking()) start(Stage::Validate);
+  if (!trainer.sanity_checking()) start(RunningStage::Validate);
 }
 
 void Timer::on_validation_end(Trainer& trainer, LightningModule&) {
-  if (!trainer.sanity_checking()) stop(Stage::Validate);
+  if (!trainer.sanity_checking()) stop(RunningStage::Validate);
 }
 
-double Timer::time_elapsed(Stage stage) const {
+double Timer::time_elapsed(RunningStage stage) const {
   const Span& span = spans_[span_index(stage)];
   if (!span.start) return span.offset;
   const Clock::time_point end = span.end.value_or(Clock::now());
   return span.offset + std::chrono::duration<double>(end - *span.start).count();
 }
 
-std::optional<double> Timer::time_remaining(Stage stage) const {
+std::optional<double> Timer::time_remaining(RunningStage stage) const {
   if (!options_.duration()) return std::nullopt;
   return *options_.duration() - time_elapsed(stage);
 }
 
 CallbackState Timer::state_dict() const {
   CallbackState state;
-  for (const Stage stage : kTimedStages) state[fmt::format("time_elapsed.{}", to_string(stage))] = time_elapsed(stage);
+  for (const RunningStage stage : kTimedStages) state[fmt::format("time_elapsed.{}", to_string(stage))] = time_elapsed(stage);
   return state;
 }
 
@@ -109,12 +109,12 @@ void Timer::on_train_epoch_end(Trainer& trainer, LightningModule&) {
 void Timer::check_time_remaining(Trainer& trainer) {
   if (!options_.duration()) return;
   // Clocks differ between processes; rank 0's verdict keeps every rank in step.
-  const bool local = time_elapsed(Stage::Train) >= *options_.duration();
+  const bool local = time_elapsed(RunningStage::Train) >= *options_.duration();
   const bool stop = trainer.strategy().broadcast(torch::tensor({local ? 1 : 0}, torch::kInt64), 0).item<int64_t>() != 0;
   if (!stop) return;
   trainer.request_stop();
   if (options_.verbose() && trainer.is_global_zero()) {
-    std::cout << "Timer: time limit reached. Elapsed time is " << format_seconds(time_elapsed(Stage::Train))
+    std::cout << "Timer: time limit reached. Elapsed time is " << format_seconds(time_elapsed(RunningStage::Train))
               << ". Signaling Trainer to stop." << std::endl;
   }
 }

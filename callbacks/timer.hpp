@@ -2,7 +2,7 @@
 
 #include <fulgur/callbacks/timer_duration.hpp>
 #include <fulgur/modules/options.hpp>
-#include <fulgur/modules/stage.hpp>
+#include <fulgur/trainer/running_stage.hpp>
 #include <fulgur/trainer/callback.hpp>
 
 #include <chrono>
@@ -44,20 +44,20 @@ class Timer : public Callback {
   CallbackState state_dict() const override;
   void load_state_dict(const CallbackState& state) override;
 
-  void on_train_start(Trainer&, LightningModule&) override { start(Stage::Train); }
-  void on_train_end(Trainer&, LightningModule&) override { stop(Stage::Train); }
+  void on_train_start(Trainer&, LightningModule&) override { start(RunningStage::Train); }
+  void on_train_end(Trainer&, LightningModule&) override { stop(RunningStage::Train); }
   void on_validation_start(Trainer& trainer, LightningModule&) override;
   void on_validation_end(Trainer& trainer, LightningModule&) override;
-  void on_test_start(Trainer&, LightningModule&) override { start(Stage::Test); }
-  void on_test_end(Trainer&, LightningModule&) override { stop(Stage::Test); }
+  void on_test_start(Trainer&, LightningModule&) override { start(RunningStage::Test); }
+  void on_test_end(Trainer&, LightningModule&) override { stop(RunningStage::Test); }
   void on_train_batch_end(Trainer& trainer, LightningModule&, const torch::Tensor&, const Batch&, int64_t) override;
   void on_train_epoch_end(Trainer& trainer, LightningModule&) override;
 
   /// Seconds spent in `stage` (Train, Validate or Test), including time
   /// restored from a checkpoint.
-  double time_elapsed(Stage stage = Stage::Train) const;
+  double time_elapsed(RunningStage stage = RunningStage::Train) const;
   /// Seconds of `duration` left for `stage` (nullopt without a duration).
-  std::optional<double> time_remaining(Stage stage = Stage::Train) const;
+  std::optional<double> time_remaining(RunningStage stage = RunningStage::Train) const;
   const TimerOptions& options() const { return options_; }
 
  private:
@@ -66,8 +66,8 @@ class Timer : public Callback {
     std::optional<Clock::time_point> start, end;
     double offset = 0.0;  // seconds restored from a checkpoint
   };
-  void start(Stage stage);
-  void stop(Stage stage);
+  void start(RunningStage stage);
+  void stop(RunningStage stage);
   void check_time_remaining(Trainer& trainer);
 
   TimerOptions options_;

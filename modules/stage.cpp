@@ -8,8 +8,6 @@ const char* to_string(Stage stage) {
     case Stage::Validate: return "validate";
     case Stage::Test: return "test";
     case Stage::Predict: return "predict";
-    case Stage::Train: return "train";
-    case Stage::SanityCheck: return "sanity_check";
   }
   return "unknown";
 }

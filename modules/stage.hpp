@@ -2,13 +2,12 @@
 
 namespace fulgur {
 
-/// What runs, as Lightning names it: the four entry points (fit, validate,
-/// test, predict: what a DataModule is set up for and what the command line
-/// runs) and, inside fit, the loop at work (train, sanity_check, and
-/// validate for fit's validation loop).
-enum class Stage { Fit, Validate, Test, Predict, Train, SanityCheck };
+/// The entry point that runs, as Lightning's TrainerFn names it: fit,
+/// validate, test or predict. What a DataModule is set up for and what the
+/// command line runs; the loop at work inside one is a RunningStage.
+enum class Stage { Fit, Validate, Test, Predict };
 
-/// "fit", "validate", "test", "predict", "train", "sanity_check".
+/// "fit", "validate", "test", "predict".
 const char* to_string(Stage stage);
 
 }  // namespace fulgur

@@ -15,7 +15,7 @@ SingleDeviceStrategy cpu_strategy() {
 
 TEST_CASE("ResultCollection: epoch mean is weighted by batch size") {
   auto strategy = cpu_strategy();
-  ResultCollection results(Stage::Validate);
+  ResultCollection results(RunningStage::Validate);
   results.set_batch_size(10);
   results.log("loss", torch::tensor(1.0), {});
   results.set_batch_size(30);
@@ -28,7 +28,7 @@ TEST_CASE("ResultCollection: epoch mean is weighted by batch size") {
 
 TEST_CASE("ResultCollection: explicit batch_size overrides the batch's size") {
   auto strategy = cpu_strategy();
-  ResultCollection results(Stage::Validate);
+  ResultCollection results(RunningStage::Validate);
   results.set_batch_size(10);
   results.log("acc", torch::tensor(1.0), {.batch_size = 1});
   results.log("acc", torch::tensor(0.0), {.batch_size = 3});
@@ -37,7 +37,7 @@ TEST_CASE("ResultCollection: explicit batch_size overrides the batch's size") {
 
 TEST_CASE("ResultCollection: sum, max and min reductions") {
   auto strategy = cpu_strategy();
-  ResultCollection results(Stage::Test);
+  ResultCollection results(RunningStage::Test);
   for (double v : {2.0, -1.0, 5.0}) {
     results.log("total", torch::tensor(v), {.reduce = ReduceOp::Sum});
     results.log("peak", torch::tensor(v), {.reduce = ReduceOp::Max});
@@ -51,7 +51,7 @@ TEST_CASE("ResultCollection: sum, max and min reductions") {
 
 TEST_CASE("ResultCollection: training logs per step by default, with _step/_epoch when both") {
   auto strategy = cpu_strategy();
-  ResultCollection results(Stage::Train);
+  ResultCollection results(RunningStage::Train);
   results.set_batch_size(2);
   results.log("loss", torch::tensor(4.0), {.prog_bar = true});
   results.log("acc", torch::tensor(0.5), {.on_step = true, .on_epoch = true});
@@ -77,7 +77,7 @@ TEST_CASE("ResultCollection: training logs per step by default, with _step/_epoc
 
 TEST_CASE("ResultCollection: logger=false keeps a value out of the loggers") {
   auto strategy = cpu_strategy();
-  ResultCollection results(Stage::Validate);
+  ResultCollection results(RunningStage::Validate);
   results.log("hidden", torch::tensor(1.0), {.prog_bar = true, .logger = false});
   const auto m = results.epoch_metrics(strategy);
   CHECK(m.logger.empty());
@@ -86,7 +86,7 @@ TEST_CASE("ResultCollection: logger=false keeps a value out of the loggers") {
 }
 
 TEST_CASE("ResultCollection: bad values are rejected with the metric's name") {
-  ResultCollection results(Stage::Train);
+  ResultCollection results(RunningStage::Train);
   CHECK_THROWS_WITH_AS(results.log("vec", torch::ones({3}), {}),
                        "[LightningModule::log] 'vec' must be a scalar (one element), got shape 3",
                        std::invalid_argument);

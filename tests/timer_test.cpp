@@ -44,7 +44,7 @@ TEST_CASE("timer: duration stops training cleanly after the step that used it up
   CHECK(timer->time_elapsed() < 10.0);
   CHECK(*timer->time_remaining() <= 0.0);
   // The sanity check counts nowhere; the epoch's validation never came.
-  CHECK(timer->time_elapsed(fulgur::Stage::Validate) == 0.0);
+  CHECK(timer->time_elapsed(fulgur::RunningStage::Validate) == 0.0);
 }
 
 TEST_CASE("timer: epoch interval finishes the epoch before stopping") {
@@ -56,10 +56,10 @@ TEST_CASE("timer: epoch interval finishes the epoch before stopping") {
   trainer.fit(model, data);
   CHECK(trainer.global_step() == 10);
   CHECK(trainer.current_epoch() == 1);
-  CHECK(timer->time_elapsed(fulgur::Stage::Validate) > 0.0);
-  CHECK(timer->time_elapsed(fulgur::Stage::Validate) < timer->time_elapsed(fulgur::Stage::Train));
+  CHECK(timer->time_elapsed(fulgur::RunningStage::Validate) > 0.0);
+  CHECK(timer->time_elapsed(fulgur::RunningStage::Validate) < timer->time_elapsed(fulgur::RunningStage::Train));
   trainer.test(model, data);
-  CHECK(timer->time_elapsed(fulgur::Stage::Test) > 0.0);
+  CHECK(timer->time_elapsed(fulgur::RunningStage::Test) > 0.0);
 }
 
 TEST_CASE("timer: a restored state continues the same clock") {

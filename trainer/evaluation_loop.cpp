@@ -4,11 +4,11 @@
 
 namespace fulgur {
 
-EvaluationLoop::EvaluationLoop(Trainer& trainer, Stage stage)
+EvaluationLoop::EvaluationLoop(Trainer& trainer, RunningStage stage)
     : trainer_(trainer), stage_(stage), results_(stage) {}
 
 std::map<std::string, double> EvaluationLoop::run(DataLoader& loader, int64_t max_batches, bool sanity_check) {
-  const bool validating = stage_ == Stage::Validate;
+  const bool validating = stage_ == RunningStage::Validate;
   LightningModule& module = trainer_.module();
   Strategy& strategy = trainer_.strategy();
   const bool was_training = module.is_training();

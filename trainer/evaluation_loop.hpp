@@ -17,8 +17,8 @@ class Trainer;
 /// validate() and test().
 class EvaluationLoop {
  public:
-  /// `stage` is Stage::Validate or Stage::Test.
-  EvaluationLoop(Trainer& trainer, Stage stage);
+  /// `stage` is RunningStage::Validate or RunningStage::Test.
+  EvaluationLoop(Trainer& trainer, RunningStage stage);
 
   /// Runs at most `max_batches` batches. A sanity check reports nothing to
   /// loggers or callback metrics. Returns the epoch metrics (callback form).
@@ -30,7 +30,7 @@ class EvaluationLoop {
 
  private:
   Trainer& trainer_;
-  Stage stage_;
+  RunningStage stage_;
   ResultCollection results_;
   Progress batch_progress_;
   int64_t num_batches_ = 0;

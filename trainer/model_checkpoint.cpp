@@ -126,7 +126,7 @@ void ModelCheckpoint::on_train_end(Trainer& trainer, LightningModule&) {
 
 void ModelCheckpoint::on_exception(Trainer& trainer, LightningModule&, const std::exception_ptr&) {
   // As Lightning: not in fast_dev_run or the sanity check, and not twice for one step.
-  if (!options_.save_on_exception() || trainer.stage() != Stage::Fit || trainer.config().options.fast_dev_run() > 0 ||
+  if (!options_.save_on_exception() || trainer.stage() != Stage::Fit || trainer.sanity_checking() || trainer.config().options.fast_dev_run() > 0 ||
       trainer.global_step() == last_saved_step_) {
     return;
   }

@@ -38,8 +38,8 @@ void ResultCollection::log(const std::string& name, const torch::Tensor& value, 
   if (options.batch_size && *options.batch_size < 1) {
     invalid(fmt::format("'{}': batch_size must be >= 1, got {}", name, *options.batch_size));
   }
-  const bool on_step = options.on_step.value_or(stage_ == Stage::Train);
-  const bool on_epoch = options.on_epoch.value_or(stage_ != Stage::Train);
+  const bool on_step = options.on_step.value_or(stage_ == RunningStage::Train);
+  const bool on_epoch = options.on_epoch.value_or(stage_ != RunningStage::Train);
   if (!on_step && !on_epoch) invalid(fmt::format("'{}' is logged with on_step=false and on_epoch=false", name));
 
   Metric& m = entry(name, options, on_step, on_epoch);
@@ -81,8 +81,8 @@ ResultCollection::Metric& ResultCollection::entry(const std::string& name, const
 
 void ResultCollection::log(const std::string& name, metrics::Metric& metric, const LogOptions& options) {
   if (name.empty()) invalid("metric name must not be empty");
-  const bool on_step = options.on_step.value_or(stage_ == Stage::Train);
-  const bool on_epoch = options.on_epoch.value_or(stage_ != Stage::Train);
+  const bool on_step = options.on_step.value_or(stage_ == RunningStage::Train);
+  const bool on_epoch = options.on_epoch.value_or(stage_ != RunningStage::Train);
   if (!on_step && !on_epoch) invalid(fmt::format("'{}' is logged with on_step=false and on_epoch=false", name));
   const bool known = metrics_.count(name) != 0;
   Metric& m = entry(name, options, on_step, on_epoch);

@@ -1,7 +1,7 @@
 #pragma once
 
 #include <fulgur/modules/metric_sink.hpp>
-#include <fulgur/modules/stage.hpp>
+#include <fulgur/trainer/running_stage.hpp>
 
 #include <torch/torch.h>
 
@@ -21,7 +21,7 @@ class ResultCollection : public MetricSink {
  public:
   /// `stage`: the loop values are logged from (Train, Validate or Test);
   /// it decides the on_step/on_epoch defaults.
-  explicit ResultCollection(Stage stage) : stage_(stage) {}
+  explicit ResultCollection(RunningStage stage) : stage_(stage) {}
 
   /// Weight for this batch's ReduceOp::Mean values (its size).
   void set_batch_size(int64_t batch_size) { batch_size_ = batch_size; }
@@ -93,7 +93,7 @@ class ResultCollection : public MetricSink {
   std::string epoch_name(const std::string& name, const Metric& m) const;
   double compute_epoch(const Metric& metric, Strategy& strategy) const;
 
-  Stage stage_;
+  RunningStage stage_;
   int64_t batch_size_ = 1;
   std::map<std::string, Metric> metrics_;
 };

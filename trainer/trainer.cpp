@@ -103,8 +103,8 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
   at::globalContext().setBenchmarkCuDNN(config_.options.benchmark());
 
   fit_loop_ = std::make_unique<FitLoop>(*this);
-  validate_loop_ = std::make_unique<EvaluationLoop>(*this, Stage::Validate);
-  test_loop_ = std::make_unique<EvaluationLoop>(*this, Stage::Test);
+  validate_loop_ = std::make_unique<EvaluationLoop>(*this, RunningStage::Validate);
+  test_loop_ = std::make_unique<EvaluationLoop>(*this, RunningStage::Test);
   predict_loop_ = std::make_unique<PredictLoop>(*this);
   checkpoint_connector_ = std::make_unique<CheckpointConnector>(*this);
   runtime_ = std::make_unique<ModuleRuntimeConnector>(*this, [this] { fit_loop_->epoch_loop().count_optimizer_step(); });
@@ -461,11 +461,11 @@ void Trainer::fit(LightningModule& module, DataModule& data, const std::string& 
       const int64_t sanity = config_.options.num_sanity_val_steps();
       const int64_t steps = sanity == -1 ? limit : std::min(limit, sanity);
       if (steps > 0) {
-        stage_ = Stage::SanityCheck;
+        sanity_checking_ = true;
         call_callback_hook("on_sanity_check_start", &Callback::on_sanity_check_start);
         fit_loop_->epoch_loop().val_loop().run(*val, steps, /*sanity_check=*/true);
         call_callback_hook("on_sanity_check_end", &Callback::on_sanity_check_end);
-        stage_ = Stage::Fit;
+        sanity_checking_ = false;
       }
     }
     if (resume_checkpoint_) {

@@ -89,10 +89,10 @@ class Trainer {
   // --- state, for callbacks, loggers and loops ----------------------------------------
   const TrainerConfig& config() const { return config_; }
   Strategy& strategy() { return *strategy_; }
-  /// The entry point running (Fit, Validate, Test, Predict; SanityCheck while
-  /// fit checks its validation loop first); nullopt between runs.
+  /// The entry point running (Fit, Validate, Test, Predict); nullopt between runs.
   std::optional<Stage> stage() const { return stage_; }
-  bool sanity_checking() const { return stage_ == Stage::SanityCheck; }
+  /// True while fit checks its validation loop before training.
+  bool sanity_checking() const { return sanity_checking_; }
   bool is_global_zero() const { return strategy_->is_global_zero(); }
   /// Optimizer steps taken so far.
   int64_t global_step() const;
@@ -251,6 +251,7 @@ class Trainer {
   std::unique_ptr<ModuleRuntimeConnector> runtime_;
   std::shared_ptr<DataLoader> train_dataloader_;
   std::optional<Stage> stage_;
+  bool sanity_checking_ = false;
   bool should_stop_ = false;
   /// Set while on_exception and teardown run after a failure.
   bool handling_exception_ = false;

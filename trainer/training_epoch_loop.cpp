@@ -11,7 +11,7 @@
 namespace fulgur {
 
 TrainingEpochLoop::TrainingEpochLoop(Trainer& trainer)
-    : trainer_(trainer), val_loop_(trainer, Stage::Validate) {}
+    : trainer_(trainer), val_loop_(trainer, RunningStage::Validate) {}
 
 bool TrainingEpochLoop::done() const {
   const TrainerOptions& o = trainer_.config().options;

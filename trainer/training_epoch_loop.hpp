@@ -51,7 +51,7 @@ class TrainingEpochLoop {
   bool should_validate(int64_t batch_idx, bool is_last_batch) const;
 
   Trainer& trainer_;
-  ResultCollection results_{Stage::Train};
+  ResultCollection results_{RunningStage::Train};
   Progress batch_progress_;
   Progress optimizer_steps_;
   EvaluationLoop val_loop_;
