@@ -78,4 +78,15 @@ TEST_CASE("example cinic10: --help and --print_config") {
   CHECK(printed.exit_code == 0);
   CHECK(printed.output.find("arch: mlp") != std::string::npos);
   CHECK(printed.output.find("batch_size: 128") != std::string::npos);
+  // Bare: what is required and missing is shown as such, not an error.
+  const auto bare = run_command(kBinary + " fit --print_config");
+  INFO(bare.output);
+  CHECK(bare.exit_code == 0);
+  CHECK(bare.output.find("root: <required>") != std::string::npos);
+  CHECK(bare.output.find("lr: 0.05\n") != std::string::npos);  // the shortest exact form
+  CHECK(bare.output.find("num_workers:") != std::string::npos);  // the options after root are shown too
+  // A value given is still checked.
+  const auto bad = run_command(kBinary + " fit --print_config --data.batch_size 0");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.output == "error: data.batch_size: must be >= 1, got 0\n");
 }

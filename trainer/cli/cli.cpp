@@ -169,8 +169,22 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
   const auto loggers =
       factories.loggers.create(trainer_section.raw("logger", YAML::Node(true)), "trainer.logger", options.default_root_dir());
   options.logger(!loggers.empty());
-  std::shared_ptr<LightningModule> model = factories.model(model_section);
-  std::shared_ptr<DataModule> data = factories.data(data_section);
+  // --print_config shows what is missing instead of failing on it; the
+  // objects it could not build are not needed to print.
+  if (args.print_config) {
+    model_section.show_missing_as_required();
+    data_section.show_missing_as_required();
+  }
+  auto build = [&](ConfigSection& section, const auto& factory) -> decltype(factory(section)) {
+    try {
+      return factory(section);
+    } catch (const std::invalid_argument&) {
+      if (!section.missing_required()) throw;
+      return nullptr;
+    }
+  };
+  std::shared_ptr<LightningModule> model = build(model_section, factories.model);
+  std::shared_ptr<DataModule> data = build(data_section, factories.data);
   for (const ConfigSection* section : {&trainer_section, &model_section, &data_section}) {
     const auto unread = section->unread_keys();
     if (!unread.empty()) throw ConfigError(fmt::format("unknown key '{}'", unread.front()));

@@ -56,6 +56,19 @@ class ConfigSection {
   /// The mapping with every default filled in, in the order keys were read.
   const YAML::Node& resolved() const { return resolved_; }
 
+  /// For --print_config: a declared default that breaks its check (a
+  /// required option nobody gave, such as data.root) is shown as
+  /// "<required>" instead of being an error. A value the user gave is still checked.
+  void show_missing_as_required() { show_missing_ = true; }
+  bool shows_missing_as_required() const { return show_missing_; }
+  /// Marks `key` as required and not given (see show_missing_as_required).
+  void mark_required(const std::string& key) {
+    resolved_[key] = "<required>";
+    missing_ = true;
+  }
+  /// Whether some required key was not given.
+  bool missing_required() const { return missing_; }
+
   const std::string& path() const { return path_; }
   std::string dotted(const std::string& key) const;
 
@@ -65,6 +78,8 @@ class ConfigSection {
   std::string path_;
   std::set<std::string> read_;
   YAML::Node resolved_;
+  bool show_missing_ = false;
+  bool missing_ = false;
 };
 
 }  // namespace fulgur::cli

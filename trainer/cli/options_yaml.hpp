@@ -175,10 +175,12 @@ template <DeclaredOptions Options>
 Options read_options(ConfigSection& section, Options options, const std::set<std::string>& skip) {
   Options::visit_fields(options, [&](const char* name, const char*, auto& field, const auto& check) {
     if (skip.count(name)) return;
+    const bool given = section.has(name);
     read_option(section, name, field);
     using Field = std::decay_t<decltype(field)>;
     if constexpr (!DeclaredOptions<Field>) {
       if (auto broken = check::apply(check, field)) {
+        if (!given && section.shows_missing_as_required()) return section.mark_required(name);
         throw ConfigError(section.dotted(name) + ": " + *broken + ", got " + check::text(field));
       }
     }
