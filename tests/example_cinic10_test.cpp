@@ -63,7 +63,7 @@ TEST_CASE("example cinic10: bad input exits 2 and creates no run folder") {
   CHECK(missing.output.find((dir.path() / "nowhere").string()) != std::string::npos);
   const auto typo = run_command(kBinary + " fit --data.root " + kDigits + " --trainer.max_epoch 1" + root);
   CHECK(typo.exit_code == 2);
-  CHECK(typo.output == "error: unknown key 'trainer.max_epoch'\n");
+  CHECK(typo.output == "error: unknown key 'trainer.max_epoch'; did you mean 'trainer.max_epochs'?\n");
   const auto bad_config = run_command(kBinary + " fit --config " + (dir.path() / "none.yaml").string() + root);
   CHECK(bad_config.exit_code == 2);
   CHECK(bad_config.output == "error: --config " + (dir.path() / "none.yaml").string() + ": file not found\n");

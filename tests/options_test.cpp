@@ -105,8 +105,10 @@ TEST_CASE("options: declared checks, defaults and the YAML reader name the key")
   CHECK(message_of("{strategy: fsdp}") ==
         "model.strategy: expected one of auto, single_device, ddp, horovod, got 'fsdp'");
   CHECK(message_of("{ddp: {bucket_cap_mb: -2}}") == "model.ddp.bucket_cap_mb: must be > 0, got -2");
-  CHECK(message_of("{ddp: {bucket_cap: 2}}") == "unknown key 'model.ddp.bucket_cap'");
-  CHECK(message_of("{epoch: 2}") == "unknown key 'model.epoch'");
+  CHECK(message_of("{ddp: {bucket_cap: 2}}") ==
+        "unknown key 'model.ddp.bucket_cap'; did you mean 'model.ddp.bucket_cap_mb'?");
+  CHECK(message_of("{epoch: 2}") == "unknown key 'model.epoch'; did you mean 'model.epochs'?");
+  CHECK(message_of("{learning_rate: 2}") == "unknown key 'model.learning_rate'");  // nothing close
 
   // Written back, the same options read the same.
   YAML::Emitter out;
