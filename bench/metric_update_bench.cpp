@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   at::set_num_threads(1);
   const torch::Tensor logits = torch::randn({kBatch, kClasses});
   const torch::Tensor target = torch::randint(kClasses, {kBatch});
-  fulgur::metrics::F1Score f1(fulgur::metrics::StatScoresOptions(kClasses));
+  fulgur::metrics::F1Score f1{fulgur::metrics::StatScoresOptions(kClasses)};
   torch::Tensor cm = torch::zeros({kClasses, kClasses}, torch::kLong);
   auto time = [&](auto&& step) {
     const auto start = std::chrono::steady_clock::now();

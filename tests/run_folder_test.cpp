@@ -101,3 +101,18 @@ TEST_CASE("run folders: loggers sharing a root share the claimed version; ckpt_p
     CHECK(model.count("training_step") == 3);  // resumed after epoch 1: only epoch 2 ran
   }
 }
+
+TEST_CASE("run folders: a run resumed with ckpt_path last continues its own version and claims none") {
+  TempDir dir("resume-version");
+  testing::RegressionData data(3, 1);
+  {
+    testing::RecordingModule model;
+    Trainer trainer(quiet_options(dir.path()).max_epochs(1));
+    trainer.fit(model, data);
+  }
+  testing::RecordingModule model;
+  Trainer trainer(quiet_options(dir.path()).max_epochs(2));
+  trainer.fit(model, data, "last");  // looking for "last" must not claim a folder
+  CHECK(trainer.log_dir() == dir.path() / "fulgur_logs" / "version_0");
+  CHECK(versions_in(dir / "fulgur_logs") == std::set<std::string>{"version_0"});
+}

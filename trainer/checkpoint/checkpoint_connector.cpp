@@ -157,7 +157,9 @@ std::vector<std::filesystem::path> CheckpointConnector::search_dirs() {
   const std::filesystem::path root = trainer_.config().options.default_root_dir();
   std::vector<std::filesystem::path> version_parents;
   for (const auto& logger : trainer_.loggers()) {
-    version_parents.push_back(logger->open_versions_dir().value_or(logger->log_dir().parent_path()));
+    // An open version stays open: log_dir() would claim it.
+    const auto open = logger->open_versions_dir();
+    version_parents.push_back(open ? *open : logger->log_dir().parent_path());
   }
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
