@@ -27,7 +27,8 @@ PredictionWriter::PredictionWriter(PredictionWriterOptions options) : options_(s
 }
 
 std::filesystem::path PredictionWriter::file_for(Trainer& trainer, const std::string& name) const {
-  const std::filesystem::path dir = options_.output_dir().empty() ? trainer.log_dir() : options_.output_dir();
+  const std::filesystem::path dir =
+      options_.output_dir().empty() ? trainer.log_dir() : std::filesystem::path(options_.output_dir());
   const std::filesystem::path file = dir / name;
   if (trainer.strategy().world_size() == 1 || trainer.is_global_zero()) return file;
   return file.parent_path() /

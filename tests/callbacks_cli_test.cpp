@@ -96,7 +96,7 @@ TEST_CASE("callbacks cli: a program registers its own callback class with add<C>
   CHECK(config_error(registry, "CountingCallbak") ==
         "trainer.callbacks.class_path: unknown callback class 'CountingCallbak' (known: CountingCallback, "
         "DeviceStatsMonitor, EMAWeightAveraging, EarlyStopping, GradientAccumulationScheduler, LearningRateMonitor, "
-        "ModelCheckpoint, ModelSummary, OnExceptionCheckpoint, ProgressBar, StochasticWeightAveraging, "
+        "ModelCheckpoint, ModelSummary, OnExceptionCheckpoint, PredictionWriter, ProgressBar, StochasticWeightAveraging, "
         "ThroughputMonitor, Timer)");
 
   // A factory of its own reads the section itself; keys it leaves are unknown.
@@ -302,7 +302,8 @@ TEST_CASE("callbacks cli: unknown classes, keys and bad values exit 2 with one m
   CHECK(unknown_class.output ==
         "error: trainer.callbacks[0].class_path: unknown callback class 'EarlyStoping' (known: DeviceStatsMonitor, "
         "EMAWeightAveraging, EarlyStopping, GradientAccumulationScheduler, LearningRateMonitor, ModelCheckpoint, "
-        "ModelSummary, OnExceptionCheckpoint, ProgressBar, StochasticWeightAveraging, ThroughputMonitor, Timer)\n");
+        "ModelSummary, OnExceptionCheckpoint, PredictionWriter, ProgressBar, StochasticWeightAveraging, ThroughputMonitor, "
+                                      "Timer)\n");
   const auto unknown_key = run_command(fit + "'[{class_path: EarlyStopping, init_args: {monitor: x, patiense: 2}}]'");
   CHECK(unknown_key.exit_code == 2);
   CHECK(unknown_key.output == "error: unknown key 'trainer.callbacks[0].init_args.patiense'; did you mean "

@@ -178,8 +178,10 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
   auto build = [&](ConfigSection& section, const auto& factory) -> decltype(factory(section)) {
     try {
       return factory(section);
+    } catch (const ConfigError&) {
+      throw;  // a value the user gave is wrong
     } catch (const std::invalid_argument&) {
-      if (!section.missing_required()) throw;
+      if (!section.missing_required()) throw;  // the constructor's check of what is missing
       return nullptr;
     }
   };
