@@ -27,8 +27,8 @@ int main(int argc, char** argv) {
   at::set_num_threads(1);
   const torch::Tensor logits = torch::randn({kBatch, kClasses});
   const torch::Tensor target = torch::randint(kClasses, {kBatch});
-  M::F1Score checked(M::StatScoresOptions(kClasses));
-  M::F1Score unchecked(M::StatScoresOptions(kClasses).validate_args(false));
+  M::F1Score checked{M::StatScoresOptions(kClasses)};
+  M::F1Score unchecked{M::StatScoresOptions(kClasses).validate_args(false)};
   torch::Tensor cm = torch::zeros({kClasses, kClasses}, torch::kLong);
   auto time = [&](auto&& step) {
     const auto start = std::chrono::steady_clock::now();

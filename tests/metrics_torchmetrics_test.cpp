@@ -120,13 +120,15 @@ TEST_CASE("multilabel and calibration: per-label values, [L, 2, 2] matrix, error
   CHECK(torch::equal(cm, torch::tensor({{{0, 1}, {1, 1}}, {{1, 0}, {0, 2}}}, torch::kLong)));
   CHECK(torch::allclose(M::precision(logits, target, options), torch::tensor({0.5, 1.0}, torch::kFloat64)));
   CHECK(torch::allclose(M::accuracy(logits, target, options), torch::tensor({1.0 / 3, 1.0}, torch::kFloat64)));
-  CHECK(M::f1_score(logits, target, options.average(M::Average::Micro)).item<double>() ==
+  CHECK(M::f1_score(logits, target, M::StatScoresOptions::multilabel(2).average(M::Average::Micro)).item<double>() ==
         doctest::Approx(2.0 * 3 / (2 * 3 + 1 + 1)));
-  CHECK_THROWS_WITH(M::f1_score(logits, target.narrow(1, 0, 1), options),
+  M::F1Score f1(options);
+  CHECK_THROWS_WITH(f1.update(logits, target.narrow(1, 0, 1)),
                     doctest::Contains("[F1Score::update] multilabel preds and target must both be [N, 2, ...], got [3, 2] and [3, 1]"));
   CHECK_THROWS_WITH(M::recall(logits, torch::tensor({{1, 0}, {2, 1}, {0, 1}}), options),
                     doctest::Contains("[Recall::update] multilabel target value 2 is not 0 or 1"));
-  CHECK_THROWS_WITH(M::JaccardIndex(options), doctest::Contains("[JaccardIndex::JaccardIndex] task Multilabel is not supported"));
+  CHECK_THROWS_WITH(M::jaccard_index(logits, target, options),
+                    doctest::Contains("[JaccardIndex::JaccardIndex] task Multilabel is not supported"));
 
   // Binary calibration, 2 bins: [0.25, 0.25] -> bin 0 (confidence 0.25, hits 0),
   // [0.55, 0.75, 0.75] -> bin 1 (confidence 0.6833, hits 1): torchmetrics' docstring example, 0.29.
