@@ -43,6 +43,7 @@
 #include <fulgur/modules/metrics/accuracy.hpp>
 #include <fulgur/modules/metrics/auroc.hpp>
 #include <fulgur/modules/metrics/average_precision.hpp>
+#include <fulgur/modules/metrics/calibration_error.hpp>
 #include <fulgur/modules/metrics/confusion_matrix.hpp>
 #include <fulgur/modules/metrics/dice.hpp>
 #include <fulgur/modules/metrics/f1_score.hpp>
@@ -53,6 +54,7 @@
 #include <fulgur/modules/metrics/mean_metric.hpp>
 #include <fulgur/modules/metrics/mean_squared_error.hpp>
 #include <fulgur/modules/metrics/metric.hpp>
+#include <fulgur/modules/metrics/metric_collection.hpp>
 #include <fulgur/modules/metrics/min_metric.hpp>
 #include <fulgur/modules/metrics/pearson_corr_coef.hpp>
 #include <fulgur/modules/metrics/precision.hpp>

@@ -9,6 +9,8 @@ trap 'rm -rf "$work"' EXIT
 "$build/bin/trainer_overhead"
 "$build/bin/tensorboard_overhead"
 "$build/bin/checkpoint_save" --dir "$work"
+# A metric object's update() against the same counts made by hand in the step.
+"$build/bin/metric_update_bench"
 
 # ddp_scaling: 1 process x 1 thread vs 2 processes x 1 thread each, same
 # per-process batch; then 2 processes with one big gradient bucket (allreduce

@@ -32,9 +32,10 @@ TEST_CASE("example cinic10: fit + test on the digits reaches high accuracy") {
   const auto run = dir.path() / "fulgur_logs" / "version_0";
   CHECK(result.output.find("fulgur: run folder " + run.string()) != std::string::npos);
   const std::string csv = read_file(run / "metrics.csv");
-  CHECK(csv.rfind("epoch,step,test_acc,test_acc_top5,test_loss,train_loss,val_acc,val_acc_top5,val_loss\n", 0) == 0);
+  CHECK(csv.rfind("epoch,step,test_acc,test_acc_top5,test_loss,train_loss,val_acc,val_acc_top5,val_f1,val_loss\n", 0) == 0);
   CHECK(last_csv_value(csv, "test_acc") >= 0.95);
   CHECK(last_csv_value(csv, "val_acc") >= 0.95);
+  CHECK(last_csv_value(csv, "val_f1") >= 0.9);  // macro F1 over the 10 digits
   const std::string hparams = read_file(run / "hparams.yaml");
   CHECK(hparams.find("max_epochs: 4") != std::string::npos);
 }

@@ -1,5 +1,6 @@
 // fulgur's metrics against torchmetrics 1.9.0 itself: random inputs (ties,
-// a class never in the targets, ignore_index) validated in batches of 7 by
+// a class never in the targets, ignore_index; multilabel logits with a label
+// never positive; calibration with confidences on the bin edges) validated in batches of 7 by
 // metrics_probe on 1, 2 and 3 processes (ddp, uneven shards of 203 rows),
 // and by torchmetrics on the whole data at once in Python
 // (tests/python/metrics_reference.py). Counts agree exactly, values to 1e-6.
@@ -51,7 +52,7 @@ TEST_CASE("metrics equal torchmetrics 1.9.0 on 1, 2 and 3 processes with uneven 
   INFO(generated.output);
   REQUIRE(generated.exit_code == 0);
   const std::map<std::string, double> reference = parse(fulgur::testing::read_file(dir / "reference.txt"));
-  REQUIRE(reference.size() == 28 + 25);
+  REQUIRE(reference.size() == 28 + 25 + 14 + 16);
 
   for (const int devices : {1, 2, 3}) {
     CAPTURE(devices);
@@ -105,4 +106,38 @@ TEST_CASE("a Metric: states reset, forward's batch value, compute cached, Cat st
                     doctest::Contains("[Accuracy::Accuracy] top_k must be in [1, 3], got 4"));
   CHECK_THROWS_WITH(M::Precision(M::StatScoresOptions(3).top_k(2)),
                     doctest::Contains("[Precision::Precision] top_k must be 1, got 2"));
+}
+
+TEST_CASE("multilabel and calibration: per-label values, [L, 2, 2] matrix, errors name the value") {
+  namespace M = fulgur::metrics;
+  // Two labels; logits (outside [0, 1]) become probabilities first.
+  const torch::Tensor logits = torch::tensor({{2.0, -1.0}, {-3.0, 0.5}, {1.0, 1.0}});
+  const torch::Tensor target = torch::tensor({{1, 0}, {1, 1}, {0, 1}});
+  // Label 0: tp 1, fn 1, fp 1; label 1: tp 2, tn 1.
+  const auto options = M::StatScoresOptions::multilabel(2).average(M::Average::None);
+  const torch::Tensor cm = M::confusion_matrix(logits, target, options);
+  CHECK(cm.sizes().vec() == std::vector<int64_t>{2, 2, 2});
+  CHECK(torch::equal(cm, torch::tensor({{{0, 1}, {1, 1}}, {{1, 0}, {0, 2}}}, torch::kLong)));
+  CHECK(torch::allclose(M::precision(logits, target, options), torch::tensor({0.5, 1.0}, torch::kFloat64)));
+  CHECK(torch::allclose(M::accuracy(logits, target, options), torch::tensor({1.0 / 3, 1.0}, torch::kFloat64)));
+  CHECK(M::f1_score(logits, target, M::StatScoresOptions::multilabel(2).average(M::Average::Micro)).item<double>() ==
+        doctest::Approx(2.0 * 3 / (2 * 3 + 1 + 1)));
+  M::F1Score f1(options);
+  CHECK_THROWS_WITH(f1.update(logits, target.narrow(1, 0, 1)),
+                    doctest::Contains("[F1Score::update] multilabel preds and target must both be [N, 2, ...], got [3, 2] and [3, 1]"));
+  CHECK_THROWS_WITH(M::recall(logits, torch::tensor({{1, 0}, {2, 1}, {0, 1}}), options),
+                    doctest::Contains("[Recall::update] multilabel target value 2 is not 0 or 1"));
+  CHECK_THROWS_WITH(M::jaccard_index(logits, target, options),
+                    doctest::Contains("[JaccardIndex::JaccardIndex] task Multilabel is not supported"));
+
+  // Binary calibration, 2 bins: [0.25, 0.25] -> bin 0 (confidence 0.25, hits 0),
+  // [0.55, 0.75, 0.75] -> bin 1 (confidence 0.6833, hits 1): torchmetrics' docstring example, 0.29.
+  const torch::Tensor p = torch::tensor({0.25, 0.25, 0.55, 0.75, 0.75}), t = torch::tensor({0, 0, 1, 1, 1});
+  CHECK(M::calibration_error(p, t, M::StatScoresOptions::binary(), 2).item<double>() == doctest::Approx(0.29));
+  CHECK(M::calibration_error(p, t, M::StatScoresOptions::binary(), 2, M::CalibrationNorm::Max).item<double>() ==
+        doctest::Approx(0.95 / 3));
+  CHECK_THROWS_WITH(M::CalibrationError(M::StatScoresOptions::binary(), 0),
+                    doctest::Contains("[CalibrationError::CalibrationError] n_bins must be >= 1, got 0"));
+  CHECK_THROWS_WITH(M::calibration_error(p, torch::tensor({0, 0, 1, 3, 1}), M::StatScoresOptions::binary()),
+                    doctest::Contains("[CalibrationError::update] target value 3 is outside [0, 2)"));
 }

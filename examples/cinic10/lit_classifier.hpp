@@ -20,7 +20,10 @@ namespace examples {
 
 struct LitClassifierOptions { FULGUR_OPTIONS(LitClassifierOptions, LIT_CLASSIFIER_OPTIONS) };
 
-/// Image classifier (SGD + momentum, optional step LR); logs <stage>_loss, val/test_acc, _acc_top5 over 5 classes.
+/// Image classifier (SGD + momentum, optional step LR); logs <stage>_loss,
+/// val/test_acc, _acc_top5 over 5 classes, and val_f1 (macro). Validation's
+/// accuracy and F1 are metric objects: counts over the whole validation set
+/// and every rank, divided once (a mean of batch F1s is not the F1).
 class LitClassifier : public fulgur::LightningModule {
  public:
   using Options = LitClassifierOptions;
@@ -35,6 +38,7 @@ class LitClassifier : public fulgur::LightningModule {
   torch::Tensor step(const fulgur::Batch& batch, const std::string& stage);  // logs; returns the loss
   LitClassifierOptions options_;
   torch::nn::AnyModule net_;
+  std::shared_ptr<fulgur::metrics::MetricCollection> val_metrics_;  // val_acc, val_f1
 };
 
 }  // namespace examples

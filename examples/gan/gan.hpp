@@ -4,8 +4,10 @@
 // from configure_optimizers, automatic_optimization(false), and in
 // training_step one discriminator step and one generator step, each with
 // toggle_optimizer, manual_backward and step. Validation measures sample
-// quality with states summed over every rank: how many of the 8 modes the
-// generator covers and the share of its samples near a mode.
+// quality with a Metric (ModeQuality) whose states are summed over every
+// rank: how many of the 8 modes the generator covers and the share of its
+// samples near a mode.
+#include "mode_quality.hpp"
 #include "ring_data.hpp"
 
 #include <fulgur/fulgur.hpp>
@@ -36,6 +38,7 @@ class GAN : public fulgur::LightningModule {
     save_hyperparameters(options_);
     generator = register_module("generator", mlp(options_.latent_dim(), options_.hidden(), 2));
     discriminator = register_module("discriminator", mlp(2, options_.hidden(), 1));
+    quality_ = register_module("quality", std::make_shared<ModeQuality>());
   }
 
   torch::Tensor training_step(const fulgur::Batch& batch, int64_t batch_idx) override {
@@ -74,25 +77,15 @@ class GAN : public fulgur::LightningModule {
     return g_loss.detach();
   }
 
-  void on_validation_epoch_start() override {
-    per_mode_ = torch::zeros({kModes}, torch::TensorOptions().dtype(torch::kLong).device(device()));
-    samples_ = torch::zeros({}, per_mode_.options());
-  }
-  void validation_step(const fulgur::Batch& batch, int64_t) override {
-    // A generated point is "good" within 4 std of its nearest mode.
-    const torch::Tensor points = generator->forward(batch["z"]);
-    const torch::Tensor distances = torch::cdist(points, ring_centres().to(points.device()));
-    const auto [nearest, mode] = distances.min(1);
-    const torch::Tensor good = nearest < 4 * kModeStd;
-    per_mode_ += torch::bincount(mode.masked_select(good), {}, kModes);
-    samples_ += points.size(0);
-  }
+  void on_validation_epoch_start() override { quality_->reset(); }
+  void validation_step(const fulgur::Batch& batch, int64_t) override { quality_->update(generator->forward(batch["z"])); }
   void on_validation_epoch_end() override {
-    // Counts summed over every rank: the same numbers as one process.
-    const torch::Tensor per_mode = all_reduce(per_mode_);
-    const torch::Tensor samples = all_reduce(samples_);
-    log("val_modes", (per_mode >= samples / (4 * kModes)).sum().to(torch::kFloat), {.prog_bar = true});
-    log("val_quality", per_mode.sum().to(torch::kDouble) / samples.to(torch::kDouble));
+    // Two numbers from one metric: compute() sums the counts over every
+    // rank (the same numbers as one process), then the plain values are logged.
+    const torch::Tensor value = quality_->compute();
+    log("val_modes", value[0].to(torch::kFloat), {.prog_bar = true});
+    log("val_quality", value[1]);
+    quality_->reset();
   }
 
   fulgur::OptimizerConfig configure_optimizers() override {
@@ -110,7 +103,7 @@ class GAN : public fulgur::LightningModule {
 
  private:
   GANOptions options_;
-  torch::Tensor per_mode_, samples_;
+  std::shared_ptr<ModeQuality> quality_;
 };
 
 }  // namespace examples

@@ -29,6 +29,10 @@ torch::Tensor Accuracy::compute_value() {
     const Counts c = counts();
     return safe_divide(c.tp + c.tn, c.tp + c.tn + c.fp + c.fn);
   }
+  // Multilabel: right decisions, positive or negative, over all decisions.
+  if (options_.task() == Task::Multilabel) {
+    return reduce([](const Counts& c) { return safe_divide(c.tp + c.tn, c.tp + c.tn + c.fp + c.fn); });
+  }
   return reduce([](const Counts& c) { return safe_divide(c.tp, c.tp + c.fn); });
 }
 

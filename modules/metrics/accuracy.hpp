@@ -12,7 +12,8 @@ torch::Tensor accuracy(const torch::Tensor& logits, const torch::Tensor& target,
 
 /// Accuracy from counts over every batch and process, torchmetrics'
 /// MulticlassAccuracy (Micro: hits / samples; Macro: the mean recall over
-/// the classes present; top_k) and BinaryAccuracy.
+/// the classes present; top_k), BinaryAccuracy and MultilabelAccuracy
+/// (right 0/1 decisions over all decisions; Macro: the mean over labels).
 class Accuracy : public StatScores {
  public:
   explicit Accuracy(const StatScoresOptions& options) : StatScores("Accuracy", options, /*allows_top_k=*/true) {}

@@ -5,8 +5,9 @@
 namespace fulgur::metrics {
 
 /// The confusion matrix [C, C] (int64; rows: target, columns: prediction;
-/// binary: 2 x 2) summed over every batch and process, torchmetrics'
-/// MulticlassConfusionMatrix / BinaryConfusionMatrix without normalisation.
+/// binary: 2 x 2; multilabel: [L, 2, 2] of [[tn, fp], [fn, tp]]) summed
+/// over every batch and process, torchmetrics' Multiclass/Binary/
+/// MultilabelConfusionMatrix without normalisation.
 class ConfusionMatrix : public StatScores {
  public:
   explicit ConfusionMatrix(const StatScoresOptions& options) : StatScores("ConfusionMatrix", options) {}

@@ -5,7 +5,7 @@
 namespace fulgur::metrics {
 
 /// F1 = 2 tp / (2 tp + fp + fn) from counts over every batch and process,
-/// torchmetrics' MulticlassF1Score / BinaryF1Score. (A mean of per-batch F1
+/// torchmetrics' Multiclass/Binary/MultilabelF1Score. (A mean of per-batch F1
 /// values is not the F1 of the epoch.)
 class F1Score : public FBetaScore {
  public:

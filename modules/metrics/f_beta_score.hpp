@@ -5,7 +5,7 @@
 namespace fulgur::metrics {
 
 /// F-beta (1 + b^2) tp / ((1 + b^2) tp + b^2 fn + fp) from counts over every
-/// batch and process, torchmetrics' MulticlassFBetaScore / BinaryFBetaScore.
+/// batch and process, torchmetrics' Multiclass/Binary/MultilabelFBetaScore.
 class FBetaScore : public StatScores {
  public:
   FBetaScore(const StatScoresOptions& options, double beta);

@@ -1,8 +1,15 @@
 #include <fulgur/modules/metrics/jaccard_index.hpp>
 
+#include <stdexcept>
+
 namespace fulgur::metrics {
 
-JaccardIndex::JaccardIndex(const StatScoresOptions& options) : StatScores("JaccardIndex", options) {}
+JaccardIndex::JaccardIndex(const StatScoresOptions& options) : StatScores("JaccardIndex", options) {
+  // Not yet compared with torchmetrics' MultilabelJaccardIndex.
+  if (options.task() == Task::Multilabel) {
+    throw std::invalid_argument("[JaccardIndex::JaccardIndex] task Multilabel is not supported");
+  }
+}
 
 torch::Tensor JaccardIndex::compute_value() {
   const Counts c = counts();

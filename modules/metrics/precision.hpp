@@ -4,7 +4,7 @@
 
 namespace fulgur::metrics {
 
-/// Precision tp / (tp + fp), torchmetrics' MulticlassPrecision / BinaryPrecision (0 where nothing was predicted).
+/// Precision tp / (tp + fp), torchmetrics' Multiclass/Binary/MultilabelPrecision (0 where nothing was predicted).
 class Precision : public StatScores {
  public:
   explicit Precision(const StatScoresOptions& options);

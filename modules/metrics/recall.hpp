@@ -4,7 +4,7 @@
 
 namespace fulgur::metrics {
 
-/// Recall tp / (tp + fn), torchmetrics' MulticlassRecall / BinaryRecall (0 where a class has no targets).
+/// Recall tp / (tp + fn), torchmetrics' Multiclass/Binary/MultilabelRecall (0 where a class has no targets).
 class Recall : public StatScores {
  public:
   explicit Recall(const StatScoresOptions& options);

@@ -17,8 +17,9 @@ namespace fulgur::metrics {
 /// one value per class.
 enum class Average { Micro, Macro, None };
 
-/// Binary (one score or label per element) or multiclass.
-enum class Task { Binary, Multiclass };
+/// Binary (one score or label per element), multiclass (one class per
+/// sample), or multilabel (a 0/1 decision per label, several per sample).
+enum class Task { Binary, Multiclass, Multilabel };
 
 /// The inputs of the classification metrics, with torchmetrics' names.
 struct StatScoresOptions {
@@ -33,6 +34,18 @@ struct StatScoresOptions {
     o.threshold_ = threshold;
     return o;
   }
+  /// Multilabel over `num_labels` labels (torchmetrics' Multilabel*):
+  /// predictions [N, L, ...] probabilities (logits when any is outside
+  /// [0, 1]) or 0/1 labels, targets [N, L, ...] of 0/1; each label is a
+  /// binary decision, positive above `threshold`. Macro averages over every
+  /// label, present or not, as torchmetrics does for multilabel inputs.
+  static StatScoresOptions multilabel(int64_t num_labels, double threshold = 0.5) {
+    StatScoresOptions o(num_labels);
+    o.task_ = Task::Multilabel;
+    o.threshold_ = threshold;
+    return o;
+  }
+  /// Classes (multiclass) or labels (multilabel); 2 for binary.
   TORCH_ARG(int64_t, num_classes);
   TORCH_ARG(Task, task) = Task::Multiclass;
   TORCH_ARG(double, threshold) = 0.5;
@@ -41,15 +54,21 @@ struct StatScoresOptions {
   TORCH_ARG(std::optional<int64_t>, ignore_index) = std::nullopt;
   /// Accuracy only: a hit when the target is among the k highest scores.
   TORCH_ARG(int64_t, top_k) = 1;
+  /// Range checks of CPU targets and predicted labels in update() (a host
+  /// read per batch; torchmetrics' validate_args). false: the hot path is
+  /// the counting alone, and a bad target is the caller's bug.
+  TORCH_ARG(bool, validate_args) = true;
 };
 
 /// The base of the classification metrics: a confusion matrix (rows:
 /// target, columns: prediction) summed over batches and processes, built
-/// with index_add on the device (no host read, no boolean indexing), and
+/// with device operations (no host read, no boolean indexing), and
 /// per-class hits among the top k when top_k > 1. Predictions are labels
 /// shaped like the target, or scores with the classes in dimension 1
-/// ([N, C, ...] against [N, ...]). Targets are checked against the class
-/// range only when they live on the CPU (a check on the GPU would wait for it).
+/// ([N, C, ...] against [N, ...]). Multilabel keeps one 2 x 2 matrix per
+/// label ([L, 2, 2]: [[tn, fp], [fn, tp]], torchmetrics'
+/// MultilabelConfusionMatrix). Targets are checked against the class range
+/// only when they live on the CPU (a check on the GPU would wait for it).
 class StatScores : public Metric {
  public:
   void update(const torch::Tensor& preds, const torch::Tensor& target);
@@ -61,7 +80,7 @@ class StatScores : public Metric {
   StatScores(const std::string& name, const StatScoresOptions& options, bool allows_top_k = false);
 
   struct Counts {
-    torch::Tensor tp, fp, fn, tn;  // float64; per class, or scalars for Task::Binary
+    torch::Tensor tp, fp, fn, tn;  // float64; per class or label, or scalars for Task::Binary
   };
   Counts counts();
   /// score(tp, fp, fn, tn) averaged as options().average() says.
@@ -70,6 +89,9 @@ class StatScores : public Metric {
   static torch::Tensor weighted_mean(const torch::Tensor& score, const torch::Tensor& weights);
 
   StatScoresOptions options_;
+
+ private:
+  void update_multilabel(const torch::Tensor& preds, const torch::Tensor& target);
 };
 
 }  // namespace fulgur::metrics

@@ -20,10 +20,11 @@ namespace {
 
 namespace M = fulgur::metrics;
 constexpr int64_t kClasses = 5;
+constexpr int64_t kLabels = 4;
 
 // Columns of a data row: kClasses scores, the class target (-1: ignored),
 // a binary score (rounded: ties), its 0/1 target, a regression prediction
-// and its target.
+// and its target, kLabels multilabel logits and their 0/1 targets (-1: ignored).
 struct Probe : fulgur::LightningModule {
   Probe() {
     unused = register_module("unused", torch::nn::Linear(1, 1));
@@ -57,7 +58,25 @@ struct Probe : fulgur::LightningModule {
     add("max", std::make_shared<M::MaxMetric>());
     add("min", std::make_shared<M::MinMetric>());
     add("n", std::make_shared<M::SumMetric>());
+    auto ml = [](M::Average average) { return M::StatScoresOptions::multilabel(kLabels).average(average).ignore_index(-1); };
+    add("ml_acc_micro", std::make_shared<M::Accuracy>(ml(M::Average::Micro)));
+    add("ml_acc_macro", std::make_shared<M::Accuracy>(ml(M::Average::Macro)));
+    add("ml_precision_micro", std::make_shared<M::Precision>(ml(M::Average::Micro)));
+    add("ml_precision_macro", std::make_shared<M::Precision>(ml(M::Average::Macro)));
+    add("ml_recall_micro", std::make_shared<M::Recall>(ml(M::Average::Micro)));
+    add("ml_recall_macro", std::make_shared<M::Recall>(ml(M::Average::Macro)));
+    add("ml_f1_micro", std::make_shared<M::F1Score>(ml(M::Average::Micro)));
+    add("ml_f1_macro", std::make_shared<M::F1Score>(ml(M::Average::Macro)));
+    add("ml_f1_t03_macro", std::make_shared<M::F1Score>(ml(M::Average::Macro).threshold(0.3)));
+    add("ml_fbeta2_macro", std::make_shared<M::FBetaScore>(ml(M::Average::Macro), 2.0));
+    add("calibration_binary", std::make_shared<M::CalibrationError>(M::StatScoresOptions::binary().ignore_index(-1)));
+    add("calibration_binary_max", std::make_shared<M::CalibrationError>(M::StatScoresOptions::binary().ignore_index(-1),
+                                                                        15, M::CalibrationNorm::Max));
+    add("calibration_multiclass", std::make_shared<M::CalibrationError>(mc(M::Average::Macro)));
+    add("calibration_multiclass_l2",
+        std::make_shared<M::CalibrationError>(mc(M::Average::Macro), 10, M::CalibrationNorm::L2));
     confmat = register_module("confmat", std::make_shared<M::ConfusionMatrix>(mc(M::Average::Macro)));
+    ml_confmat = register_module("ml_confmat", std::make_shared<M::ConfusionMatrix>(ml(M::Average::Macro)));
   }
   void add(const std::string& name, std::shared_ptr<M::Metric> metric) {
     metrics[name] = register_module(name, std::move(metric));
@@ -69,9 +88,17 @@ struct Probe : fulgur::LightningModule {
     const torch::Tensor target = x.select(1, kClasses).to(torch::kLong);
     const torch::Tensor bscore = x.select(1, kClasses + 1), btarget = x.select(1, kClasses + 2).to(torch::kLong);
     const torch::Tensor reg_pred = x.select(1, kClasses + 3), reg_target = x.select(1, kClasses + 4);
+    const torch::Tensor ml_logits = x.slice(1, kClasses + 5, kClasses + 5 + kLabels);
+    const torch::Tensor ml_target = x.slice(1, kClasses + 5 + kLabels, kClasses + 5 + 2 * kLabels).to(torch::kLong);
     for (auto& [name, metric] : metrics) {
       if (auto* s = dynamic_cast<M::StatScores*>(metric.get())) {
-        if (s->options().task() == M::Task::Binary) {
+        if (s->options().task() == M::Task::Multilabel) {
+          if (name == "ml_acc_micro") {
+            s->forward(ml_logits, ml_target);
+          } else {
+            s->update(ml_logits, ml_target);
+          }
+        } else if (s->options().task() == M::Task::Binary) {
           s->update(bscore, btarget.clamp_min(0));
         } else if (name == "jaccard_ignore0_macro" || name.rfind("dice", 0) == 0) {
           s->update(scores, target.clamp_min(0));
@@ -79,6 +106,12 @@ struct Probe : fulgur::LightningModule {
           s->forward(scores, target);  // the forward path: also logged on_step
         } else {
           s->update(scores, target);
+        }
+      } else if (auto* ce = dynamic_cast<M::CalibrationError*>(metric.get())) {
+        if (ce->options().task() == M::Task::Binary) {
+          ce->update(bscore, btarget);
+        } else {
+          ce->update(scores, target);
         }
       } else if (auto* a = dynamic_cast<M::AUROC*>(metric.get())) {
         a->update(bscore, btarget);
@@ -106,6 +139,7 @@ struct Probe : fulgur::LightningModule {
       log(name, *metric, options);
     }
     confmat->update(scores, target);
+    ml_confmat->update(ml_logits, ml_target);
   }
   void on_validation_epoch_end() override {
     // A matrix is not a loggable scalar: its cells are, counted over every rank.
@@ -114,6 +148,13 @@ struct Probe : fulgur::LightningModule {
       for (int64_t j = 0; j < kClasses; ++j) log(fmt::format("cm_{}_{}", i, j), cm[i][j].to(torch::kFloat64));
     }
     confmat->reset();
+    const torch::Tensor ml_cm = ml_confmat->compute();  // [labels, 2, 2]
+    for (int64_t l = 0; l < kLabels; ++l) {
+      for (int64_t i = 0; i < 2; ++i) {
+        for (int64_t j = 0; j < 2; ++j) log(fmt::format("cm_ml_{}_{}_{}", l, i, j), ml_cm[l][i][j].to(torch::kFloat64));
+      }
+    }
+    ml_confmat->reset();
   }
   torch::Tensor training_step(const fulgur::Batch&, int64_t) override { return {}; }
   fulgur::OptimizerConfig configure_optimizers() override {
@@ -122,7 +163,7 @@ struct Probe : fulgur::LightningModule {
 
   torch::nn::Linear unused{nullptr};
   std::map<std::string, std::shared_ptr<M::Metric>> metrics;
-  std::shared_ptr<M::ConfusionMatrix> confmat;
+  std::shared_ptr<M::ConfusionMatrix> confmat, ml_confmat;
 };
 
 struct Data : fulgur::DataModule {

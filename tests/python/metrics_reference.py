@@ -16,6 +16,7 @@ from torchmetrics.segmentation import DiceScore
 
 EXPECTED_TORCHMETRICS = "1.9.0"
 CLASSES = 5
+LABELS = 4
 
 
 def main():
@@ -32,9 +33,17 @@ def main():
     btarget[torch.rand(n, generator=g) < 0.05] = -1
     reg_target = torch.randn(n, generator=g, dtype=torch.float64)
     reg_pred = 0.8 * reg_target + 0.5 * torch.randn(n, generator=g, dtype=torch.float64)
+    # Multilabel: logits (label 0 always outside [0, 1], so every batch of
+    # every rank is read as logits, as the whole data is), 0/1 targets
+    # correlated with them, the last label never positive, some ignored.
+    ml_logits = torch.randn(n, LABELS, generator=g, dtype=torch.float64) * 2
+    ml_logits[:, 0] = torch.sign(ml_logits[:, 0]) * (1 + ml_logits[:, 0].abs())
+    ml_target = (torch.rand(n, LABELS, generator=g, dtype=torch.float64) < ml_logits.sigmoid()).long()
+    ml_target[:, LABELS - 1] = 0
+    ml_target[torch.rand(n, LABELS, generator=g) < 0.05] = -1
 
     rows = torch.cat([scores, target[:, None].double(), bscore[:, None], btarget[:, None].double(),
-                      reg_pred[:, None], reg_target[:, None]], 1)
+                      reg_pred[:, None], reg_target[:, None], ml_logits, ml_target.double()], 1)
     with open(out / "data.txt", "w") as f:
         f.write(f"{rows.shape[0]} {rows.shape[1]}\n")
         for row in rows.tolist():
@@ -81,6 +90,34 @@ def main():
         "min": f64(A.MinMetric())(reg_pred),
         "n": f64(A.SumMetric())(torch.ones(n, dtype=torch.float64)),
     }
+    def ml(cls, average, **kw):
+        return cls(num_labels=LABELS, average=average, ignore_index=-1, **kw)(ml_logits, ml_target)
+
+    ref.update({
+        "ml_acc_micro": ml(C.MultilabelAccuracy, "micro"),
+        "ml_acc_macro": ml(C.MultilabelAccuracy, "macro"),
+        "ml_precision_micro": ml(C.MultilabelPrecision, "micro"),
+        "ml_precision_macro": ml(C.MultilabelPrecision, "macro"),
+        "ml_recall_micro": ml(C.MultilabelRecall, "micro"),
+        "ml_recall_macro": ml(C.MultilabelRecall, "macro"),
+        "ml_f1_micro": ml(C.MultilabelF1Score, "micro"),
+        "ml_f1_macro": ml(C.MultilabelF1Score, "macro"),
+        "ml_f1_t03_macro": ml(C.MultilabelF1Score, "macro", threshold=0.3),
+        "ml_fbeta2_macro": ml(C.MultilabelFBetaScore, "macro", beta=2.0),
+        # Calibration: ties on the bin edges (bscore is a multiple of 0.05,
+        # 0.2 = 3/15 an edge), ignored targets, logits softmaxed per batch.
+        "calibration_binary": C.BinaryCalibrationError(n_bins=15, norm="l1", ignore_index=-1)(bscore, btarget),
+        "calibration_binary_max": C.BinaryCalibrationError(n_bins=15, norm="max", ignore_index=-1)(bscore, btarget),
+        "calibration_multiclass": C.MulticlassCalibrationError(num_classes=CLASSES, n_bins=15, norm="l1",
+                                                               ignore_index=-1)(scores, target),
+        "calibration_multiclass_l2": C.MulticlassCalibrationError(num_classes=CLASSES, n_bins=10, norm="l2",
+                                                                  ignore_index=-1)(scores, target),
+    })
+    mlcm = C.MultilabelConfusionMatrix(num_labels=LABELS, ignore_index=-1)(ml_logits, ml_target)
+    for label in range(LABELS):
+        for i in range(2):
+            for j in range(2):
+                ref[f"cm_ml_{label}_{i}_{j}"] = mlcm[label, i, j]
     cm = C.MulticlassConfusionMatrix(num_classes=CLASSES, ignore_index=-1)(scores, target)
     for i in range(CLASSES):
         for j in range(CLASSES):
