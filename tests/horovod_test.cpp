@@ -5,6 +5,7 @@
 #include "support/test_support.hpp"
 
 #include <fulgur/strategies/local_launcher.hpp>
+#include <fulgur/strategies/network.hpp>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -150,7 +151,7 @@ TEST_CASE("horovod: without a launcher to stop it, the stuck rank fails once its
   // its sleep must fail with the shutdown's message (the library never ends
   // the process itself).
   TempDir dir("horovod-stall-external");
-  const int port = LocalLauncher::pick_free_port("127.0.0.1");
+  const int port = fulgur::pick_free_port("127.0.0.1");
   std::string command;
   for (int rank = 0; rank < 2; ++rank) {
     command += fmt::format(

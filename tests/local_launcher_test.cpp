@@ -1,6 +1,7 @@
 #include "support/test_support.hpp"
 
 #include <fulgur/strategies/local_launcher.hpp>
+#include <fulgur/strategies/network.hpp>
 
 #include <doctest/doctest.h>
 
@@ -144,8 +145,8 @@ TEST_CASE("LocalLauncher: a validation error reaches the user of a binary before
   CHECK(probe_lines(result.output).empty());
 }
 
-TEST_CASE("LocalLauncher: pick_free_port returns a port that can be bound") {
-  const int port = LocalLauncher::pick_free_port("127.0.0.1");
+TEST_CASE("pick_free_port returns a port that can be bound") {
+  const int port = fulgur::pick_free_port("127.0.0.1");
   CHECK(port > 0);
   CHECK(port <= 65535);
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -157,8 +158,8 @@ TEST_CASE("LocalLauncher: pick_free_port returns a port that can be bound") {
   CHECK(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
   ::close(fd);
 
-  CHECK_THROWS_WITH_AS(LocalLauncher::pick_free_port("no-such-host.invalid"),
-                       doctest::Contains("[LocalLauncher::pick_free_port] cannot resolve address 'no-such-host.invalid'"),
+  CHECK_THROWS_WITH_AS(fulgur::pick_free_port("no-such-host.invalid"),
+                       doctest::Contains("[pick_free_port] cannot resolve address 'no-such-host.invalid'"),
                        std::runtime_error);
 }
 

@@ -404,5 +404,5 @@ TEST_CASE("own main(): a peer killed mid-run fails the program with one line nam
   INFO(result.output);
   INFO(output);
   CHECK(result.output.find("rc=1\n") != std::string::npos);
-  CHECK(output.find("[LocalLauncher] rank 1 was killed by signal 9") != std::string::npos);
+  CHECK(output.find("[SubprocessLauncher] rank 1 was killed by signal 9") != std::string::npos);
 }

@@ -8,7 +8,7 @@
 #include <fulgur/trainer/simple_profiler.hpp>
 #include <fulgur/trainer/progress_bar.hpp>
 #include <fulgur/strategies/cluster_environment.hpp>
-#include <fulgur/strategies/local_launcher.hpp>
+#include <fulgur/strategies/subprocess_launcher.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>
 #include <fulgur/trainer/create_strategy.hpp>
 #include <fulgur/trainer/evaluation_loop.hpp>
@@ -48,17 +48,18 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
   // Everything is checked; from here on a signal only sets a flag.
   signals_ = std::make_unique<SignalConnector>();
   if (config_.needs_launch) {
-    launch_peers();
+    launch_peers(platform);
     try {
       platform = Platform::detect();  // now a launched rank, as under torchrun
       config_ = TrainerConfig::resolve(options, platform);
       strategy_ = create_strategy(config_, platform);
     } catch (...) {
-      LocalLauncher::join_peers(/*stop=*/true);  // they would wait for this rank
+      launcher_->join(/*stop=*/true);  // they would wait for this rank
       throw;
     }
   } else {
     strategy_ = create_strategy(config_, platform);
+    launcher_ = SubprocessLauncher::current();  // a second Trainer of a program that launched
   }
   if (!platform.environment || platform.environment->global_rank() == 0) {
     for (const auto& warning : platform.warnings) std::cerr << "fulgur: warning: " << warning << std::endl;
@@ -118,22 +119,12 @@ Trainer::~Trainer() {
   if (pending == SIGTERM && stop_signal_ != SIGTERM) std::raise(SIGTERM);
 }
 
-void Trainer::launch_peers() {
+void Trainer::launch_peers(const Platform& platform) {
   LocalLauncherOptions launch(config_.devices);
   launch.num_nodes(config_.options.num_nodes()).node_rank(config_.options.node_rank());
-  if (const char* address = std::getenv("MASTER_ADDR"); address != nullptr && *address != '\0') {
-    launch.main_address(address);
-  }
-  if (const char* port = std::getenv("MASTER_PORT"); port != nullptr && *port != '\0') {
-    char* end = nullptr;
-    const long long value = std::strtoll(port, &end, 10);
-    if (*end != '\0') {
-      throw std::invalid_argument(fmt::format("[Trainer::Trainer] MASTER_PORT='{}' is not a port number", port));
-    }
-    launch.main_port(value);
-  }
-  LocalLauncher(launch).start_peers();
-  launched_peers_ = true;
+  // MASTER_ADDR / MASTER_PORT as the local environment read them.
+  if (const auto& env = platform.environment) launch.main_address(env->main_address()).main_port(env->main_port());
+  launcher_ = SubprocessLauncher::start(launch);
 }
 
 std::string Trainer::auto_resume_path() {
@@ -391,7 +382,7 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
       strategy_->teardown();
       resume_checkpoint_.reset();
       // The other ranks may wait for this one in a collective: stop them.
-      if (launched_peers_) LocalLauncher::join_peers(/*stop=*/true);
+      if (launcher_) launcher_->join(/*stop=*/true);
     } catch (const std::exception& cleanup_error) {
       std::cerr << "fulgur: error while cleaning up after a failure: " << cleanup_error.what() << std::endl;
     }
@@ -491,7 +482,7 @@ void Trainer::fit(LightningModule& module, DataModule& data, const std::string& 
 
 int Trainer::exit_code() {
   // The ranks this process started, if any: their failure is the run's too.
-  const int peers = LocalLauncher::join_peers();
+  const int peers = launcher_ ? launcher_->join() : 0;
   return stop_signal_ != 0 ? 128 + stop_signal_ : peers;
 }
 

@@ -26,6 +26,7 @@ class FitLoop;
 class EvaluationLoop;
 class PredictLoop;
 class SignalConnector;
+class SubprocessLauncher;
 
 /// Runs a LightningModule's loops over a DataModule's data: fit (train with
 /// periodic validation), validate, test, predict. Options are resolved and
@@ -39,7 +40,7 @@ class SignalConnector;
 /// - launching: when the options ask for more processes than were started
 ///   (devices * num_nodes > 1 and no torchrun, srun or mpirun), the
 ///   constructor starts the other local ranks as copies of this program
-///   (LocalLauncher::start_peers) and this process becomes local rank 0;
+///   (SubprocessLauncher) and this process becomes local rank 0;
 /// - signals: from construction on, SIGUSR1 and SIGTERM are only recorded;
 ///   fit stops at a step every rank agrees on (SLURM's time-limit warning
 ///   can come while the program still loads its data). A SIGTERM no fit
@@ -222,7 +223,7 @@ class Trainer {
   /// Rank 0, after a SIGUSR1 stop: `scontrol requeue` this job, if it is one.
   void requeue_slurm_job();
   /// Starts the other local ranks when no launcher did (see the class comment).
-  void launch_peers();
+  void launch_peers(const Platform& platform);
   /// A restarted job's own newest checkpoint, or "" (one line says why).
   std::string auto_resume_path();
   void log_to_loggers(const std::map<std::string, double>& metrics);
@@ -258,8 +259,9 @@ class Trainer {
   int64_t accumulate_grad_batches_ = 1;
   std::unique_ptr<SignalConnector> signals_;  // installed by the constructor
   std::string run_identity_;
-  /// This process started the other local ranks (stopped on the error path).
-  bool launched_peers_ = false;
+  /// The launcher that started this process's local ranks, if one did
+  /// (joined by exit_code(), stopped on the error path).
+  std::shared_ptr<SubprocessLauncher> launcher_;
   int stop_signal_ = 0;
   bool run_folder_announced_ = false;
   // Read lazily (see callback_metrics()), hence mutable.

@@ -5,7 +5,7 @@
 #include <fulgur/trainer/cli/callback_registry.hpp>
 #include <fulgur/trainer/cli/did_you_mean.hpp>
 #include <fulgur/datamodules/data_error.hpp>
-#include <fulgur/strategies/local_launcher.hpp>
+#include <fulgur/strategies/subprocess_launcher.hpp>
 #include <fulgur/trainer/cli/openmp_wait_policy.hpp>
 #include <fulgur/trainer/cli/trainer_options_reader.hpp>
 #include <fulgur/trainer/hparams_yaml.hpp>
@@ -129,6 +129,13 @@ void print_metrics(const char* title, const std::map<std::string, double>& metri
   std::cout << std::endl;
 }
 
+// After a subcommand whose Trainer is gone (the tuners'): the ranks that
+// Trainer started, if any; their failure is the program's.
+int join_local_ranks() {
+  const auto launcher = SubprocessLauncher::current();
+  return launcher ? launcher->join() : 0;
+}
+
 int run_checked(const Arguments& args, const Factories& factories, const char* program) {
   if (args.help) {
     std::cout << fmt::format(kUsage, program);
@@ -221,7 +228,7 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
     std::cout << fmt::format("lr_find: draw it with: .venv/bin/python scripts/plot_lr_find.py {}{}", csv.string(),
                              suggestion ? fmt::format(" {:.6g}", *suggestion) : "")
               << std::endl;
-    return LocalLauncher::join_peers();
+    return join_local_ranks();
   }
   if (args.scale_batch_size) {
     const int64_t size = Tuner(options).scale_batch_size(*model, *data, scale_options);
@@ -231,7 +238,7 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
     std::cout << fmt::format("scale_batch_size: batch size {} (data.{}); fit with it: --config {}", size,
                              scale_options.batch_arg_name(), file.string())
               << std::endl;
-    return LocalLauncher::join_peers();
+    return join_local_ranks();
   }
 
   // The Trainer checks every option before a process, a group or a file
