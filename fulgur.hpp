@@ -73,7 +73,6 @@
 #include <fulgur/modules/weights_file.hpp>
 #include <fulgur/strategies/strategy.hpp>
 #include <fulgur/trainer/cli/cli.hpp>
-#include <fulgur/trainer/cli/openmp_wait_policy.hpp>
 #include <fulgur/trainer/seed.hpp>
 #include <fulgur/trainer/trainer.hpp>
 #include <fulgur/trainer/trainer_options.hpp>

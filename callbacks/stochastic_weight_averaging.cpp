@@ -1,5 +1,7 @@
 #include <fulgur/callbacks/stochastic_weight_averaging.hpp>
 
+#include <fulgur/modules/scoped_metric_sink.hpp>
+
 #include <fulgur/modules/lightning_module.hpp>
 #include <fulgur/trainer/result_collection.hpp>
 #include <fulgur/trainer/trainer.hpp>
@@ -123,14 +125,13 @@ bool StochasticWeightAveraging::update_batch_norm(Trainer& trainer, LightningMod
   const bool was_training = module.is_training();
   // What training_step logs during the pass goes nowhere.
   ResultCollection discarded(RunningStage::Train);
+  const ScopedMetricSink sink(module, &discarded);
   auto finish = [&] {
-    trainer.attach_results(nullptr);
     for (const auto& put_back : restore) put_back();
     module.train(was_training);
   };
   try {
     module.train();
-    trainer.attach_results(&discarded);
     torch::NoGradGuard no_grad;
     auto batches = loader->iterate();
     for (int64_t i = 0; i < trainer.num_training_batches(); ++i) {

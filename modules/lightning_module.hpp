@@ -147,6 +147,7 @@ class LightningModule : public torch::nn::Module {
 
  private:
   friend class Trainer;
+  friend class ScopedMetricSink;
   ModuleRuntime& runtime(const char* method) const;
   /// Sets the runtime of the module and of every Metric among its children.
   void attach_runtime(ModuleRuntime* runtime);

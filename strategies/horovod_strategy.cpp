@@ -55,16 +55,9 @@ void HorovodStrategy::setup_optimizers(torch::optim::Optimizer& optimizer) {
     archive.save_to(out);
     bytes = out.str();
   }
-  torch::Tensor length = torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kInt64).to(root_device());
-  process_group().broadcast(length, 0);
-  const int64_t size = length.cpu().item<int64_t>();
-  torch::Tensor data = torch::empty({size}, torch::kUInt8);
-  if (is_global_zero()) std::memcpy(data.data_ptr(), bytes.data(), bytes.size());
-  data = data.to(root_device());
-  process_group().broadcast(data, 0);
+  bytes = broadcast_bytes(bytes, 0);
   if (is_global_zero()) return;
-  data = data.cpu();
-  std::istringstream in(std::string(static_cast<const char*>(data.data_ptr()), static_cast<size_t>(size)));
+  std::istringstream in(bytes);
   torch::serialize::InputArchive archive;
   archive.load_from(in);
   optimizer.load(archive);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <ctime>
 #include <stdexcept>
 #include <string_view>
@@ -26,7 +27,7 @@ std::atomic<int> g_received_signal{0};
 std::atomic<bool> g_stop_signals_alive{false};
 static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a lock-free atomic");
 
-extern "C" void record_stop_signal(int sig) { g_received_signal.store(sig); }
+void record_launcher_signal(int sig) { g_received_signal.store(sig); }
 
 constexpr const char* kSelfExe = "/proc/self/exe";
 
@@ -92,7 +93,7 @@ ProcessSupervisor::StopSignals::StopSignals() {
   }
   g_received_signal.store(0);
   struct sigaction recorder {};
-  recorder.sa_handler = record_stop_signal;
+  recorder.sa_handler = record_launcher_signal;
   sigemptyset(&recorder.sa_mask);
   recorder.sa_flags = 0;  // no SA_RESTART: the wait loop's sleep should wake up
   ::sigaction(SIGINT, &recorder, &old_int_);
@@ -261,6 +262,15 @@ void ProcessSupervisor::signal_running(int sig) {
   for (const auto& child : children_) {
     if (child.running) ::kill(child.pid, sig);
   }
+}
+
+std::vector<std::string> ProcessSupervisor::own_command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  std::string arg;
+  while (std::getline(in, arg, '\0')) args.push_back(arg);
+  if (args.empty()) throw std::runtime_error("[ProcessSupervisor::own_command_line] cannot read /proc/self/cmdline");
+  return args;
 }
 
 size_t ProcessSupervisor::count_running() const {

@@ -75,6 +75,10 @@ class ProcessSupervisor {
   /// Every rank is forgotten afterwards; the supervisor can start new ones.
   int wait(StopSignals* signals = nullptr);
 
+  /// This process's command line as the kernel holds it
+  /// (/proc/self/cmdline): what a copy of the program is started with.
+  static std::vector<std::string> own_command_line();
+
  private:
   struct Child {
     int64_t rank = 0;

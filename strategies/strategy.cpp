@@ -3,6 +3,8 @@
 #include <fulgur/modules/lightning_module.hpp>
 #include <fulgur/strategies/cuda_runtime.hpp>
 
+#include <cstring>
+#include <string>
 #include <vector>
 
 namespace fulgur {
@@ -21,6 +23,17 @@ bool Strategy::optimizer_step(torch::optim::Optimizer& optimizer) { return preci
 Batch Strategy::batch_to_device(const Batch& batch) const {
   if (batch.input.device() == root_device_) return batch;
   return batch.to(root_device_, accelerator_.supports_non_blocking_copy() && batch.input.is_pinned());
+}
+
+std::string Strategy::broadcast_bytes(const std::string& bytes, int64_t source_rank) {
+  if (world_size() == 1) return bytes;
+  const bool source = global_rank() == source_rank;
+  const torch::Tensor length = torch::tensor({static_cast<int64_t>(source ? bytes.size() : 0)}, torch::kInt64);
+  const int64_t size = broadcast(length.to(root_device()), source_rank).cpu().item<int64_t>();
+  torch::Tensor data = torch::empty({size}, torch::kUInt8);
+  if (source) std::memcpy(data.data_ptr(), bytes.data(), bytes.size());
+  data = broadcast(data.to(root_device()), source_rank).cpu();
+  return {static_cast<const char*>(data.data_ptr()), static_cast<size_t>(size)};
 }
 
 namespace {

@@ -48,6 +48,9 @@ class Strategy {
   // --- collectives (identity on one process) ----------------------------------------
   virtual torch::Tensor all_reduce(const torch::Tensor& tensor, ReduceOp op) = 0;
   virtual torch::Tensor broadcast(const torch::Tensor& tensor, int64_t source_rank = 0) = 0;
+  /// `source_rank`'s `bytes` on every process (its length, then the bytes,
+  /// through broadcast()); what others pass is ignored.
+  std::string broadcast_bytes(const std::string& bytes, int64_t source_rank = 0);
   /// Every process's `tensor` (the same shape on all) stacked along a new
   /// first dimension, indexed by rank.
   virtual torch::Tensor all_gather(const torch::Tensor& tensor) = 0;

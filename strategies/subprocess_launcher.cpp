@@ -4,7 +4,6 @@
 
 #include <cstdlib>
 #include <ctime>
-#include <fstream>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -12,16 +11,6 @@
 
 namespace fulgur {
 namespace {
-
-// This process's command line as the kernel holds it (NUL-separated).
-std::vector<std::string> own_command_line() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::vector<std::string> args;
-  std::string arg;
-  while (std::getline(in, arg, '\0')) args.push_back(arg);
-  if (args.empty()) throw std::runtime_error("[SubprocessLauncher::start] cannot read /proc/self/cmdline");
-  return args;
-}
 
 // The process's launcher: the peers are this process's children, so there
 // is one per process at most; its destructor joins them at normal exit.
@@ -49,7 +38,7 @@ std::shared_ptr<SubprocessLauncher> SubprocessLauncher::start(LocalLauncherOptio
   }
   auto launcher = std::make_shared<SubprocessLauncher>(std::move(options));
   const auto& o = launcher->options_;
-  const std::vector<std::string> args = own_command_line();
+  const std::vector<std::string> args = ProcessSupervisor::own_command_line();
   const int64_t port = o.main_port() != 0 ? o.main_port() : pick_free_port(o.main_address());
   for (int64_t local_rank = 1; local_rank < o.nprocs(); ++local_rank) {
     launcher->peers_.start(o.global_rank(local_rank), args, o.rank_environment(local_rank, port));

@@ -3,6 +3,7 @@
 
 #include <fulgur/trainer/model_checkpoint.hpp>
 #include <fulgur/modules/state_dict.hpp>
+#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
 
 #include <doctest/doctest.h>
@@ -26,6 +27,10 @@ class ScriptedModule : public RecordingModule {
  private:
   std::vector<double> losses_;
 };
+
+torch::Tensor best_weight(const std::filesystem::path& file) {
+  return CheckpointIO::load(file).at("state_dict").toGenericDict().at("linear.weight").toTensor();
+}
 
 std::vector<std::string> ckpt_names(const std::filesystem::path& dir) {
   std::vector<std::string> names;
@@ -90,6 +95,36 @@ TEST_CASE("ModelCheckpoint: save_top_k keeps the best files by the monitored met
     const auto weights = last.at("state_dict").toGenericDict();
     CHECK(torch::equal(weights.at("linear.weight").toTensor(), model.linear->weight));
   }
+}
+
+TEST_CASE("ModelCheckpoint: ckpt_path best is the callback's best, in this process and in a new Trainer") {
+  TempDir dir("mc-best");
+  const auto options = ModelCheckpointOptions().filename("{epoch}").monitor("val_loss").save_top_k(1).save_last(true);
+  const std::vector<double> losses{0.5, 0.2, 0.4};
+  RegressionData data(3, 1);
+  std::string best;
+  {
+    auto mc = std::make_shared<ModelCheckpoint>(options);
+    ScriptedModule model(losses);
+    Trainer trainer(quiet_options(dir.path()).max_epochs(3).num_sanity_val_steps(0), {mc});
+    trainer.fit(model, data);
+    best = mc->best_model_path();
+    CHECK(std::filesystem::path(best).filename() == "epoch=1.ckpt");
+    RecordingModule evaluated;
+    trainer.validate(evaluated, data, "best");
+    CHECK(torch::equal(best_weight(best), evaluated.linear->weight));
+    CHECK_FALSE(torch::equal(best_weight(best), model.linear->weight));  // fit ended on other weights
+  }
+  // A new Trainer with the same callback asks the state it saved in last.ckpt.
+  auto mc = std::make_shared<ModelCheckpoint>(options);
+  RecordingModule model;
+  Trainer trainer(quiet_options(dir.path()).max_epochs(3), {mc});
+  trainer.validate(model, data, "best");
+  CHECK(torch::equal(best_weight(best), model.linear->weight));
+  // Without a monitor nothing records a best model: one clear error.
+  Trainer unmonitored(quiet_options(dir.path()).max_epochs(3));
+  CHECK_THROWS_WITH_AS(unmonitored.validate(model, data, "best"),
+                       doctest::Contains("ckpt_path 'best': the newest checkpoint"), CheckpointError);
 }
 
 TEST_CASE("ModelCheckpoint: every_n_train_steps, save_weights_only, train_time_interval") {

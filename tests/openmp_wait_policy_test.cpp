@@ -1,6 +1,8 @@
-// cli::run's first step: a program started without OMP_WAIT_POLICY restarts
-// itself (same pid, same arguments) with PASSIVE, and its OpenMP threads then
-// sleep instead of spinning; a value the user set stays and is followed.
+// The Trainer's first step (option openmp_wait_policy, default passive): a
+// program started without OMP_WAIT_POLICY restarts itself (same pid, same
+// arguments) with PASSIVE, and its OpenMP threads then sleep instead of
+// spinning; a value the user set stays and is followed; "environment"
+// leaves the variable alone.
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
@@ -54,4 +56,12 @@ TEST_CASE("openmp wait policy: a value the user set is kept, and the runtime fol
   const ProbeReport report = parse(ran.output);
   CHECK_FALSE(report.restarted);
   CHECK(report.idle_cpu_ms > 40);  // its OpenMP thread spun through the sleeps (~400 ms on an idle machine)
+}
+
+TEST_CASE("openmp wait policy: the option environment leaves the variable unset and the program as started") {
+  const auto ran = run_command("env -u OMP_WAIT_POLICY " + kProbe + " environment", 60);
+  INFO(ran.output);
+  CHECK(ran.exit_code == 0);
+  CHECK(ran.output.find("OMP_WAIT_POLICY=(unset) pid=") != std::string::npos);
+  CHECK_FALSE(parse(ran.output).restarted);
 }

@@ -4,9 +4,10 @@
 #include <cstdlib>
 
 int main(int argc, char** argv) {
-  // cli::run restarts a program that has no OMP_WAIT_POLICY (see
-  // openmp_wait_policy.hpp); the tests call it in this process, which must
-  // not be replaced. The processes the tests start inherit the setting.
+  // A Trainer restarts a program that has no OMP_WAIT_POLICY (see
+  // trainer/openmp_wait_policy.hpp); the tests build Trainers in this
+  // process, which must not be replaced. The processes the tests start
+  // inherit the setting.
   ::setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
   doctest::Context context(argc, argv);
   return context.run();

@@ -1,11 +1,15 @@
 #include <fulgur/trainer/evaluation_loop.hpp>
 
 #include <fulgur/trainer/trainer.hpp>
+#include <fulgur/trainer/hook_dispatcher.hpp>
+#include <fulgur/trainer/logger_connector.hpp>
+#include <fulgur/trainer/signal_connector.hpp>
+#include <fulgur/modules/scoped_metric_sink.hpp>
 
 namespace fulgur {
 
-EvaluationLoop::EvaluationLoop(Trainer& trainer, RunningStage stage)
-    : trainer_(trainer), stage_(stage), results_(stage) {}
+EvaluationLoop::EvaluationLoop(Trainer& trainer, const LoopContext& context, RunningStage stage)
+    : trainer_(trainer), context_(context), stage_(stage), results_(stage) {}
 
 std::map<std::string, double> EvaluationLoop::run(DataLoader& loader, int64_t max_batches, bool sanity_check) {
   const bool validating = stage_ == RunningStage::Validate;
@@ -16,17 +20,17 @@ std::map<std::string, double> EvaluationLoop::run(DataLoader& loader, int64_t ma
   num_batches_ = std::min(loader.size(), max_batches);
   batch_progress_.reset_current();
   results_.reset();
-  trainer_.attach_results(&results_);
+  const ScopedMetricSink sink(module, &results_);
   module.eval();
   torch::NoGradGuard no_grad;
 
   if (validating) {
-    trainer_.call_hook("on_validation_start", &Callback::on_validation_start, &LightningModule::on_validation_start);
-    trainer_.call_hook("on_validation_epoch_start", &Callback::on_validation_epoch_start,
+    context_.hooks.call_hook("on_validation_start", &Callback::on_validation_start, &LightningModule::on_validation_start);
+    context_.hooks.call_hook("on_validation_epoch_start", &Callback::on_validation_epoch_start,
                        &LightningModule::on_validation_epoch_start);
   } else {
-    trainer_.call_hook("on_test_start", &Callback::on_test_start, &LightningModule::on_test_start);
-    trainer_.call_hook("on_test_epoch_start", &Callback::on_test_epoch_start, &LightningModule::on_test_epoch_start);
+    context_.hooks.call_hook("on_test_start", &Callback::on_test_start, &LightningModule::on_test_start);
+    context_.hooks.call_hook("on_test_epoch_start", &Callback::on_test_epoch_start, &LightningModule::on_test_epoch_start);
   }
 
   Profiler* profiler = trainer_.profiler();
@@ -42,24 +46,24 @@ std::map<std::string, double> EvaluationLoop::run(DataLoader& loader, int64_t ma
     const Batch batch = strategy.batch_to_device(*next);
     results_.set_batch_size(batch.size());
     if (validating) {
-      trainer_.call_hook("on_validation_batch_start", &Callback::on_validation_batch_start,
+      context_.hooks.call_hook("on_validation_batch_start", &Callback::on_validation_batch_start,
                          &LightningModule::on_validation_batch_start, batch, batch_idx);
       {
         ProfileScope scope(profiler, "[Strategy]validation_step");
         Precision::AutocastScope autocast(strategy.precision());
         module.validation_step(batch, batch_idx);
       }
-      trainer_.call_hook("on_validation_batch_end", &Callback::on_validation_batch_end,
+      context_.hooks.call_hook("on_validation_batch_end", &Callback::on_validation_batch_end,
                          &LightningModule::on_validation_batch_end, batch, batch_idx);
     } else {
-      trainer_.call_hook("on_test_batch_start", &Callback::on_test_batch_start, &LightningModule::on_test_batch_start,
+      context_.hooks.call_hook("on_test_batch_start", &Callback::on_test_batch_start, &LightningModule::on_test_batch_start,
                          batch, batch_idx);
       {
         ProfileScope scope(profiler, "[Strategy]test_step");
         Precision::AutocastScope autocast(strategy.precision());
         module.test_step(batch, batch_idx);
       }
-      trainer_.call_hook("on_test_batch_end", &Callback::on_test_batch_end, &LightningModule::on_test_batch_end, batch,
+      context_.hooks.call_hook("on_test_batch_end", &Callback::on_test_batch_end, &LightningModule::on_test_batch_end, batch,
                          batch_idx);
     }
     batch_progress_.increment();
@@ -67,20 +71,19 @@ std::map<std::string, double> EvaluationLoop::run(DataLoader& loader, int64_t ma
   batches.reset();  // stop loader workers before the epoch-end work
 
   if (validating) {
-    trainer_.call_hook("on_validation_epoch_end", &Callback::on_validation_epoch_end,
+    context_.hooks.call_hook("on_validation_epoch_end", &Callback::on_validation_epoch_end,
                        &LightningModule::on_validation_epoch_end);
   } else {
-    trainer_.call_hook("on_test_epoch_end", &Callback::on_test_epoch_end, &LightningModule::on_test_epoch_end);
+    context_.hooks.call_hook("on_test_epoch_end", &Callback::on_test_epoch_end, &LightningModule::on_test_epoch_end);
   }
   const ResultCollection::Metrics metrics = results_.epoch_metrics(strategy);
-  if (!sanity_check) trainer_.report_epoch(metrics);
+  if (!sanity_check) context_.logging.report_epoch(metrics);
 
   if (validating) {
-    trainer_.call_hook("on_validation_end", &Callback::on_validation_end, &LightningModule::on_validation_end);
+    context_.hooks.call_hook("on_validation_end", &Callback::on_validation_end, &LightningModule::on_validation_end);
   } else {
-    trainer_.call_hook("on_test_end", &Callback::on_test_end, &LightningModule::on_test_end);
+    context_.hooks.call_hook("on_test_end", &Callback::on_test_end, &LightningModule::on_test_end);
   }
-  trainer_.attach_results(nullptr);
   if (was_training) module.train();
   return metrics.callback;
 }

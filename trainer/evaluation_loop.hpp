@@ -1,6 +1,7 @@
 #pragma once
 
 #include <fulgur/datamodules/data_loader.hpp>
+#include <fulgur/trainer/loop_context.hpp>
 #include <fulgur/trainer/progress.hpp>
 #include <fulgur/trainer/result_collection.hpp>
 
@@ -18,7 +19,7 @@ class Trainer;
 class EvaluationLoop {
  public:
   /// `stage` is RunningStage::Validate or RunningStage::Test.
-  EvaluationLoop(Trainer& trainer, RunningStage stage);
+  EvaluationLoop(Trainer& trainer, const LoopContext& context, RunningStage stage);
 
   /// Runs at most `max_batches` batches. A sanity check reports nothing to
   /// loggers or callback metrics. Returns the epoch metrics (callback form).
@@ -30,6 +31,7 @@ class EvaluationLoop {
 
  private:
   Trainer& trainer_;
+  LoopContext context_;
   RunningStage stage_;
   ResultCollection results_;
   Progress batch_progress_;

@@ -1,6 +1,7 @@
 #include <fulgur/trainer/fit_loop.hpp>
 
 #include <fulgur/trainer/trainer.hpp>
+#include <fulgur/trainer/hook_dispatcher.hpp>
 
 #include <fmt/format.h>
 
@@ -8,7 +9,8 @@
 
 namespace fulgur {
 
-FitLoop::FitLoop(Trainer& trainer) : trainer_(trainer), epoch_loop_(trainer) {}
+FitLoop::FitLoop(Trainer& trainer, const LoopContext& context)
+    : trainer_(trainer), hooks_(context.hooks), epoch_loop_(trainer, context) {}
 
 bool FitLoop::done() const {
   const TrainerConfig& c = trainer_.config();
@@ -31,14 +33,14 @@ void FitLoop::run(DataLoader& train, DataLoader* val) {
         o.val_check_interval().count(), num_batches));
   }
 
-  trainer_.call_hook("on_train_start", &Callback::on_train_start, &LightningModule::on_train_start);
+  hooks_.call_hook("on_train_start", &Callback::on_train_start, &LightningModule::on_train_start);
   while (!done()) {
     train.set_epoch(current_epoch());
     if (val) val->set_epoch(current_epoch());
     epoch_loop_.run(train, num_batches, val, num_val_batches);
     epoch_progress_.increment();
   }
-  trainer_.call_hook("on_train_end", &Callback::on_train_end, &LightningModule::on_train_end);
+  hooks_.call_hook("on_train_end", &Callback::on_train_end, &LightningModule::on_train_end);
 }
 
 c10::impl::GenericDict FitLoop::state_dict() const {

@@ -7,12 +7,13 @@
 namespace fulgur {
 
 class Trainer;
+class HookDispatcher;
 
 /// Repeats training epochs until max_epochs or max_steps is reached, or a
 /// stop request is honoured (never before min_epochs).
 class FitLoop {
  public:
-  explicit FitLoop(Trainer& trainer);
+  FitLoop(Trainer& trainer, const LoopContext& context);
 
   /// Trains over `train`; validates over `val` when not null.
   void run(DataLoader& train, DataLoader* val);
@@ -32,6 +33,7 @@ class FitLoop {
 
  private:
   Trainer& trainer_;
+  HookDispatcher& hooks_;
   Progress epoch_progress_;
   TrainingEpochLoop epoch_loop_;
 };

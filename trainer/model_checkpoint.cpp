@@ -64,13 +64,22 @@ CallbackState ModelCheckpoint::state_dict() const {
   return state;
 }
 
+namespace {
+
+std::string text_in(const CallbackState& state, const char* key) {
+  const auto it = state.find(key);
+  return it != state.end() && it->second.isString() ? it->second.toStringRef() : std::string();
+}
+
+}  // namespace
+
+std::string ModelCheckpoint::best_model_path_in(const CallbackState& state) {
+  return text_in(state, "best_model_path");
+}
+
 void ModelCheckpoint::load_state_dict(const CallbackState& state) {
-  auto text = [&](const char* key) {
-    const auto it = state.find(key);
-    return it != state.end() && it->second.isString() ? it->second.toStringRef() : std::string();
-  };
-  best_model_path_ = text("best_model_path");
-  last_model_path_ = text("last_model_path");
+  best_model_path_ = best_model_path_in(state);
+  last_model_path_ = text_in(state, "last_model_path");
   const auto score = state.find("best_model_score");
   best_model_score_ = score != state.end() && score->second.isDouble() ? std::optional(score->second.toDouble())
                                                                         : std::nullopt;

@@ -69,6 +69,9 @@ class ModelCheckpoint : public Callback {
   /// The folder files go to (resolved at setup when not given).
   const std::filesystem::path& dirpath() const { return dirpath_; }
   const std::string& best_model_path() const { return best_model_path_; }
+  /// The best model path a ModelCheckpoint recorded in `state` (its
+  /// state_dict()), empty when none: how a new process learns "best".
+  static std::string best_model_path_in(const CallbackState& state);
   std::optional<double> best_model_score() const { return best_model_score_; }
   const std::string& last_model_path() const { return last_model_path_; }
   /// Best files kept so far and their scores.

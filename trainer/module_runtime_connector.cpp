@@ -1,6 +1,7 @@
 #include <fulgur/trainer/module_runtime_connector.hpp>
 
 #include <fulgur/trainer/trainer.hpp>
+#include <fulgur/trainer/hook_dispatcher.hpp>
 
 #include <fmt/format.h>
 
@@ -8,8 +9,9 @@
 
 namespace fulgur {
 
-ModuleRuntimeConnector::ModuleRuntimeConnector(Trainer& trainer, std::function<void()> count_step)
-    : trainer_(trainer), count_step_(std::move(count_step)) {}
+ModuleRuntimeConnector::ModuleRuntimeConnector(Trainer& trainer, HookDispatcher& hooks,
+                                               std::function<void()> count_step)
+    : trainer_(trainer), hooks_(hooks), count_step_(std::move(count_step)) {}
 
 void ModuleRuntimeConnector::set_optimizers(const OptimizerConfig& config) {
   clear_optimizers();
@@ -102,7 +104,7 @@ void ModuleRuntimeConnector::manual_backward(const torch::Tensor& loss) {
         "module's constructor, or return the loss from training_step and let the Trainer run backward");
   }
   Strategy& strategy = trainer_.strategy();
-  trainer_.call_hook("on_before_backward", &Callback::on_before_backward, &LightningModule::on_before_backward, loss);
+  hooks_.call_hook("on_before_backward", &Callback::on_before_backward, &LightningModule::on_before_backward, loss);
   strategy.backward(loss, /*sync_gradients=*/true);
   // Every rank runs the same steps, so every rank averages the same set.
   std::vector<torch::Tensor> params;
@@ -110,7 +112,7 @@ void ModuleRuntimeConnector::manual_backward(const torch::Tensor& loss) {
     if (p.requires_grad() && p.grad().defined()) params.push_back(p);
   }
   strategy.average_gradients(params);
-  trainer_.call_hook("on_after_backward", &Callback::on_after_backward, &LightningModule::on_after_backward);
+  hooks_.call_hook("on_after_backward", &Callback::on_after_backward, &LightningModule::on_after_backward);
 }
 
 void ModuleRuntimeConnector::optimizer_step(size_t index) {
@@ -120,7 +122,7 @@ void ModuleRuntimeConnector::optimizer_step(size_t index) {
   Strategy& strategy = trainer_.strategy();
   torch::optim::Optimizer& optimizer = *configs_[index].optimizer;
   strategy.precision().unscale_gradients(optimizer);
-  trainer_.call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
+  hooks_.call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
                      &LightningModule::on_before_optimizer_step, optimizer);
   strategy.optimizer_step(optimizer);
   count_step_();

@@ -10,6 +10,7 @@
 namespace fulgur {
 
 class Trainer;
+class HookDispatcher;
 
 /// The Trainer's side of ModuleRuntime: what a module reaches through
 /// device(), all_gather(), manual_backward(), optimizers() and friends. It
@@ -17,7 +18,7 @@ class Trainer;
 class ModuleRuntimeConnector final : public ModuleRuntime {
  public:
   /// `count_step` adds one optimizer step to global_step (manual optimization).
-  ModuleRuntimeConnector(Trainer& trainer, std::function<void()> count_step);
+  ModuleRuntimeConnector(Trainer& trainer, HookDispatcher& hooks, std::function<void()> count_step);
 
   /// Takes configure_optimizers' result: checks it against the module's
   /// optimization mode and the Trainer's options, then hands every
@@ -40,6 +41,7 @@ class ModuleRuntimeConnector final : public ModuleRuntime {
 
  private:
   Trainer& trainer_;
+  HookDispatcher& hooks_;
   std::function<void()> count_step_;
   std::vector<OptimizerConfig> configs_;
   std::vector<std::shared_ptr<LightningOptimizer>> optimizers_;

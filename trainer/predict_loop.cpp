@@ -1,6 +1,7 @@
 #include <fulgur/trainer/predict_loop.hpp>
 
 #include <fulgur/trainer/trainer.hpp>
+#include <fulgur/trainer/hook_dispatcher.hpp>
 
 namespace fulgur {
 
@@ -11,7 +12,7 @@ std::vector<torch::Tensor> PredictLoop::run(DataLoader& loader, int64_t max_batc
   batch_progress_.reset_current();
   module.eval();
   torch::NoGradGuard no_grad;
-  trainer_.call_hook("on_predict_start", &Callback::on_predict_start, &LightningModule::on_predict_start);
+  hooks_.call_hook("on_predict_start", &Callback::on_predict_start, &LightningModule::on_predict_start);
 
   std::vector<torch::Tensor> outputs;
   outputs.reserve(static_cast<size_t>(num_batches));
@@ -23,12 +24,12 @@ std::vector<torch::Tensor> PredictLoop::run(DataLoader& loader, int64_t max_batc
     Precision::AutocastScope autocast(strategy.precision());
     outputs.push_back(module.predict_step(batch, batch_idx));
     batch_progress_.increment();
-    trainer_.call_callback_hook("on_predict_batch_end", &Callback::on_predict_batch_end, outputs.back(), batch,
+    hooks_.call_callback_hook("on_predict_batch_end", &Callback::on_predict_batch_end, outputs.back(), batch,
                                 batch_idx);
   }
   batches.reset();
-  trainer_.call_callback_hook("on_predict_epoch_end", &Callback::on_predict_epoch_end, outputs);
-  trainer_.call_hook("on_predict_end", &Callback::on_predict_end, &LightningModule::on_predict_end);
+  hooks_.call_callback_hook("on_predict_epoch_end", &Callback::on_predict_epoch_end, outputs);
+  hooks_.call_hook("on_predict_end", &Callback::on_predict_end, &LightningModule::on_predict_end);
   return outputs;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <fulgur/datamodules/data_loader.hpp>
+#include <fulgur/trainer/loop_context.hpp>
 #include <fulgur/trainer/progress.hpp>
 
 #include <torch/torch.h>
@@ -15,13 +16,14 @@ class Trainer;
 /// the outputs in batch order.
 class PredictLoop {
  public:
-  explicit PredictLoop(Trainer& trainer) : trainer_(trainer) {}
+  PredictLoop(Trainer& trainer, const LoopContext& context) : trainer_(trainer), hooks_(context.hooks) {}
 
   std::vector<torch::Tensor> run(DataLoader& loader, int64_t max_batches);
   const Progress& batch_progress() const { return batch_progress_; }
 
  private:
   Trainer& trainer_;
+  HookDispatcher& hooks_;
   Progress batch_progress_;
 };
 

@@ -13,8 +13,12 @@
 #include <fulgur/trainer/create_strategy.hpp>
 #include <fulgur/trainer/evaluation_loop.hpp>
 #include <fulgur/trainer/fit_loop.hpp>
+#include <fulgur/trainer/hook_dispatcher.hpp>
+#include <fulgur/trainer/logger_connector.hpp>
+#include <fulgur/trainer/loop_context.hpp>
 #include <fulgur/trainer/hparams_yaml.hpp>
 #include <fulgur/trainer/module_runtime_connector.hpp>
+#include <fulgur/trainer/openmp_wait_policy.hpp>
 #include <fulgur/trainer/predict_loop.hpp>
 #include <fulgur/trainer/signal_connector.hpp>
 #include <fulgur/trainer/run_identity.hpp>
@@ -45,7 +49,10 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
   for (const auto& logger : loggers_) {
     if (!logger) throw std::invalid_argument("[Trainer::Trainer] a logger is null");
   }
-  // Everything is checked; from here on a signal only sets a flag.
+  // Everything is checked: first the OpenMP runtime's wait policy, which
+  // takes a restart of the program (nothing is started yet).
+  if (config_.options.openmp_wait_policy() == "passive") use_passive_openmp_wait();
+  // From here on a signal only sets a flag.
   signals_ = std::make_unique<SignalConnector>();
   if (config_.needs_launch) {
     launch_peers(platform);
@@ -103,20 +110,25 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
   if (config_.options.deterministic()) at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
   at::globalContext().setBenchmarkCuDNN(config_.options.benchmark());
 
-  fit_loop_ = std::make_unique<FitLoop>(*this);
-  validate_loop_ = std::make_unique<EvaluationLoop>(*this, RunningStage::Validate);
-  test_loop_ = std::make_unique<EvaluationLoop>(*this, RunningStage::Test);
-  predict_loop_ = std::make_unique<PredictLoop>(*this);
-  checkpoint_connector_ = std::make_unique<CheckpointConnector>(*this);
-  runtime_ = std::make_unique<ModuleRuntimeConnector>(*this, [this] { fit_loop_->epoch_loop().count_optimizer_step(); });
+  hooks_ = std::make_unique<HookDispatcher>(*this, callbacks_);
+  logging_ = std::make_unique<LoggerConnector>(*this);
+  const LoopContext loops{*hooks_, *logging_, *signals_};
+  fit_loop_ = std::make_unique<FitLoop>(*this, loops);
+  validate_loop_ = std::make_unique<EvaluationLoop>(*this, loops, RunningStage::Validate);
+  test_loop_ = std::make_unique<EvaluationLoop>(*this, loops, RunningStage::Test);
+  predict_loop_ = std::make_unique<PredictLoop>(*this, loops);
+  checkpoint_connector_ = std::make_unique<CheckpointConnector>(*this, *fit_loop_);
+  runtime_ = std::make_unique<ModuleRuntimeConnector>(*this, *hooks_,
+                                                      [this] { fit_loop_->epoch_loop().count_optimizer_step(); });
 }
 
 Trainer::~Trainer() {
   // A SIGTERM that no fit acted on (it came after the last step, or during
   // validate/test) still ends the process, as it would have without us.
   const int pending = signals_ ? signals_->received() : 0;
+  const int stopped_on = signals_ ? signals_->stop_signal() : 0;
   signals_.reset();
-  if (pending == SIGTERM && stop_signal_ != SIGTERM) std::raise(SIGTERM);
+  if (pending == SIGTERM && stopped_on != SIGTERM) std::raise(SIGTERM);
 }
 
 void Trainer::launch_peers(const Platform& platform) {
@@ -184,65 +196,15 @@ std::filesystem::path Trainer::log_dir() {
   return config_.options.default_root_dir();
 }
 
-void Trainer::attach_results(ResultCollection* results) {
-  if (module_ != nullptr) module_->results_ = results;
-}
+const std::map<std::string, double>& Trainer::callback_metrics() const { return logging_->callback_metrics(); }
 
-void Trainer::log_to_loggers(const std::map<std::string, double>& metrics) {
-  if (metrics.empty() || !is_global_zero()) return;
-  auto row = metrics;
-  row["epoch"] = static_cast<double>(current_epoch());
-  for (auto& logger : loggers_) logger->log_metrics(row, global_step());
-}
-
-ResultCollection::Metrics Trainer::read_pending_step_values() const {
-  if (pending_step_values_.empty()) return {};
-  std::vector<ResultCollection::StepValue> values;
-  values.reserve(pending_step_values_.size());
-  for (auto& [key, value] : pending_step_values_) values.push_back(std::move(value));
-  pending_step_values_.clear();
-  const ResultCollection::Metrics metrics = ResultCollection::read(values);
-  for (const auto& [k, v] : metrics.callback) callback_metrics_[k] = v;
-  for (const auto& [k, v] : metrics.prog_bar) progress_bar_metrics_[k] = v;
-  return metrics;
-}
-
-const std::map<std::string, double>& Trainer::callback_metrics() const {
-  read_pending_step_values();
-  return callback_metrics_;
-}
+const std::map<std::string, double>& Trainer::logged_metrics() const { return logging_->logged_metrics(); }
 
 const std::map<std::string, double>& Trainer::progress_bar_metrics() const {
-  read_pending_step_values();
-  return progress_bar_metrics_;
+  return logging_->progress_bar_metrics();
 }
 
-void Trainer::report_step(std::vector<ResultCollection::StepValue> values, bool send_to_loggers) {
-  std::vector<std::string> logged;
-  for (auto& value : values) {
-    if (send_to_loggers && value.options.logger) logged.push_back(value.key);
-    std::string key = value.key;
-    pending_step_values_.insert_or_assign(std::move(key), std::move(value));
-  }
-  if (!send_to_loggers) return;
-  // Earlier unread steps' values are read in the same copy; the loggers get this step's.
-  const ResultCollection::Metrics metrics = read_pending_step_values();
-  std::map<std::string, double> row;
-  for (const auto& key : logged) row[key] = metrics.logger.at(key);
-  for (const auto& [k, v] : row) logged_metrics_[k] = v;
-  log_to_loggers(row);
-}
-
-void Trainer::report_epoch(const ResultCollection::Metrics& metrics) {
-  read_pending_step_values();  // older than the epoch values, which must win
-  for (const auto& [k, v] : metrics.callback) callback_metrics_[k] = v;
-  for (const auto& [k, v] : metrics.prog_bar) progress_bar_metrics_[k] = v;
-  for (const auto& [k, v] : metrics.logger) logged_metrics_[k] = v;
-  log_to_loggers(metrics.logger);
-  if (is_global_zero()) {
-    for (auto& logger : loggers_) logger->save();
-  }
-}
+int Trainer::stop_signal() const { return signals_->stop_signal(); }
 
 void Trainer::save_checkpoint(const std::filesystem::path& path, bool weights_only) {
   if (module_ != nullptr && handling_exception_) {
@@ -281,8 +243,7 @@ void Trainer::write_profile() {
 
 void Trainer::setup_run(LightningModule& module) {
   module_ = &module;
-  module_name_ = c10::demangle(typeid(module).name());
-  module_name_ = module_name_.substr(module_name_.rfind("::") == std::string::npos ? 0 : module_name_.rfind("::") + 2);
+  hooks_->start_run(profiler_.get(), module);
   last_module_ = &module;
   module.trainer_ = this;
   module.attach_runtime(runtime_.get());
@@ -351,16 +312,15 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
     }
     claim_run_folder();     // after a restored run took back its own version
     start_loggers(module);  // only once the data are known to be there
-    call_callback_hook("setup", &Callback::setup);
+    hooks_->call_callback_hook("setup", &Callback::setup);
     auto result = body();
-    call_callback_hook("teardown", &Callback::teardown);
+    hooks_->call_callback_hook("teardown", &Callback::teardown);
     write_profile();
     data.teardown(stage);
     if (is_global_zero()) {
       for (auto& logger : loggers_) logger->finalize("success");
     }
     strategy_->teardown();
-    attach_results(nullptr);
     stage_.reset();
     module.trainer_ = nullptr;
     module.attach_runtime(nullptr);
@@ -372,8 +332,8 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
     handling_exception_ = true;
     try {
       if (module_ != nullptr) {
-        call_callback_hook("on_exception", &Callback::on_exception, error);
-        call_callback_hook("teardown", &Callback::teardown);
+        hooks_->call_callback_hook("on_exception", &Callback::on_exception, error);
+        hooks_->call_callback_hook("teardown", &Callback::teardown);
         write_profile();
       }
       if (is_global_zero()) {
@@ -387,7 +347,6 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
       std::cerr << "fulgur: error while cleaning up after a failure: " << cleanup_error.what() << std::endl;
     }
     handling_exception_ = false;
-    attach_results(nullptr);
     stage_.reset();
     module.trainer_ = nullptr;
     module.attach_runtime(nullptr);
@@ -415,27 +374,8 @@ bool Trainer::stop_check_due(bool last_batch_of_epoch) const {
   return global_step() % config_.options.stop_check_every_n_steps() == 0;
 }
 
-void Trainer::check_stop_signal(bool last_batch_of_epoch) {
-  if (!stop_check_due(last_batch_of_epoch)) return;
-  const int local = signals_ ? signals_->received() : 0;
-  int agreed = local;
-  if (strategy_->world_size() > 1) {
-    const torch::Tensor flag = torch::tensor({static_cast<int64_t>(local)}, torch::kInt64).to(strategy_->root_device());
-    agreed = static_cast<int>(strategy_->all_reduce(flag, ReduceOp::Max).item<int64_t>());
-  }
-  if (agreed == 0 || stop_signal_ != 0) return;
-  stop_signal_ = agreed;
-  should_stop_ = true;
-  // One line per rank: in a multi-node log this shows every rank stopped at the same step.
-  std::cerr << fmt::format("fulgur: rank {}: {} received, stopping after step {}", strategy_->global_rank(),
-                           SignalConnector::name(agreed), global_step())
-            << std::endl;
-}
-
 void Trainer::fit(LightningModule& module, DataModule& data, const std::string& ckpt_path) {
-  // A signal an earlier fit stopped on is done with.
-  if (stop_signal_ != 0) signals_->clear();
-  stop_signal_ = 0;
+  signals_->start_fit();
   bool requeue = false;
   run_stage(Stage::Fit, module, data, ckpt_path, [&] {
     auto train = prepare_loader(data.train_dataloader(), /*training=*/true);
@@ -444,7 +384,7 @@ void Trainer::fit(LightningModule& module, DataModule& data, const std::string& 
     auto val = prepare_loader(data.val_dataloader(), /*training=*/false);
     runtime_->set_optimizers(module.configure_optimizers());
     module.train();
-    call_hook("on_fit_start", &Callback::on_fit_start, &LightningModule::on_fit_start);
+    hooks_->call_hook("on_fit_start", &Callback::on_fit_start, &LightningModule::on_fit_start);
 
     // A resumed run was checked when it started: no sanity check.
     if (val && config_.options.num_sanity_val_steps() != 0 && !resume_checkpoint_) {
@@ -453,9 +393,9 @@ void Trainer::fit(LightningModule& module, DataModule& data, const std::string& 
       const int64_t steps = sanity == -1 ? limit : std::min(limit, sanity);
       if (steps > 0) {
         sanity_checking_ = true;
-        call_callback_hook("on_sanity_check_start", &Callback::on_sanity_check_start);
+        hooks_->call_callback_hook("on_sanity_check_start", &Callback::on_sanity_check_start);
         fit_loop_->epoch_loop().val_loop().run(*val, steps, /*sanity_check=*/true);
-        call_callback_hook("on_sanity_check_end", &Callback::on_sanity_check_end);
+        hooks_->call_callback_hook("on_sanity_check_end", &Callback::on_sanity_check_end);
         sanity_checking_ = false;
       }
     }
@@ -465,15 +405,15 @@ void Trainer::fit(LightningModule& module, DataModule& data, const std::string& 
       resume_checkpoint_.reset();
     }
     fit_loop_->run(*train, val.get());
-    call_hook("on_fit_end", &Callback::on_fit_end, &LightningModule::on_fit_end);
-    if (stop_signal_ != 0) {
+    hooks_->call_hook("on_fit_end", &Callback::on_fit_end, &LightningModule::on_fit_end);
+    if (stop_signal() != 0) {
       // No rank leaves before every rank has run its end hooks (the
       // checkpoint is on disk): a launcher stops the others once one exits,
       // and a requeue ends this attempt. Only SIGUSR1, SLURM's time-limit
       // warning, requeues; SIGTERM is also what scancel sends, and a
       // cancelled job must stay cancelled.
       strategy_->barrier("signal stop");
-      requeue = stop_signal_ == SIGUSR1 && is_global_zero();
+      requeue = stop_signal() == SIGUSR1 && is_global_zero();
     }
     return 0;
   });
@@ -483,7 +423,7 @@ void Trainer::fit(LightningModule& module, DataModule& data, const std::string& 
 int Trainer::exit_code() {
   // The ranks this process started, if any: their failure is the run's too.
   const int peers = launcher_ ? launcher_->join() : 0;
-  return stop_signal_ != 0 ? 128 + stop_signal_ : peers;
+  return stop_signal() != 0 ? 128 + stop_signal() : peers;
 }
 
 void Trainer::requeue_slurm_job() {

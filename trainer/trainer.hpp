@@ -21,6 +21,8 @@
 namespace fulgur {
 
 class CheckpointConnector;
+class HookDispatcher;
+class LoggerConnector;
 class ModuleRuntimeConnector;
 class FitLoop;
 class EvaluationLoop;
@@ -116,8 +118,8 @@ class Trainer {
   /// every rank; 0 when fit was not stopped by a signal. Set at a step
   /// boundary, before the loops' end hooks run, so callbacks (the checkpoint
   /// written whenever training stops) can see why training stopped.
-  int stop_signal() const { return stop_signal_; }
-  bool stopped_by_signal() const { return stop_signal_ != 0; }
+  int stop_signal() const;
+  bool stopped_by_signal() const { return stop_signal() != 0; }
   /// True while on_exception and teardown run after a failure: no collective
   /// may be started then (a peer may be gone).
   bool handling_exception() const { return handling_exception_; }
@@ -126,11 +128,6 @@ class Trainer {
   /// optimizer steps and at an epoch's last batch (a collective and a host
   /// read, kept off the other steps). Every rank computes the same answer.
   bool stop_check_due(bool last_batch_of_epoch) const;
-  /// Called by the training loop after every optimizer step: where a check
-  /// is due, the ranks agree (an all_reduce max of the signal each has
-  /// received) on whether to stop now, so all stop after the same step.
-  /// Every rank must call it.
-  void check_stop_signal(bool last_batch_of_epoch);
 
   /// What checkpoints of this run record to tell them from other runs'
   /// (see run_identity()); set when a stage starts.
@@ -141,7 +138,7 @@ class Trainer {
   /// on first use: a step nobody looks at never waits for the device.
   const std::map<std::string, double>& callback_metrics() const;
   /// Latest values sent to the loggers.
-  const std::map<std::string, double>& logged_metrics() const { return logged_metrics_; }
+  const std::map<std::string, double>& logged_metrics() const;
   /// Latest values for the progress bar (read like callback_metrics()).
   const std::map<std::string, double>& progress_bar_metrics() const;
 
@@ -158,56 +155,10 @@ class Trainer {
   DataLoader* train_dataloader() { return train_dataloader_.get(); }
   LightningModule& module();
 
-  // --- used by the loops --------------------------------------------------------------
-  /// Calls `callback_hook` on every callback, then `module_hook` on the module,
-  /// with the same trailing arguments (the one place hooks are dispatched).
-  /// `hook` names it for the profiler.
-  template <class... CallbackArgs, class... ModuleArgs, class... Args>
-  void call_hook(const char* hook, void (Callback::*callback_hook)(Trainer&, LightningModule&, CallbackArgs...),
-                 void (LightningModule::*module_hook)(ModuleArgs...), Args&&... args) {
-    call_callback_hook(hook, callback_hook, args...);
-    ProfileScope scope(profiler_.get(), [&] { return "[LightningModule]" + module_name_ + "." + hook; });
-    (module().*module_hook)(args...);
-  }
-  /// Calls a hook that exists on callbacks only.
-  template <class... CallbackArgs, class... Args>
-  void call_callback_hook(const char* hook,
-                          void (Callback::*callback_hook)(Trainer&, LightningModule&, CallbackArgs...),
-                          Args&&... args) {
-    for (auto& callback : callbacks_) call_one(*callback, hook, callback_hook, args...);
-  }
-
-  /// Calls a hook on the callbacks that monitor metrics (`monitoring` true)
-  /// or on the others; see Callback::monitors_metrics.
-  template <class... CallbackArgs, class... Args>
-  void call_callback_hook_where(bool monitoring, const char* hook,
-                                void (Callback::*callback_hook)(Trainer&, LightningModule&, CallbackArgs...),
-                                Args&&... args) {
-    for (auto& callback : callbacks_) {
-      if (callback->monitors_metrics() == monitoring) call_one(*callback, hook, callback_hook, args...);
-    }
-  }
-
   /// The `profiler` option's Profiler, or nullptr when profiling is off.
   Profiler* profiler() { return profiler_.get(); }
 
-  /// Routes the module's log() calls to `results` (nullptr: logging is an error).
-  void attach_results(ResultCollection* results);
-  /// Reports a finished training step. Its values stay on the device until
-  /// the step goes to the loggers (every log_every_n_steps batches) or
-  /// someone asks for callback_metrics() / progress_bar_metrics().
-  void report_step(std::vector<ResultCollection::StepValue> values, bool send_to_loggers);
-  /// Reports epoch aggregates to the metric maps and the loggers.
-  void report_epoch(const ResultCollection::Metrics& metrics);
-
  private:
-  friend class CheckpointConnector;
-  template <class... CallbackArgs, class... Args>
-  void call_one(Callback& callback, const char* hook,
-                void (Callback::*callback_hook)(Trainer&, LightningModule&, CallbackArgs...), Args&&... args) {
-    ProfileScope scope(profiler_.get(), [&] { return "[Callback]" + callback.state_key() + "." + hook; });
-    (callback.*callback_hook)(*this, module(), args...);
-  }
   /// Writes the profiler's report for the stage that ended (each rank its file).
   void write_profile();
   template <class Body>
@@ -226,9 +177,6 @@ class Trainer {
   void launch_peers(const Platform& platform);
   /// A restarted job's own newest checkpoint, or "" (one line says why).
   std::string auto_resume_path();
-  void log_to_loggers(const std::map<std::string, double>& metrics);
-  /// Reads the step values not read yet into the metric maps; returns them.
-  ResultCollection::Metrics read_pending_step_values() const;
 
   TrainerConfig config_;
   std::unique_ptr<Strategy> strategy_;
@@ -240,8 +188,8 @@ class Trainer {
   std::unique_ptr<PredictLoop> predict_loop_;
   std::unique_ptr<CheckpointConnector> checkpoint_connector_;
   std::unique_ptr<Profiler> profiler_;
-  /// The module's class name, for the profiler's action names.
-  std::string module_name_;
+  std::unique_ptr<HookDispatcher> hooks_;
+  std::unique_ptr<LoggerConnector> logging_;
   /// The checkpoint fit() resumes from, between loading and restoring.
   std::optional<c10::impl::GenericDict> resume_checkpoint_;
   std::string resume_source_;
@@ -262,14 +210,7 @@ class Trainer {
   /// The launcher that started this process's local ranks, if one did
   /// (joined by exit_code(), stopped on the error path).
   std::shared_ptr<SubprocessLauncher> launcher_;
-  int stop_signal_ = 0;
   bool run_folder_announced_ = false;
-  // Read lazily (see callback_metrics()), hence mutable.
-  mutable std::map<std::string, double> callback_metrics_;
-  std::map<std::string, double> logged_metrics_;
-  mutable std::map<std::string, double> progress_bar_metrics_;
-  /// Step values not read yet, by key (a later step's value replaces an earlier one's).
-  mutable std::map<std::string, ResultCollection::StepValue> pending_step_values_;
 };
 
 }  // namespace fulgur

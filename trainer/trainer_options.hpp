@@ -77,6 +77,10 @@ namespace fulgur {
     fulgur::check::AtLeast{1})                                                                                \
   X(bool, deterministic, false, "deterministic algorithms only", fulgur::check::Any{})                        \
   X(bool, benchmark, false, "cuDNN benchmark mode", fulgur::check::Any{})                                     \
+  X(std::string, openmp_wait_policy, "passive",                                                               \
+    "passive: without OMP_WAIT_POLICY the program restarts itself once with PASSIVE when the Trainer is "       \
+    "built, so idle OpenMP threads sleep; environment: leave it to OMP_WAIT_POLICY (the runtime spins)",        \
+    (fulgur::check::OneOf{{"passive", "environment"}}))                                                      \
   X(std::string, default_root_dir, ".", "where the run folder and checkpoints go", fulgur::check::NotEmpty{}) \
   X(bool, enable_progress_bar, true, "show the progress bar (rank 0)", fulgur::check::Any{})                  \
   X(bool, enable_model_summary, true, "print the model's modules and parameter counts at fit start (rank 0)",   \

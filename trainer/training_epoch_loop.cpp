@@ -1,6 +1,10 @@
 #include <fulgur/trainer/training_epoch_loop.hpp>
 
 #include <fulgur/trainer/trainer.hpp>
+#include <fulgur/trainer/hook_dispatcher.hpp>
+#include <fulgur/trainer/logger_connector.hpp>
+#include <fulgur/trainer/signal_connector.hpp>
+#include <fulgur/modules/scoped_metric_sink.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -10,8 +14,8 @@
 
 namespace fulgur {
 
-TrainingEpochLoop::TrainingEpochLoop(Trainer& trainer)
-    : trainer_(trainer), val_loop_(trainer, RunningStage::Validate) {}
+TrainingEpochLoop::TrainingEpochLoop(Trainer& trainer, const LoopContext& context)
+    : trainer_(trainer), context_(context), val_loop_(trainer, context, RunningStage::Validate) {}
 
 bool TrainingEpochLoop::done() const {
   const TrainerOptions& o = trainer_.config().options;
@@ -41,14 +45,13 @@ void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, DataLoader* 
   if (!restarting_) batch_progress_.reset_current();
   restarting_ = false;
   results_.reset();
-  trainer_.attach_results(&results_);
-  trainer_.call_hook("on_train_epoch_start", &Callback::on_train_epoch_start, &LightningModule::on_train_epoch_start);
+  const ScopedMetricSink sink(trainer_.module(), &results_);  // the validation loop routes to its own meanwhile
+  context_.hooks.call_hook("on_train_epoch_start", &Callback::on_train_epoch_start, &LightningModule::on_train_epoch_start);
 
   auto validate_if_due = [&](int64_t batch_idx, bool is_last_batch) {
     if (val != nullptr && num_val_batches > 0 && should_validate(batch_idx, is_last_batch)) {
       val_loop_.run(*val, num_val_batches);
       validated_at_batch_total_ = batch_progress_.total;
-      trainer_.attach_results(&results_);
     }
   };
   // A checkpoint taken in on_train_batch_end comes before that batch's validation.
@@ -85,8 +88,10 @@ void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, DataLoader* 
     if (profiler != nullptr) profiler->on_train_batch_end(global_step());
     validate_if_due(batch_idx, is_last_batch);
     // A step boundary (never inside an accumulation window): stop here on a signal?
-    if ((batch_idx + 1) % trainer_.accumulate_grad_batches() == 0 || is_last_batch) {
-      trainer_.check_stop_signal(is_last_batch);
+    // The ranks agree (a collective) only where a check is due.
+    const bool boundary = (batch_idx + 1) % trainer_.accumulate_grad_batches() == 0 || is_last_batch;
+    if (boundary && trainer_.stop_check_due(is_last_batch) && context_.signals.agree_to_stop(strategy, global_step())) {
+      trainer_.request_stop();
     }
   }
   batches.reset();
@@ -94,15 +99,14 @@ void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, DataLoader* 
 
   // Callbacks that monitor metrics (EarlyStopping, ModelCheckpoint) run last,
   // so they see what the module logs in its hook and the epoch aggregates.
-  trainer_.call_callback_hook_where(false, "on_train_epoch_end", &Callback::on_train_epoch_end);
+  context_.hooks.call_callback_hook_where(false, "on_train_epoch_end", &Callback::on_train_epoch_end);
   trainer_.module().on_train_epoch_end();
-  trainer_.report_epoch(results_.epoch_metrics(trainer_.strategy()));
-  trainer_.call_callback_hook_where(true, "on_train_epoch_end", &Callback::on_train_epoch_end);
+  context_.logging.report_epoch(results_.epoch_metrics(trainer_.strategy()));
+  context_.hooks.call_callback_hook_where(true, "on_train_epoch_end", &Callback::on_train_epoch_end);
 
   // An epoch cut short by a stop does not step epoch schedulers: a resumed
   // run finishes that epoch and steps them then, as an uninterrupted run would.
   if (epoch_complete_) step_schedulers(SchedulerInterval::Epoch, trainer_.current_epoch() + 1);
-  trainer_.attach_results(nullptr);
   running_ = false;
 }
 
@@ -130,7 +134,7 @@ void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_l
   Profiler* profiler = trainer_.profiler();
   ProfileScope batch_scope(profiler, "run_training_batch");
   results_.set_batch_size(batch.size());
-  trainer_.call_hook("on_train_batch_start", &Callback::on_train_batch_start, &LightningModule::on_train_batch_start,
+  context_.hooks.call_hook("on_train_batch_start", &Callback::on_train_batch_start, &LightningModule::on_train_batch_start,
                      batch, batch_idx);
 
   strategy.before_training_step();
@@ -150,8 +154,8 @@ void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_l
   if (manual) {
     // training_step did backward and stepped; the Trainer only reports.
     batch_progress_.increment();
-    trainer_.report_step(results_.step_values(), batch_progress_.total % o.log_every_n_steps() == 0);
-    trainer_.call_hook("on_train_batch_end", &Callback::on_train_batch_end, &LightningModule::on_train_batch_end,
+    context_.logging.report_step(results_.step_values(), batch_progress_.total % o.log_every_n_steps() == 0);
+    context_.hooks.call_hook("on_train_batch_end", &Callback::on_train_batch_end, &LightningModule::on_train_batch_end,
                        loss.defined() ? loss.detach() : loss, batch, batch_idx);
     results_.reset_step();
     return;
@@ -169,12 +173,12 @@ void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_l
   const int64_t accumulate = trainer_.accumulate_grad_batches();
   const bool step_now = (batch_idx + 1) % accumulate == 0 || is_last_batch;
   const torch::Tensor scaled = accumulate > 1 ? loss / accumulate : loss;
-  trainer_.call_hook("on_before_backward", &Callback::on_before_backward, &LightningModule::on_before_backward, scaled);
+  context_.hooks.call_hook("on_before_backward", &Callback::on_before_backward, &LightningModule::on_before_backward, scaled);
   {
     ProfileScope scope(profiler, "[Strategy]backward");
     strategy.backward(scaled, step_now);
   }
-  trainer_.call_hook("on_after_backward", &Callback::on_after_backward, &LightningModule::on_after_backward);
+  context_.hooks.call_hook("on_after_backward", &Callback::on_after_backward, &LightningModule::on_after_backward);
   if (step_now) {
     ProfileScope scope(profiler, "optimizer_step");
     optimizer_step();
@@ -182,8 +186,8 @@ void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_l
 
   batch_progress_.increment();
   const bool send_to_loggers = batch_progress_.total % o.log_every_n_steps() == 0;
-  trainer_.report_step(results_.step_values(), send_to_loggers);
-  trainer_.call_hook("on_train_batch_end", &Callback::on_train_batch_end, &LightningModule::on_train_batch_end,
+  context_.logging.report_step(results_.step_values(), send_to_loggers);
+  context_.hooks.call_hook("on_train_batch_end", &Callback::on_train_batch_end, &LightningModule::on_train_batch_end,
                      loss.detach(), batch, batch_idx);
   results_.reset_step();
 }
@@ -197,7 +201,7 @@ void TrainingEpochLoop::optimizer_step() {
   // Gradients must be averaged and in true units before anyone reads or clips them.
   strategy.synchronize_gradients();
   strategy.precision().unscale_gradients(optimizer);
-  trainer_.call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
+  context_.hooks.call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
                      &LightningModule::on_before_optimizer_step, optimizer);
   if (o.gradient_clip_val() && *o.gradient_clip_val() > 0.0) {
     clip_optimizer_gradients(optimizer, *o.gradient_clip_val(), c.gradient_clip_algorithm);

@@ -3,6 +3,7 @@
 #include <fulgur/datamodules/data_loader.hpp>
 #include <fulgur/modules/optimizer_config.hpp>
 #include <fulgur/trainer/evaluation_loop.hpp>
+#include <fulgur/trainer/loop_context.hpp>
 #include <fulgur/trainer/progress.hpp>
 #include <fulgur/trainer/result_collection.hpp>
 
@@ -18,7 +19,7 @@ class Trainer;
 /// and the steps itself, and steps its schedulers too.
 class TrainingEpochLoop {
  public:
-  explicit TrainingEpochLoop(Trainer& trainer);
+  TrainingEpochLoop(Trainer& trainer, const LoopContext& context);
 
   /// Runs the epoch `epoch` over `train` (at most `num_batches` batches).
   /// `val` may be null (no validation).
@@ -51,6 +52,7 @@ class TrainingEpochLoop {
   bool should_validate(int64_t batch_idx, bool is_last_batch) const;
 
   Trainer& trainer_;
+  LoopContext context_;
   ResultCollection results_{RunningStage::Train};
   Progress batch_progress_;
   Progress optimizer_steps_;

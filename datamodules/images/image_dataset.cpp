@@ -1,5 +1,6 @@
 #include <fulgur/datamodules/images/image_dataset.hpp>
 
+#include <fulgur/datamodules/error_reason.hpp>
 #include <fulgur/datamodules/data_error.hpp>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -10,16 +11,6 @@
 #include <vector>
 
 namespace fulgur {
-
-namespace {
-
-// c10::Error::what() carries a C++ backtrace; users want the one-line reason.
-std::string reason_of(const std::exception& error) {
-  if (const auto* torch_error = dynamic_cast<const c10::Error*>(&error)) return torch_error->what_without_backtrace();
-  return error.what();
-}
-
-}  // namespace
 
 ImageDataset::ImageDataset(std::shared_ptr<const EncodedImageSource> source, std::shared_ptr<const Compose> recipe,
                            uint64_t seed, int64_t epoch)
@@ -43,7 +34,7 @@ Example ImageDataset::get(int64_t index) const {
   } catch (const DataError&) {
     throw;  // already names the image
   } catch (const std::exception& error) {
-    throw DataError("[ImageDataset::get] transform failed on '" + source_->name(index) + "': " + reason_of(error));
+    throw DataError("[ImageDataset::get] transform failed on '" + source_->name(index) + "': " + error_reason(error));
   }
 }
 

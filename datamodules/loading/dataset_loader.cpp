@@ -1,5 +1,6 @@
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
 
+#include <fulgur/datamodules/error_reason.hpp>
 #include <fulgur/datamodules/data_error.hpp>
 #include <fulgur/datamodules/loading/worker_pool.hpp>
 
@@ -16,11 +17,6 @@
 namespace fulgur {
 
 namespace {
-
-std::string reason_of(const std::exception& error) {
-  if (const auto* torch_error = dynamic_cast<const c10::Error*>(&error)) return torch_error->what_without_backtrace();
-  return error.what();
-}
 
 /// What an iterator needs of one epoch; shared so iterators and the tasks
 /// they queued do not depend on the loader outliving them.
@@ -62,7 +58,7 @@ struct EpochPlan {
       try {
         return dataset->get(candidate);
       } catch (const DataError& error) {
-        bad_samples->record(candidate, reason_of(error));
+        bad_samples->record(candidate, error_reason(error));
       }
     }
     throw DataError("[DatasetLoader] skip_bad_samples: every one of the " + std::to_string(n) +

@@ -1,8 +1,10 @@
-// Prints what use_passive_openmp_wait left this process: the policy, the
-// pid (unchanged by a restart), the arguments (passed through), whether it
-// was restarted, and the CPU time used while the program slept between
-// parallel regions (spinning OpenMP threads show there; passive ones do not).
-#include <fulgur/trainer/cli/openmp_wait_policy.hpp>
+// Builds a Trainer (openmp_wait_policy: the first argument when it is
+// "environment", else the default) and prints what that left this process:
+// the policy, the pid (unchanged by a restart), the arguments (passed
+// through), whether it was restarted, and the CPU time used while the
+// program slept between parallel regions (spinning OpenMP threads show
+// there; passive ones do not).
+#include <fulgur/trainer/trainer.hpp>
 
 #include <sys/auxv.h>
 #include <sys/resource.h>
@@ -42,7 +44,10 @@ double idle_cpu_ms() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  fulgur::cli::use_passive_openmp_wait(argc, argv);
+  fulgur::TrainerOptions options;
+  options.logger(false).enable_checkpointing(false).enable_progress_bar(false);
+  if (argc > 1 && std::strcmp(argv[1], "environment") == 0) options.openmp_wait_policy("environment");
+  fulgur::Trainer trainer(options);
   const char* policy = std::getenv("OMP_WAIT_POLICY");
   std::cout << "OMP_WAIT_POLICY=" << (policy != nullptr ? policy : "(unset)") << " pid=" << ::getpid() << " args:";
   for (int i = 1; i < argc; ++i) std::cout << " [" << argv[i] << "]";

@@ -64,7 +64,7 @@ Checkpoint CheckpointConnector::dump(bool weights_only) {
   LightningModule& module = trainer_.module();
   Checkpoint c = new_state_dict();
   c.insert(CheckpointIO::kVersionKey, std::string(FULGUR_VERSION));
-  const Dict loops = trainer_.fit_loop_->state_dict();
+  const Dict loops = fit_loop_.state_dict();
   c.insert("epoch", loops.at("epoch"));
   c.insert("global_step", trainer_.global_step());
   Dict weights = new_state_dict();
@@ -193,6 +193,16 @@ std::optional<std::filesystem::path> CheckpointConnector::find_newest(
 
 std::filesystem::path CheckpointConnector::resolve(const std::string& ckpt_path) {
   if (ckpt_path != "last" && ckpt_path != "best") return ckpt_path;
+  std::vector<const ModelCheckpoint*> model_checkpoints;
+  for (const auto& callback : trainer_.callbacks()) {
+    if (const auto* mc = dynamic_cast<const ModelCheckpoint*>(callback.get())) model_checkpoints.push_back(mc);
+  }
+  // After fit in this process, the ModelCheckpoint knows its best itself.
+  if (ckpt_path == "best") {
+    for (const auto* mc : model_checkpoints) {
+      if (!mc->best_model_path().empty()) return mc->best_model_path();
+    }
+  }
   std::optional<Checkpoint> newest;
   const auto found = find_newest([&](const Checkpoint& checkpoint, const std::filesystem::path&) {
     newest = checkpoint;
@@ -205,14 +215,17 @@ std::filesystem::path CheckpointConnector::resolve(const std::string& ckpt_path)
                                       ckpt_path, searched));
   }
   if (ckpt_path == "last") return *found;
+  // A new process asks the same ModelCheckpoint's state in the newest checkpoint.
   if (newest->contains("callbacks") && newest->at("callbacks").isGenericDict()) {
-    for (const auto& entry : newest->at("callbacks").toGenericDict()) {
-      if (!entry.value().isGenericDict()) continue;
-      const Dict state = entry.value().toGenericDict();
-      if (state.contains("best_model_path") && state.at("best_model_path").isString() &&
-          !state.at("best_model_path").toStringRef().empty()) {
-        return state.at("best_model_path").toStringRef();
+    const Dict saved = newest->at("callbacks").toGenericDict();
+    for (const auto* mc : model_checkpoints) {
+      if (!saved.contains(mc->state_key()) || !saved.at(mc->state_key()).isGenericDict()) continue;
+      CallbackState state;
+      for (const auto& entry : saved.at(mc->state_key()).toGenericDict()) {
+        state[entry.key().toStringRef()] = entry.value();
       }
+      const std::string best = ModelCheckpoint::best_model_path_in(state);
+      if (!best.empty()) return best;
     }
   }
   throw CheckpointError(fmt::format(
@@ -269,7 +282,7 @@ void CheckpointConnector::restore_training_state(const Checkpoint& checkpoint, c
           static_cast<unsigned>(scheduler.at("_step_count").toInt());
     }
     trainer_.strategy().precision().load_state_dict(checkpoint.at("precision").toGenericDict());
-    trainer_.fit_loop_->load_state_dict(loops.at("fit_loop").toGenericDict());
+    fit_loop_.load_state_dict(loops.at("fit_loop").toGenericDict());
 
     const Dict callbacks = checkpoint.at("callbacks").toGenericDict();
     for (const auto& callback : trainer_.callbacks()) {

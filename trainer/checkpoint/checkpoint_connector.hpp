@@ -11,6 +11,7 @@
 namespace fulgur {
 
 class Trainer;
+class FitLoop;
 
 /// Gathers everything a run needs to continue into a Checkpoint, and puts
 /// it back: model weights, optimizer and LR-scheduler state, the gradient
@@ -24,7 +25,8 @@ class Trainer;
 /// checkpoint keeps the first four, `hyper_parameters` and `run_identity`.
 class CheckpointConnector {
  public:
-  explicit CheckpointConnector(Trainer& trainer) : trainer_(trainer) {}
+  /// `fit_loop`: the Trainer's, whose counters a checkpoint holds.
+  CheckpointConnector(Trainer& trainer, FitLoop& fit_loop) : trainer_(trainer), fit_loop_(fit_loop) {}
 
   /// The trainer's state now. Call on the process that writes (rank 0).
   Checkpoint dump(bool weights_only);
@@ -35,7 +37,8 @@ class CheckpointConnector {
 
   /// "last": the newest loadable checkpoint among the run folders and
   /// ModelCheckpoint folders (a corrupt one is skipped with a warning);
-  /// "best": the best model of the ModelCheckpoint state in "last"; anything
+  /// "best": the ModelCheckpoint's best model (its own after fit in this
+  /// process, else the one its state in "last" records); anything
   /// else is a path. Throws CheckpointError when nothing is found.
   std::filesystem::path resolve(const std::string& ckpt_path);
   /// The newest loadable checkpoint in the places resolve() searches that
@@ -58,6 +61,7 @@ class CheckpointConnector {
  private:
   std::vector<std::filesystem::path> search_dirs();
   Trainer& trainer_;
+  FitLoop& fit_loop_;
 };
 
 }  // namespace fulgur

@@ -6,7 +6,6 @@
 #include <fulgur/trainer/cli/did_you_mean.hpp>
 #include <fulgur/datamodules/data_error.hpp>
 #include <fulgur/strategies/subprocess_launcher.hpp>
-#include <fulgur/trainer/cli/openmp_wait_policy.hpp>
 #include <fulgur/trainer/cli/trainer_options_reader.hpp>
 #include <fulgur/trainer/hparams_yaml.hpp>
 #include <fulgur/trainer/seed.hpp>
@@ -357,7 +356,6 @@ YAML::Node merge_configuration(const Arguments& args) {
 }
 
 int run(int argc, const char* const* argv, const Factories& factories) {
-  use_passive_openmp_wait(argc, argv);
   auto report = [](const std::exception& e, int exit_code) {
     std::cerr << "error: " << e.what() << std::endl;
     return exit_code;
