@@ -21,6 +21,26 @@ using fulgur::testing::TempDir;
 
 namespace {
 
+// A metric of one's own whose two states are declared persistent in
+// add_state (torchmetrics' add_state(..., persistent=True)), and one that is not.
+class MeanAbs : public M::Metric {
+ public:
+  MeanAbs() : Metric("MeanAbs") {
+    add_state("total", torch::zeros({}, torch::kFloat64), M::Reduction::Sum, /*persistent=*/true);
+    add_state("count", torch::zeros({}, torch::kLong), M::Reduction::Sum, /*persistent=*/true);
+    add_state("largest", torch::zeros({}, torch::kFloat64), M::Reduction::Max);
+  }
+  void update(const torch::Tensor& values) {
+    begin_update(values.device());
+    state("total") = state("total") + values.abs().sum().to(torch::kFloat64);
+    state("count") = state("count") + values.numel();
+    state("largest") = torch::maximum(state("largest"), values.abs().max().to(torch::kFloat64));
+  }
+
+ protected:
+  torch::Tensor compute_value() override { return M::safe_divide(state("total"), state("count")); }
+};
+
 // Metrics updated in training_step and never logged, so their states are
 // what the epoch accumulated when the checkpoint is written.
 struct Classifier : fulgur::LightningModule {
@@ -104,13 +124,47 @@ TEST_CASE("persistent metric states: in state_dict by module path, loaded back, 
   auto wrong = fulgur::state_dict(a);
   wrong.insert_or_assign("auroc.preds", torch::zeros({14, 4}, torch::kFloat64));
   CHECK_THROWS_WITH(fulgur::load_state_dict(b, wrong),
-                    doctest::Contains("size mismatch for 'auroc.preds': [AUROC::load_state] state 'preds' is [0, 3], "
+                    doctest::Contains("size mismatch for 'auroc.preds': [AUROC::load_state] state 'preds' is [N, 3], "
                                       "the checkpoint has [14, 4]"));
+  // A Sum state's shape is fixed: a 4-class matrix does not fit a 3-class F1.
+  wrong = fulgur::state_dict(a);
+  wrong.insert_or_assign("f1.confmat", torch::zeros({4, 4}, torch::kLong));
+  wrong.insert_or_assign("mean.mean_value", torch::tensor(123.0, torch::kFloat64));
+  CHECK_THROWS_WITH(fulgur::load_state_dict(b, wrong),
+                    doctest::Contains("size mismatch for 'f1.confmat': [F1Score::load_state] state 'confmat' is [3, 3], "
+                                      "the checkpoint has [4, 4]"));
+  // Every key is checked before any is loaded: the mean kept the first load's value.
+  CHECK(b.mean->compute().item<double>() == a.mean->compute().item<double>());
   wrong = fulgur::state_dict(a);
   REQUIRE(wrong.erase("f1.confmat") == 1);
   CHECK_THROWS_WITH(fulgur::load_state_dict(b, wrong), doctest::Contains("missing key 'f1.confmat'"));
   b.f1->persistent(false);  // the checkpoint's key now has no state to go to
   CHECK_THROWS_WITH(fulgur::load_state_dict(b, state), doctest::Contains("unexpected key 'f1.confmat'"));
+}
+
+TEST_CASE("persistent metric states: add_state(..., persistent) keeps those states only") {
+  torch::nn::Module owner;
+  auto metric = owner.register_module("mean_abs", std::make_shared<MeanAbs>());
+  metric->update(torch::tensor({-1.0, 2.0, -4.5}));
+  metric->update(torch::tensor({0.5}));
+  const auto state = fulgur::state_dict(owner);
+  REQUIRE(state.size() == 2);  // "largest" is not persistent
+  CHECK(state.at("mean_abs.total").item<double>() == 8.0);
+  CHECK(state.at("mean_abs.count").item<int64_t>() == 4);
+
+  torch::nn::Module fresh_owner;
+  auto fresh = fresh_owner.register_module("mean_abs", std::make_shared<MeanAbs>());
+  fulgur::load_state_dict(fresh_owner, state);
+  CHECK(fresh->compute().item<double>() == 2.0);
+  CHECK(fresh->compute().item<double>() == metric->compute().item<double>());
+  fresh->update(torch::tensor({4.0}));  // goes on from the restored sums
+  CHECK(fresh->compute().item<double>() == 12.0 / 5);
+
+  metric->persistent(false);
+  CHECK(fulgur::state_dict(owner).size() == 0);
+  metric->persistent(true);  // every state now, "largest" too
+  CHECK(fulgur::state_dict(owner).size() == 3);
+  CHECK(fulgur::state_dict(owner).at("mean_abs.largest").item<double>() == 4.5);
 }
 
 TEST_CASE("persistent metric states: saved in a Trainer checkpoint and restored into a fresh module") {

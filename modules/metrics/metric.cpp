@@ -67,10 +67,15 @@ void Metric::check_state(const std::string& key, const torch::Tensor& value) con
                                                   value.sizes().slice(1) == expected.slice(1)
                                             : value.sizes() == s.value.sizes());
   if (!fits) {
+    // A Cat state holds any number of rows: N stands for their count.
+    std::vector<std::string> dims;
+    if (s.reduction == Reduction::Cat) dims.emplace_back("N");
+    for (const int64_t d : s.reduction == Reduction::Cat ? expected.slice(1) : s.value.sizes()) {
+      dims.push_back(std::to_string(d));
+    }
     throw std::invalid_argument(fmt::format(
-        "[{}::load_state] state '{}' is [{}], the checkpoint has [{}]", name(), key,
-        fmt::join(s.reduction == Reduction::Cat ? expected : s.value.sizes(), ", "),
-        value.defined() ? fmt::format("{}", fmt::join(value.sizes(), ", ")) : std::string("undefined")));
+        "[{}::load_state] state '{}' is [{}], the checkpoint has {}", name(), key, fmt::join(dims, ", "),
+        value.defined() ? fmt::format("[{}]", fmt::join(value.sizes(), ", ")) : std::string("an undefined tensor")));
   }
 }
 
