@@ -1,5 +1,7 @@
 #include <fulgur/modules/lightning_module.hpp>
 
+#include <fulgur/modules/metrics/metric_collection.hpp>
+
 #include <fmt/format.h>
 
 #include <set>
@@ -34,6 +36,10 @@ void LightningModule::log(const std::string& name, metrics::Metric& metric, cons
   }
   metric.set_runtime(runtime_);
   results_->log(name, metric, options);
+}
+
+void LightningModule::log_dict(metrics::MetricCollection& collection, const LogOptions& options) {
+  for (const auto& [name, metric] : collection.items()) log(name, *metric, options);
 }
 
 void LightningModule::attach_runtime(ModuleRuntime* runtime) {

@@ -22,6 +22,9 @@
 namespace fulgur {
 
 class Trainer;
+namespace metrics {
+class MetricCollection;
+}
 
 /// The model and everything about how it trains, in one torch::nn::Module:
 /// the steps of each loop, the optimizer, and hooks the Trainer calls at
@@ -129,6 +132,9 @@ class LightningModule : public torch::nn::Module {
   /// metric itself (sync_dist and reduce do not apply), then reset().
   /// The metric must outlive the epoch (a registered child module).
   void log(const std::string& name, metrics::Metric& metric, const LogOptions& options = {});
+  /// Logs every member of a MetricCollection as a metric object under its
+  /// full name (prefix included), Lightning's `self.log_dict(collection)`.
+  void log_dict(metrics::MetricCollection& collection, const LogOptions& options = {});
 
   /// Hyper-parameters for the run folder's hparams.yaml and the
   /// checkpoint's hyper_parameters: an options struct (FULGUR_OPTIONS),

@@ -1,8 +1,10 @@
 // MetricCollection: one update() for several metrics on the same inputs,
 // compute() as a map of prefixed names, members registered as children
 // (moved with the module, given the run's collectives), and logged by a
-// loop over items() inside a real Trainer run.
+// loop over items() or by log_dict() inside a real Trainer run.
+#include "support/metrics_csv.hpp"
 #include "support/test_support.hpp"
+#include "support/tiny_modules.hpp"
 
 #include <fulgur/datamodules/datasets/tensor_dataset.hpp>
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
@@ -35,9 +37,38 @@ struct Classifier : fulgur::LightningModule {
   std::shared_ptr<M::MetricCollection> metrics;
 };
 
+// Trains with the collection's forward() in every step and log_dict(), as
+// Lightning's `self.log_dict(self.train_metrics)`, and keeps what each step saw.
+struct Trained : fulgur::LightningModule {
+  Trained() {
+    net = register_module("net", torch::nn::Linear(3, 3));
+    metrics = register_module("metrics", std::make_shared<M::MetricCollection>("train_"));
+    metrics->add("acc", std::make_shared<M::Accuracy>(M::StatScoresOptions(3).average(M::Average::Micro)));
+    metrics->add("f1", std::make_shared<M::F1Score>(M::StatScoresOptions(3)));
+  }
+  torch::Tensor training_step(const fulgur::Batch& b, int64_t) override {
+    const torch::Tensor logits = net->forward(b.input);
+    metrics->forward(logits.detach(), b.target);
+    fulgur::LogOptions options;
+    options.on_step = true;
+    options.on_epoch = true;
+    log_dict(*metrics, options);
+    seen_logits.push_back(logits.detach());
+    seen_targets.push_back(b.target);
+    return torch::nn::functional::cross_entropy(logits, b.target);
+  }
+  fulgur::OptimizerConfig configure_optimizers() override {
+    return {std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(0.1)), std::nullopt};
+  }
+  torch::nn::Linear net{nullptr};
+  std::shared_ptr<M::MetricCollection> metrics;
+  std::vector<torch::Tensor> seen_logits, seen_targets;
+};
+
 struct Data : fulgur::DataModule {
   Data(torch::Tensor x, torch::Tensor y) : x_(std::move(x)), y_(std::move(y)) {}
   void setup(fulgur::Stage) override { data_ = std::make_shared<fulgur::TensorDataset>(x_, y_); }
+  std::shared_ptr<fulgur::DataLoader> train_dataloader() override { return val_dataloader(); }
   std::shared_ptr<fulgur::DataLoader> val_dataloader() override {
     return std::make_shared<fulgur::DatasetLoader>(data_, fulgur::DatasetLoaderOptions(8));
   }
@@ -112,4 +143,38 @@ TEST_CASE("MetricCollection: logged by one loop in validation_step, epoch values
   CHECK(got.at("val_f1") == doctest::Approx(M::f1_score(logits, y, M::StatScoresOptions(3)).item<double>()));
   // Logged as objects: computed and reset at the epoch's end.
   CHECK(model.metrics->at("val_acc").update_count() == 0);
+}
+
+TEST_CASE("log_dict(collection): every member's step values and epoch value, under its own name") {
+  fulgur::testing::TempDir dir("metric-collection-log-dict");
+  torch::manual_seed(0);
+  const torch::Tensor x = torch::randn({37, 3});
+  const torch::Tensor y = torch::randint(3, {37});
+  Trained model;
+  Data data(x, y);
+  fulgur::Trainer trainer(fulgur::testing::quiet_options(dir.path().string()).max_epochs(1).log_every_n_steps(1));
+  trainer.fit(model, data);
+  REQUIRE(model.seen_logits.size() == 5);  // 37 rows in batches of 8
+  const std::string csv = fulgur::testing::read_file(trainer.log_dir() / "metrics.csv");
+  const auto acc_options = M::StatScoresOptions(3).average(M::Average::Micro);
+  const auto f1_options = M::StatScoresOptions(3);
+  for (const auto& [name, step_value] :
+       std::vector<std::pair<std::string, std::function<double(const torch::Tensor&, const torch::Tensor&)>>>{
+           {"train_acc", [&](const torch::Tensor& p, const torch::Tensor& t) { return M::accuracy(p, t, acc_options).item<double>(); }},
+           {"train_f1", [&](const torch::Tensor& p, const torch::Tensor& t) { return M::f1_score(p, t, f1_options).item<double>(); }}}) {
+    CAPTURE(name);
+    // Each step: the value of that batch alone (what forward() returned).
+    const auto steps = fulgur::testing::csv_series(csv, name + "_step");
+    REQUIRE(steps.size() == 5);
+    for (size_t i = 0; i < steps.size(); ++i) {
+      CHECK(steps[i].second == doctest::Approx(step_value(model.seen_logits[i], model.seen_targets[i])).epsilon(1e-6));
+    }
+    // The epoch: from the counts of all 37 rows, not the mean of the steps.
+    const auto epoch = fulgur::testing::csv_series(csv, name + "_epoch");
+    REQUIRE(epoch.size() == 1);
+    CHECK(epoch[0].second ==
+          doctest::Approx(step_value(torch::cat(model.seen_logits), torch::cat(model.seen_targets))).epsilon(1e-6));
+    CHECK(trainer.callback_metrics().at(name + "_epoch") == doctest::Approx(epoch[0].second).epsilon(1e-6));
+  }
+  CHECK(model.metrics->at("train_f1").update_count() == 0);  // reset at the epoch's end
 }

@@ -1,6 +1,8 @@
 // fulgur's metrics against torchmetrics 1.9.0 itself: random inputs (ties,
 // a class never in the targets, ignore_index; multilabel logits with a label
-// never positive; calibration with confidences on the bin edges) validated in batches of 7 by
+// never positive; calibration with confidences on the bin edges; Micro,
+// Macro, Weighted and per-class averages; one-vs-rest AUROC and average
+// precision on tied probabilities and on logits) validated in batches of 7 by
 // metrics_probe on 1, 2 and 3 processes (ddp, uneven shards of 203 rows),
 // and by torchmetrics on the whole data at once in Python
 // (tests/python/metrics_reference.py). Counts agree exactly, values to 1e-6.
@@ -52,7 +54,8 @@ TEST_CASE("metrics equal torchmetrics 1.9.0 on 1, 2 and 3 processes with uneven 
   INFO(generated.output);
   REQUIRE(generated.exit_code == 0);
   const std::map<std::string, double> reference = parse(fulgur::testing::read_file(dir / "reference.txt"));
-  REQUIRE(reference.size() == 28 + 25 + 14 + 16);
+  // 83 values before the curves, weighted averages and multilabel IoU/Dice.
+  REQUIRE(reference.size() == 83 + 13 + 16 + 18);
 
   for (const int devices : {1, 2, 3}) {
     CAPTURE(devices);
@@ -66,7 +69,9 @@ TEST_CASE("metrics equal torchmetrics 1.9.0 on 1, 2 and 3 processes with uneven 
     for (const auto& [name, expected] : reference) {
       CAPTURE(name);
       REQUIRE(got.count(name) == 1);
-      if (exact(name)) {
+      if (std::isnan(expected)) {
+        CHECK(std::isnan(got.at(name)));  // a class without positives: undefined there too
+      } else if (exact(name)) {
         CHECK(got.at(name) == expected);
       } else {
         CHECK(std::abs(got.at(name) - expected) <= 1e-6 * std::max(std::abs(expected), 1e-6));
@@ -99,6 +104,21 @@ TEST_CASE("a Metric: states reset, forward's batch value, compute cached, Cat st
   auroc.update(torch::tensor({0.1, 0.4}), torch::tensor({0, 1}));
   auroc.update(torch::tensor({0.35, 0.8}), torch::tensor({1, 0}));
   CHECK(auroc.compute().item<double>() == doctest::Approx(0.5));
+  CHECK_THROWS_WITH(M::AUROC(M::StatScoresOptions(3).average(M::Average::Micro)),
+                    doctest::Contains("[AUROC::AUROC] average Micro is not defined for a multiclass task"));
+  CHECK_THROWS_WITH(M::auroc(torch::rand({4, 3}), torch::tensor({0, 1, 2}), M::StatScoresOptions(3)),
+                    doctest::Contains("[AUROC::update] expected preds [N, 3, ...] and target [N, ...], got preds [4, 3] "
+                                      "and target [3]"));
+  CHECK_THROWS_WITH(M::average_precision(torch::rand({3, 3}), torch::tensor({0, 1, 3}), M::StatScoresOptions(3)),
+                    doctest::Contains("[AveragePrecision::update] target value 3 is outside [0, 3)"));
+  // One-vs-rest: a class's score is the binary score of "this class or not".
+  torch::manual_seed(3);
+  const torch::Tensor probs = torch::rand({12, 3}, torch::kFloat64), classes = torch::randint(3, {12});
+  const torch::Tensor per_class = M::auroc(probs, classes, M::StatScoresOptions(3).average(M::Average::None));
+  for (int64_t k = 0; k < 3; ++k) {
+    CHECK(per_class[k].item<double>() ==
+          doctest::Approx(M::auroc(probs.select(1, k), (classes == k).to(torch::kLong)).item<double>()).epsilon(1e-12));
+  }
 
   CHECK_THROWS_WITH(f1.update(torch::tensor({0, 1}), torch::tensor({0, 3})),
                     doctest::Contains("[F1Score::update] target value 3 is outside [0, 3)"));
@@ -127,8 +147,9 @@ TEST_CASE("multilabel and calibration: per-label values, [L, 2, 2] matrix, error
                     doctest::Contains("[F1Score::update] multilabel preds and target must both be [N, 2, ...], got [3, 2] and [3, 1]"));
   CHECK_THROWS_WITH(M::recall(logits, torch::tensor({{1, 0}, {2, 1}, {0, 1}}), options),
                     doctest::Contains("[Recall::update] multilabel target value 2 is not 0 or 1"));
-  CHECK_THROWS_WITH(M::jaccard_index(logits, target, options),
-                    doctest::Contains("[JaccardIndex::JaccardIndex] task Multilabel is not supported"));
+  // Per-label IoU from the same [[tn, fp], [fn, tp]] cells.
+  const torch::Tensor tp = cm.select(1, 1).select(1, 1), fp = cm.select(1, 0).select(1, 1), fn = cm.select(1, 1).select(1, 0);
+  CHECK(torch::allclose(M::jaccard_index(logits, target, options), tp.to(torch::kFloat64) / (tp + fp + fn)));
 
   // Binary calibration, 2 bins: [0.25, 0.25] -> bin 0 (confidence 0.25, hits 0),
   // [0.55, 0.75, 0.75] -> bin 1 (confidence 0.6833, hits 1): torchmetrics' docstring example, 0.29.

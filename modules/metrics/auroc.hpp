@@ -1,32 +1,23 @@
 #pragma once
 
-#include <fulgur/modules/metrics/metric.hpp>
-
-#include <cstdint>
-#include <optional>
+#include <fulgur/modules/metrics/curve_metric.hpp>
 
 namespace fulgur::metrics {
 
-/// The area under the ROC curve of a binary classifier, exact (every distinct score a threshold, ties kept together) from every process's gathered scores: torchmetrics' BinaryAUROC with thresholds=None.
-class AUROC : public Metric {
+/// The area under the ROC curve, exact from every process's gathered scores:
+/// torchmetrics' Binary/Multiclass/MultilabelAUROC with thresholds=None
+/// (CurveMetric says which inputs and averages). A class without positives
+/// or without negatives scores 0 and still counts in Macro, as there.
+class AUROC : public CurveMetric {
  public:
-  /// Targets equal to `ignore_index` count nowhere.
-  explicit AUROC(std::optional<int64_t> ignore_index = std::nullopt);
-  /// `preds`: probabilities (logits when any is outside [0, 1], as
-  /// torchmetrics decides per call), `target`: 0/1, one per element.
-  /// Appends both (no host read); compute() gathers every process's rows.
-  void update(const torch::Tensor& preds, const torch::Tensor& target);
-  torch::Tensor forward(const torch::Tensor& preds, const torch::Tensor& target);
+  explicit AUROC(const StatScoresOptions& options = StatScoresOptions::binary()) : CurveMetric("AUROC", options) {}
 
  protected:
-  torch::Tensor compute_value() override;
-
- private:
-  std::optional<int64_t> ignore_index_;
+  torch::Tensor curve_score(const BinaryCurve& curve, bool one_vs_rest) const override;
 };
 
 /// The functional form (float64, this process only).
 torch::Tensor auroc(const torch::Tensor& preds, const torch::Tensor& target,
-                 std::optional<int64_t> ignore_index = std::nullopt);
+                    const StatScoresOptions& options = StatScoresOptions::binary());
 
 }  // namespace fulgur::metrics

@@ -1,44 +1,24 @@
 #include <fulgur/modules/metrics/average_precision.hpp>
 
-#include <fulgur/modules/metrics/binary_curve.hpp>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
-#include <stdexcept>
+#include <limits>
 
 namespace fulgur::metrics {
 
-AveragePrecision::AveragePrecision(std::optional<int64_t> ignore_index) : Metric("AveragePrecision"), ignore_index_(ignore_index) {
-  add_state("preds", torch::empty({0}, torch::kFloat64), Reduction::Cat);
-  add_state("target", torch::empty({0}, torch::kLong), Reduction::Cat);
-}
-
-void AveragePrecision::update(const torch::Tensor& preds, const torch::Tensor& target) {
-  if (preds.numel() != target.numel()) {
-    throw std::invalid_argument(fmt::format("[AveragePrecision::update] preds [{}] and target [{}] differ in size",
-                                            fmt::join(preds.sizes(), ", "), fmt::join(target.sizes(), ", ")));
-  }
-  begin_update(preds.device());
-  append("preds", binary_scores(preds));
-  append("target", target.detach().to(preds.device()).reshape({-1}).to(torch::kLong));
-}
-
-torch::Tensor AveragePrecision::forward(const torch::Tensor& preds, const torch::Tensor& target) {
-  return forward_with([&] { update(preds, target); });
-}
-
-torch::Tensor AveragePrecision::compute_value() {
-  const BinaryCurve curve = binary_curve(cat_state("preds"), cat_state("target"), ignore_index_);
+torch::Tensor AveragePrecision::curve_score(const BinaryCurve& curve, bool one_vs_rest) const {
   if (curve.tps.numel() == 0) return torch::zeros({}, torch::kFloat64);
   const torch::Tensor precision = curve.tps / (curve.tps + curve.fps);
-  const torch::Tensor recall = safe_divide(curve.tps, curve.tps[-1]);
+  torch::Tensor recall = safe_divide(curve.tps, curve.tps[-1]);
+  if (one_vs_rest) {
+    // torchmetrics divides by zero positives there: nan, left out of the average.
+    recall = torch::where(curve.tps[-1] == 0, torch::full_like(recall, std::numeric_limits<double>::quiet_NaN()), recall);
+  }
   const torch::Tensor previous = torch::cat({torch::zeros({1}, recall.options()), recall.slice(0, 0, -1)});
   return ((recall - previous) * precision).sum();
 }
 
-torch::Tensor average_precision(const torch::Tensor& preds, const torch::Tensor& target, std::optional<int64_t> ignore_index) {
-  AveragePrecision metric(ignore_index);
+torch::Tensor average_precision(const torch::Tensor& preds, const torch::Tensor& target,
+                                const StatScoresOptions& options) {
+  AveragePrecision metric(options);
   metric.update(preds, target);
   return metric.compute();
 }

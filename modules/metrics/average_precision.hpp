@@ -1,32 +1,26 @@
 #pragma once
 
-#include <fulgur/modules/metrics/metric.hpp>
-
-#include <cstdint>
-#include <optional>
+#include <fulgur/modules/metrics/curve_metric.hpp>
 
 namespace fulgur::metrics {
 
-/// Average precision sum_k (R_k - R_{k-1}) P_k of a binary classifier over every distinct score, exact from every process's gathered scores: torchmetrics' BinaryAveragePrecision with thresholds=None.
-class AveragePrecision : public Metric {
+/// Average precision sum_k (R_k - R_{k-1}) P_k over every distinct score,
+/// exact from every process's gathered scores: torchmetrics' Binary/
+/// Multiclass/MultilabelAveragePrecision with thresholds=None (CurveMetric
+/// says which inputs and averages). Without positives the recall is
+/// undefined: a multiclass class then scores nan and leaves Macro and
+/// Weighted; a binary task or a label scores 0, as there.
+class AveragePrecision : public CurveMetric {
  public:
-  /// Targets equal to `ignore_index` count nowhere.
-  explicit AveragePrecision(std::optional<int64_t> ignore_index = std::nullopt);
-  /// `preds`: probabilities (logits when any is outside [0, 1], as
-  /// torchmetrics decides per call), `target`: 0/1, one per element.
-  /// Appends both (no host read); compute() gathers every process's rows.
-  void update(const torch::Tensor& preds, const torch::Tensor& target);
-  torch::Tensor forward(const torch::Tensor& preds, const torch::Tensor& target);
+  explicit AveragePrecision(const StatScoresOptions& options = StatScoresOptions::binary())
+      : CurveMetric("AveragePrecision", options) {}
 
  protected:
-  torch::Tensor compute_value() override;
-
- private:
-  std::optional<int64_t> ignore_index_;
+  torch::Tensor curve_score(const BinaryCurve& curve, bool one_vs_rest) const override;
 };
 
 /// The functional form (float64, this process only).
 torch::Tensor average_precision(const torch::Tensor& preds, const torch::Tensor& target,
-                 std::optional<int64_t> ignore_index = std::nullopt);
+                                const StatScoresOptions& options = StatScoresOptions::binary());
 
 }  // namespace fulgur::metrics

@@ -2,11 +2,6 @@
 
 namespace fulgur::metrics {
 
-torch::Tensor binary_scores(const torch::Tensor& preds) {
-  torch::Tensor p = preds.detach().reshape({-1}).to(torch::kFloat64);
-  return torch::where(((p < 0) | (p > 1)).any(), p.sigmoid(), p);
-}
-
 BinaryCurve binary_curve(const torch::Tensor& scores, const torch::Tensor& target,
                          std::optional<int64_t> ignore_index) {
   torch::Tensor s = scores;

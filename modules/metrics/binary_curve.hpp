@@ -19,8 +19,4 @@ struct BinaryCurve {
 BinaryCurve binary_curve(const torch::Tensor& scores, const torch::Tensor& target,
                          std::optional<int64_t> ignore_index);
 
-/// Flat float64 probabilities: sigmoid first when any value is outside
-/// [0, 1] (decided on the device, as torchmetrics does per call).
-torch::Tensor binary_scores(const torch::Tensor& preds);
-
 }  // namespace fulgur::metrics

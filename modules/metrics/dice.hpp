@@ -4,7 +4,12 @@
 
 namespace fulgur::metrics {
 
-/// The Dice coefficient 2 tp / (2 tp + fp + fn) from counts over every batch and process: torchmetrics.segmentation.DiceScore with aggregation_level="global" and index inputs (Macro: the mean over classes present; a mean of per-batch Dice values would not be the Dice).
+/// The Dice coefficient 2 tp / (2 tp + fp + fn) from counts over every
+/// batch and process: torchmetrics.segmentation.DiceScore with
+/// aggregation_level="global", index inputs (multiclass, binary) or one-hot
+/// inputs (multilabel: a 0/1 mask per label). Macro: the mean over classes
+/// predicted or labelled; Weighted: weighted by support (tp + fn). A mean of
+/// per-batch Dice values would not be the Dice.
 class Dice : public StatScores {
  public:
   explicit Dice(const StatScoresOptions& options);

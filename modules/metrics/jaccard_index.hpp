@@ -5,9 +5,11 @@
 namespace fulgur::metrics {
 
 /// Intersection over union tp / (tp + fp + fn) from counts over every batch
-/// and process, torchmetrics' MulticlassJaccardIndex / BinaryJaccardIndex:
-/// Macro leaves out ignore_index's class and classes nobody predicted or
-/// labelled. The IoU of a segmentation epoch, exact on any number of ranks.
+/// and process, torchmetrics' Binary/Multiclass/MultilabelJaccardIndex:
+/// multiclass Macro leaves out ignore_index's class and classes nobody
+/// predicted or labelled; multilabel Macro counts every label; Weighted
+/// weighs by support (tp + fn). The IoU of a segmentation epoch, exact on
+/// any number of ranks.
 class JaccardIndex : public StatScores {
  public:
   explicit JaccardIndex(const StatScoresOptions& options);

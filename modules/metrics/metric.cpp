@@ -1,6 +1,7 @@
 #include <fulgur/modules/metrics/metric.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <stdexcept>
 
@@ -12,7 +13,8 @@ torch::Tensor safe_divide(const torch::Tensor& num, const torch::Tensor& den) {
                       num.to(torch::kFloat64) / torch::where(zero, torch::ones_like(den), den).to(torch::kFloat64));
 }
 
-void Metric::add_state(const std::string& key, const torch::Tensor& default_value, Reduction reduction) {
+void Metric::add_state(const std::string& key, const torch::Tensor& default_value, Reduction reduction,
+                       bool persistent) {
   for (const auto& s : states_) {
     if (s.name == key) throw std::invalid_argument(fmt::format("[{}::add_state] state '{}' is declared twice", name(), key));
   }
@@ -21,7 +23,7 @@ void Metric::add_state(const std::string& key, const torch::Tensor& default_valu
         "[{}::add_state] Cat state '{}' needs an empty default of shape [0, ...], got {} elements", name(), key,
         default_value.numel()));
   }
-  State s{key, default_value.detach().clone(), reduction, {}, {}};
+  State s{key, default_value.detach().clone(), reduction, persistent, {}, {}};
   if (reduction != Reduction::Cat) s.value = s.default_value.clone();
   states_.push_back(std::move(s));
 }
@@ -31,6 +33,64 @@ Metric::State& Metric::find(const std::string& key, const char* method) {
     if (s.name == key) return s;
   }
   throw std::out_of_range(fmt::format("[{}::{}] no state named '{}'", name(), method, key));
+}
+
+const Metric::State& Metric::find(const std::string& key, const char* method) const {
+  return const_cast<Metric*>(this)->find(key, method);
+}
+
+void Metric::persistent(bool mode) {
+  for (auto& s : states_) s.persistent = mode;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> Metric::persistent_states() const {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& s : states_) {
+    if (!s.persistent) continue;
+    if (s.reduction != Reduction::Cat) {
+      out.emplace_back(s.name, s.value);
+    } else {
+      out.emplace_back(s.name, s.rows.empty() ? s.default_value : torch::cat(s.rows));
+    }
+  }
+  return out;
+}
+
+void Metric::check_state(const std::string& key, const torch::Tensor& value) const {
+  const State& s = find(key, "load_state");
+  if (!s.persistent) {
+    throw std::invalid_argument(fmt::format("[{}::load_state] state '{}' is not persistent", name(), key));
+  }
+  const auto expected = s.default_value.sizes();
+  const bool fits = value.defined() && (s.reduction == Reduction::Cat
+                                            ? value.dim() == s.default_value.dim() &&
+                                                  value.sizes().slice(1) == expected.slice(1)
+                                            : value.sizes() == s.value.sizes());
+  if (!fits) {
+    // A Cat state holds any number of rows: N stands for their count.
+    std::vector<std::string> dims;
+    if (s.reduction == Reduction::Cat) dims.emplace_back("N");
+    for (const int64_t d : s.reduction == Reduction::Cat ? expected.slice(1) : s.value.sizes()) {
+      dims.push_back(std::to_string(d));
+    }
+    throw std::invalid_argument(fmt::format(
+        "[{}::load_state] state '{}' is [{}], the checkpoint has {}", name(), key, fmt::join(dims, ", "),
+        value.defined() ? fmt::format("[{}]", fmt::join(value.sizes(), ", ")) : std::string("an undefined tensor")));
+  }
+}
+
+void Metric::load_state(const std::string& key, const torch::Tensor& value) {
+  check_state(key, value);
+  State& s = find(key, "load_state");
+  const torch::Tensor v = value.detach().to(s.default_value.device(), s.default_value.scalar_type()).clone();
+  if (s.reduction == Reduction::Cat) {
+    s.rows.clear();
+    if (v.size(0) > 0) s.rows.push_back(v);
+  } else {
+    s.value = v;
+  }
+  computed_ = torch::Tensor();
+  batch_value_ = torch::Tensor();
 }
 
 torch::Tensor& Metric::state(const std::string& key) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fulgur::metrics {
@@ -21,10 +22,12 @@ enum class Reduction { Sum, Mean, Max, Min, Cat };
 /// through the module's collectives, and reset() starts over. A Metric is a
 /// torch::nn::Module: register it in a LightningModule with register_module
 /// and it follows module.to(device) and receives the run's collectives
-/// (LightningModule gives it its ModuleRuntime). States are not buffers, so
-/// they stay out of state_dict and checkpoints, and DDP never broadcasts
-/// them. Subclasses declare states in their constructor with add_state,
-/// define their own update(...) and forward(...), and compute_value().
+/// (LightningModule gives it its ModuleRuntime). States are not buffers:
+/// DDP never broadcasts them, and only persistent ones (add_state's
+/// `persistent`, or persistent(true)) go into the module's state_dict and
+/// checkpoints, as "<module path>.<state>". Subclasses declare states in
+/// their constructor with add_state, define their own update(...) and
+/// forward(...), and compute_value().
 class Metric : public torch::nn::Module {
  public:
   /// The value over every update since reset(), from states reduced over
@@ -44,6 +47,18 @@ class Metric : public torch::nn::Module {
   /// update() calls since reset().
   int64_t update_count() const { return update_count_; }
 
+  /// Every state persistent or not (torchmetrics' Metric.persistent(mode)).
+  void persistent(bool mode);
+  /// The persistent states by name, this process's (a Cat state: its rows
+  /// so far joined), for state_dict(); empty when none is persistent.
+  std::vector<std::pair<std::string, torch::Tensor>> persistent_states() const;
+  /// Throws std::invalid_argument naming the state unless `value` fits the
+  /// persistent state `name` (same shape; a Cat state: any number of rows).
+  void check_state(const std::string& name, const torch::Tensor& value) const;
+  /// Restores a persistent state from a checkpoint (after check_state); the
+  /// cached value is forgotten.
+  void load_state(const std::string& name, const torch::Tensor& value);
+
   /// States move with the module; a dtype change leaves them as declared.
   void to(torch::Device device, torch::Dtype dtype, bool non_blocking = false) override;
   void to(torch::Dtype dtype, bool non_blocking = false) override;
@@ -52,8 +67,10 @@ class Metric : public torch::nn::Module {
  protected:
   /// Declares a state. For Reduction::Cat, `default_value` is an empty
   /// tensor ([0, ...]) that fixes the dtype and the trailing shape; update()
-  /// appends rows with append().
-  void add_state(const std::string& name, const torch::Tensor& default_value, Reduction reduction);
+  /// appends rows with append(). `persistent`: saved in the module's
+  /// state_dict and checkpoints (torchmetrics' default is not).
+  void add_state(const std::string& name, const torch::Tensor& default_value, Reduction reduction,
+                 bool persistent = false);
   /// A Sum/Mean/Max/Min state (synced inside compute_value()).
   torch::Tensor& state(const std::string& name);
   /// Appends rows to a Cat state (no copy of what is there).
@@ -78,10 +95,12 @@ class Metric : public torch::nn::Module {
     std::string name;
     torch::Tensor default_value;
     Reduction reduction;
+    bool persistent;
     torch::Tensor value;              // Sum/Mean/Max/Min
     std::vector<torch::Tensor> rows;  // Cat
   };
   State& find(const std::string& name, const char* method);
+  const State& find(const std::string& name, const char* method) const;
   void move_states(const torch::Device& device);
   /// Replaces every state by its reduction over the processes.
   void sync_states(ModuleRuntime& runtime);

@@ -21,9 +21,9 @@ namespace fulgur::metrics {
 /// names to log. Register the collection in a LightningModule with
 /// register_module: its members are its child modules, so they follow
 /// module.to(device) and receive the run's collectives like any metric.
-/// Log every member as a metric object with one loop over items():
+/// Log every member as a metric object with LightningModule::log_dict:
 ///
-///     for (const auto& [name, metric] : metrics->items()) log(name, *metric);
+///     log_dict(*metrics);  // each member under its full name
 class MetricCollection : public torch::nn::Module {
  public:
   explicit MetricCollection(std::string prefix = "");

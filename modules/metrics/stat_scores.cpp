@@ -186,6 +186,7 @@ torch::Tensor StatScores::reduce(const std::function<torch::Tensor(const Counts&
   switch (options_.average()) {
     case Average::Micro: return score({c.tp.sum(), c.fp.sum(), c.fn.sum(), c.tn.sum()});
     case Average::None: return score(c);
+    case Average::Weighted: return weighted_mean(score(c), c.tp + c.fn);
     case Average::Macro: break;
   }
   // Multilabel: every label counts (torchmetrics' multilabel macro).

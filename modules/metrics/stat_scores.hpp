@@ -13,9 +13,10 @@ namespace fulgur::metrics {
 
 /// How per-class scores become one value (torchmetrics' `average`): Micro
 /// from counts summed over classes; Macro the mean over classes that occur
-/// (in the targets or the predictions; top_k > 1: in the targets); None
+/// (in the targets or the predictions; top_k > 1: in the targets);
+/// Weighted the mean weighted by each class's support (tp + fn); None
 /// one value per class.
-enum class Average { Micro, Macro, None };
+enum class Average { Micro, Macro, Weighted, None };
 
 /// Binary (one score or label per element), multiclass (one class per
 /// sample), or multilabel (a 0/1 decision per label, several per sample).
@@ -85,7 +86,7 @@ class StatScores : public Metric {
   Counts counts();
   /// score(tp, fp, fn, tn) averaged as options().average() says.
   torch::Tensor reduce(const std::function<torch::Tensor(const Counts&)>& score);
-  /// Macro's mean over the classes whose `weights` are 1.
+  /// The mean of `score` weighted by `weights` (0 where they sum to 0).
   static torch::Tensor weighted_mean(const torch::Tensor& score, const torch::Tensor& weights);
 
   StatScoresOptions options_;

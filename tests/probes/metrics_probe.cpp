@@ -24,7 +24,8 @@ constexpr int64_t kLabels = 4;
 
 // Columns of a data row: kClasses scores, the class target (-1: ignored),
 // a binary score (rounded: ties), its 0/1 target, a regression prediction
-// and its target, kLabels multilabel logits and their 0/1 targets (-1: ignored).
+// and its target, kLabels multilabel logits (rounded: ties) and their 0/1
+// targets (-1: ignored), kClasses class probabilities (rounded: ties).
 struct Probe : fulgur::LightningModule {
   Probe() {
     unused = register_module("unused", torch::nn::Linear(1, 1));
@@ -48,8 +49,21 @@ struct Probe : fulgur::LightningModule {
     add("binary_jaccard", std::make_shared<M::JaccardIndex>(M::StatScoresOptions::binary()));
     add("binary_f1", std::make_shared<M::F1Score>(M::StatScoresOptions::binary()));
     add("binary_accuracy", std::make_shared<M::Accuracy>(M::StatScoresOptions::binary()));
-    add("auroc", std::make_shared<M::AUROC>(-1));
-    add("average_precision", std::make_shared<M::AveragePrecision>(-1));
+    add("auroc", std::make_shared<M::AUROC>(M::StatScoresOptions::binary().ignore_index(-1)));
+    add("average_precision", std::make_shared<M::AveragePrecision>(M::StatScoresOptions::binary().ignore_index(-1)));
+    add("mc_auroc_macro", std::make_shared<M::AUROC>(mc(M::Average::Macro)));
+    add("mc_auroc_weighted", std::make_shared<M::AUROC>(mc(M::Average::Weighted)));
+    add("mc_ap_macro", std::make_shared<M::AveragePrecision>(mc(M::Average::Macro)));
+    add("mc_ap_weighted", std::make_shared<M::AveragePrecision>(mc(M::Average::Weighted)));
+    add("mc_auroc_logits_macro", std::make_shared<M::AUROC>(mc(M::Average::Macro)));
+    add("mc_ap_logits_weighted", std::make_shared<M::AveragePrecision>(mc(M::Average::Weighted)));
+    add("acc_weighted", std::make_shared<M::Accuracy>(mc(M::Average::Weighted)));
+    add("precision_weighted", std::make_shared<M::Precision>(mc(M::Average::Weighted)));
+    add("recall_weighted", std::make_shared<M::Recall>(mc(M::Average::Weighted)));
+    add("f1_weighted", std::make_shared<M::F1Score>(mc(M::Average::Weighted)));
+    add("fbeta05_weighted", std::make_shared<M::FBetaScore>(mc(M::Average::Weighted), 0.5));
+    add("jaccard_weighted", std::make_shared<M::JaccardIndex>(mc(M::Average::Weighted)));
+    add("dice_weighted", std::make_shared<M::Dice>(M::StatScoresOptions(kClasses).average(M::Average::Weighted)));
     add("mse", std::make_shared<M::MeanSquaredError>());
     add("mae", std::make_shared<M::MeanAbsoluteError>());
     add("r2", std::make_shared<M::R2Score>());
@@ -69,6 +83,29 @@ struct Probe : fulgur::LightningModule {
     add("ml_f1_macro", std::make_shared<M::F1Score>(ml(M::Average::Macro)));
     add("ml_f1_t03_macro", std::make_shared<M::F1Score>(ml(M::Average::Macro).threshold(0.3)));
     add("ml_fbeta2_macro", std::make_shared<M::FBetaScore>(ml(M::Average::Macro), 2.0));
+    add("ml_acc_weighted", std::make_shared<M::Accuracy>(ml(M::Average::Weighted)));
+    add("ml_precision_weighted", std::make_shared<M::Precision>(ml(M::Average::Weighted)));
+    add("ml_recall_weighted", std::make_shared<M::Recall>(ml(M::Average::Weighted)));
+    add("ml_f1_weighted", std::make_shared<M::F1Score>(ml(M::Average::Weighted)));
+    add("ml_jaccard_macro", std::make_shared<M::JaccardIndex>(ml(M::Average::Macro)));
+    add("ml_jaccard_micro", std::make_shared<M::JaccardIndex>(ml(M::Average::Micro)));
+    add("ml_jaccard_weighted", std::make_shared<M::JaccardIndex>(ml(M::Average::Weighted)));
+    // DiceScore has no ignore_index: these see the ignored targets as 0.
+    auto ml_dice = [](M::Average average) { return M::StatScoresOptions::multilabel(kLabels).average(average); };
+    add("ml_dice_macro", std::make_shared<M::Dice>(ml_dice(M::Average::Macro)));
+    add("ml_dice_micro", std::make_shared<M::Dice>(ml_dice(M::Average::Micro)));
+    add("ml_dice_weighted", std::make_shared<M::Dice>(ml_dice(M::Average::Weighted)));
+    add("ml_auroc_macro", std::make_shared<M::AUROC>(ml(M::Average::Macro)));
+    add("ml_auroc_micro", std::make_shared<M::AUROC>(ml(M::Average::Micro)));
+    add("ml_auroc_weighted", std::make_shared<M::AUROC>(ml(M::Average::Weighted)));
+    add("ml_ap_macro", std::make_shared<M::AveragePrecision>(ml(M::Average::Macro)));
+    add("ml_ap_micro", std::make_shared<M::AveragePrecision>(ml(M::Average::Micro)));
+    add("ml_ap_weighted", std::make_shared<M::AveragePrecision>(ml(M::Average::Weighted)));
+    // Per class (Average::None), logged cell by cell at the epoch's end.
+    per_class["mc_auroc_none"] = register_module("mc_auroc_none", std::make_shared<M::AUROC>(mc(M::Average::None)));
+    per_class["mc_ap_none"] = register_module("mc_ap_none", std::make_shared<M::AveragePrecision>(mc(M::Average::None)));
+    per_class["ml_auroc_none"] = register_module("ml_auroc_none", std::make_shared<M::AUROC>(ml(M::Average::None)));
+    per_class["ml_ap_none"] = register_module("ml_ap_none", std::make_shared<M::AveragePrecision>(ml(M::Average::None)));
     add("calibration_binary", std::make_shared<M::CalibrationError>(M::StatScoresOptions::binary().ignore_index(-1)));
     add("calibration_binary_max", std::make_shared<M::CalibrationError>(M::StatScoresOptions::binary().ignore_index(-1),
                                                                         15, M::CalibrationNorm::Max));
@@ -90,10 +127,13 @@ struct Probe : fulgur::LightningModule {
     const torch::Tensor reg_pred = x.select(1, kClasses + 3), reg_target = x.select(1, kClasses + 4);
     const torch::Tensor ml_logits = x.slice(1, kClasses + 5, kClasses + 5 + kLabels);
     const torch::Tensor ml_target = x.slice(1, kClasses + 5 + kLabels, kClasses + 5 + 2 * kLabels).to(torch::kLong);
+    const torch::Tensor probs = x.slice(1, kClasses + 5 + 2 * kLabels, 2 * kClasses + 5 + 2 * kLabels);
     for (auto& [name, metric] : metrics) {
       if (auto* s = dynamic_cast<M::StatScores*>(metric.get())) {
         if (s->options().task() == M::Task::Multilabel) {
-          if (name == "ml_acc_micro") {
+          if (name.rfind("ml_dice", 0) == 0) {
+            s->update(ml_logits, ml_target.clamp_min(0));
+          } else if (name == "ml_acc_micro") {
             s->forward(ml_logits, ml_target);
           } else {
             s->update(ml_logits, ml_target);
@@ -113,10 +153,8 @@ struct Probe : fulgur::LightningModule {
         } else {
           ce->update(scores, target);
         }
-      } else if (auto* a = dynamic_cast<M::AUROC*>(metric.get())) {
-        a->update(bscore, btarget);
-      } else if (auto* p = dynamic_cast<M::AveragePrecision*>(metric.get())) {
-        p->update(bscore, btarget);
+      } else if (auto* c = dynamic_cast<M::CurveMetric*>(metric.get())) {
+        update_curve(name, *c, bscore, btarget, probs, scores, target, ml_logits, ml_target);
       } else if (auto* r = dynamic_cast<M::MeanSquaredError*>(metric.get())) {
         r->update(reg_pred, reg_target);
       } else if (auto* r = dynamic_cast<M::MeanAbsoluteError*>(metric.get())) {
@@ -140,6 +178,24 @@ struct Probe : fulgur::LightningModule {
     }
     confmat->update(scores, target);
     ml_confmat->update(ml_logits, ml_target);
+    for (auto& [name, metric] : per_class) {
+      update_curve(name, *metric, bscore, btarget, probs, scores, target, ml_logits, ml_target);
+    }
+  }
+  static void update_curve(const std::string& name, M::CurveMetric& metric, const torch::Tensor& bscore,
+                           const torch::Tensor& btarget, const torch::Tensor& probs, const torch::Tensor& scores,
+                           const torch::Tensor& target, const torch::Tensor& ml_logits, const torch::Tensor& ml_target) {
+    switch (metric.options().task()) {
+      case M::Task::Binary: metric.update(bscore, btarget); break;
+      case M::Task::Multilabel: metric.update(ml_logits, ml_target); break;
+      case M::Task::Multiclass:
+        if (name.find("logits") != std::string::npos) {
+          metric.forward(scores, target);  // softmaxed per batch
+        } else {
+          metric.update(probs, target);  // probabilities as they are, with ties
+        }
+        break;
+    }
   }
   void on_validation_epoch_end() override {
     // A matrix is not a loggable scalar: its cells are, counted over every rank.
@@ -155,6 +211,11 @@ struct Probe : fulgur::LightningModule {
       }
     }
     ml_confmat->reset();
+    for (auto& [name, metric] : per_class) {
+      const torch::Tensor values = metric->compute();
+      for (int64_t k = 0; k < values.size(0); ++k) log(fmt::format("{}_{}", name, k), values[k]);
+      metric->reset();
+    }
   }
   torch::Tensor training_step(const fulgur::Batch&, int64_t) override { return {}; }
   fulgur::OptimizerConfig configure_optimizers() override {
@@ -164,6 +225,7 @@ struct Probe : fulgur::LightningModule {
   torch::nn::Linear unused{nullptr};
   std::map<std::string, std::shared_ptr<M::Metric>> metrics;
   std::shared_ptr<M::ConfusionMatrix> confmat, ml_confmat;
+  std::map<std::string, std::shared_ptr<M::CurveMetric>> per_class;
 };
 
 struct Data : fulgur::DataModule {

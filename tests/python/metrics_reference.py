@@ -38,12 +38,17 @@ def main():
     # correlated with them, the last label never positive, some ignored.
     ml_logits = torch.randn(n, LABELS, generator=g, dtype=torch.float64) * 2
     ml_logits[:, 0] = torch.sign(ml_logits[:, 0]) * (1 + ml_logits[:, 0].abs())
+    ml_logits = torch.round(ml_logits * 2) / 2  # ties for the curves
     ml_target = (torch.rand(n, LABELS, generator=g, dtype=torch.float64) < ml_logits.sigmoid()).long()
     ml_target[:, LABELS - 1] = 0
     ml_target[torch.rand(n, LABELS, generator=g) < 0.05] = -1
 
+    # Class probabilities rounded to 0.1 (ties within every class), the
+    # never-targeted last class included.
+    probs = torch.round(scores.softmax(1) * 10) / 10
+
     rows = torch.cat([scores, target[:, None].double(), bscore[:, None], btarget[:, None].double(),
-                      reg_pred[:, None], reg_target[:, None], ml_logits, ml_target.double()], 1)
+                      reg_pred[:, None], reg_target[:, None], ml_logits, ml_target.double(), probs], 1)
     with open(out / "data.txt", "w") as f:
         f.write(f"{rows.shape[0]} {rows.shape[1]}\n")
         for row in rows.tolist():
@@ -80,6 +85,22 @@ def main():
         "binary_f1": C.BinaryF1Score()(bscore, b0),
         "binary_accuracy": C.BinaryAccuracy()(bscore, b0),
         "auroc": C.BinaryAUROC(ignore_index=-1)(bscore, btarget),
+        "mc_auroc_macro": C.MulticlassAUROC(num_classes=CLASSES, average="macro", ignore_index=-1)(probs, target),
+        "mc_auroc_weighted": C.MulticlassAUROC(num_classes=CLASSES, average="weighted", ignore_index=-1)(probs, target),
+        "mc_ap_macro": C.MulticlassAveragePrecision(num_classes=CLASSES, average="macro", ignore_index=-1)(probs, target),
+        "mc_ap_weighted": C.MulticlassAveragePrecision(num_classes=CLASSES, average="weighted",
+                                                       ignore_index=-1)(probs, target),
+        "mc_auroc_logits_macro": C.MulticlassAUROC(num_classes=CLASSES, average="macro", ignore_index=-1)(scores, target),
+        "mc_ap_logits_weighted": C.MulticlassAveragePrecision(num_classes=CLASSES, average="weighted",
+                                                              ignore_index=-1)(scores, target),
+        "acc_weighted": mc(C.MulticlassAccuracy, "weighted"),
+        "precision_weighted": mc(C.MulticlassPrecision, "weighted"),
+        "recall_weighted": mc(C.MulticlassRecall, "weighted"),
+        "f1_weighted": mc(C.MulticlassF1Score, "weighted"),
+        "fbeta05_weighted": mc(C.MulticlassFBetaScore, "weighted", beta=0.5),
+        "jaccard_weighted": mc(C.MulticlassJaccardIndex, "weighted"),
+        "dice_weighted": DiceScore(num_classes=CLASSES, average="weighted", input_format="index",
+                                   aggregation_level="global")(labels.view(1, -1), t0.view(1, -1)),
         "average_precision": C.BinaryAveragePrecision(ignore_index=-1)(bscore, btarget),
         "mse": f64(R.MeanSquaredError())(reg_pred, reg_target),
         "mae": f64(R.MeanAbsoluteError())(reg_pred, reg_target),
@@ -90,6 +111,9 @@ def main():
         "min": f64(A.MinMetric())(reg_pred),
         "n": f64(A.SumMetric())(torch.ones(n, dtype=torch.float64)),
     }
+    ml_labels = (ml_logits.sigmoid() > 0.5).long()
+    ml_t0 = ml_target.clamp_min(0)
+
     def ml(cls, average, **kw):
         return cls(num_labels=LABELS, average=average, ignore_index=-1, **kw)(ml_logits, ml_target)
 
@@ -104,6 +128,19 @@ def main():
         "ml_f1_macro": ml(C.MultilabelF1Score, "macro"),
         "ml_f1_t03_macro": ml(C.MultilabelF1Score, "macro", threshold=0.3),
         "ml_fbeta2_macro": ml(C.MultilabelFBetaScore, "macro", beta=2.0),
+        "ml_acc_weighted": ml(C.MultilabelAccuracy, "weighted"),
+        "ml_precision_weighted": ml(C.MultilabelPrecision, "weighted"),
+        "ml_recall_weighted": ml(C.MultilabelRecall, "weighted"),
+        "ml_f1_weighted": ml(C.MultilabelF1Score, "weighted"),
+        "ml_jaccard_macro": ml(C.MultilabelJaccardIndex, "macro"),
+        "ml_jaccard_micro": ml(C.MultilabelJaccardIndex, "micro"),
+        "ml_jaccard_weighted": ml(C.MultilabelJaccardIndex, "weighted"),
+        # One-hot masks [1, L, N]: every sample a position of one image.
+        **{f"ml_dice_{average}": DiceScore(num_classes=LABELS, average=average, input_format="one-hot",
+                                           aggregation_level="global")(ml_labels.T[None], ml_t0.T[None])
+           for average in ("macro", "micro", "weighted")},
+        **{f"ml_auroc_{average}": ml(C.MultilabelAUROC, average) for average in ("macro", "micro", "weighted")},
+        **{f"ml_ap_{average}": ml(C.MultilabelAveragePrecision, average) for average in ("macro", "micro", "weighted")},
         # Calibration: ties on the bin edges (bscore is a multiple of 0.05,
         # 0.2 = 3/15 an edge), ignored targets, logits softmaxed per batch.
         "calibration_binary": C.BinaryCalibrationError(n_bins=15, norm="l1", ignore_index=-1)(bscore, btarget),
@@ -113,6 +150,15 @@ def main():
         "calibration_multiclass_l2": C.MulticlassCalibrationError(num_classes=CLASSES, n_bins=10, norm="l2",
                                                                   ignore_index=-1)(scores, target),
     })
+    per_class = {
+        "mc_auroc_none": C.MulticlassAUROC(num_classes=CLASSES, average="none", ignore_index=-1)(probs, target),
+        "mc_ap_none": C.MulticlassAveragePrecision(num_classes=CLASSES, average="none", ignore_index=-1)(probs, target),
+        "ml_auroc_none": ml(C.MultilabelAUROC, "none"),
+        "ml_ap_none": ml(C.MultilabelAveragePrecision, "none"),
+    }
+    for name, values in per_class.items():
+        for k, value in enumerate(values):
+            ref[f"{name}_{k}"] = value
     mlcm = C.MultilabelConfusionMatrix(num_labels=LABELS, ignore_index=-1)(ml_logits, ml_target)
     for label in range(LABELS):
         for i in range(2):
