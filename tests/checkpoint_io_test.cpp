@@ -192,44 +192,48 @@ TEST_CASE("CheckpointIO: a write error names the path and keeps the previous che
 }
 
 TEST_CASE("CheckpointIO: SIGKILL at random moments during repeated saves leaves a loadable checkpoint") {
-  TempDir dir("ckpt-kill");
-  const auto path = dir / "last.ckpt";
-  Checkpoint first = sample_checkpoint();
-  first.insert("counter", int64_t{-1});
-  CheckpointIO::save(first, path);
-  const std::string probe = std::string(FULGUR_BINARY_DIR) + "/bin/checkpoint_probe";
-  std::mt19937 random(12345);
-  int64_t previous = -1;
-  for (int round = 0; round < 8; ++round) {
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-      const int null = ::open("/dev/null", O_WRONLY);
-      ::dup2(null, STDOUT_FILENO);
-      ::execl(probe.c_str(), probe.c_str(), "save-loop", dir.path().c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
+  // The synchronous writer, and AsyncCheckpointIO's background one.
+  for (const std::string mode : {"save-loop", "async-save-loop"}) {
+    CAPTURE(mode);
+    TempDir dir("ckpt-kill-" + mode);
+    const auto path = dir / "last.ckpt";
+    Checkpoint first = sample_checkpoint();
+    first.insert("counter", int64_t{-1});
+    CheckpointIO::save(first, path);
+    const std::string probe = std::string(FULGUR_BINARY_DIR) + "/bin/checkpoint_probe";
+    std::mt19937 random(12345);
+    int64_t previous = -1;
+    for (int round = 0; round < 8; ++round) {
+      const pid_t child = ::fork();
+      REQUIRE(child >= 0);
+      if (child == 0) {
+        const int null = ::open("/dev/null", O_WRONLY);
+        ::dup2(null, STDOUT_FILENO);
+        ::execl(probe.c_str(), probe.c_str(), mode.c_str(), dir.path().c_str(), static_cast<char*>(nullptr));
+        ::_exit(127);
+      }
+      // Wait (reading concurrently, which must always work) until the probe
+      // has saved at least once, then kill it at a random moment of its next saves.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (CheckpointIO::load(path).at("counter").toInt() < 0 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(random() % 200));
+      REQUIRE(::kill(child, SIGKILL) == 0);
+      int status = 0;
+      ::waitpid(child, &status, 0);
+      REQUIRE(WIFSIGNALED(status));
+      const Checkpoint c = CheckpointIO::load(path);  // must not throw
+      const int64_t counter = c.at("counter").toInt();
+      if (c.contains("values")) {
+        CHECK(torch::equal(c.at("values").toTensor(), torch::full({256 * 1024}, static_cast<float>(counter))));
+      }
+      previous = std::max(previous, counter);
+      CheckpointIO::save(first, path);  // counter -1 again for the next round
     }
-    // Wait (reading concurrently, which must always work) until the probe
-    // has saved at least once, then kill it at a random moment of its next saves.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (CheckpointIO::load(path).at("counter").toInt() < 0 && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(random() % 200));
-    REQUIRE(::kill(child, SIGKILL) == 0);
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    REQUIRE(WIFSIGNALED(status));
-    const Checkpoint c = CheckpointIO::load(path);  // must not throw
-    const int64_t counter = c.at("counter").toInt();
-    if (c.contains("values")) {
-      CHECK(torch::equal(c.at("values").toTensor(), torch::full({256 * 1024}, static_cast<float>(counter))));
-    }
-    previous = std::max(previous, counter);
-    CheckpointIO::save(first, path);  // counter -1 again for the next round
+    CHECK(previous >= 0);  // the probe did save before being killed
+    // A killed writer may leave a temp file; the next successful save removes it.
+    CheckpointIO::save(first, path);
+    CHECK(directory_names(dir.path()) == std::vector<std::string>{"last.ckpt"});
   }
-  CHECK(previous >= 0);  // the probe did save before being killed
-  // A killed writer may leave a temp file; the next successful save removes it.
-  CheckpointIO::save(first, path);
-  CHECK(directory_names(dir.path()) == std::vector<std::string>{"last.ckpt"});
 }

@@ -1,5 +1,6 @@
 #include <fulgur/trainer/model_checkpoint.hpp>
 
+#include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fmt/format.h>
@@ -248,8 +249,11 @@ void ModelCheckpoint::save(Trainer& trainer, bool ranked) {
         if (options_.save_last()) last_model_path_ = (dirpath_ / "last.ckpt").string();
         trainer.save_checkpoint(path, options_.save_weights_only());
         if (writer && !dropped.empty() && dropped != path.string()) {
-          std::error_code ec;
-          std::filesystem::remove(dropped, ec);
+          // Only once the new file exists (an asynchronous write may still run).
+          trainer.checkpoint_connector().after_write([dropped] {
+            std::error_code ec;
+            std::filesystem::remove(dropped, ec);
+          });
         }
         ranked_path = path;
       }
@@ -260,7 +264,7 @@ void ModelCheckpoint::save(Trainer& trainer, bool ranked) {
     last_model_path_ = last.string();
     if (!ranked_path.empty()) {
       // Same content as the file just written: link it instead of writing twice.
-      if (writer) replace_with_link(ranked_path, last);
+      if (writer) trainer.checkpoint_connector().after_write([ranked_path, last] { replace_with_link(ranked_path, last); });
     } else {
       trainer.save_checkpoint(last, options_.save_weights_only());
     }

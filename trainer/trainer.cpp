@@ -123,6 +123,7 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
 }
 
 Trainer::~Trainer() {
+  if (checkpoint_connector_) checkpoint_connector_->finish_writes_quietly();  // before a SIGTERM is raised again
   // A SIGTERM that no fit acted on (it came after the last step, or during
   // validate/test) still ends the process, as it would have without us.
   const int pending = signals_ ? signals_->received() : 0;
@@ -209,7 +210,7 @@ int Trainer::stop_signal() const { return signals_->stop_signal(); }
 void Trainer::save_checkpoint(const std::filesystem::path& path, bool weights_only) {
   if (module_ != nullptr && handling_exception_) {
     // A rank failed: the others may never join a collective, so rank 0 writes alone.
-    if (is_global_zero()) CheckpointIO::save(checkpoint_connector_->dump(weights_only), path);
+    if (is_global_zero()) checkpoint_connector_->save_alone(path, weights_only);
     return;
   }
   if (module_ != nullptr) {
@@ -222,7 +223,7 @@ void Trainer::save_checkpoint(const std::filesystem::path& path, bool weights_on
   // After a run: the process group may be gone, so rank 0 writes alone.
   module_ = last_module_;
   try {
-    if (is_global_zero()) CheckpointIO::save(checkpoint_connector_->dump(weights_only), path);
+    if (is_global_zero()) checkpoint_connector_->save_alone(path, weights_only);
   } catch (...) {
     module_ = nullptr;
     throw;
@@ -314,6 +315,7 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
     start_loggers(module);  // only once the data are known to be there
     hooks_->call_callback_hook("setup", &Callback::setup);
     auto result = body();
+    checkpoint_connector_->finish_writes();  // the run's checkpoints are on disk when it returns
     hooks_->call_callback_hook("teardown", &Callback::teardown);
     write_profile();
     data.teardown(stage);
@@ -333,6 +335,7 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
     try {
       if (module_ != nullptr) {
         hooks_->call_callback_hook("on_exception", &Callback::on_exception, error);
+        checkpoint_connector_->finish_writes_quietly();
         hooks_->call_callback_hook("teardown", &Callback::teardown);
         write_profile();
       }
@@ -406,6 +409,7 @@ void Trainer::fit(LightningModule& module, DataModule& data, const std::string& 
     }
     fit_loop_->run(*train, val.get());
     hooks_->call_hook("on_fit_end", &Callback::on_fit_end, &LightningModule::on_fit_end);
+    checkpoint_connector_->finish_writes();  // before any rank may exit on a signal stop
     if (stop_signal() != 0) {
       // No rank leaves before every rank has run its end hooks (the
       // checkpoint is on disk): a launcher stops the others once one exits,

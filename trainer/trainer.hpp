@@ -88,6 +88,8 @@ class Trainer {
   /// from rank 0. Inside a run every process must call it; in on_exception
   /// (a rank failed) rank 0 writes without waiting for the others.
   void save_checkpoint(const std::filesystem::path& path, bool weights_only = false);
+  /// Saving and loading checkpoints (ModelCheckpoint waits on its writes).
+  CheckpointConnector& checkpoint_connector() { return *checkpoint_connector_; }
 
   // --- state, for callbacks, loggers and loops ----------------------------------------
   const TrainerConfig& config() const { return config_; }

@@ -90,6 +90,9 @@ namespace fulgur {
     (fulgur::check::OneOf{{"simple", "pytorch"}}))                                                            \
   X(bool, enable_checkpointing, true, "add a ModelCheckpoint (last.ckpt) unless one is given",                \
     fulgur::check::Any{})                                                                                     \
+  X(bool, async_checkpoint, false,                                                                            \
+    "checkpoints are written by a background thread: the saving step only copies the state to host buffers", \
+    fulgur::check::Any{})                                                                                     \
   X(bool, logger, true,                                                                                       \
     "write the run folder (CSV); in a config also logger names (csv, tensorboard, wandb, or one registered "    \
     "in LoggerRegistry), a list, or class_path entries",                                                      \

@@ -3,6 +3,9 @@
 //   checkpoint_probe save-loop DIR
 //       saves checkpoints to DIR/last.ckpt forever ({"counter": i, "values":
 //       a tensor filled with i}); the test kills it at random moments.
+//   checkpoint_probe async-save-loop DIR
+//       the same through AsyncCheckpointIO, overwriting the saved tensor as
+//       soon as save() returns (the file must still hold the copy).
 //   checkpoint_probe write-sample PATH
 //       writes one small checkpoint (the fuzzer's seed).
 //   checkpoint_probe fit|validate --model.output params.pt --model.save_at_step K ... (the CLI)
@@ -14,6 +17,7 @@
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
 #include <fulgur/datamodules/datasets/tensor_dataset.hpp>
 #include <fulgur/fulgur.hpp>
+#include <fulgur/trainer/checkpoint/async_checkpoint_io.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
 
 #include <iostream>
@@ -107,6 +111,21 @@ int save_loop(const std::filesystem::path& dir) {
   }
 }
 
+int async_save_loop(const std::filesystem::path& dir) {
+  fulgur::AsyncCheckpointIO writer;
+  torch::Tensor values = torch::empty({256 * 1024});
+  for (int64_t i = 0;; ++i) {
+    values.fill_(static_cast<float>(i));
+    fulgur::Checkpoint c = fulgur::new_state_dict();
+    c.insert(fulgur::CheckpointIO::kVersionKey, std::string(FULGUR_VERSION));
+    c.insert("counter", i);
+    c.insert("values", values);
+    writer.save(c, dir / "last.ckpt");
+    values.fill_(-1.0F);  // the next step changes the weights while the write runs
+    std::cout << "queued " << i << std::endl;
+  }
+}
+
 }  // namespace
 
 /// A small, complete checkpoint: the fuzzer's seed.
@@ -128,6 +147,7 @@ int write_sample(const std::filesystem::path& path) {
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "save-loop") return save_loop(argv[2]);
+  if (argc == 3 && std::string(argv[1]) == "async-save-loop") return async_save_loop(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "write-sample") return write_sample(argv[2]);
   return fulgur::cli::run<ProbeModel, ProbeData>(argc, argv);
 }

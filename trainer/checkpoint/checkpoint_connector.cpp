@@ -126,16 +126,19 @@ Checkpoint CheckpointConnector::dump(bool weights_only) {
   return c;
 }
 
-void CheckpointConnector::save(const std::filesystem::path& path, bool weights_only) {
+CheckpointConnector::CheckpointConnector(Trainer& trainer, FitLoop& fit_loop) : trainer_(trainer), fit_loop_(fit_loop) {}
+
+CheckpointConnector::~CheckpointConnector() { finish_writes_quietly(); }
+
+bool CheckpointConnector::async() const { return trainer_.config().options.async_checkpoint(); }
+
+AsyncCheckpointIO& CheckpointConnector::async_io() {
+  if (!async_io_) async_io_ = std::make_unique<AsyncCheckpointIO>();
+  return *async_io_;
+}
+
+void CheckpointConnector::agree_on_error(std::string error, const std::filesystem::path& path) {
   Strategy& strategy = trainer_.strategy();
-  std::string error;
-  if (strategy.is_global_zero()) {
-    try {
-      CheckpointIO::save(dump(weights_only), path);
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-  }
   if (strategy.world_size() > 1) {
     const torch::Tensor failed = torch::tensor({error.empty() ? 0.0 : 1.0}).to(strategy.root_device());
     if (strategy.all_reduce(failed, ReduceOp::Max).item<double>() > 0 && error.empty()) {
@@ -143,6 +146,63 @@ void CheckpointConnector::save(const std::filesystem::path& path, bool weights_o
     }
   }
   if (!error.empty()) throw CheckpointError(error);
+}
+
+void CheckpointConnector::save(const std::filesystem::path& path, bool weights_only) {
+  std::string error;
+  if (trainer_.strategy().is_global_zero()) {
+    try {
+      if (async()) {
+        async_io().save(dump(weights_only), path);
+      } else {
+        CheckpointIO::save(dump(weights_only), path);
+      }
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  agree_on_error(std::move(error), path);
+}
+
+void CheckpointConnector::save_alone(const std::filesystem::path& path, bool weights_only) {
+  if (async_io_) {
+    if (trainer_.handling_exception()) {
+      finish_writes_quietly();
+    } else {
+      async_io_->wait();
+    }
+  }
+  CheckpointIO::save(dump(weights_only), path);
+}
+
+void CheckpointConnector::after_write(std::function<void()> action) {
+  if (async_io_) {
+    async_io_->after_write(std::move(action));
+  } else {
+    action();
+  }
+}
+
+void CheckpointConnector::finish_writes() {
+  if (!async()) return;  // nothing is ever in flight: no collective either
+  std::string error;
+  if (async_io_) {
+    try {
+      async_io_->wait();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  agree_on_error(std::move(error), "the last checkpoint");
+}
+
+void CheckpointConnector::finish_writes_quietly() {
+  if (!async_io_) return;
+  try {
+    async_io_->wait();
+  } catch (const std::exception& e) {
+    std::cerr << "fulgur: error: " << e.what() << std::endl;
+  }
 }
 
 std::vector<std::filesystem::path> CheckpointConnector::search_dirs() {

@@ -1,9 +1,11 @@
 #pragma once
 
+#include <fulgur/trainer/checkpoint/async_checkpoint_io.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
 
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,14 +28,39 @@ class FitLoop;
 class CheckpointConnector {
  public:
   /// `fit_loop`: the Trainer's, whose counters a checkpoint holds.
-  CheckpointConnector(Trainer& trainer, FitLoop& fit_loop) : trainer_(trainer), fit_loop_(fit_loop) {}
+  CheckpointConnector(Trainer& trainer, FitLoop& fit_loop);
+  /// Waits for a write in flight (see finish_writes_quietly()).
+  ~CheckpointConnector();
 
   /// The trainer's state now. Call on the process that writes (rank 0).
   Checkpoint dump(bool weights_only);
   /// Rank 0 writes `path` atomically, then every rank learns whether it
   /// worked (a collective, so an error on rank 0 fails all ranks instead of
-  /// hanging them). Throws CheckpointError naming the path.
+  /// hanging them). Throws CheckpointError naming the path. With the
+  /// trainer's async_checkpoint option rank 0 only waits for the previous
+  /// write and copies the state to host buffers; a background thread writes
+  /// (AsyncCheckpointIO), and its error comes from the next save or
+  /// finish_writes().
   void save(const std::filesystem::path& path, bool weights_only);
+  /// Rank 0 alone (no collective: after a failure or after a run) waits for
+  /// the write in flight, then writes `path` synchronously. A failed earlier
+  /// write is rethrown, or only printed while the trainer handles an
+  /// exception (the checkpoint of the failure still gets written).
+  void save_alone(const std::filesystem::path& path, bool weights_only);
+  /// Runs `action` once the file of the last save() exists: now when saves
+  /// are synchronous or nothing is in flight, else on the writer thread
+  /// after the write succeeded (never after a failed one). For what relies
+  /// on the new file: removing an older one, linking last.ckpt to it.
+  void after_write(std::function<void()> action);
+  /// Every rank: rank 0 waits for the write in flight, then all learn
+  /// whether it worked (as save()). Where a run ends, and before a signal
+  /// stop lets any rank exit: the last checkpoint is complete on disk.
+  void finish_writes();
+  /// This process alone waits for its write in flight and prints a failed
+  /// write's error instead of throwing (the exception path, destructors).
+  void finish_writes_quietly();
+  /// The background writer (created on first use), for tests' hooks.
+  AsyncCheckpointIO& async_io();
 
   /// "last": the newest loadable checkpoint among the run folders and
   /// ModelCheckpoint folders (a corrupt one is skipped with a warning);
@@ -60,8 +87,12 @@ class CheckpointConnector {
 
  private:
   std::vector<std::filesystem::path> search_dirs();
+  bool async() const;
+  /// Every rank learns whether rank 0 failed (`error`); throws on all if so.
+  void agree_on_error(std::string error, const std::filesystem::path& path);
   Trainer& trainer_;
   FitLoop& fit_loop_;
+  std::unique_ptr<AsyncCheckpointIO> async_io_;
 };
 
 }  // namespace fulgur
