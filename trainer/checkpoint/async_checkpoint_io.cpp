@@ -76,6 +76,7 @@ void AsyncCheckpointIO::after_write(std::function<void()> action) {
       after_write_.push_back(std::move(action));
       return;
     }
+    if (error_) return;  // the last write failed: its file does not exist
   }
   action();
 }

@@ -40,7 +40,8 @@ class AsyncCheckpointIO {
   /// `path`. The caller may change its tensors as soon as this returns.
   void save(const Checkpoint& checkpoint, const std::filesystem::path& path);
   /// Runs `action` once the write in flight has succeeded (on the writer
-  /// thread), or now when none is in flight. A failed write drops it: the
+  /// thread), or now when none is in flight and the last one did not fail.
+  /// A failed write drops it: the
   /// actions that follow a save (removing an older file, linking last.ckpt)
   /// must not run without the new file.
   void after_write(std::function<void()> action);
