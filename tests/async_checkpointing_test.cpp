@@ -1,6 +1,7 @@
 // Asynchronous checkpointing: the saving step only copies the state, the
 // file is the same as a synchronous save's, write errors are never lost,
 // and a Trainer with async_checkpoint ends every run with its files on disk.
+#include "support/file_size_limit.hpp"
 #include "support/test_support.hpp"
 #include "support/tiny_modules.hpp"
 
@@ -10,10 +11,8 @@
 #include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
 
 #include <doctest/doctest.h>
-#include <sys/resource.h>
 
 #include <condition_variable>
-#include <csignal>
 #include <mutex>
 
 using namespace fulgur;
@@ -102,24 +101,19 @@ TEST_CASE("AsyncCheckpointIO: a failed write is rethrown unchanged, keeps the pr
   writer.wait();
   const std::string before = read_file(path);
 
-  // RLIMIT_FSIZE makes write() fail with EFBIG (SIGXFSZ ignored) like a full disk.
-  struct rlimit saved{};
-  REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
-  auto* previous_handler = std::signal(SIGXFSZ, SIG_IGN);
-  struct rlimit small = saved;
-  small.rlim_cur = 64 * 1024;
-  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
-  writer.save(weights_checkpoint(torch::zeros({1 << 20}), 2), path);  // 4 MiB
+  // Writes past 64 KiB fail with EFBIG, like a full disk.
   bool ran = false;
-  writer.after_write([&] { ran = true; });
   std::string message;
-  try {
-    writer.wait();
-  } catch (const CheckpointError& e) {
-    message = e.what();
+  {
+    fulgur::testing::FileSizeLimit limit(64 * 1024);
+    writer.save(weights_checkpoint(torch::zeros({1 << 20}), 2), path);  // 4 MiB
+    writer.after_write([&] { ran = true; });
+    try {
+      writer.wait();
+    } catch (const CheckpointError& e) {
+      message = e.what();
+    }
   }
-  ::setrlimit(RLIMIT_FSIZE, &saved);
-  std::signal(SIGXFSZ, previous_handler);
   INFO(message);
   CHECK(message.rfind("[CheckpointIO::save] cannot write checkpoint " + path.string(), 0) == 0);
   CHECK(message.find("too large") != std::string::npos);

@@ -1,3 +1,4 @@
+#include "support/file_size_limit.hpp"
 #include "support/test_support.hpp"
 
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
@@ -7,7 +8,6 @@
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -164,21 +164,16 @@ TEST_CASE("CheckpointIO: a write error names the path and keeps the previous che
 
   Checkpoint big = sample_checkpoint();
   big.insert("big", torch::zeros({1 << 20}));  // 4 MiB
-  // RLIMIT_FSIZE makes write() fail with EFBIG (SIGXFSZ ignored) like a full disk.
-  struct rlimit saved{};
-  REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
-  auto* previous_handler = std::signal(SIGXFSZ, SIG_IGN);
-  struct rlimit small = saved;
-  small.rlim_cur = 64 * 1024;
-  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  // Writes past 64 KiB fail with EFBIG, like a full disk.
   std::string message;
-  try {
-    CheckpointIO::save(big, path);
-  } catch (const CheckpointError& e) {
-    message = e.what();
+  {
+    fulgur::testing::FileSizeLimit limit(64 * 1024);
+    try {
+      CheckpointIO::save(big, path);
+    } catch (const CheckpointError& e) {
+      message = e.what();
+    }
   }
-  ::setrlimit(RLIMIT_FSIZE, &saved);
-  std::signal(SIGXFSZ, previous_handler);
   INFO(message);
   CHECK(message.rfind("[CheckpointIO::save] cannot write checkpoint " + path.string(), 0) == 0);
   CHECK(message.find("too large") != std::string::npos);
