@@ -1,6 +1,7 @@
 #pragma once
 
 #include <fulgur/modules/batch.hpp>
+#include <fulgur/modules/clip_algorithm.hpp>
 #include <fulgur/strategies/accelerator.hpp>
 #include <fulgur/strategies/device_batch.hpp>
 #include <fulgur/strategies/precision.hpp>
@@ -69,6 +70,22 @@ class Strategy {
   /// processes now, in one collective per dtype: manual optimization's
   /// manual_backward, where the strategy's backward hooks are not set up.
   virtual void average_gradients(const std::vector<torch::Tensor>& /*parameters*/) {}
+  /// Clips the gradients `optimizer` updates (synchronised and unscaled); a
+  /// sharding strategy takes the norm over every rank's shard.
+  virtual void clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm);
+
+  // --- sharded optimizer state (checkpoints) ----------------------------------------
+  /// Whether each rank's optimizer state covers only its shard of the parameters.
+  virtual bool shards_optimizer_state() const { return false; }
+  /// An optimizer state tensor of `param` as the whole model has it. Under a
+  /// sharding strategy a collective: every rank calls it, in the same order.
+  virtual torch::Tensor whole_optimizer_state(const torch::Tensor& /*param*/, const torch::Tensor& state) {
+    return state;
+  }
+  /// This rank's part of `whole`, an optimizer state tensor shaped like `param`.
+  virtual torch::Tensor local_optimizer_state(const torch::Tensor& /*param*/, const torch::Tensor& whole) const {
+    return whole;
+  }
 
   Batch batch_to_device(const Batch& batch) const;
   /// Starts moving `batch` to the root device. On CUDA a pinned batch is
