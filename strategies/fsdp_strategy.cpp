@@ -5,16 +5,18 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <exception>
 #include <stdexcept>
 #include <unordered_set>
 
 namespace fulgur {
 
 ShardingStrategy sharding_strategy(const std::string& name) {
+  if (name == "FULL_SHARD") return ShardingStrategy::FullShard;
   if (name == "SHARD_GRAD_OP") return ShardingStrategy::ShardGradOp;
   if (name == "NO_SHARD") return ShardingStrategy::NoShard;
-  throw std::invalid_argument(
-      fmt::format("[sharding_strategy] fsdp.sharding_strategy must be one of SHARD_GRAD_OP, NO_SHARD, got '{}'", name));
+  throw std::invalid_argument(fmt::format(
+      "[sharding_strategy] fsdp.sharding_strategy must be one of FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, got '{}'", name));
 }
 
 FSDPStrategy::FSDPStrategy(Accelerator accelerator, PrecisionMode precision, FSDPStrategyOptions options)
@@ -37,12 +39,74 @@ void FSDPStrategy::setup(LightningModule& module) {
   }
   ShardedReducer::Options o = options_.sharded;
   o.hooks = automatic_;  // manual_backward averages whole gradients (average_gradients)
+  o.reshard_parameters = options_.sharding == ShardingStrategy::FullShard;
+  // Every ShardedUnit with trainable parameters is a unit of its own.
+  std::vector<std::pair<std::string, ShardedUnitBase*>> wrapped;
+  for (const auto& item : module.named_modules()) {
+    auto* unit = dynamic_cast<ShardedUnitBase*>(item.value().get());
+    if (unit == nullptr || item.value()->parameters().empty()) continue;
+    wrapped.emplace_back(item.key(), unit);
+    o.unit_modules.push_back(item.key());
+  }
   sharded_ = std::make_unique<ShardedReducer>(std::move(params), std::move(names), process_group(), o);
+  if (!o.reshard_parameters || !automatic_) return;  // only FULL_SHARD gathers per forward
+  for (const auto& [name, unit] : wrapped) {
+    const auto index = sharded_->unit_of_module(name);
+    if (!index) continue;
+    sharded_->set_forward_gathered(*index);
+    hooked_units_[dynamic_cast<const torch::nn::Module*>(unit)] = *index;
+    unit->set_sharded_unit_hooks(this);
+    hooked_.push_back(unit);
+  }
+}
+
+void FSDPStrategy::before_forward(const torch::nn::Module& unit) {
+  if (sharded_) sharded_->unshard_unit(hooked_units_.at(&unit));
+}
+
+void FSDPStrategy::after_forward(const torch::nn::Module& unit, const std::vector<torch::Tensor>& outputs) {
+  // Outputs the hooks cannot see: the unit stays whole until its gradients are reduce-scattered.
+  if (!sharded_ || outputs.empty()) return;
+  const size_t index = hooked_units_.at(&unit);
+  if (torch::GradMode::is_enabled()) {
+    for (const auto& out : outputs) {
+      // The gradient of an output arrives just before the unit's own backward.
+      if (out.defined() && out.requires_grad()) {
+        torch::Tensor(out).register_hook([this, index](const torch::Tensor&) {
+          if (sharded_) sharded_->unshard_unit(index);
+        });
+      }
+    }
+  }
+  sharded_->free_unit(index);
 }
 
 void FSDPStrategy::teardown() {
+  // After a run the module is whole again (a user's main saves or
+  // evaluates it). Not while an error is handled: another rank may be gone,
+  // and the collective would only wait for the timeout.
+  for (auto* unit : hooked_) unit->set_sharded_unit_hooks(nullptr);
+  hooked_.clear();
+  hooked_units_.clear();
+  if (sharded_ && std::current_exception() == nullptr) {
+    sharded_->unshard();
+    for (size_t u = 0; u < static_cast<size_t>(sharded_->num_units()); ++u) sharded_->unshard_unit(u);
+  }
   sharded_.reset();
   DDPStrategy::teardown();
+}
+
+void FSDPStrategy::before_training_step() {
+  DDPStrategy::before_training_step();
+  if (sharded_) sharded_->unshard();
+}
+
+void FSDPStrategy::before_evaluation() {
+  if (sharded_) sharded_->unshard();
+}
+
+void FSDPStrategy::after_evaluation() {
+  if (sharded_) sharded_->reshard();
 }
 
 void FSDPStrategy::backward(const torch::Tensor& loss, bool sync_gradients) {
@@ -100,12 +164,16 @@ void FSDPStrategy::clip_gradients(torch::optim::Optimizer& optimizer, double val
   for (auto& g : grads) g.mul_(coefficient);
 }
 
-torch::Tensor FSDPStrategy::whole_optimizer_state(const torch::Tensor& param, const torch::Tensor& state) {
-  return sharded_ ? sharded_->whole_of(param, state) : state;
+torch::Tensor FSDPStrategy::whole_tensor(const torch::Tensor& param, const torch::Tensor& tensor) {
+  return sharded_ ? sharded_->whole_of(param, tensor) : tensor;
 }
 
-torch::Tensor FSDPStrategy::local_optimizer_state(const torch::Tensor& param, const torch::Tensor& whole) const {
+torch::Tensor FSDPStrategy::local_tensor(const torch::Tensor& param, const torch::Tensor& whole) const {
   return sharded_ ? sharded_->shard_of(param, whole) : whole;
+}
+
+std::vector<torch::Tensor> FSDPStrategy::held_tensors() const {
+  return sharded_ ? sharded_->gradient_buffers() : DDPStrategy::held_tensors();
 }
 
 }  // namespace fulgur

@@ -19,6 +19,7 @@ std::map<std::string, double> EvaluationLoop::run(DataLoader& loader, int64_t ma
   trainer_.attach_results(&results_);
   module.eval();
   torch::NoGradGuard no_grad;
+  strategy.before_evaluation();  // FULL_SHARD: parameters whole until the loop ends
 
   if (validating) {
     trainer_.call_hook("on_validation_start", &Callback::on_validation_start, &LightningModule::on_validation_start);
@@ -81,6 +82,7 @@ std::map<std::string, double> EvaluationLoop::run(DataLoader& loader, int64_t ma
     trainer_.call_hook("on_test_end", &Callback::on_test_end, &LightningModule::on_test_end);
   }
   trainer_.attach_results(nullptr);
+  strategy.after_evaluation();
   if (was_training) module.train();
   return metrics.callback;
 }

@@ -1,15 +1,18 @@
 // A training program for the fully sharded strategy's tests: an MLP with
 // parameters that do not split evenly over the ranks (5 output rows, a
 // 1-element scale), Adam or SGD, automatic or manual optimization, driven
-// by fulgur's CLI. Rank 0 writes the final parameters to --model.output;
-// every rank writes, per parameter, its numel and its optimizer state's
-// numel to --model.state_file.<rank>.
+// by fulgur's CLI. Rank 0 writes the final parameters (gathered whole) to
+// --model.output; every rank writes, per parameter, its numel and its
+// optimizer state's numel, and its training state's bytes, to
+// --model.state_file.<rank>.
 //
 //   fsdp_probe fit --trainer.devices 2 --trainer.strategy fsdp --model.output params.pt
 #include <fulgur/datamodules/datasets/tensor_dataset.hpp>
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
 #include <fulgur/fulgur.hpp>
+#include <fulgur/modules/sharded_unit.hpp>
 #include <fulgur/strategies/fsdp_strategy.hpp>
+#include <fulgur/trainer/training_state_bytes.hpp>
 
 #include <fstream>
 
@@ -26,7 +29,8 @@ namespace check = fulgur::check;
   X(double, lr, 0.05, "learning rate", check::Positive{})                                                    \
   X(bool, manual, false, "manual optimization (manual_backward, clip_gradients, step)", check::Any{})        \
   X(double, manual_clip, 0.0, "manual optimization: clip the gradient norm to this (0 = no)", check::Any{})   \
-  X(bool, batch_norm, false, "a BatchNorm1d after the first layer", check::Any{})
+  X(bool, batch_norm, false, "a BatchNorm1d after the first layer", check::Any{})                           \
+  X(bool, wrap, false, "each Linear in a fulgur::ShardedUnit (gathered by its own forward)", check::Any{})
 
 struct FSDPProbeModelOptions {
   FULGUR_OPTIONS(FSDPProbeModelOptions, FSDP_PROBE_MODEL_OPTIONS)
@@ -35,12 +39,20 @@ struct FSDPProbeModelOptions {
 struct FSDPProbeModel : fulgur::LightningModule {
   using Options = FSDPProbeModelOptions;
   explicit FSDPProbeModel(const FSDPProbeModelOptions& options) : o(options) {
-    torch::nn::Sequential layers(torch::nn::Linear(8, o.hidden()));
+    torch::nn::Sequential layers;
+    auto linear = [&](int64_t in, int64_t out) {
+      if (o.wrap()) {
+        layers->push_back(fulgur::ShardedUnit<torch::nn::Linear>(torch::nn::Linear(in, out)));
+      } else {
+        layers->push_back(torch::nn::Linear(in, out));
+      }
+    };
+    linear(8, o.hidden());
     if (o.batch_norm()) layers->push_back(torch::nn::BatchNorm1d(o.hidden()));
     layers->push_back(torch::nn::Tanh());
-    layers->push_back(torch::nn::Linear(o.hidden(), o.hidden()));
+    linear(o.hidden(), o.hidden());
     layers->push_back(torch::nn::Tanh());
-    layers->push_back(torch::nn::Linear(o.hidden(), 5));  // 5 rows: padded on 2 and 3 ranks
+    linear(o.hidden(), 5);  // 5 rows: padded on 2 and 3 ranks
     net = register_module("net", layers);
     scale = register_parameter("scale", torch::ones({1}));  // 1 row: rank 1 and up own none
     automatic_optimization(!o.manual());
@@ -85,14 +97,20 @@ struct FSDPProbeModel : fulgur::LightningModule {
         }
         out << item.key() << " " << item.value().numel() << " " << state << "\n";
       }
-      if (const auto* fsdp = dynamic_cast<const fulgur::FSDPStrategy*>(&trainer()->strategy());
+      if (auto* fsdp = dynamic_cast<fulgur::FSDPStrategy*>(&trainer()->strategy());
           fsdp != nullptr && fsdp->sharded_reducer() != nullptr) {
         out << "units " << fsdp->sharded_reducer()->num_units() << "\n";
+        out << "largest_unit " << fsdp->sharded_reducer()->largest_unit_numel() << "\n";
+        out << "peak_whole_units " << fsdp->sharded_reducer()->peak_whole_units() << "\n";
+        out << "all_gathers " << fsdp->process_group().counts().all_gather << "\n";
       }
+      out << "bytes " << fulgur::training_state_bytes(trainer()->strategy(), *this, trainer()->optimizers()) << "\n";
     }
-    if (o.output().empty() || !trainer()->is_global_zero()) return;
+    if (o.output().empty()) return;
+    // Every rank takes part: under FULL_SHARD each parameter is all-gathered.
     std::vector<torch::Tensor> flat;
-    for (const auto& p : parameters()) flat.push_back(p.detach().cpu().reshape({-1}));
+    for (const auto& p : parameters()) flat.push_back(trainer()->strategy().whole_tensor(p, p).cpu().reshape({-1}));
+    if (!trainer()->is_global_zero()) return;
     for (const auto& b : buffers()) flat.push_back(b.detach().cpu().to(torch::kFloat32).reshape({-1}));
     const auto bytes = torch::pickle_save(torch::cat(flat));
     std::ofstream(o.output(), std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

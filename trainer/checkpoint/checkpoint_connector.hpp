@@ -30,7 +30,10 @@ class CheckpointConnector {
   Checkpoint dump(bool weights_only);
   /// Rank 0 writes `path` atomically, then every rank learns whether it
   /// worked (a collective, so an error on rank 0 fails all ranks instead of
-  /// hanging them). Throws CheckpointError naming the path.
+  /// hanging them). Throws CheckpointError naming the path. Under a
+  /// sharding strategy every rank takes part in gathering the whole state
+  /// one tensor at a time (state_dict_type full) or writes its own shard
+  /// (sharded; see sharded_checkpoint.hpp).
   void save(const std::filesystem::path& path, bool weights_only);
 
   /// "last": the newest loadable checkpoint among the run folders and
@@ -57,6 +60,10 @@ class CheckpointConnector {
 
  private:
   std::vector<std::filesystem::path> search_dirs();
+  /// Replaces the sharded tensors of `checkpoint` (dump() on every rank)
+  /// by whole ones, one all-gather each; only rank 0 keeps them.
+  void gather_whole(Checkpoint& checkpoint);
+  void save_sharded(const std::filesystem::path& path, bool weights_only);
   Trainer& trainer_;
 };
 
