@@ -331,6 +331,9 @@ void ShardedReducer::start_all_gather(Unit& unit) {
 
 void ShardedReducer::gather() {
   if (options_.reshard_parameters) {
+    // The gradient shards are views of the unit's buffer, which
+    // zero_grad() cannot detach: the step is done with them.
+    for (auto& p : params_) p.tensor.mutable_grad() = torch::Tensor();
     // FULL_SHARD keeps the step's shards; automatic optimization gathers
     // before the next forward. Manual optimization may run a forward right
     // after a step (two optimizers in one training_step): whole at once.
