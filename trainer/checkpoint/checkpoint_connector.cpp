@@ -267,7 +267,8 @@ void CheckpointConnector::save_sharded(const std::filesystem::path& path, bool w
   // Every shard is on disk: the metadata makes the checkpoint complete.
   if (strategy.is_global_zero()) {
     Dict weights = checkpoint.at("state_dict").toGenericDict();
-    for (const auto& entry : shapes) (void)weights.erase(entry.key());
+    // Empty in the metadata, in their place: joined, the keys keep the module's order.
+    for (const auto& entry : shapes) weights.insert_or_assign(entry.key(), torch::empty({0}));
     if (checkpoint.contains("optimizer_states")) checkpoint.insert_or_assign("optimizer_states", meta_optimizers);
     Dict meta = new_state_dict();
     meta.insert("world_size", world);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <map>
 #include <vector>
 
 namespace fulgur {
@@ -69,7 +70,9 @@ Checkpoint consolidate_sharded_checkpoint(const Checkpoint& metadata, const std:
   }
   std::map<std::string, std::vector<int64_t>> shapes;
   for (const auto& entry : meta.at("shapes").toGenericDict()) {
-    shapes[entry.key().toStringRef()] = entry.value().toIntVector();
+    std::vector<int64_t>& dims = shapes[entry.key().toStringRef()];
+    const List saved_dims = entry.value().toList();
+    for (size_t d = 0; d < saved_dims.size(); ++d) dims.push_back(saved_dims.get(d).toInt());
   }
 
   Checkpoint whole = metadata.copy();
