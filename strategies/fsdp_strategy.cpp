@@ -42,7 +42,8 @@ void FSDPStrategy::setup(LightningModule& module) {
   o.reshard_parameters = options_.sharding == ShardingStrategy::FullShard;
   // Every ShardedUnit with trainable parameters is a unit of its own.
   std::vector<std::pair<std::string, ShardedUnitBase*>> wrapped;
-  for (const auto& item : module.named_modules()) {
+  // Not the module itself: a user's main may hold it on the stack (no shared_ptr).
+  for (const auto& item : module.named_modules("", /*include_self=*/false)) {
     auto* unit = dynamic_cast<ShardedUnitBase*>(item.value().get());
     if (unit == nullptr || item.value()->parameters().empty()) continue;
     wrapped.emplace_back(item.key(), unit);

@@ -26,7 +26,7 @@ struct Run {
 Run train(const TempDir& dir, const std::string& name, const std::string& flags) {
   const auto weights = dir / (name + ".pt");
   const auto result = run_command(kExample + " --layers 2 --dim 32 --heads 2 --context 32 --batch_size 8 " +
-                                      "--max_steps 30 --val_batches 4 --root " + (dir / name).string() +
+                                      "--train_batches 30 --val_batches 4 --root " + (dir / name).string() +
                                       " --weights " + weights.string() + " " + flags,
                                   300);
   torch::Tensor loaded;
