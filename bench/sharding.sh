@@ -13,8 +13,12 @@ model=(--layers "${LAYERS:-8}" --dim "${DIM:-512}" --heads 8 --context 64 --batc
        --max_steps "${STEPS:-10}" --val_batches 0)
 
 run() {  # $1 = ranks, $2 = strategy, $3 = sharding strategy; prints "state_mb rss_mib step_s" (worst rank)
+  # The run ends with a checkpoint: fsdp writes it sharded, as a big model would
+  # (a full one gathers the whole state on rank 0).
+  local type=full
+  [ "$2" = fsdp ] && type=sharded
   OMP_NUM_THREADS=1 "$build/bin/transformer_lm" --devices "$1" --strategy "$2" --sharding_strategy "$3" \
-    --root "$work/$1-$2-$3" "${model[@]}" > "$work/out" 2>&1 || { cat "$work/out"; exit 1; }
+    --state_dict_type "$type" --root "$work/$1-$2-$3" "${model[@]}" > "$work/out" 2>&1 || { cat "$work/out"; exit 1; }
   grep "^transformer_lm rank" "$work/out" |
     awk '{ if ($5 > s) s = $5; if ($7 > r) r = $7; t += $9; n++ } END { printf "%.1f %d %.3f", s / 1e6, r, t / n }'
 }
