@@ -41,6 +41,8 @@ src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$src/.venv/bin/python" "$src/bench/loader_vs_torchvision" "$build"
 # Horovod-style ring allreduce vs Gloo's allreduce.
 bash "$(dirname "${BASH_SOURCE[0]}")/../bench/ring_vs_gloo.sh" "$build"
+# sharding: ddp vs SHARD_GRAD_OP vs FULL_SHARD on the transformer_lm example.
+bash "$(dirname "${BASH_SOURCE[0]}")/../bench/sharding.sh" "$build"
 # cluster_scaling: DDP buckets vs the Horovod ring on a simulated cluster
 # with tc-limited links, and the scaling model against both (root: netns).
 if [ "$(id -u)" = 0 ]; then

@@ -55,6 +55,9 @@ class DDPStrategy : public Strategy {
   void backward(const torch::Tensor& loss, bool sync_gradients) override;
   void synchronize_gradients() override;
   void average_gradients(const std::vector<torch::Tensor>& parameters) override;
+  std::vector<torch::Tensor> held_tensors() const override {
+    return reducer_ ? reducer_->bucket_buffers() : std::vector<torch::Tensor>{};
+  }
 
   ProcessGroup& process_group();
   const GradientReducer* reducer() const { return reducer_.get(); }

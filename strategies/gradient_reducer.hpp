@@ -57,6 +57,13 @@ class GradientReducer {
   /// Seconds finish() has spent waiting for allreduce results, in total:
   /// the communication backward did not hide.
   double total_wait_seconds() const { return total_wait_seconds_; }
+  /// The flat bucket buffers (the gradients are views of them): memory
+  /// the reducer keeps between steps.
+  std::vector<torch::Tensor> bucket_buffers() const {
+    std::vector<torch::Tensor> out;
+    for (const auto& b : buckets_) out.push_back(b.buffer);
+    return out;
+  }
 
  private:
   struct Bucket {

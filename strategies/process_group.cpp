@@ -183,6 +183,19 @@ std::vector<torch::Tensor> ProcessGroup::all_gather(const torch::Tensor& tensor)
   return outputs[0];
 }
 
+c10::intrusive_ptr<c10d::Work> ProcessGroup::all_gather_into_async(torch::Tensor& output, torch::Tensor& input) {
+  all_gathers_.fetch_add(1, std::memory_order_relaxed);
+  return backend_->all_gather_single(output, input);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce_scatter_async(torch::Tensor& output, torch::Tensor& input) {
+  // Gloo (torch 2.14) and NCCL both implement the flat form.
+  reduce_scatters_.fetch_add(1, std::memory_order_relaxed);
+  c10d::ReduceScatterOptions o;
+  o.reduceOp = c10d::ReduceOp::SUM;
+  return backend_->reduce_scatter_single(output, input, o);
+}
+
 void ProcessGroup::barrier() {
   // A tiny allreduce is a barrier every backend implements the same way.
   torch::Tensor token = torch::zeros({1}, torch::TensorOptions().device(options_.device_type));
@@ -210,6 +223,7 @@ CollectiveCounts ProcessGroup::counts() const {
   c.all_reduce = all_reduces_.load(std::memory_order_relaxed);
   c.broadcast = broadcasts_.load(std::memory_order_relaxed);
   c.all_gather = all_gathers_.load(std::memory_order_relaxed);
+  c.reduce_scatter = reduce_scatters_.load(std::memory_order_relaxed);
   c.send = sends_.load(std::memory_order_relaxed);
   c.recv = recvs_.load(std::memory_order_relaxed);
   return c;

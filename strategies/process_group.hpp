@@ -49,10 +49,11 @@ struct CollectiveCounts {
   int64_t all_reduce = 0;
   int64_t broadcast = 0;
   int64_t all_gather = 0;
+  int64_t reduce_scatter = 0;
   int64_t send = 0;
   int64_t recv = 0;
   /// Collectives proper: what every rank joins.
-  int64_t collectives() const { return all_reduce + broadcast + all_gather; }
+  int64_t collectives() const { return all_reduce + broadcast + all_gather + reduce_scatter; }
 };
 
 /// The processes of a run as one group: c10d's Gloo backend for CPU tensors
@@ -81,6 +82,12 @@ class ProcessGroup {
   void broadcast(torch::Tensor& tensor, int64_t source_rank);
   /// Every rank's `tensor` (same shape on all ranks), in rank order.
   std::vector<torch::Tensor> all_gather(const torch::Tensor& tensor);
+  /// Starts gathering every rank's contiguous `input` into `output` (world
+  /// size times its numel), rank after rank: one flat collective.
+  c10::intrusive_ptr<c10d::Work> all_gather_into_async(torch::Tensor& output, torch::Tensor& input);
+  /// Starts summing the ranks' contiguous `input` (world size times
+  /// `output`'s numel) and leaves chunk `rank` of the sum in `output`.
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_async(torch::Tensor& output, torch::Tensor& input);
   void barrier();
   /// Point-to-point: starts sending / receiving a contiguous `tensor` to /
   /// from `peer`. Sends and receives pair by (peer, tag).
@@ -100,7 +107,7 @@ class ProcessGroup {
   ProcessGroupOptions options_;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::Backend> backend_;
-  std::atomic<int64_t> all_reduces_{0}, broadcasts_{0}, all_gathers_{0}, sends_{0}, recvs_{0};
+  std::atomic<int64_t> all_reduces_{0}, broadcasts_{0}, all_gathers_{0}, reduce_scatters_{0}, sends_{0}, recvs_{0};
 };
 
 /// Where the processes `env` describes meet (store address or file, rank,

@@ -20,6 +20,10 @@ void Strategy::backward(const torch::Tensor& loss, bool /*sync_gradients*/) { pr
 
 bool Strategy::optimizer_step(torch::optim::Optimizer& optimizer) { return precision_.optimizer_step(optimizer); }
 
+void Strategy::clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) {
+  clip_optimizer_gradients(optimizer, value, algorithm);
+}
+
 Batch Strategy::batch_to_device(const Batch& batch) const {
   if (batch.input.device() == root_device_) return batch;
   return batch.to(root_device_, accelerator_.supports_non_blocking_copy() && batch.input.is_pinned());

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <fulgur/modules/batch.hpp>
+#include <fulgur/modules/clip_algorithm.hpp>
 #include <fulgur/strategies/accelerator.hpp>
 #include <fulgur/strategies/device_batch.hpp>
 #include <fulgur/strategies/precision.hpp>
@@ -72,6 +73,33 @@ class Strategy {
   /// processes now, in one collective per dtype: manual optimization's
   /// manual_backward, where the strategy's backward hooks are not set up.
   virtual void average_gradients(const std::vector<torch::Tensor>& /*parameters*/) {}
+  /// Clips the gradients `optimizer` updates (synchronised and unscaled); a
+  /// sharding strategy takes the norm over every rank's shard.
+  virtual void clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm);
+
+  /// Around an evaluation or prediction loop: a strategy that shards
+  /// parameters between steps (FULL_SHARD) makes them whole for the loop.
+  /// Collectives: every rank calls them.
+  virtual void before_evaluation() {}
+  virtual void after_evaluation() {}
+
+  // --- sharded state (checkpoints, memory) ------------------------------------------
+  /// Whether parameters hold only this rank's shard between steps (FULL_SHARD).
+  virtual bool shards_parameters() const { return false; }
+  /// Whether each rank's optimizer state covers only its shard of the parameters.
+  virtual bool shards_optimizer_state() const { return false; }
+  /// `tensor` (the parameter `param` itself, or an optimizer state tensor of
+  /// it) as the whole model has it. Under a sharding strategy a collective:
+  /// every rank calls it, for the same parameters in the same order.
+  virtual torch::Tensor whole_tensor(const torch::Tensor& /*param*/, const torch::Tensor& tensor) { return tensor; }
+  /// This rank's part of `whole`, a tensor shaped like `param`'s whole value
+  /// (anything else is returned as it is).
+  virtual torch::Tensor local_tensor(const torch::Tensor& /*param*/, const torch::Tensor& whole) const {
+    return whole;
+  }
+  /// Tensors the gradient path keeps between steps besides the parameters'
+  /// own .grad (DDP buckets, gradient shards): counted by training_state_bytes.
+  virtual std::vector<torch::Tensor> held_tensors() const { return {}; }
 
   Batch batch_to_device(const Batch& batch) const;
   /// Starts moving `batch` to the root device. On CUDA a pinned batch is

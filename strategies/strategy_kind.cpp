@@ -7,7 +7,7 @@
 
 namespace fulgur {
 
-std::vector<std::string> option_choices(StrategyKind) { return {"auto", "single_device", "ddp", "horovod"}; }
+std::vector<std::string> option_choices(StrategyKind) { return {"auto", "single_device", "ddp", "horovod", "fsdp"}; }
 
 std::string to_string(StrategyKind kind) { return option_choices(kind).at(static_cast<size_t>(kind)); }
 

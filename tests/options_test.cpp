@@ -102,8 +102,8 @@ TEST_CASE("options: declared checks, defaults and the YAML reader name the key")
   CHECK(message_of("{clip: -1}") == "model.clip: must be > 0, got -1");
   CHECK(message_of("{epochs: many}") == "model.epochs: expected an integer, got 'many'");
   CHECK(message_of("{clip: big}") == "model.clip: expected a number or null, got 'big'");
-  CHECK(message_of("{strategy: fsdp}") ==
-        "model.strategy: expected one of auto, single_device, ddp, horovod, got 'fsdp'");
+  CHECK(message_of("{strategy: deepspeed}") ==
+        "model.strategy: expected one of auto, single_device, ddp, horovod, fsdp, got 'deepspeed'");
   CHECK(message_of("{ddp: {bucket_cap_mb: -2}}") == "model.ddp.bucket_cap_mb: must be > 0, got -2");
   CHECK(message_of("{ddp: {bucket_cap: 2}}") ==
         "unknown key 'model.ddp.bucket_cap'; did you mean 'model.ddp.bucket_cap_mb'?");

@@ -2,11 +2,13 @@
 
 #include <fulgur/strategies/cluster_environment.hpp>
 #include <fulgur/strategies/ddp_strategy.hpp>
+#include <fulgur/strategies/fsdp_strategy.hpp>
 #include <fulgur/strategies/horovod_strategy.hpp>
 #include <fulgur/strategies/single_device_strategy.hpp>
 
 #include <fmt/format.h>
 
+#include <sstream>
 #include <stdexcept>
 
 namespace fulgur {
@@ -35,6 +37,20 @@ std::unique_ptr<Strategy> create_strategy(const TrainerConfig& config, const Pla
   options.timeline_path = config.options.timeline();
   if (config.strategy == StrategyKind::DDP) {
     return std::make_unique<DDPStrategy>(accelerator, config.precision, std::move(options));
+  }
+  if (config.strategy == StrategyKind::FSDP) {
+    const FSDPOptions& f = config.options.fsdp();
+    FSDPStrategyOptions fsdp;
+    fsdp.ddp = std::move(options);
+    fsdp.sharding = sharding_strategy(f.sharding_strategy());
+    fsdp.sharded.min_unit_numel = f.min_num_params();
+    fsdp.sharded_state_dict = f.state_dict_type() == "sharded";
+    fsdp.sharded.find_unused_parameters = config.options.ddp().find_unused_parameters();
+    std::stringstream names(f.wrap_modules());
+    for (std::string name; std::getline(names, name, ',');) {
+      if (!name.empty()) fsdp.sharded.unit_modules.push_back(name);
+    }
+    return std::make_unique<FSDPStrategy>(accelerator, config.precision, std::move(fsdp));
   }
   HorovodStrategyOptions horovod;
   horovod.ddp = std::move(options);

@@ -23,6 +23,7 @@ std::map<std::string, double> EvaluationLoop::run(DataLoader& loader, int64_t ma
   const ScopedMetricSink sink(module, &results_);
   module.eval();
   torch::NoGradGuard no_grad;
+  strategy.before_evaluation();  // FULL_SHARD: parameters whole until the loop ends
 
   if (validating) {
     context_.hooks.call_hook("on_validation_start", &Callback::on_validation_start, &LightningModule::on_validation_start);
@@ -84,6 +85,7 @@ std::map<std::string, double> EvaluationLoop::run(DataLoader& loader, int64_t ma
   } else {
     context_.hooks.call_hook("on_test_end", &Callback::on_test_end, &LightningModule::on_test_end);
   }
+  strategy.after_evaluation();
   if (was_training) module.train();
   return metrics.callback;
 }

@@ -130,7 +130,7 @@ void ModuleRuntimeConnector::optimizer_step(size_t index) {
 
 void ModuleRuntimeConnector::clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) {
   trainer_.strategy().precision().unscale_gradients(optimizer);
-  clip_optimizer_gradients(optimizer, value, algorithm);
+  trainer_.strategy().clip_gradients(optimizer, value, algorithm);
 }
 
 }  // namespace fulgur

@@ -10,6 +10,7 @@
 #include <fulgur/strategies/cluster_environment.hpp>
 #include <fulgur/strategies/subprocess_launcher.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>
+#include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
 #include <fulgur/trainer/create_strategy.hpp>
 #include <fulgur/trainer/evaluation_loop.hpp>
 #include <fulgur/trainer/fit_loop.hpp>
@@ -302,7 +303,9 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
       // Every process reads the same file; weights first, and the loggers
       // before they write, so a resumed fit continues the same run folder.
       const std::filesystem::path path = checkpoint_connector_->resolve(ckpt_path);
-      const Checkpoint checkpoint = CheckpointIO::load(path);
+      Checkpoint checkpoint = CheckpointIO::load(path);
+      // A sharded one (any world size) becomes whole; each rank keeps its rows.
+      if (is_sharded_checkpoint(checkpoint)) checkpoint = consolidate_sharded_checkpoint(checkpoint, path);
       checkpoint_connector_->restore_model(checkpoint, path.string());
       if (stage == Stage::Fit) {
         checkpoint_connector_->restore_loggers(checkpoint);

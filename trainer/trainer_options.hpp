@@ -2,6 +2,7 @@
 
 #include <fulgur/modules/options.hpp>
 #include <fulgur/strategies/ddp_options.hpp>
+#include <fulgur/strategies/fsdp_options.hpp>
 #include <fulgur/strategies/horovod_options.hpp>
 #include <fulgur/strategies/strategy_kind.hpp>
 #include <fulgur/trainer/count_or_fraction.hpp>
@@ -44,7 +45,7 @@ namespace fulgur {
     fulgur::check::NotEmpty{})                                                                                \
   X(int64_t, num_nodes, 1, "machines the run spans", fulgur::check::AtLeast{1})                               \
   X(fulgur::StrategyKind, strategy, fulgur::StrategyKind::Auto,                                               \
-    "auto (single_device for one process, else ddp), single_device, ddp, horovod", fulgur::check::Any{})     \
+    "auto (single_device for one process, else ddp), single_device, ddp, horovod, fsdp", fulgur::check::Any{})     \
   X(std::string, precision, "32-true", "32-true (or 32), bf16-mixed, 16-mixed (GPU only)",                   \
     (fulgur::check::OneOf{{"32-true", "32", "bf16-mixed", "16-mixed"}}))                                      \
   X(int64_t, accumulate_grad_batches, 1, "batches per optimizer step", fulgur::check::AtLeast{1})            \
@@ -104,7 +105,8 @@ namespace fulgur {
   X(std::string, timeline, "", "Chrome-trace JSON of every gradient collective (ddp, horovod); empty = off",  \
     fulgur::check::Any{})                                                                                     \
   X(fulgur::DDPOptions, ddp, {}, "strategy ddp", fulgur::check::Any{})                                        \
-  X(fulgur::HorovodOptions, horovod, {}, "strategy horovod", fulgur::check::Any{})
+  X(fulgur::HorovodOptions, horovod, {}, "strategy horovod", fulgur::check::Any{})                            \
+  X(fulgur::FSDPOptions, fsdp, {}, "strategy fsdp", fulgur::check::Any{})
 // clang-format on
 
 /// What the user asks of a Trainer, with Lightning's names and defaults.

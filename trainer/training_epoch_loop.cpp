@@ -204,7 +204,7 @@ void TrainingEpochLoop::optimizer_step() {
   context_.hooks.call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
                      &LightningModule::on_before_optimizer_step, optimizer);
   if (o.gradient_clip_val() && *o.gradient_clip_val() > 0.0) {
-    clip_optimizer_gradients(optimizer, *o.gradient_clip_val(), c.gradient_clip_algorithm);
+    strategy.clip_gradients(optimizer, *o.gradient_clip_val(), c.gradient_clip_algorithm);
   }
   strategy.optimizer_step(optimizer);
   optimizer.zero_grad();

@@ -4,6 +4,8 @@
 #include <fulgur/modules/state_dict.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
 #include <fulgur/trainer/checkpoint/optimizer_state.hpp>
+#include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
+#include <fulgur/strategies/fsdp_strategy.hpp>
 #include <fulgur/trainer/fit_loop.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
@@ -14,6 +16,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <random>
 
 namespace fulgur {
 namespace {
@@ -35,6 +38,30 @@ Dict require_dict(const Checkpoint& checkpoint, const std::string& key, const st
                                       key == "loops" ? " (it holds weights only and cannot resume training)" : ""));
   }
   return checkpoint.at(key).toGenericDict();
+}
+
+/// An optimizer's parameters in the numbering of optimizer_state_dict().
+std::vector<torch::Tensor> indexed_parameters(const torch::optim::Optimizer& optimizer) {
+  std::vector<torch::Tensor> params;
+  for (const auto& group : optimizer.param_groups()) {
+    for (const auto& p : group.params()) params.push_back(p);
+  }
+  return params;
+}
+
+/// The sharding strategy's gradient path, or null for any other strategy.
+const ShardedReducer* sharded_reducer_of(Strategy& strategy) {
+  const auto* fsdp = dynamic_cast<const FSDPStrategy*>(&strategy);
+  return fsdp != nullptr ? fsdp->sharded_reducer() : nullptr;
+}
+
+/// Every rank learns whether any failed; the first message wins locally.
+void agree_on_failure(Strategy& strategy, std::string& error, const std::string& otherwise) {
+  if (strategy.world_size() > 1) {
+    const torch::Tensor failed = torch::tensor({error.empty() ? 0.0 : 1.0}).to(strategy.root_device());
+    if (strategy.all_reduce(failed, ReduceOp::Max).item<double>() > 0 && error.empty()) error = otherwise;
+  }
+  if (!error.empty()) throw CheckpointError(error);
 }
 
 std::vector<std::filesystem::path> checkpoint_files(const std::vector<std::filesystem::path>& dirs) {
@@ -137,31 +164,142 @@ AsyncCheckpointIO& CheckpointConnector::async_io() {
   return *async_io_;
 }
 
-void CheckpointConnector::agree_on_error(std::string error, const std::filesystem::path& path) {
-  Strategy& strategy = trainer_.strategy();
-  if (strategy.world_size() > 1) {
-    const torch::Tensor failed = torch::tensor({error.empty() ? 0.0 : 1.0}).to(strategy.root_device());
-    if (strategy.all_reduce(failed, ReduceOp::Max).item<double>() > 0 && error.empty()) {
-      error = fmt::format("[CheckpointConnector::save] rank 0 failed to write {}", path.string());
-    }
-  }
-  if (!error.empty()) throw CheckpointError(error);
-}
-
 void CheckpointConnector::save(const std::filesystem::path& path, bool weights_only) {
+  Strategy& strategy = trainer_.strategy();
+  const auto* fsdp = dynamic_cast<const FSDPStrategy*>(&strategy);
+  const bool sharded = sharded_reducer_of(strategy) != nullptr;
+  if (sharded && fsdp->sharded_state_dict()) {
+    save_sharded(path, weights_only);
+    return;
+  }
   std::string error;
-  if (trainer_.strategy().is_global_zero()) {
+  std::optional<Checkpoint> gathered;
+  if (sharded) {
+    gathered = dump(weights_only);  // every rank: the all-gathers pair up
+    gather_whole(*gathered);
+  }
+  if (strategy.is_global_zero()) {
     try {
+      Checkpoint checkpoint = gathered ? *gathered : dump(weights_only);
       if (async()) {
-        async_io().save(dump(weights_only), path);
+        async_io().save(checkpoint, path);
       } else {
-        CheckpointIO::save(dump(weights_only), path);
+        CheckpointIO::save(checkpoint, path);
       }
     } catch (const std::exception& e) {
       error = e.what();
     }
   }
-  agree_on_error(std::move(error), path);
+  agree_on_failure(strategy, error, fmt::format("[CheckpointConnector::save] rank 0 failed to write {}", path.string()));
+}
+
+void CheckpointConnector::gather_whole(Checkpoint& checkpoint) {
+  Strategy& strategy = trainer_.strategy();
+  const bool keep = strategy.is_global_zero();
+  // One parameter at a time: no rank ever holds more than the whole model once.
+  Dict weights = checkpoint.at("state_dict").toGenericDict();
+  for (const auto& item : trainer_.module().named_parameters()) {
+    torch::Tensor whole = strategy.whole_tensor(item.value(), item.value());
+    if (keep) weights.insert_or_assign(item.key(), whole.detach());
+  }
+  if (!checkpoint.contains("optimizer_states")) return;
+  const List optimizers = checkpoint.at("optimizer_states").toList();
+  for (size_t i = 0; i < optimizers.size(); ++i) {
+    const std::vector<torch::Tensor> params = indexed_parameters(*trainer_.optimizers()[i].optimizer);
+    const Dict state = optimizers.get(i).toGenericDict().at("state").toGenericDict();
+    for (const auto& entry : state) {
+      const torch::Tensor& param = params.at(static_cast<size_t>(entry.key().toInt()));
+      Dict per_param = entry.value().toGenericDict();
+      std::vector<std::pair<std::string, torch::Tensor>> wholes;
+      for (const auto& item : per_param) {
+        if (!item.value().isTensor()) continue;
+        torch::Tensor whole = strategy.whole_tensor(param, item.value().toTensor());
+        if (keep) wholes.emplace_back(item.key().toStringRef(), whole);
+      }
+      for (auto& [key, whole] : wholes) per_param.insert_or_assign(key, whole);
+    }
+  }
+}
+
+void CheckpointConnector::save_sharded(const std::filesystem::path& path, bool weights_only) {
+  Strategy& strategy = trainer_.strategy();
+  const ShardedReducer& reducer = *sharded_reducer_of(strategy);
+  LightningModule& module = trainer_.module();
+  // A fresh id per save, the same on every rank: this save's shards never
+  // mix with an earlier save's of the same path.
+  std::random_device random;
+  const int64_t draw = static_cast<int64_t>((static_cast<uint64_t>(random()) << 32) | random());
+  const int64_t agreed = strategy.broadcast(torch::tensor({draw}, torch::kInt64), 0).cpu().item<int64_t>();
+  const std::string id = fmt::format("{:016x}", static_cast<uint64_t>(agreed));
+  const int64_t rank = strategy.global_rank();
+  const int64_t world = strategy.world_size();
+
+  Checkpoint checkpoint = dump(weights_only);
+  Checkpoint shard = new_state_dict();
+  shard.insert(CheckpointIO::kVersionKey, std::string(FULGUR_VERSION));
+  shard.insert("rank", rank);
+  shard.insert("world_size", world);
+  Dict rows = new_state_dict();
+  Dict shapes = new_state_dict();
+  std::map<const void*, std::string> names;
+  for (const auto& item : module.named_parameters()) {
+    names[item.value().unsafeGetTensorImpl()] = item.key();
+    const auto shape = reducer.whole_shape(item.value());
+    if (!shape) continue;
+    rows.insert(item.key(), reducer.shard_of(item.value(), item.value().detach()));
+    List dims(c10::AnyType::get());
+    for (int64_t d : *shape) dims.push_back(d);
+    shapes.insert(item.key(), dims);
+  }
+  shard.insert("state_dict", rows);
+  List shard_optimizers(c10::AnyType::get());
+  List optimizer_params(c10::AnyType::get());
+  List meta_optimizers(c10::AnyType::get());
+  if (checkpoint.contains("optimizer_states")) {
+    const List optimizers = checkpoint.at("optimizer_states").toList();
+    for (size_t i = 0; i < optimizers.size(); ++i) {
+      const Dict optimizer = optimizers.get(i).toGenericDict();
+      shard_optimizers.push_back(optimizer.at("state"));
+      List index_names(c10::AnyType::get());
+      for (const auto& p : indexed_parameters(*trainer_.optimizers()[i].optimizer)) {
+        index_names.push_back(names.count(p.unsafeGetTensorImpl()) ? names[p.unsafeGetTensorImpl()] : std::string());
+      }
+      optimizer_params.push_back(index_names);
+      Dict without_state = optimizer.copy();
+      without_state.insert_or_assign("state", Dict(c10::IntType::get(), c10::AnyType::get()));
+      meta_optimizers.push_back(without_state);
+    }
+    shard.insert("optimizer_states", shard_optimizers);
+  }
+  std::string error;
+  try {
+    CheckpointIO::save(shard, shard_file(path, id, rank, world));
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  agree_on_failure(strategy, error,
+                   fmt::format("[CheckpointConnector::save] another rank failed to write its shard of {}", path.string()));
+
+  // Every shard is on disk: the metadata makes the checkpoint complete.
+  if (strategy.is_global_zero()) {
+    Dict weights = checkpoint.at("state_dict").toGenericDict();
+    // Empty in the metadata, in their place: joined, the keys keep the module's order.
+    for (const auto& entry : shapes) weights.insert_or_assign(entry.key(), torch::empty({0}));
+    if (checkpoint.contains("optimizer_states")) checkpoint.insert_or_assign("optimizer_states", meta_optimizers);
+    Dict meta = new_state_dict();
+    meta.insert("world_size", world);
+    meta.insert("id", id);
+    meta.insert("shapes", shapes);
+    meta.insert("optimizer_params", optimizer_params);
+    checkpoint.insert(kShardsKey, meta);
+    try {
+      CheckpointIO::save(checkpoint, path);
+      remove_other_shards(path, id);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  agree_on_failure(strategy, error, fmt::format("[CheckpointConnector::save] rank 0 failed to write {}", path.string()));
 }
 
 void CheckpointConnector::save_alone(const std::filesystem::path& path, bool weights_only) {
@@ -193,7 +331,7 @@ void CheckpointConnector::finish_writes() {
       error = e.what();
     }
   }
-  agree_on_error(std::move(error), "the last checkpoint");
+  agree_on_failure(trainer_.strategy(), error, "[CheckpointConnector] rank 0 failed to write the last checkpoint");
 }
 
 void CheckpointConnector::finish_writes_quietly() {
@@ -242,6 +380,9 @@ std::optional<std::filesystem::path> CheckpointConnector::find_newest(
     std::optional<Checkpoint> checkpoint;
     try {
       checkpoint = CheckpointIO::load(file);
+      if (is_sharded_checkpoint(*checkpoint) && !shards_complete(*checkpoint, file)) {
+        throw CheckpointError("a shard of this sharded checkpoint is missing");
+      }
     } catch (const CheckpointError& e) {
       std::cerr << "fulgur: warning: skipping checkpoint " << file.string() << ": " << e.what() << std::endl;
       continue;
@@ -303,6 +444,15 @@ void CheckpointConnector::restore_model(const Checkpoint& checkpoint, const std:
     }
     weights.insert(entry.key().toStringRef(), entry.value().toTensor());
   }
+  Strategy& strategy = trainer_.strategy();
+  if (strategy.shards_parameters()) {
+    // Parameters hold this rank's rows: take those rows of the whole.
+    for (const auto& item : trainer_.module().named_parameters()) {
+      if (weights.contains(item.key())) {
+        weights.insert_or_assign(item.key(), strategy.local_tensor(item.value(), weights.at(item.key())));
+      }
+    }
+  }
   try {
     load_state_dict(trainer_.module(), weights, /*strict=*/true);
   } catch (const std::invalid_argument& e) {
@@ -335,7 +485,27 @@ void CheckpointConnector::restore_training_state(const Checkpoint& checkpoint, c
     const auto schedulers = checkpoint.at("lr_schedulers").toList();
     size_t next_scheduler = 0;
     for (size_t i = 0; i < configs.size(); ++i) {
-      load_optimizer_state_dict(*configs[i].optimizer, optimizers.get(i).toGenericDict());
+      Strategy& strategy = trainer_.strategy();
+      Dict saved = optimizers.get(i).toGenericDict();
+      if (!strategy.shards_optimizer_state()) {
+        load_optimizer_state_dict(*configs[i].optimizer, saved);
+      } else {
+        // Whole state (any world size wrote it): this rank keeps its rows.
+        saved = saved.copy();
+        const std::vector<torch::Tensor> params = indexed_parameters(*configs[i].optimizer);
+        Dict state(c10::IntType::get(), c10::AnyType::get());
+        for (const auto& entry : saved.at("state").toGenericDict()) {
+          const torch::Tensor& param = params.at(static_cast<size_t>(entry.key().toInt()));
+          Dict local = entry.value().toGenericDict().copy();
+          for (const auto& item : entry.value().toGenericDict()) {
+            if (item.value().isTensor() && item.value().toTensor().dim() > 0) local.insert_or_assign(item.key(), strategy.local_tensor(param, item.value().toTensor()));
+          }
+          state.insert(entry.key(), local);
+        }
+        saved.insert_or_assign("state", state);
+        load_optimizer_state_dict(*configs[i].optimizer, saved,
+                                  [&](const torch::Tensor& p) { return strategy.local_tensor(p, p.detach()); });
+      }
       if (!configs[i].lr_scheduler || next_scheduler >= schedulers.size()) continue;
       const Dict scheduler = schedulers.get(next_scheduler++).toGenericDict();
       SchedulerAccess::step_count(*configs[i].lr_scheduler->scheduler) =

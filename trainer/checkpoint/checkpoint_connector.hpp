@@ -36,7 +36,10 @@ class CheckpointConnector {
   Checkpoint dump(bool weights_only);
   /// Rank 0 writes `path` atomically, then every rank learns whether it
   /// worked (a collective, so an error on rank 0 fails all ranks instead of
-  /// hanging them). Throws CheckpointError naming the path. With the
+  /// hanging them). Throws CheckpointError naming the path. Under a
+  /// sharding strategy every rank takes part in gathering the whole state
+  /// one tensor at a time (state_dict_type full) or writes its own shard
+  /// (sharded, always synchronously; see sharded_checkpoint.hpp). With the
   /// trainer's async_checkpoint option rank 0 only waits for the previous
   /// write and copies the state to host buffers; a background thread writes
   /// (AsyncCheckpointIO), and its error comes from the next save or
@@ -88,8 +91,10 @@ class CheckpointConnector {
  private:
   std::vector<std::filesystem::path> search_dirs();
   bool async() const;
-  /// Every rank learns whether rank 0 failed (`error`); throws on all if so.
-  void agree_on_error(std::string error, const std::filesystem::path& path);
+  /// Replaces the sharded tensors of `checkpoint` (dump() on every rank)
+  /// by whole ones, one all-gather each; only rank 0 keeps them.
+  void gather_whole(Checkpoint& checkpoint);
+  void save_sharded(const std::filesystem::path& path, bool weights_only);
   Trainer& trainer_;
   FitLoop& fit_loop_;
   std::unique_ptr<AsyncCheckpointIO> async_io_;

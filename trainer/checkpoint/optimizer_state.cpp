@@ -242,7 +242,8 @@ c10::impl::GenericDict optimizer_state_dict(const torch::optim::Optimizer& optim
   return result;
 }
 
-void load_optimizer_state_dict(torch::optim::Optimizer& optimizer, const c10::impl::GenericDict& saved) {
+void load_optimizer_state_dict(torch::optim::Optimizer& optimizer, const c10::impl::GenericDict& saved,
+                               const std::function<torch::Tensor(const torch::Tensor&)>& state_like) {
   const Codec& codec = codec_for(optimizer, "load_optimizer_state_dict");
   const c10::IValue groups_value = get(saved, "param_groups", "the optimizer state");
   const c10::IValue state_value = get(saved, "state", "the optimizer state");
@@ -268,7 +269,8 @@ void load_optimizer_state_dict(torch::optim::Optimizer& optimizer, const c10::im
     for (const auto& p : param_groups[g].params()) {
       if (state.contains(index)) {
         if (!state.at(index).isGenericDict()) mismatch(fmt::format("state {} is not a dict", index));
-        restored.emplace_back(p.unsafeGetTensorImpl(), codec.load_state(state.at(index).toGenericDict(), p));
+        restored.emplace_back(p.unsafeGetTensorImpl(),
+                              codec.load_state(state.at(index).toGenericDict(), state_like ? state_like(p) : p));
       }
       ++index;
     }

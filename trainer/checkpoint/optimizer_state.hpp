@@ -3,6 +3,8 @@
 #include <ATen/core/Dict.h>
 #include <torch/optim.h>
 
+#include <functional>
+
 namespace fulgur {
 
 /// An optimizer's state in PyTorch's `optimizer.state_dict()` layout:
@@ -16,7 +18,10 @@ c10::impl::GenericDict optimizer_state_dict(const torch::optim::Optimizer& optim
 
 /// Restores what optimizer_state_dict() produced into an optimizer of the
 /// same type over parameters of the same shapes; throws
-/// std::invalid_argument naming what does not match.
-void load_optimizer_state_dict(torch::optim::Optimizer& optimizer, const c10::impl::GenericDict& state);
+/// std::invalid_argument naming what does not match. `state_like` (when
+/// given) returns, for a parameter, a tensor shaped like the state this
+/// process keeps for it: a sharding strategy's rows of the parameter.
+void load_optimizer_state_dict(torch::optim::Optimizer& optimizer, const c10::impl::GenericDict& state,
+                               const std::function<torch::Tensor(const torch::Tensor&)>& state_like = nullptr);
 
 }  // namespace fulgur

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# bench/sharding.sh BUILD_DIR: per-rank training state (counted bytes of
+# parameters, gradients and AdamW state between steps), peak RSS and step
+# time of ddp, SHARD_GRAD_OP and FULL_SHARD for the transformer_lm example
+# (LAYERS x DIM, default 8 x 512: 25 M parameters, ~400 MB of state under
+# ddp), on 2 and 4 CPU ranks of one intra-op thread each. Prints one line
+# per run and the ratios against ddp; record them in bench/RESULTS.md.
+set -euo pipefail
+build="$(cd "${1:-build}" && pwd)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+model=(--layers "${LAYERS:-8}" --dim "${DIM:-512}" --heads 8 --context 64 --batch_size 2
+       --max_steps "${STEPS:-10}" --val_batches 0)
+
+run() {  # $1 = ranks, $2 = strategy, $3 = sharding strategy; prints "state_mb rss_mib step_s" (worst rank)
+  # The run ends with a checkpoint: fsdp writes it sharded, as a big model would
+  # (a full one gathers the whole state on rank 0).
+  local type=full
+  [ "$2" = fsdp ] && type=sharded
+  OMP_NUM_THREADS=1 "$build/bin/transformer_lm" --devices "$1" --strategy "$2" --sharding_strategy "$3" \
+    --state_dict_type "$type" --root "$work/$1-$2-$3" "${model[@]}" > "$work/out" 2>&1 || { cat "$work/out"; exit 1; }
+  grep "^transformer_lm rank" "$work/out" |
+    awk '{ if ($5 > s) s = $5; if ($7 > r) r = $7; t += $9; n++ } END { printf "%.1f %d %.3f", s / 1e6, r, t / n }'
+}
+
+for ranks in 2 4; do
+  read -r ddp_state ddp_rss ddp_step <<< "$(run "$ranks" ddp NO_SHARD)"
+  echo "sharding: N=$ranks ddp           state ${ddp_state} MB/rank, peak RSS ${ddp_rss} MiB/rank, ${ddp_step} s/step"
+  for sharding in SHARD_GRAD_OP FULL_SHARD; do
+    read -r state rss step <<< "$(run "$ranks" fsdp "$sharding")"
+    printf 'sharding: N=%s %-13s state %s MB/rank (%.2fx ddp), peak RSS %s MiB/rank (%.2fx), %s s/step (speed %.2fx ddp)\n' \
+      "$ranks" "$sharding" "$state" "$(awk -v a="$state" -v b="$ddp_state" 'BEGIN { print a / b }')" \
+      "$rss" "$(awk -v a="$rss" -v b="$ddp_rss" 'BEGIN { print a / b }')" \
+      "$step" "$(awk -v a="$step" -v b="$ddp_step" 'BEGIN { print b / a }')"
+  done
+done

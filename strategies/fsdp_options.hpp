@@ -1,0 +1,33 @@
+#pragma once
+
+#include <fulgur/modules/options.hpp>
+
+#include <string>
+
+namespace fulgur {
+
+// clang-format off
+#define FULGUR_FSDP_OPTIONS(X)                                                                                 \
+  X(std::string, sharding_strategy, "FULL_SHARD",                                                             \
+    "FULL_SHARD (parameters, gradients and optimizer state sharded), SHARD_GRAD_OP (ZeRO-2: gradients and "   \
+    "optimizer state sharded, parameters whole) or NO_SHARD (as ddp)",                                        \
+    (fulgur::check::OneOf{{"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD"}}))                                       \
+  X(int64_t, min_num_params, 1000000,                                                                         \
+    "wrap policy: a unit (one all-gather, one reduce-scatter) closes at a module boundary once it holds this many parameters", \
+    fulgur::check::AtLeast{1})                                                                                \
+  X(std::string, wrap_modules, "",                                                                            \
+    "wrap policy: comma-separated submodule names (e.g. 'encoder,head') that are each one unit; the rest by min_num_params", \
+    fulgur::check::Any{})                                                                                     \
+  X(std::string, state_dict_type, "full",                                                                     \
+    "full (rank 0 writes the usual checkpoint, gathered one unit at a time) or sharded (every rank writes its " \
+    "shard beside a metadata file)",                                                                          \
+    (fulgur::check::OneOf{{"full", "sharded"}}))
+// clang-format on
+
+/// The user's knobs of the fully sharded strategy (`--trainer.fsdp.*`),
+/// with Lightning's FSDPStrategy names.
+struct FSDPOptions {
+  FULGUR_OPTIONS(FSDPOptions, FULGUR_FSDP_OPTIONS)
+};
+
+}  // namespace fulgur

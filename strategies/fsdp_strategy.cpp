@@ -1,0 +1,180 @@
+#include <fulgur/strategies/fsdp_strategy.hpp>
+
+#include <fulgur/modules/lightning_module.hpp>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <exception>
+#include <stdexcept>
+#include <unordered_set>
+
+namespace fulgur {
+
+ShardingStrategy sharding_strategy(const std::string& name) {
+  if (name == "FULL_SHARD") return ShardingStrategy::FullShard;
+  if (name == "SHARD_GRAD_OP") return ShardingStrategy::ShardGradOp;
+  if (name == "NO_SHARD") return ShardingStrategy::NoShard;
+  throw std::invalid_argument(fmt::format(
+      "[sharding_strategy] fsdp.sharding_strategy must be one of FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, got '{}'", name));
+}
+
+FSDPStrategy::FSDPStrategy(Accelerator accelerator, PrecisionMode precision, FSDPStrategyOptions options)
+    : DDPStrategy(accelerator, precision, options.ddp), options_(std::move(options)) {}
+
+FSDPStrategy::~FSDPStrategy() = default;
+
+void FSDPStrategy::setup(LightningModule& module) {
+  if (options_.sharding == ShardingStrategy::NoShard) {
+    DDPStrategy::setup(module);
+    return;
+  }
+  setup_replicas(module);
+  automatic_ = module.automatic_optimization();
+  std::vector<torch::Tensor> params;
+  std::vector<std::string> names;
+  for (const auto& item : module.named_parameters()) {
+    names.push_back(item.key());
+    params.push_back(item.value());
+  }
+  ShardedReducer::Options o = options_.sharded;
+  o.hooks = automatic_;  // manual_backward averages whole gradients (average_gradients)
+  o.reshard_parameters = options_.sharding == ShardingStrategy::FullShard;
+  // Every ShardedUnit with trainable parameters is a unit of its own.
+  std::vector<std::pair<std::string, ShardedUnitBase*>> wrapped;
+  // Not the module itself: a user's main may hold it on the stack (no shared_ptr).
+  for (const auto& item : module.named_modules("", /*include_self=*/false)) {
+    auto* unit = dynamic_cast<ShardedUnitBase*>(item.value().get());
+    if (unit == nullptr || item.value()->parameters().empty()) continue;
+    wrapped.emplace_back(item.key(), unit);
+    o.unit_modules.push_back(item.key());
+  }
+  sharded_ = std::make_unique<ShardedReducer>(std::move(params), std::move(names), process_group(), o);
+  if (!o.reshard_parameters || !automatic_) return;  // only FULL_SHARD gathers per forward
+  for (const auto& [name, unit] : wrapped) {
+    const auto index = sharded_->unit_of_module(name);
+    if (!index) continue;
+    sharded_->set_forward_gathered(*index);
+    hooked_units_[dynamic_cast<const torch::nn::Module*>(unit)] = *index;
+    unit->set_sharded_unit_hooks(this);
+    hooked_.push_back(unit);
+  }
+}
+
+void FSDPStrategy::before_forward(const torch::nn::Module& unit) {
+  if (sharded_) sharded_->unshard_unit(hooked_units_.at(&unit));
+}
+
+void FSDPStrategy::after_forward(const torch::nn::Module& unit, const std::vector<torch::Tensor>& outputs) {
+  // Outputs the hooks cannot see: the unit stays whole until its gradients are reduce-scattered.
+  if (!sharded_ || outputs.empty()) return;
+  const size_t index = hooked_units_.at(&unit);
+  if (torch::GradMode::is_enabled()) {
+    for (const auto& out : outputs) {
+      // The gradient of an output arrives just before the unit's own backward.
+      if (out.defined() && out.requires_grad()) {
+        torch::Tensor(out).register_hook([this, index](const torch::Tensor&) {
+          if (sharded_) sharded_->unshard_unit(index);
+        });
+      }
+    }
+  }
+  sharded_->free_unit(index);
+}
+
+void FSDPStrategy::teardown() {
+  // After a run the module is whole again (a user's main saves or
+  // evaluates it). Not while an error is handled: another rank may be gone,
+  // and the collective would only wait for the timeout.
+  for (auto* unit : hooked_) unit->set_sharded_unit_hooks(nullptr);
+  hooked_.clear();
+  hooked_units_.clear();
+  if (sharded_ && std::current_exception() == nullptr) {
+    sharded_->unshard();
+    for (size_t u = 0; u < static_cast<size_t>(sharded_->num_units()); ++u) sharded_->unshard_unit(u);
+  }
+  sharded_.reset();
+  DDPStrategy::teardown();
+}
+
+void FSDPStrategy::before_training_step() {
+  DDPStrategy::before_training_step();
+  if (sharded_) sharded_->unshard();
+}
+
+void FSDPStrategy::before_evaluation() {
+  if (sharded_) sharded_->unshard();
+}
+
+void FSDPStrategy::after_evaluation() {
+  if (sharded_) sharded_->reshard();
+}
+
+void FSDPStrategy::backward(const torch::Tensor& loss, bool sync_gradients) {
+  if (!sharded_) {
+    DDPStrategy::backward(loss, sync_gradients);
+    return;
+  }
+  if (automatic_) sharded_->prepare(sync_gradients);
+  Strategy::backward(loss, sync_gradients);
+}
+
+void FSDPStrategy::synchronize_gradients() {
+  if (!sharded_) {
+    DDPStrategy::synchronize_gradients();
+    return;
+  }
+  if (automatic_) sharded_->finish();
+}
+
+bool FSDPStrategy::optimizer_step(torch::optim::Optimizer& optimizer) {
+  if (!sharded_) return DDPStrategy::optimizer_step(optimizer);
+  // Manual optimization: gradients were averaged whole; slice them now.
+  std::unordered_set<const void*> stepped;
+  for (const auto& group : optimizer.param_groups()) {
+    for (const auto& p : group.params()) stepped.insert(p.unsafeGetTensorImpl());
+  }
+  sharded_->shard_from_whole(stepped);
+  const bool result = Strategy::optimizer_step(optimizer);
+  sharded_->gather();
+  return result;
+}
+
+void FSDPStrategy::clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) {
+  if (!sharded_ || algorithm == ClipAlgorithm::Value) {
+    Strategy::clip_gradients(optimizer, value, algorithm);
+    return;
+  }
+  torch::NoGradGuard no_grad;
+  // The global norm: squares summed over this rank's shards, plus (once,
+  // on rank 0) parameters every rank holds whole, then summed over ranks.
+  std::vector<torch::Tensor> grads;
+  torch::Tensor squares = torch::zeros({1}, torch::TensorOptions().dtype(torch::kDouble).device(root_device()));
+  for (const auto& group : optimizer.param_groups()) {
+    for (const auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      grads.push_back(p.grad());
+      if (sharded_->holds_shard(p) || is_global_zero()) squares += p.grad().to(torch::kDouble).pow(2).sum();
+    }
+  }
+  process_group().all_reduce(squares, ReduceOp::Sum);
+  const double norm = std::sqrt(squares.item<double>());
+  // As torch::nn::utils::clip_grad_norm_: scale by max_norm / (norm + 1e-6) when below 1.
+  const double coefficient = value / (norm + 1e-6);
+  if (coefficient >= 1.0) return;
+  for (auto& g : grads) g.mul_(coefficient);
+}
+
+torch::Tensor FSDPStrategy::whole_tensor(const torch::Tensor& param, const torch::Tensor& tensor) {
+  return sharded_ ? sharded_->whole_of(param, tensor) : tensor;
+}
+
+torch::Tensor FSDPStrategy::local_tensor(const torch::Tensor& param, const torch::Tensor& whole) const {
+  return sharded_ ? sharded_->shard_of(param, whole) : whole;
+}
+
+std::vector<torch::Tensor> FSDPStrategy::held_tensors() const {
+  return sharded_ ? sharded_->gradient_buffers() : DDPStrategy::held_tensors();
+}
+
+}  // namespace fulgur

@@ -1,0 +1,94 @@
+#pragma once
+
+#include <fulgur/modules/sharded_unit_hooks.hpp>
+#include <fulgur/strategies/ddp_strategy.hpp>
+#include <fulgur/strategies/sharded_reducer.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace fulgur {
+
+/// What the fully sharded strategy splits over the ranks (Lightning's names).
+enum class ShardingStrategy {
+  /// ZeRO-3: parameters, gradients and optimizer state sharded; parameters
+  /// are whole only from a step's forward to the end of its backward.
+  FullShard,
+  /// ZeRO-2: gradients and optimizer state sharded; parameters stay whole.
+  ShardGradOp,
+  /// Nothing sharded: DDP's gradient path.
+  NoShard,
+};
+
+/// "FULL_SHARD", "SHARD_GRAD_OP" or "NO_SHARD"; throws std::invalid_argument naming the allowed ones.
+ShardingStrategy sharding_strategy(const std::string& name);
+
+struct FSDPStrategyOptions {
+  /// Process group, ranks, buffer broadcast, DDP reducer (NO_SHARD), as for DDP.
+  DDPStrategyOptions ddp;
+  ShardingStrategy sharding = ShardingStrategy::FullShard;
+  /// The wrap policy and unused-parameter handling of the sharded path.
+  ShardedReducer::Options sharded;
+  /// Checkpoints: every rank writes its shard (state_dict_type sharded)
+  /// instead of rank 0 writing the gathered whole (full).
+  bool sharded_state_dict = false;
+};
+
+/// Fully sharded data parallelism: the data-parallel base of DDPStrategy
+/// (process group, replicas that start equal, buffer broadcast, collectives
+/// for metrics) with a ShardedReducer as the gradient synchroniser. Each
+/// rank reduce-scatters gradients to its shard of every parameter and
+/// steps only that shard, so gradients and optimizer state take 1/N of
+/// DDP's memory. SHARD_GRAD_OP all-gathers the step's result at once;
+/// FULL_SHARD keeps parameters sharded between steps and all-gathers them
+/// before the next forward (training, evaluation), dropping each unit's
+/// whole parameters once its gradients are reduce-scattered. A submodule
+/// wrapped in ShardedUnit is a unit of its own that its forward gathers
+/// and frees (and the start of its backward gathers again), so whole
+/// parameters exist for about one unit at a time; the rest is gathered
+/// before the step's forward. Results equal DDP's. Under NO_SHARD it is DDP.
+///
+/// It derives from DDPStrategy, which is in effect the data-parallel base;
+/// the sharded modes never create DDP's reducer (see docs/development.md).
+class FSDPStrategy : public DDPStrategy, private ShardedUnitHooks {
+ public:
+  FSDPStrategy(Accelerator accelerator, PrecisionMode precision, FSDPStrategyOptions options);
+  ~FSDPStrategy() override;
+
+  std::string name() const override { return "fsdp"; }
+
+  void setup(LightningModule& module) override;
+  void teardown() override;
+
+  void backward(const torch::Tensor& loss, bool sync_gradients) override;
+  void synchronize_gradients() override;
+  bool optimizer_step(torch::optim::Optimizer& optimizer) override;
+  void clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) override;
+  void before_training_step() override;
+  void before_evaluation() override;
+  void after_evaluation() override;
+
+  bool shards_parameters() const override { return sharded_ != nullptr && sharded_->reshards_parameters(); }
+  bool shards_optimizer_state() const override { return sharded_ != nullptr; }
+  torch::Tensor whole_tensor(const torch::Tensor& param, const torch::Tensor& tensor) override;
+  torch::Tensor local_tensor(const torch::Tensor& param, const torch::Tensor& whole) const override;
+  std::vector<torch::Tensor> held_tensors() const override;
+
+  ShardingStrategy sharding() const { return options_.sharding; }
+  bool sharded_state_dict() const { return options_.sharded_state_dict; }
+  /// The sharded gradient path; null under NO_SHARD and before setup.
+  const ShardedReducer* sharded_reducer() const { return sharded_.get(); }
+
+ private:
+  void before_forward(const torch::nn::Module& unit) override;
+  void after_forward(const torch::nn::Module& unit, const std::vector<torch::Tensor>& outputs) override;
+
+  FSDPStrategyOptions options_;
+  std::map<const torch::nn::Module*, size_t> hooked_units_;  // ShardedUnit -> its unit
+  std::vector<ShardedUnitBase*> hooked_;
+  std::unique_ptr<ShardedReducer> sharded_;
+  bool automatic_ = true;
+};
+
+}  // namespace fulgur

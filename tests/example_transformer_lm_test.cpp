@@ -1,0 +1,69 @@
+// The transformer language model example from its own main(), on the bytes
+// of Python's pydoc topics: trained with FULL_SHARD on 2 processes (each
+// block a ShardedUnit) it must end where ddp ends, and learn.
+#include "support/pickled_tensor.hpp"
+#include "support/test_support.hpp"
+
+#include <torch/torch.h>
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+using fulgur::testing::run_command;
+using fulgur::testing::TempDir;
+
+namespace {
+
+const std::string kExample = std::string(FULGUR_BINARY_DIR) + "/bin/transformer_lm";
+
+struct Run {
+  int exit_code;
+  std::string output;
+  torch::Tensor weights;
+};
+
+Run train(const TempDir& dir, const std::string& name, const std::string& flags) {
+  const auto weights = dir / (name + ".pt");
+  const auto result = run_command(kExample + " --layers 2 --dim 32 --heads 2 --context 32 --batch_size 8 " +
+                                      "--train_batches 30 --val_batches 4 --root " + (dir / name).string() +
+                                      " --weights " + weights.string() + " " + flags,
+                                  300);
+  torch::Tensor loaded;
+  if (std::filesystem::exists(weights)) loaded = fulgur::testing::load_pickled_tensor(weights);
+  return {result.exit_code, result.output, loaded};
+}
+
+double perplexity(const std::string& output) {
+  const auto at = output.find("perplexity ");
+  REQUIRE(at != std::string::npos);
+  return std::stod(output.substr(at + 11));
+}
+
+}  // namespace
+
+TEST_CASE("transformer_lm example: FULL_SHARD on 2 processes ends where ddp ends, and the model learns") {
+  if (!std::filesystem::exists("/usr/lib/python3.11/pydoc_data/topics.py")) {
+    MESSAGE("skipped: the corpus (Debian's libpython3.11-stdlib) is not installed");
+    return;
+  }
+  TempDir dir("example-transformer-lm");
+  const Run ddp = train(dir, "ddp", "--devices 2 --strategy ddp");
+  INFO(ddp.output);
+  REQUIRE(ddp.exit_code == 0);
+  const Run full = train(dir, "full", "--devices 2 --strategy fsdp --sharding_strategy FULL_SHARD --state_dict_type sharded");
+  INFO(full.output);
+  REQUIRE(full.exit_code == 0);
+  REQUIRE(ddp.weights.defined());
+  REQUIRE(full.weights.defined());
+  CHECK(torch::allclose(full.weights, ddp.weights, 1e-5, 1e-5));
+  // 256 byte values: a model that learned nothing has perplexity 256.
+  CHECK(perplexity(full.output) < 40.0);
+  CHECK(perplexity(full.output) == doctest::Approx(perplexity(ddp.output)).epsilon(1e-4));
+  // The sharded checkpoint: one shard per rank beside last.ckpt.
+  int shards = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir / "full")) {
+    shards += entry.path().filename().string().find("last.ckpt.") == 0 ? 1 : 0;
+  }
+  CHECK(shards == 2);
+}

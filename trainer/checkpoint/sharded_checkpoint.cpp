@@ -1,0 +1,137 @@
+#include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
+
+#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
+
+#include <fmt/format.h>
+
+#include <map>
+#include <vector>
+
+namespace fulgur {
+namespace {
+
+using Dict = c10::impl::GenericDict;
+using List = c10::impl::GenericList;
+
+Dict section(const Checkpoint& c, const std::string& key, const std::filesystem::path& where) {
+  if (!c.contains(key) || !c.at(key).isGenericDict()) {
+    throw CheckpointError(fmt::format("[consolidate_sharded_checkpoint] {} has no '{}' section", where.string(), key));
+  }
+  return c.at(key).toGenericDict();
+}
+
+/// One tensor from its ranks' rows: joined along dim 0; a 0-dim one is rank 0's.
+torch::Tensor join_rows(const std::vector<torch::Tensor>& parts, const std::vector<int64_t>& shape, const std::string& name,
+                   const std::filesystem::path& path) {
+  torch::Tensor whole = shape.empty() ? parts.front().reshape({}) : torch::cat(parts, 0);
+  if (whole.sizes() != c10::IntArrayRef(shape)) {
+    throw CheckpointError(fmt::format("[consolidate_sharded_checkpoint] {}: the shards of '{}' join to {} elements, "
+                                      "the parameter has a different shape",
+                                      path.string(), name, whole.numel()));
+  }
+  return whole;
+}
+
+}  // namespace
+
+std::filesystem::path shard_file(const std::filesystem::path& path, const std::string& id, int64_t rank,
+                                 int64_t world) {
+  return std::filesystem::path(path.string() + fmt::format(".{}.shard-{}-of-{}", id, rank, world));
+}
+
+bool is_sharded_checkpoint(const Checkpoint& checkpoint) {
+  return checkpoint.contains(kShardsKey) && checkpoint.at(kShardsKey).isGenericDict();
+}
+
+bool shards_complete(const Checkpoint& metadata, const std::filesystem::path& path) {
+  const Dict meta = metadata.at(kShardsKey).toGenericDict();
+  const int64_t world = meta.at("world_size").toInt();
+  const std::string id = meta.at("id").toStringRef();
+  std::error_code ec;
+  for (int64_t r = 0; r < world; ++r) {
+    if (!std::filesystem::exists(shard_file(path, id, r, world), ec)) return false;
+  }
+  return true;
+}
+
+Checkpoint consolidate_sharded_checkpoint(const Checkpoint& metadata, const std::filesystem::path& path) {
+  const Dict meta = section(metadata, kShardsKey, path);
+  const int64_t world = meta.at("world_size").toInt();
+  const std::string id = meta.at("id").toStringRef();
+  std::vector<Checkpoint> shards;
+  for (int64_t r = 0; r < world; ++r) {
+    const std::filesystem::path file = shard_file(path, id, r, world);
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) {
+      throw CheckpointError(fmt::format("[consolidate_sharded_checkpoint] {} is incomplete: shard {} of {} ({}) is missing",
+                                        path.string(), r, world, file.string()));
+    }
+    shards.push_back(CheckpointIO::load(file));
+  }
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& entry : meta.at("shapes").toGenericDict()) {
+    std::vector<int64_t>& dims = shapes[entry.key().toStringRef()];
+    const List saved_dims = entry.value().toList();
+    for (size_t d = 0; d < saved_dims.size(); ++d) dims.push_back(saved_dims.get(d).toInt());
+  }
+
+  Checkpoint whole = metadata.copy();
+  (void)whole.erase(kShardsKey);
+  // Parameters: the metadata holds buffers and unsharded ones; the rest are rows in the shards.
+  Dict weights = section(metadata, "state_dict", path).copy();
+  for (const auto& [name, shape] : shapes) {
+    std::vector<torch::Tensor> parts;
+    for (const auto& shard : shards) parts.push_back(section(shard, "state_dict", path).at(name).toTensor());
+    weights.insert_or_assign(name, join_rows(parts, shape, name, path));
+  }
+  whole.insert_or_assign("state_dict", weights);
+
+  if (!metadata.contains("optimizer_states")) return whole;
+  const List names = meta.at("optimizer_params").toList();
+  const List saved = metadata.at("optimizer_states").toList();
+  List optimizers(c10::AnyType::get());
+  for (size_t i = 0; i < saved.size(); ++i) {
+    Dict optimizer = saved.get(i).toGenericDict().copy();
+    const List index_names = names.get(i).toList();
+    Dict state(c10::IntType::get(), c10::AnyType::get());
+    const Dict first = shards.front().at("optimizer_states").toList().get(i).toGenericDict();
+    for (const auto& entry : first) {
+      const int64_t index = entry.key().toInt();
+      const std::string name = index_names.get(static_cast<size_t>(index)).toStringRef();
+      const auto shape = shapes.find(name);
+      Dict joined = entry.value().toGenericDict().copy();
+      for (const auto& item : entry.value().toGenericDict()) {
+        const c10::IValue& value = item.value();
+        // Per-parameter moments have the parameter's rank; `step` and the like are rank 0's.
+        if (shape == shapes.end() || !value.isTensor() || value.toTensor().dim() != static_cast<int64_t>(shape->second.size())) {
+          continue;
+        }
+        std::vector<torch::Tensor> parts;
+        for (const auto& shard : shards) {
+          parts.push_back(shard.at("optimizer_states").toList().get(i).toGenericDict().at(index).toGenericDict()
+                              .at(item.key()).toTensor());
+        }
+        joined.insert_or_assign(item.key(), join_rows(parts, shape->second, name, path));
+      }
+      state.insert(index, joined);
+    }
+    optimizer.insert_or_assign("state", state);
+    optimizers.push_back(optimizer);
+  }
+  whole.insert_or_assign("optimizer_states", optimizers);
+  return whole;
+}
+
+void remove_other_shards(const std::filesystem::path& path, const std::string& id) {
+  const std::string prefix = path.filename().string() + ".";
+  const std::string mine = prefix + id + ".shard-";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(path.parent_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && name.find(".shard-") != std::string::npos && name.rfind(mine, 0) != 0) {
+      std::filesystem::remove(entry.path(), ec);
+    }
+  }
+}
+
+}  // namespace fulgur

@@ -1,0 +1,46 @@
+#pragma once
+
+#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+namespace fulgur {
+
+/// A sharded checkpoint (`fsdp.state_dict_type: sharded`) is two kinds of
+/// file. Every rank r of N writes its rows of every sharded parameter and
+/// of their optimizer state to `<path>.<id>.shard-<r>-of-<N>`; once all of
+/// them are on disk, rank 0 writes `<path>` itself: the usual checkpoint
+/// without those tensors, plus the metadata under kShardsKey
+/// (`world_size`, `id`, `shapes` of the sharded parameters,
+/// `optimizer_params`: per optimizer, the parameter name of each state
+/// index). Every file is written atomically (CheckpointIO), and `<path>`
+/// last, so a checkpoint whose metadata exists is complete unless a shard
+/// was removed since, which consolidate() reports by name. `<id>` is new
+/// for every save: a save interrupted half-way never mixes with the
+/// previous one's shards.
+constexpr const char* kShardsKey = "fsdp_shards";
+
+/// Where rank `rank` of `world` writes its shard of the save `id` of `path`.
+std::filesystem::path shard_file(const std::filesystem::path& path, const std::string& id, int64_t rank,
+                                 int64_t world);
+
+/// Whether `checkpoint` (what CheckpointIO::load read at a path) is the metadata of a sharded checkpoint.
+bool is_sharded_checkpoint(const Checkpoint& checkpoint);
+
+/// Whether every shard the metadata at `path` names exists.
+bool shards_complete(const Checkpoint& metadata, const std::filesystem::path& path);
+
+/// The whole checkpoint: the metadata's content with every sharded
+/// parameter and optimizer state tensor joined from the shards in rank
+/// order, in the layout of an unsharded checkpoint (what
+/// `torch.load(weights_only=True)` reads, and any world size resumes from).
+/// Throws CheckpointError naming a missing or corrupt shard.
+Checkpoint consolidate_sharded_checkpoint(const Checkpoint& metadata, const std::filesystem::path& path);
+
+/// Removes the shard files of `path` that do not belong to its save `id`
+/// (those of earlier saves to the same path).
+void remove_other_shards(const std::filesystem::path& path, const std::string& id);
+
+}  // namespace fulgur
