@@ -66,17 +66,16 @@ void FSDPStrategy::before_forward(const torch::nn::Module& unit) {
 }
 
 void FSDPStrategy::after_forward(const torch::nn::Module& unit, const std::vector<torch::Tensor>& outputs) {
-  // Outputs the hooks cannot see: the unit stays whole until its gradients are reduce-scattered.
-  if (!sharded_ || outputs.empty()) return;
+  // Outputs the hooks cannot see: the unit stays whole until its gradients
+  // are reduce-scattered. Without autograd (evaluation) it stays whole for the loop.
+  if (!sharded_ || outputs.empty() || !torch::GradMode::is_enabled()) return;
   const size_t index = hooked_units_.at(&unit);
-  if (torch::GradMode::is_enabled()) {
-    for (const auto& out : outputs) {
-      // The gradient of an output arrives just before the unit's own backward.
-      if (out.defined() && out.requires_grad()) {
-        torch::Tensor(out).register_hook([this, index](const torch::Tensor&) {
-          if (sharded_) sharded_->unshard_unit(index);
-        });
-      }
+  for (const auto& out : outputs) {
+    // The gradient of an output arrives just before the unit's own backward.
+    if (out.defined() && out.requires_grad()) {
+      torch::Tensor(out).register_hook([this, index](const torch::Tensor&) {
+        if (sharded_) sharded_->unshard_unit(index);
+      });
     }
   }
   sharded_->free_unit(index);
@@ -90,8 +89,7 @@ void FSDPStrategy::teardown() {
   hooked_.clear();
   hooked_units_.clear();
   if (sharded_ && std::current_exception() == nullptr) {
-    sharded_->unshard();
-    for (size_t u = 0; u < static_cast<size_t>(sharded_->num_units()); ++u) sharded_->unshard_unit(u);
+    sharded_->unshard_all();
   }
   sharded_.reset();
   DDPStrategy::teardown();
@@ -103,7 +101,11 @@ void FSDPStrategy::before_training_step() {
 }
 
 void FSDPStrategy::before_evaluation() {
-  if (sharded_) sharded_->unshard();
+  if (!sharded_) return;
+  // Every unit, ShardedUnits too: evaluation shards are not padded, so ranks
+  // may run different numbers of forwards, and a gather per forward would
+  // pair with nothing on a rank that has finished.
+  sharded_->unshard_all();
 }
 
 void FSDPStrategy::after_evaluation() {

@@ -78,8 +78,11 @@ class ShardedReducer {
   /// those gathered by their own forward (forward_gathered), is
   /// all-gathered (all started, then waited in order) and made whole.
   void unshard();
-  /// FULL_SHARD, after evaluation: those units free their whole
-  /// parameters and hold their shards again (no communication).
+  /// FULL_SHARD, before evaluation (and after a run): every unit, those
+  /// of ShardedUnits too, is made whole, one all-gather each.
+  void unshard_all();
+  /// FULL_SHARD, after evaluation: every unit frees its whole parameters
+  /// and holds its shard again (no communication).
   void reshard();
   /// The unit of the submodule named `module` (listed in unit_modules).
   std::optional<size_t> unit_of_module(const std::string& module) const;
@@ -119,7 +122,7 @@ class ShardedReducer {
   /// Elements of the largest unit (whole): what FULL_SHARD holds at most
   /// beyond its shards per unit in flight.
   int64_t largest_unit_numel() const;
-  /// FULL_SHARD: the most units ever whole at once (after any all-gather).
+  /// FULL_SHARD: the most units whole at once in training (after any all-gather).
   int64_t peak_whole_units() const { return peak_whole_units_; }
   /// Units whose reduce-scatter started during backward in the last step.
   int64_t units_launched_in_backward() const { return launched_in_backward_; }
@@ -169,6 +172,7 @@ class ShardedReducer {
   bool in_backward_ = false;
   int64_t launched_in_backward_ = 0;
   int64_t peak_whole_units_ = 0;
+  bool all_whole_ = false;  // between unshard_all() and reshard(): not training
 };
 
 }  // namespace fulgur

@@ -38,7 +38,8 @@ void fit(const TempDir& dir, const std::string& name, const std::string& extra, 
       " --trainer.enable_progress_bar false --trainer.num_sanity_val_steps 0 --trainer.process_group_timeout 60 " +
       "--trainer.logger false --trainer.enable_model_summary false --trainer.enable_checkpointing " +
       (checkpointing ? "true " : "false ") +
-      "--data.samples 96 --trainer.default_root_dir " + (dir.path() / name).string() + " --model.output " +
+      (extra.find("--data.samples") == std::string::npos ? "--data.samples 96 " : "") +
+      "--trainer.default_root_dir " + (dir.path() / name).string() + " --model.output " +
       (dir.path() / (name + ".pt")).string() + " --model.state_file " + (dir.path() / (name + ".state")).string() +
       " " + extra;
   const auto result = run_command(command, 300);
@@ -429,6 +430,11 @@ TEST_CASE("fsdp: FULL_SHARD gathers a ShardedUnit before its forward and again b
       CHECK(wrapped.at("all_gathers").numel >= root.at("all_gathers").numel + 24);
     }
   }
+  // Validation shards are not padded: 97 samples on 3 ranks of batch 4 give
+  // 9, 8 and 8 validation batches. Evaluation gathers every unit once, so
+  // the ranks' forwards need not pair up (a gather per forward would hang).
+  fit(dir, "uneven_validation", "--trainer.devices 3 --data.batch_size 4 --data.samples 97 " + fsdp("FULL_SHARD") +
+                                    "--model.wrap true");
   // Under SHARD_GRAD_OP and ddp the wrapper is only its module.
   fit(dir, "wrapped_grad_op", ranks(2) + fsdp("SHARD_GRAD_OP") + "--model.wrap true");
   check_same(dir, "ddp2", "wrapped_grad_op");

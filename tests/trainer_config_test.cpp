@@ -107,7 +107,7 @@ TEST_CASE("TrainerConfig: exact error messages") {
         "[TrainerConfig::resolve] devices=4 but only 2 CUDA device(s) are visible");
   CHECK(message(TrainerOptions().num_nodes(0)) == "[TrainerOptions] num_nodes must be >= 1, got 0");
   CHECK_THROWS_WITH_AS(TrainerOptions().strategy("deepspeed"),
-                       "[strategy_kind] strategy must be one of auto, single_device, ddp, horovod, got 'deepspeed'",
+                       "[strategy_kind] strategy must be one of auto, single_device, ddp, horovod, fsdp, got 'deepspeed'",
                        std::invalid_argument);
   CHECK(message(TrainerOptions().strategy("single_device").devices(2)) ==
         "[TrainerConfig::resolve] strategy 'single_device' needs devices=1 and num_nodes=1, got devices=2 "
