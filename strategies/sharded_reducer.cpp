@@ -341,7 +341,6 @@ void ShardedReducer::gather() {
     return;
   }
   torch::NoGradGuard no_grad;
-  const int64_t world = group_.size();
   // Start every unit's all-gather, then finish them in order.
   for (auto& unit : units_) {
     if (unit.sharded) start_all_gather(unit);
@@ -350,27 +349,30 @@ void ShardedReducer::gather() {
     if (!unit.sharded) continue;
     group_.wait(unit.work, "all_gather");
     unit.work.reset();
-    for (size_t k : unit.params) {
-      Param& p = params_[k];
-      const torch::Tensor flat = p.whole.view({-1});
-      for (int64_t r = 0; r < world; ++r) {
-        const int64_t first = std::min(r * p.chunk_rows, p.rows);
-        const int64_t rows = std::min(p.chunk_rows, p.rows - first);
-        if (rows == 0 || r == group_.rank()) continue;  // our own rows are already there
-        flat.narrow(0, first * p.row_numel, rows * p.row_numel)
-            .copy_(unit.comm.narrow(0, r * unit.chunk_numel + p.offset, rows * p.row_numel));
-      }
-      p.tensor.set_data(p.whole);
-      p.tensor.mutable_grad() = torch::Tensor();
-    }
+    copy_gathered_rows(unit, /*skip_own=*/true);
+    for (size_t k : unit.params) params_[k].tensor.mutable_grad() = torch::Tensor();
     unit.comm = torch::Tensor();
     unit.comm_input = torch::Tensor();
     unit.sharded = false;
   }
 }
 
+void ShardedReducer::copy_gathered_rows(Unit& unit, bool skip_own) {
+  for (size_t k : unit.params) {
+    Param& p = params_[k];
+    const torch::Tensor flat = p.whole.view({-1});
+    for (int64_t r = 0; r < group_.size(); ++r) {
+      const int64_t first = std::min(r * p.chunk_rows, p.rows);
+      const int64_t rows = std::min(p.chunk_rows, p.rows - first);
+      if (rows == 0 || (skip_own && r == group_.rank())) continue;
+      flat.narrow(0, first * p.row_numel, rows * p.row_numel)
+          .copy_(unit.comm.narrow(0, r * unit.chunk_numel + p.offset, rows * p.row_numel));
+    }
+    p.tensor.set_data(p.whole);
+  }
+}
+
 void ShardedReducer::finish_unshard(Unit& unit) {
-  const int64_t world = group_.size();
   group_.wait(unit.work, "all_gather");
   unit.work.reset();
   if (!unit.full.defined()) {
@@ -388,18 +390,7 @@ void ShardedReducer::finish_unshard(Unit& unit) {
   } else {
     resize_storage(unit.full, static_cast<size_t>(unit.full.numel()) * unit.full.element_size());
   }
-  for (size_t k : unit.params) {
-    Param& p = params_[k];
-    const torch::Tensor flat = p.whole.view({-1});
-    for (int64_t r = 0; r < world; ++r) {
-      const int64_t first = std::min(r * p.chunk_rows, p.rows);
-      const int64_t rows = std::min(p.chunk_rows, p.rows - first);
-      if (rows == 0) continue;
-      flat.narrow(0, first * p.row_numel, rows * p.row_numel)
-          .copy_(unit.comm.narrow(0, r * unit.chunk_numel + p.offset, rows * p.row_numel));
-    }
-    p.tensor.set_data(p.whole);
-  }
+  copy_gathered_rows(unit, /*skip_own=*/false);
   unit.comm = torch::Tensor();
   unit.comm_input = torch::Tensor();
   unit.sharded = false;

@@ -151,6 +151,10 @@ class ShardedReducer {
     torch::Tensor full;         // FULL_SHARD: every parameter's whole value, one after another; 0 bytes while sharded
     c10::intrusive_ptr<c10d::Work> work;
   };
+  /// Copies the all-gathered rows of every rank (all but this rank's when
+  /// `skip_own`: they are already there) into the unit's whole parameters,
+  /// which the module's tensors then point at.
+  void copy_gathered_rows(Unit& unit, bool skip_own);
 
   void build_units(int64_t world);
   void on_gradient_ready(size_t k);
