@@ -1,8 +1,46 @@
 #include <fulgur/trainer/logger_connector.hpp>
 
+#include <fulgur/trainer/hparams_yaml.hpp>
+#include <fulgur/trainer/loggers/run_folder.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
+#include <iostream>
+
 namespace fulgur {
+
+void LoggerConnector::claim_run_folder() {
+  const auto& loggers = trainer_.loggers();
+  Strategy& strategy = trainer_.strategy();
+  std::vector<int64_t> versions(loggers.size(), -1);
+  if (strategy.is_global_zero()) {
+    std::map<std::filesystem::path, int64_t> claimed;
+    for (size_t i = 0; i < loggers.size(); ++i) {
+      const auto dir = loggers[i]->open_versions_dir();
+      if (!dir) continue;
+      if (!claimed.count(*dir)) claimed[*dir] = claim_version(*dir);
+      versions[i] = claimed[*dir];
+    }
+  }
+  if (strategy.world_size() > 1 && !versions.empty()) {
+    const torch::Tensor mine = torch::tensor(versions, torch::kInt64).to(strategy.root_device());
+    const torch::Tensor agreed = strategy.broadcast(mine, 0).cpu();
+    for (size_t i = 0; i < versions.size(); ++i) versions[i] = agreed[static_cast<int64_t>(i)].item<int64_t>();
+  }
+  for (size_t i = 0; i < loggers.size(); ++i) {
+    if (versions[i] >= 0) loggers[i]->set_version(versions[i]);
+  }
+}
+
+void LoggerConnector::start_loggers(LightningModule& module) {
+  if (trainer_.is_global_zero() && !trainer_.loggers().empty()) {
+    const YAML::Node hparams = hparams_to_yaml(module.hparams());
+    for (const auto& logger : trainer_.loggers()) logger->log_hyperparams(hparams);
+    if (!run_folder_announced_) {
+      std::cout << "fulgur: run folder " << trainer_.log_dir().string() << std::endl;
+      run_folder_announced_ = true;
+    }
+  }
+}
 
 void LoggerConnector::log_to_loggers(const std::map<std::string, double>& metrics) {
   if (metrics.empty() || !trainer_.is_global_zero()) return;

@@ -8,6 +8,7 @@
 
 namespace fulgur {
 
+class LightningModule;
 class Trainer;
 
 /// Where what the loops reduce from log() goes: the metric maps callbacks
@@ -17,6 +18,13 @@ class Trainer;
 class LoggerConnector {
  public:
   explicit LoggerConnector(Trainer& trainer) : trainer_(trainer) {}
+
+  /// Rank 0 claims (creates) one version_<N> per <root>/<name> the open
+  /// loggers share; every rank's loggers take the same numbers.
+  void claim_run_folder();
+  /// Rank 0 gives the loggers the module's hyper-parameters and names the
+  /// run folder once per Trainer.
+  void start_loggers(LightningModule& module);
 
   /// Reports a finished training step. Its values stay on the device until
   /// the step goes to the loggers (`send_to_loggers`, every
@@ -35,6 +43,7 @@ class LoggerConnector {
   ResultCollection::Metrics read_pending_step_values() const;
 
   Trainer& trainer_;
+  bool run_folder_announced_ = false;
   // Read lazily (see callback_metrics()), hence mutable.
   mutable std::map<std::string, double> callback_metrics_;
   std::map<std::string, double> logged_metrics_;

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <iostream>
 #include <regex>
 #include <stdexcept>
 
@@ -45,6 +46,21 @@ int SlurmRequeue::requeue(const std::string& id) {
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return 128 + WTERMSIG(status);
+}
+
+void SlurmRequeue::requeue_current_job() {
+  const auto id = job_id();
+  if (!id) return;  // not a SLURM job: stopping was all there was to do
+  if (!is_valid_job_id(*id)) {
+    std::cerr << fmt::format("fulgur: not requeueing: job id '{}' is not a SLURM job id", *id) << std::endl;
+    return;
+  }
+  std::cerr << fmt::format("fulgur: requeueing SLURM job {} (scontrol requeue {})", *id, *id) << std::endl;
+  if (const int code = requeue(*id); code != 0) {
+    std::cerr << fmt::format("fulgur: scontrol requeue {} failed with exit code {}; the job was not requeued", *id,
+                             code)
+              << std::endl;
+  }
 }
 
 }  // namespace fulgur

@@ -29,6 +29,11 @@ class SlurmRequeue {
   /// Returns its exit code (127: scontrol could not be started). Throws
   /// std::invalid_argument, without running anything, for an invalid id.
   static int requeue(const std::string& id);
+
+  /// Requeues this process's job, if it is one, saying what it does on
+  /// stderr; a bad id or a failed scontrol is reported, not thrown (the run
+  /// already stopped cleanly).
+  static void requeue_current_job();
 };
 
 }  // namespace fulgur

@@ -1,7 +1,6 @@
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fulgur/trainer/loggers/csv_logger.hpp>
-#include <fulgur/trainer/loggers/run_folder.hpp>
 #include <fulgur/trainer/model_checkpoint.hpp>
 #include <fulgur/trainer/model_summary.hpp>
 #include <fulgur/trainer/pytorch_profiler.hpp>
@@ -234,7 +233,7 @@ void Trainer::save_checkpoint(const std::filesystem::path& path, bool weights_on
 
 void Trainer::write_profile() {
   if (!profiler_) return;
-  // Every rank's loggers have the version rank 0 claimed (claim_run_folder).
+  // Every rank's loggers have the version rank 0 claimed (LoggerConnector::claim_run_folder).
   const std::filesystem::path dir = log_dir();
   try {
     profiler_->write(dir, strategy_->global_rank());
@@ -251,40 +250,6 @@ void Trainer::setup_run(LightningModule& module) {
   module.attach_runtime(runtime_.get());
   strategy_->setup_environment();
   strategy_->setup(module);
-}
-
-void Trainer::claim_run_folder() {
-  // Rank 0 claims (creates) one version_<N> per <root>/<name> its open
-  // loggers share; the other ranks take the same numbers.
-  std::vector<int64_t> versions(loggers_.size(), -1);
-  if (is_global_zero()) {
-    std::map<std::filesystem::path, int64_t> claimed;
-    for (size_t i = 0; i < loggers_.size(); ++i) {
-      const auto dir = loggers_[i]->open_versions_dir();
-      if (!dir) continue;
-      if (!claimed.count(*dir)) claimed[*dir] = claim_version(*dir);
-      versions[i] = claimed[*dir];
-    }
-  }
-  if (strategy_->world_size() > 1 && !versions.empty()) {
-    const torch::Tensor mine = torch::tensor(versions, torch::kInt64).to(strategy_->root_device());
-    const torch::Tensor agreed = strategy_->broadcast(mine, 0).cpu();
-    for (size_t i = 0; i < versions.size(); ++i) versions[i] = agreed[static_cast<int64_t>(i)].item<int64_t>();
-  }
-  for (size_t i = 0; i < loggers_.size(); ++i) {
-    if (versions[i] >= 0) loggers_[i]->set_version(versions[i]);
-  }
-}
-
-void Trainer::start_loggers(LightningModule& module) {
-  if (is_global_zero() && !loggers_.empty()) {
-    const YAML::Node hparams = hparams_to_yaml(module.hparams());
-    for (auto& logger : loggers_) logger->log_hyperparams(hparams);
-    if (!run_folder_announced_) {
-      std::cout << "fulgur: run folder " << log_dir().string() << std::endl;
-      run_folder_announced_ = true;
-    }
-  }
 }
 
 template <class Body>
@@ -314,8 +279,8 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
       }
       if (is_global_zero()) std::cout << "fulgur: restored from checkpoint " << path.string() << std::endl;
     }
-    claim_run_folder();     // after a restored run took back its own version
-    start_loggers(module);  // only once the data are known to be there
+    logging_->claim_run_folder();     // after a restored run took back its own version
+    logging_->start_loggers(module);  // only once the data are known to be there
     hooks_->call_callback_hook("setup", &Callback::setup);
     auto result = body();
     checkpoint_connector_->finish_writes();  // the run's checkpoints are on disk when it returns
@@ -424,28 +389,13 @@ void Trainer::fit(LightningModule& module, DataModule& data, const std::string& 
     }
     return 0;
   });
-  if (requeue) requeue_slurm_job();
+  if (requeue) SlurmRequeue::requeue_current_job();
 }
 
 int Trainer::exit_code() {
   // The ranks this process started, if any: their failure is the run's too.
   const int peers = launcher_ ? launcher_->join() : 0;
   return stop_signal() != 0 ? 128 + stop_signal() : peers;
-}
-
-void Trainer::requeue_slurm_job() {
-  const auto id = SlurmRequeue::job_id();
-  if (!id) return;  // not a SLURM job: stopping was all there was to do
-  if (!SlurmRequeue::is_valid_job_id(*id)) {
-    std::cerr << fmt::format("fulgur: not requeueing: job id '{}' is not a SLURM job id", *id) << std::endl;
-    return;
-  }
-  std::cerr << fmt::format("fulgur: requeueing SLURM job {} (scontrol requeue {})", *id, *id) << std::endl;
-  if (const int code = SlurmRequeue::requeue(*id); code != 0) {
-    std::cerr << fmt::format("fulgur: scontrol requeue {} failed with exit code {}; the job was not requeued", *id,
-                             code)
-              << std::endl;
-  }
 }
 
 std::map<std::string, double> Trainer::validate(LightningModule& module, DataModule& data,

@@ -171,10 +171,7 @@ class Trainer {
   /// training shards are padded to equal length.
   std::shared_ptr<DataLoader> prepare_loader(std::shared_ptr<DataLoader> loader, bool training);
   /// Gives every logger whose version is open the version rank 0 claims.
-  void claim_run_folder();
-  void start_loggers(LightningModule& module);
   /// Rank 0, after a SIGUSR1 stop: `scontrol requeue` this job, if it is one.
-  void requeue_slurm_job();
   /// Starts the other local ranks when no launcher did (see the class comment).
   void launch_peers(const Platform& platform);
   /// A restarted job's own newest checkpoint, or "" (one line says why).
@@ -212,7 +209,6 @@ class Trainer {
   /// The launcher that started this process's local ranks, if one did
   /// (joined by exit_code(), stopped on the error path).
   std::shared_ptr<SubprocessLauncher> launcher_;
-  bool run_folder_announced_ = false;
 };
 
 }  // namespace fulgur
