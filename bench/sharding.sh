@@ -4,7 +4,10 @@
 # time of ddp, SHARD_GRAD_OP and FULL_SHARD for the transformer_lm example
 # (LAYERS x DIM, default 8 x 512: 25 M parameters, ~400 MB of state under
 # ddp), on 2 and 4 CPU ranks of one intra-op thread each. Prints one line
-# per run and the ratios against ddp; record them in bench/RESULTS.md.
+# per run and the ratios against ddp. Then the deepest model of that width
+# that trains (2 steps) on 4 ranks when every process may hold at most
+# LIMIT_MIB (default 768) of data (prlimit --data: heap and anonymous
+# mappings), for ddp and FULL_SHARD. Record them in bench/RESULTS.md.
 set -euo pipefail
 build="$(cd "${1:-build}" && pwd)"
 work="$(mktemp -d)"
@@ -34,3 +37,29 @@ for ranks in 2 4; do
       "$step" "$(awk -v a="$step" -v b="$ddp_step" 'BEGIN { print b / a }')"
   done
 done
+
+# The deepest model under a per-process memory limit: FULL_SHARD keeps its
+# shards after fit (whole_after_fit false); a trial fails by running out of
+# memory (one clear error, the other ranks stop on the lost peer).
+limit_mib="${LIMIT_MIB:-768}"
+trains() {  # $1 = strategy, $2 = sharding strategy, $3 = layers
+  local type=full
+  [ "$1" = fsdp ] && type=sharded
+  OMP_NUM_THREADS=1 timeout 600 prlimit --data=$((limit_mib << 20)) "$build/bin/transformer_lm" --devices 4 \
+    --strategy "$1" --sharding_strategy "$2" --state_dict_type "$type" --whole_after_fit false \
+    --root "$work/limit-$1-$2-$3" --layers "$3" --dim "${DIM:-512}" --heads 8 --context 64 --batch_size 2 \
+    --max_steps 2 --val_batches 0 > "$work/out" 2>&1
+}
+deepest() {  # $1 = strategy, $2 = sharding strategy: the most layers that train
+  local fits=0 fails=1
+  while trains "$1" "$2" "$fails"; do fits=$fails; fails=$((fails * 2)); done
+  while [ $((fails - fits)) -gt 1 ]; do
+    local mid=$(((fits + fails) / 2))
+    if trains "$1" "$2" "$mid"; then fits=$mid; else fails=$mid; fi
+  done
+  echo "$fits"
+}
+ddp_layers="$(deepest ddp NO_SHARD)"
+full_layers="$(deepest fsdp FULL_SHARD)"
+printf 'sharding: N=4 under %s MiB of data per process: ddp trains %s blocks, FULL_SHARD %s blocks (%.2fx)\n' \
+  "$limit_mib" "$ddp_layers" "$full_layers" "$(awk -v a="$full_layers" -v b="$ddp_layers" 'BEGIN { print a / b }')"

@@ -21,7 +21,11 @@ namespace fulgur {
   X(std::string, state_dict_type, "full",                                                                     \
     "full (rank 0 writes the usual checkpoint, gathered one unit at a time) or sharded (every rank writes its " \
     "shard beside a metadata file)",                                                                          \
-    (fulgur::check::OneOf{{"full", "sharded"}}))
+    (fulgur::check::OneOf{{"full", "sharded"}}))                                                              \
+  X(bool, whole_after_fit, true,                                                                              \
+    "FULL_SHARD: after fit, validate or test every rank's module holds whole parameters again (one all-gather " \
+    "per unit); false keeps each rank's shard, for models that do not fit whole on one rank",                  \
+    fulgur::check::Any{})
 // clang-format on
 
 /// The user's knobs of the fully sharded strategy (`--trainer.fsdp.*`),

@@ -83,12 +83,13 @@ void FSDPStrategy::after_forward(const torch::nn::Module& unit, const std::vecto
 
 void FSDPStrategy::teardown() {
   // After a run the module is whole again (a user's main saves or
-  // evaluates it). Not while an error is handled: another rank may be gone,
-  // and the collective would only wait for the timeout.
+  // evaluates it), unless the user keeps the shards of a model too big for
+  // one rank. Not while an error is handled: another rank may be gone, and
+  // the collective would only wait for the timeout.
   for (auto* unit : hooked_) unit->set_sharded_unit_hooks(nullptr);
   hooked_.clear();
   hooked_units_.clear();
-  if (sharded_ && std::current_exception() == nullptr) {
+  if (sharded_ && options_.whole_after_fit && std::current_exception() == nullptr) {
     sharded_->unshard_all();
   }
   sharded_.reset();

@@ -33,6 +33,9 @@ struct FSDPStrategyOptions {
   /// Checkpoints: every rank writes its shard (state_dict_type sharded)
   /// instead of rank 0 writing the gathered whole (full).
   bool sharded_state_dict = false;
+  /// FULL_SHARD: the module is whole again after a run (every rank gathers
+  /// it); false leaves each rank's parameters holding their rows.
+  bool whole_after_fit = true;
 };
 
 /// Fully sharded data parallelism: the data-parallel base of DDPStrategy

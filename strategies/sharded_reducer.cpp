@@ -75,23 +75,18 @@ ShardedReducer::ShardedReducer(std::vector<torch::Tensor> parameters, std::vecto
       shape[0] = info.local_rows;
       info.shard = rows_view.narrow(0, first, info.local_rows).view(shape);
     }
-    // FULL_SHARD: the rows get storage of their own, so the whole can go.
-    if (options_.reshard_parameters) info.shard = info.shard.clone();
+    if (options_.reshard_parameters) {
+      // FULL_SHARD: the rows get storage of their own and the whole goes at
+      // once, so setting up holds the model and one parameter's rows.
+      info.shard = info.shard.clone();
+      p.set_data(info.shard);
+      info.whole = torch::Tensor();
+    }
     params_.push_back(std::move(info));
   }
   build_units(world);
   ready_.assign(params_.size(), false);
 
-  torch::NoGradGuard no_grad;
-  for (auto& unit : units_) {
-    const torch::Tensor& first = params_[unit.params.front()].shard;
-    unit.grad = torch::zeros({unit.chunk_numel}, first.options());
-    for (size_t k : unit.params) {
-      Param& p = params_[k];
-      torch::Tensor view = unit.grad.narrow(0, p.offset, p.local_rows * p.row_numel);
-      p.grad_shard = p.shard.dim() == 0 ? view.view({}) : view.view(p.shard.sizes());
-    }
-  }
   if (options_.hooks) {
     for (size_t k = 0; k < params_.size(); ++k) {
       torch::autograd::impl::set_post_acc_grad_hooks(
@@ -99,13 +94,17 @@ ShardedReducer::ShardedReducer(std::vector<torch::Tensor> parameters, std::vecto
     }
   }
   if (options_.reshard_parameters) {
-    for (auto& unit : units_) {
-      for (size_t k : unit.params) {
-        params_[k].tensor.set_data(params_[k].shard);
-        params_[k].whole = torch::Tensor();
-      }
-      unit.sharded = true;
-    }
+    for (auto& unit : units_) unit.sharded = true;
+  }
+}
+
+void ShardedReducer::allocate_gradient(Unit& unit) {
+  if (unit.grad.defined()) return;
+  unit.grad = torch::zeros({unit.chunk_numel}, unit.options);
+  for (size_t k : unit.params) {
+    Param& p = params_[k];
+    torch::Tensor view = unit.grad.narrow(0, p.offset, p.local_rows * p.row_numel);
+    p.grad_shard = p.shard.dim() == 0 ? view.view({}) : view.view(p.shard.sizes());
   }
 }
 
@@ -185,6 +184,7 @@ void ShardedReducer::build_units(int64_t world) {
       p.offset = unit.chunk_numel;
       unit.chunk_numel += p.chunk_rows * p.row_numel;
     }
+    unit.options = params_[g.front()].shard.options();
     unit.params = std::move(g);
     units_.push_back(std::move(unit));
   }
@@ -211,6 +211,7 @@ void ShardedReducer::prepare(bool sync) {
   in_backward_ = true;
   launched_in_backward_ = 0;
   next_to_launch_ = 0;
+  reducing_.clear();
   std::fill(ready_.begin(), ready_.end(), false);
   for (auto& unit : units_) {
     unit.pending = static_cast<int64_t>(unit.params.size());
@@ -227,7 +228,10 @@ void ShardedReducer::on_gradient_ready(size_t k) {
 void ShardedReducer::launch_ready_units() {
   // Strictly in unit order on every rank, so the collectives pair up.
   while (next_to_launch_ < units_.size() && units_[next_to_launch_].pending == 0) {
+    settle_reductions(kReductionsInFlight - 1);
     launch_reduce_scatter(units_[next_to_launch_]);
+    reducing_.push_back(next_to_launch_);
+    peak_reductions_ = std::max<int64_t>(peak_reductions_, static_cast<int64_t>(reducing_.size()));
     if (in_backward_) {
       ++launched_in_backward_;
       // FULL_SHARD: the unit's backward is over; its whole parameters go now.
@@ -239,9 +243,10 @@ void ShardedReducer::launch_ready_units() {
 
 void ShardedReducer::launch_reduce_scatter(Unit& unit) {
   torch::NoGradGuard no_grad;
+  allocate_gradient(unit);
   const int64_t world = group_.size();
   // Rank-major: chunk r holds rows [r*c, (r+1)*c) of every parameter, padded.
-  unit.comm = torch::zeros({world * unit.chunk_numel}, unit.grad.options());
+  unit.comm = torch::zeros({world * unit.chunk_numel}, unit.options);
   for (size_t k : unit.params) {
     Param& p = params_[k];
     const torch::Tensor grad = p.tensor.grad();
@@ -290,11 +295,18 @@ void ShardedReducer::finish() {
     unit.pending = 0;
   }
   launch_ready_units();
-  for (auto& unit : units_) {
+  settle_reductions(0);
+  for (auto& unit : units_) become_shards(unit);
+}
+
+void ShardedReducer::settle_reductions(size_t in_flight) {
+  while (!reducing_.empty()) {
+    Unit& unit = units_[reducing_.front()];
+    if (reducing_.size() <= in_flight && !unit.work->isCompleted()) return;
     group_.wait(unit.work, "reduce_scatter");
     unit.work.reset();
-    unit.comm = torch::Tensor();
-    become_shards(unit);
+    unit.comm = torch::Tensor();  // a whole unit's gradients
+    reducing_.pop_front();
   }
 }
 
@@ -305,6 +317,7 @@ void ShardedReducer::shard_from_whole(const std::unordered_set<const void*>& par
     bool touched = false;
     for (size_t k : unit.params) touched = touched || params.count(params_[k].tensor.unsafeGetTensorImpl()) > 0;
     if (!touched) continue;
+    allocate_gradient(unit);
     for (size_t k : unit.params) {
       Param& p = params_[k];
       const torch::Tensor grad = p.tensor.grad();
@@ -320,12 +333,12 @@ void ShardedReducer::shard_from_whole(const std::unordered_set<const void*>& par
 
 void ShardedReducer::start_all_gather(Unit& unit) {
   const int64_t world = group_.size();
-  unit.comm_input = torch::zeros({unit.chunk_numel}, unit.grad.options());
+  unit.comm_input = torch::zeros({unit.chunk_numel}, unit.options);
   for (size_t k : unit.params) {
     const Param& p = params_[k];
     if (p.local_rows > 0) unit.comm_input.narrow(0, p.offset, p.local_rows * p.row_numel).copy_(p.shard.reshape({-1}));
   }
-  unit.comm = torch::empty({world * unit.chunk_numel}, unit.grad.options());
+  unit.comm = torch::empty({world * unit.chunk_numel}, unit.options);
   unit.work = group_.all_gather_into_async(unit.comm, unit.comm_input);
 }
 
@@ -380,7 +393,7 @@ void ShardedReducer::finish_unshard(Unit& unit) {
     // views stay for the run, the memory comes and goes (resize_storage).
     int64_t numel = 0;
     for (size_t k : unit.params) numel += params_[k].rows * params_[k].row_numel;
-    unit.full = torch::empty({numel}, unit.grad.options());
+    unit.full = torch::empty({numel}, unit.options);
     int64_t at = 0;
     for (size_t k : unit.params) {
       Param& p = params_[k];
@@ -519,7 +532,9 @@ torch::Tensor ShardedReducer::shard_of(const torch::Tensor& param, const torch::
 
 std::vector<torch::Tensor> ShardedReducer::gradient_buffers() const {
   std::vector<torch::Tensor> out;
-  for (const auto& unit : units_) out.push_back(unit.grad);
+  for (const auto& unit : units_) {
+    if (unit.grad.defined()) out.push_back(unit.grad);
+  }
   return out;
 }
 
@@ -535,7 +550,7 @@ int64_t ShardedReducer::largest_unit_numel() const {
 
 int64_t ShardedReducer::gradient_bytes() const {
   int64_t bytes = 0;
-  for (const auto& unit : units_) bytes += unit.grad.nbytes();
+  for (const auto& unit : units_) bytes += unit.grad.defined() ? unit.grad.nbytes() : 0;
   return bytes;
 }
 

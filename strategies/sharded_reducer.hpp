@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -117,13 +118,15 @@ class ShardedReducer {
   std::optional<int64_t> local_rows(const torch::Tensor& param) const;
   /// Bytes of the gradient shards this rank keeps between steps.
   int64_t gradient_bytes() const;
-  /// The gradient shard buffers, one per unit.
+  /// The gradient shard buffers, one per unit that has reduced gradients.
   std::vector<torch::Tensor> gradient_buffers() const;
   /// Elements of the largest unit (whole): what FULL_SHARD holds at most
   /// beyond its shards per unit in flight.
   int64_t largest_unit_numel() const;
   /// FULL_SHARD: the most units whole at once in training (after any all-gather).
   int64_t peak_whole_units() const { return peak_whole_units_; }
+  /// The most reduce-scatters (whole gradients of a unit each) running at once so far.
+  int64_t peak_reductions_in_flight() const { return peak_reductions_; }
   /// Units whose reduce-scatter started during backward in the last step.
   int64_t units_launched_in_backward() const { return launched_in_backward_; }
 
@@ -145,7 +148,8 @@ class ShardedReducer {
     int64_t pending = 0;
     bool sharded = false;
     bool forward_gathered = false;  // gathered by its ShardedUnit's forward
-    torch::Tensor grad;         // this rank's averaged gradient chunk
+    torch::TensorOptions options;  // of its parameters
+    torch::Tensor grad;         // this rank's averaged gradient chunk, from its first reduction
     torch::Tensor comm;         // transient: reduce-scatter input / all-gather output
     torch::Tensor comm_input;   // transient: all-gather input
     torch::Tensor full;         // FULL_SHARD: every parameter's whole value, one after another; 0 bytes while sharded
@@ -160,6 +164,15 @@ class ShardedReducer {
   void on_gradient_ready(size_t k);
   void launch_ready_units();
   void launch_reduce_scatter(Unit& unit);
+  /// The unit's gradient chunk and its parameters' views of it, made at the
+  /// first reduction: setting up holds no gradient memory.
+  void allocate_gradient(Unit& unit);
+  /// Waits for the oldest reduce-scatters until at most `in_flight` are
+  /// running, and drops the inputs of every finished one: each is a whole
+  /// unit's gradients, so holding them all to the end of backward would
+  /// cost a whole model's gradients (what sharding saves).
+  void settle_reductions(size_t in_flight);
+  static constexpr size_t kReductionsInFlight = 2;
   void become_shards(Unit& unit);
   void start_all_gather(Unit& unit);
   void finish_unshard(Unit& unit);
@@ -172,6 +185,8 @@ class ShardedReducer {
   std::map<std::string, size_t> module_units_;
   std::vector<bool> ready_;
   size_t next_to_launch_ = 0;
+  std::deque<size_t> reducing_;  // units whose reduce-scatter runs, oldest first
+  int64_t peak_reductions_ = 0;
   bool syncing_ = false;
   bool in_backward_ = false;
   int64_t launched_in_backward_ = 0;

@@ -67,3 +67,23 @@ TEST_CASE("transformer_lm example: FULL_SHARD on 2 processes ends where ddp ends
   }
   CHECK(shards == 2);
 }
+
+TEST_CASE("transformer_lm example: with whole_after_fit false each rank keeps only its rows after fit") {
+  if (!std::filesystem::exists("/usr/lib/python3.11/pydoc_data/topics.py")) {
+    MESSAGE("skipped: the corpus (Debian's libpython3.11-stdlib) is not installed");
+    return;
+  }
+  TempDir dir("example-transformer-lm-shards");
+  const std::string sharded = "--devices 2 --strategy fsdp --sharding_strategy FULL_SHARD --max_steps 3 ";
+  const Run whole = train(dir, "whole", sharded);
+  INFO(whole.output);
+  REQUIRE(whole.exit_code == 0);
+  const Run kept = train(dir, "kept", sharded + "--whole_after_fit false");
+  INFO(kept.output);
+  REQUIRE(kept.exit_code == 0);
+  const torch::Tensor rank1 = fulgur::testing::load_pickled_tensor(dir / "kept.pt.rank1");
+  // Every parameter is split by rows between the two ranks: together they hold the model once.
+  CHECK(kept.weights.numel() < whole.weights.numel());
+  CHECK(rank1.numel() < whole.weights.numel());
+  CHECK(kept.weights.numel() + rank1.numel() == whole.weights.numel());
+}

@@ -422,6 +422,10 @@ TEST_CASE("fsdp: FULL_SHARD gathers a ShardedUnit before its forward and again b
       INFO("world " << world << " rank " << rank << ": all-gathers " << root.at("all_gathers").numel << " vs "
                     << wrapped.at("all_gathers").numel);
       CHECK(wrapped.at("units").numel == 4);  // one per Linear, whatever min_num_params says, and `scale`
+      // Reduce-scatter inputs (a unit's whole gradients) are dropped as they
+      // finish: at most two units' worth in flight, not the whole model's.
+      CHECK(wrapped.at("reductions_in_flight").numel >= 1);
+      CHECK(wrapped.at("reductions_in_flight").numel <= 2);
       // Without wrapping every unit is whole from the forward to its backward;
       // wrapped, a unit is freed after its forward and gathered again for its backward.
       CHECK(root.at("peak_whole_units").numel == 3);

@@ -9,7 +9,8 @@
 // --max_steps, --root, --ckpt_path, --weights (examples/common/example_flags.hpp),
 // --sharding_strategy (FULL_SHARD, SHARD_GRAD_OP, NO_SHARD), --state_dict_type
 // (full, sharded), --text, --layers, --dim, --heads, --context, --lr,
-// --train_batches (per epoch, default 200: a short run), --val_batches (0 = none).
+// --train_batches (per epoch, default 200: a short run), --val_batches (0 = none),
+// --whole_after_fit (false: each rank keeps its shard after fit).
 // Prints the validation perplexity, exp(val_loss), at the end.
 #include "text_data.hpp"
 #include "transformer_lm.hpp"
@@ -26,7 +27,7 @@ int main(int argc, char** argv) {
         {{"batch_size", "16"}, {"max_epochs", "1"}, {"root", "runs/transformer_lm"}, {"sharding_strategy", "FULL_SHARD"},
          {"state_dict_type", "full"}, {"text", "/usr/lib/python3.11/pydoc_data/topics.py"}, {"layers", "4"},
          {"dim", "128"}, {"heads", "4"}, {"context", "128"}, {"lr", "0.001"}, {"val_batches", "20"},
-         {"train_batches", "200"}});
+         {"train_batches", "200"}, {"whole_after_fit", "true"}});
     fulgur::seed_everything(7);
     const int64_t context = std::stoll(flags.at("context"));
     examples::TransformerLM model(std::stoll(flags.at("layers")), std::stoll(flags.at("dim")),
@@ -38,7 +39,8 @@ int main(int argc, char** argv) {
                                 .limit_val_batches(fulgur::CountOrFraction(std::stoll(flags.at("val_batches"))))
                                 .fsdp(fulgur::FSDPOptions()
                                           .sharding_strategy(flags.at("sharding_strategy"))
-                                          .state_dict_type(flags.at("state_dict_type"))));
+                                          .state_dict_type(flags.at("state_dict_type"))
+                                          .whole_after_fit(flags.at("whole_after_fit") == "true")));
     trainer.fit(model, data, flags.at("ckpt_path"));
     examples::write_weights(flags, model, trainer.strategy().global_rank());
     if (trainer.is_global_zero() && trainer.callback_metrics().count("val_loss")) {

@@ -103,6 +103,7 @@ struct FSDPProbeModel : fulgur::LightningModule {
         out << "largest_unit " << fsdp->sharded_reducer()->largest_unit_numel() << "\n";
         out << "peak_whole_units " << fsdp->sharded_reducer()->peak_whole_units() << "\n";
         out << "all_gathers " << fsdp->process_group().counts().all_gather << "\n";
+        out << "reductions_in_flight " << fsdp->sharded_reducer()->peak_reductions_in_flight() << "\n";
       }
       out << "bytes " << fulgur::training_state_bytes(trainer()->strategy(), *this, trainer()->optimizers()) << "\n";
     }
