@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <algorithm>
 #include <exception>
 #include <stdexcept>
 #include <unordered_set>
@@ -62,7 +63,28 @@ void FSDPStrategy::setup(LightningModule& module) {
 }
 
 void FSDPStrategy::before_forward(const torch::nn::Module& unit) {
-  if (sharded_) sharded_->unshard_unit(hooked_units_.at(&unit));
+  if (!sharded_) return;
+  const size_t index = hooked_units_.at(&unit);
+  sharded_->unshard_unit(index);
+  if (!torch::GradMode::is_enabled()) return;  // evaluation: every unit is whole
+  if (!order_recorded_) {
+    if (std::find(forward_order_.begin(), forward_order_.end(), index) == forward_order_.end()) {
+      forward_order_.push_back(index);
+    }
+    return;
+  }
+  // The next unit of the first step's forward starts gathering now.
+  const auto at = std::find(forward_order_.begin(), forward_order_.end(), index);
+  if (at != forward_order_.end() && std::next(at) != forward_order_.end()) sharded_->prefetch_unit(*std::next(at));
+}
+
+void FSDPStrategy::before_unit_backward(size_t index) {
+  if (!sharded_) return;
+  sharded_->unshard_unit(index);
+  if (!order_recorded_) return;
+  // Backward runs the forward order backwards: the unit before this one is next.
+  const auto at = std::find(forward_order_.begin(), forward_order_.end(), index);
+  if (at != forward_order_.end() && at != forward_order_.begin()) sharded_->prefetch_unit(*std::prev(at));
 }
 
 void FSDPStrategy::after_forward(const torch::nn::Module& unit, const std::vector<torch::Tensor>& outputs) {
@@ -73,9 +95,7 @@ void FSDPStrategy::after_forward(const torch::nn::Module& unit, const std::vecto
   for (const auto& out : outputs) {
     // The gradient of an output arrives just before the unit's own backward.
     if (out.defined() && out.requires_grad()) {
-      torch::Tensor(out).register_hook([this, index](const torch::Tensor&) {
-        if (sharded_) sharded_->unshard_unit(index);
-      });
+      torch::Tensor(out).register_hook([this, index](const torch::Tensor&) { before_unit_backward(index); });
     }
   }
   sharded_->free_unit(index);
@@ -89,6 +109,8 @@ void FSDPStrategy::teardown() {
   for (auto* unit : hooked_) unit->set_sharded_unit_hooks(nullptr);
   hooked_.clear();
   hooked_units_.clear();
+  forward_order_.clear();
+  order_recorded_ = false;
   if (sharded_ && options_.whole_after_fit && std::current_exception() == nullptr) {
     sharded_->unshard_all();
   }
@@ -98,7 +120,9 @@ void FSDPStrategy::teardown() {
 
 void FSDPStrategy::before_training_step() {
   DDPStrategy::before_training_step();
-  if (sharded_) sharded_->unshard();
+  if (!sharded_) return;
+  sharded_->unshard();
+  if (order_recorded_ && !forward_order_.empty()) sharded_->prefetch_unit(forward_order_.front());
 }
 
 void FSDPStrategy::before_evaluation() {
@@ -127,7 +151,9 @@ void FSDPStrategy::synchronize_gradients() {
     DDPStrategy::synchronize_gradients();
     return;
   }
-  if (automatic_) sharded_->finish();
+  if (!automatic_) return;
+  sharded_->finish();
+  order_recorded_ = true;  // the first step showed the order of the units' forwards
 }
 
 bool FSDPStrategy::optimizer_step(torch::optim::Optimizer& optimizer) {

@@ -86,10 +86,16 @@ class FSDPStrategy : public DDPStrategy, private ShardedUnitHooks {
  private:
   void before_forward(const torch::nn::Module& unit) override;
   void after_forward(const torch::nn::Module& unit, const std::vector<torch::Tensor>& outputs) override;
+  /// A ShardedUnit's output received its gradient: gather the unit, prefetch the one before it.
+  void before_unit_backward(size_t index);
 
   FSDPStrategyOptions options_;
   std::map<const torch::nn::Module*, size_t> hooked_units_;  // ShardedUnit -> its unit
   std::vector<ShardedUnitBase*> hooked_;
+  // FULL_SHARD prefetch: the ShardedUnits' units in the order the first
+  // step's forward ran them; later steps gather the next one early.
+  std::vector<size_t> forward_order_;
+  bool order_recorded_ = false;
   std::unique_ptr<ShardedReducer> sharded_;
   bool automatic_ = true;
 };

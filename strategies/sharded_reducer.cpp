@@ -243,6 +243,7 @@ void ShardedReducer::launch_ready_units() {
 
 void ShardedReducer::launch_reduce_scatter(Unit& unit) {
   torch::NoGradGuard no_grad;
+  drop_prefetch(unit);  // prefetched but not used: unit.work is the reduce-scatter's now
   allocate_gradient(unit);
   const int64_t world = group_.size();
   // Rank-major: chunk r holds rows [r*c, (r+1)*c) of every parameter, padded.
@@ -296,7 +297,10 @@ void ShardedReducer::finish() {
   }
   launch_ready_units();
   settle_reductions(0);
-  for (auto& unit : units_) become_shards(unit);
+  for (auto& unit : units_) {
+    drop_prefetch(unit);  // of rows the step is about to change
+    become_shards(unit);
+  }
 }
 
 void ShardedReducer::settle_reductions(size_t in_flight) {
@@ -340,6 +344,7 @@ void ShardedReducer::start_all_gather(Unit& unit) {
   }
   unit.comm = torch::empty({world * unit.chunk_numel}, unit.options);
   unit.work = group_.all_gather_into_async(unit.comm, unit.comm_input);
+  unit.gathering = true;
 }
 
 void ShardedReducer::gather() {
@@ -362,6 +367,7 @@ void ShardedReducer::gather() {
     if (!unit.sharded) continue;
     group_.wait(unit.work, "all_gather");
     unit.work.reset();
+    unit.gathering = false;
     copy_gathered_rows(unit, /*skip_own=*/true);
     for (size_t k : unit.params) params_[k].tensor.mutable_grad() = torch::Tensor();
     unit.comm = torch::Tensor();
@@ -388,6 +394,7 @@ void ShardedReducer::copy_gathered_rows(Unit& unit, bool skip_own) {
 void ShardedReducer::finish_unshard(Unit& unit) {
   group_.wait(unit.work, "all_gather");
   unit.work.reset();
+  unit.gathering = false;
   if (!unit.full.defined()) {
     // One buffer for the unit's whole parameters, one after another; the
     // views stay for the run, the memory comes and goes (resize_storage).
@@ -417,7 +424,7 @@ void ShardedReducer::unshard() {
   if (!options_.reshard_parameters) return;
   torch::NoGradGuard no_grad;
   for (auto& unit : units_) {
-    if (unit.sharded && !unit.forward_gathered) start_all_gather(unit);
+    if (unit.sharded && !unit.forward_gathered && !unit.gathering) start_all_gather(unit);
   }
   for (auto& unit : units_) {
     if (unit.sharded && !unit.forward_gathered) finish_unshard(unit);
@@ -428,8 +435,24 @@ void ShardedReducer::unshard_unit(size_t index) {
   Unit& unit = units_.at(index);
   if (!options_.reshard_parameters || !unit.sharded) return;
   torch::NoGradGuard no_grad;
-  start_all_gather(unit);
+  if (!unit.gathering) start_all_gather(unit);
   finish_unshard(unit);
+}
+
+void ShardedReducer::prefetch_unit(size_t index) {
+  Unit& unit = units_.at(index);
+  if (!options_.reshard_parameters || !unit.sharded || unit.gathering) return;
+  torch::NoGradGuard no_grad;
+  start_all_gather(unit);
+}
+
+void ShardedReducer::drop_prefetch(Unit& unit) {
+  if (!unit.gathering) return;
+  group_.wait(unit.work, "all_gather");
+  unit.work.reset();
+  unit.gathering = false;
+  unit.comm = torch::Tensor();
+  unit.comm_input = torch::Tensor();
 }
 
 void ShardedReducer::free_unit(size_t index) {
@@ -449,7 +472,7 @@ void ShardedReducer::unshard_all() {
   all_whole_ = true;
   torch::NoGradGuard no_grad;
   for (auto& unit : units_) {
-    if (unit.sharded) start_all_gather(unit);
+    if (unit.sharded && !unit.gathering) start_all_gather(unit);
   }
   for (auto& unit : units_) {
     if (unit.sharded) finish_unshard(unit);

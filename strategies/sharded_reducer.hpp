@@ -93,6 +93,11 @@ class ShardedReducer {
   /// FULL_SHARD: all-gathers one unit now (blocking) and makes it whole; a
   /// no-op when it is whole.
   void unshard_unit(size_t unit);
+  /// FULL_SHARD: starts the all-gather of a sharded unit that its
+  /// unshard_unit() then only waits for (FSDP's forward and backward
+  /// prefetch), so the transfer overlaps the compute before it. Every rank
+  /// prefetches the same units in the same order.
+  void prefetch_unit(size_t unit);
   /// FULL_SHARD: one unit holds its shard again and frees the memory of its
   /// whole parameters, keeping their storage object, so tensors autograd
   /// saved in the forward see the values again once unshard_unit refills it.
@@ -148,6 +153,7 @@ class ShardedReducer {
     int64_t pending = 0;
     bool sharded = false;
     bool forward_gathered = false;  // gathered by its ShardedUnit's forward
+    bool gathering = false;         // an all-gather into `comm` runs (work)
     torch::TensorOptions options;  // of its parameters
     torch::Tensor grad;         // this rank's averaged gradient chunk, from its first reduction
     torch::Tensor comm;         // transient: reduce-scatter input / all-gather output
@@ -172,6 +178,8 @@ class ShardedReducer {
   /// unit's gradients, so holding them all to the end of backward would
   /// cost a whole model's gradients (what sharding saves).
   void settle_reductions(size_t in_flight);
+  /// Waits for the unit's all-gather if one was prefetched and not used, and drops its buffers.
+  void drop_prefetch(Unit& unit);
   static constexpr size_t kReductionsInFlight = 2;
   void become_shards(Unit& unit);
   void start_all_gather(Unit& unit);
