@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/sharding.sh BUILD_DIR: per-rank training state (counted bytes of
 # parameters, gradients and AdamW state between steps), peak RSS and step
-# time of ddp, SHARD_GRAD_OP and FULL_SHARD for the transformer_lm example
+# time of ddp, SHARD_GRAD_OP and FULL_SHARD (both prefetches) for the transformer_lm example
 # (LAYERS x DIM, default 8 x 512: 25 M parameters, ~400 MB of state under
 # ddp), on 2 and 4 CPU ranks of one intra-op thread each. Prints one line
 # per run and the ratios against ddp. Then the deepest model of that width
@@ -21,7 +21,7 @@ run() {  # $1 = ranks, $2 = strategy, $3 = sharding strategy; prints "state_mb r
   local type=full
   [ "$2" = fsdp ] && type=sharded
   OMP_NUM_THREADS=1 "$build/bin/transformer_lm" --devices "$1" --strategy "$2" --sharding_strategy "$3" \
-    --state_dict_type "$type" --root "$work/$1-$2-$3" "${model[@]}" > "$work/out" 2>&1 || { cat "$work/out"; exit 1; }
+    --forward_prefetch true --state_dict_type "$type" --root "$work/$1-$2-$3" "${model[@]}" > "$work/out" 2>&1 || { cat "$work/out"; exit 1; }
   grep "^transformer_lm rank" "$work/out" |
     awk '{ if ($5 > s) s = $5; if ($7 > r) r = $7; t += $9; n++ } END { printf "%.1f %d %.3f", s / 1e6, r, t / n }'
 }
@@ -38,15 +38,17 @@ for ranks in 2 4; do
   done
 done
 
-# The deepest model under a per-process memory limit: FULL_SHARD keeps its
-# shards after fit (whole_after_fit false); a trial fails by running out of
-# memory (one clear error, the other ranks stop on the lost peer).
+# The deepest model under a per-process memory limit: FULL_SHARD with its
+# least-memory settings (no prefetching, shards kept after fit); a trial
+# fails by running out of memory (one clear error, the other ranks stop on
+# the lost peer).
 limit_mib="${LIMIT_MIB:-768}"
 trains() {  # $1 = strategy, $2 = sharding strategy, $3 = layers
   local type=full
   [ "$1" = fsdp ] && type=sharded
   OMP_NUM_THREADS=1 timeout 600 prlimit --data=$((limit_mib << 20)) "$build/bin/transformer_lm" --devices 4 \
     --strategy "$1" --sharding_strategy "$2" --state_dict_type "$type" --whole_after_fit false \
+    --forward_prefetch false --backward_prefetch NONE \
     --root "$work/limit-$1-$2-$3" --layers "$3" --dim "${DIM:-512}" --heads 8 --context 64 --batch_size 2 \
     --max_steps 2 --val_batches 0 > "$work/out" 2>&1
 }

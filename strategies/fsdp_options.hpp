@@ -22,6 +22,14 @@ namespace fulgur {
     "full (rank 0 writes the usual checkpoint, gathered one unit at a time) or sharded (every rank writes its " \
     "shard beside a metadata file)",                                                                          \
     (fulgur::check::OneOf{{"full", "sharded"}}))                                                              \
+  X(bool, forward_prefetch, false,                                                                            \
+    "FULL_SHARD: start gathering the next ShardedUnit while the current one runs its forward (faster, one more " \
+    "unit whole)",                                                                                             \
+    fulgur::check::Any{})                                                                                     \
+  X(std::string, backward_prefetch, "BACKWARD_PRE",                                                           \
+    "FULL_SHARD: BACKWARD_PRE starts gathering the ShardedUnit before the current one as its backward starts; " \
+    "NONE gathers each unit only when its backward needs it (least memory)",                                  \
+    (fulgur::check::OneOf{{"BACKWARD_PRE", "NONE"}}))                                                          \
   X(bool, whole_after_fit, true,                                                                              \
     "FULL_SHARD: after fit, validate or test every rank's module holds whole parameters again (one all-gather " \
     "per unit); false keeps each rank's shard, for models that do not fit whole on one rank",                  \

@@ -73,6 +73,7 @@ void FSDPStrategy::before_forward(const torch::nn::Module& unit) {
     }
     return;
   }
+  if (!options_.forward_prefetch) return;
   // The next unit of the first step's forward starts gathering now.
   const auto at = std::find(forward_order_.begin(), forward_order_.end(), index);
   if (at != forward_order_.end() && std::next(at) != forward_order_.end()) sharded_->prefetch_unit(*std::next(at));
@@ -81,7 +82,7 @@ void FSDPStrategy::before_forward(const torch::nn::Module& unit) {
 void FSDPStrategy::before_unit_backward(size_t index) {
   if (!sharded_) return;
   sharded_->unshard_unit(index);
-  if (!order_recorded_) return;
+  if (!order_recorded_ || !options_.backward_prefetch) return;
   // Backward runs the forward order backwards: the unit before this one is next.
   const auto at = std::find(forward_order_.begin(), forward_order_.end(), index);
   if (at != forward_order_.end() && at != forward_order_.begin()) sharded_->prefetch_unit(*std::prev(at));
@@ -122,7 +123,9 @@ void FSDPStrategy::before_training_step() {
   DDPStrategy::before_training_step();
   if (!sharded_) return;
   sharded_->unshard();
-  if (order_recorded_ && !forward_order_.empty()) sharded_->prefetch_unit(forward_order_.front());
+  if (options_.forward_prefetch && order_recorded_ && !forward_order_.empty()) {
+    sharded_->prefetch_unit(forward_order_.front());
+  }
 }
 
 void FSDPStrategy::before_evaluation() {

@@ -36,6 +36,10 @@ struct FSDPStrategyOptions {
   /// FULL_SHARD: the module is whole again after a run (every rank gathers
   /// it); false leaves each rank's parameters holding their rows.
   bool whole_after_fit = true;
+  /// FULL_SHARD: gather the next ShardedUnit during a unit's forward, and
+  /// the one before during a unit's backward (PyTorch FSDP's prefetches).
+  bool forward_prefetch = false;
+  bool backward_prefetch = true;
 };
 
 /// Fully sharded data parallelism: the data-parallel base of DDPStrategy

@@ -434,6 +434,18 @@ TEST_CASE("fsdp: FULL_SHARD gathers a ShardedUnit before its forward and again b
       CHECK(wrapped.at("all_gathers").numel >= root.at("all_gathers").numel + 24);
     }
   }
+  // Prefetching (the next unit in forward, the one before in backward, or
+  // neither) moves all-gathers earlier and changes nothing else.
+  fit(dir, "prefetch", ranks(2) + fsdp("FULL_SHARD") + "--model.wrap true --trainer.fsdp.forward_prefetch true");
+  check_same(dir, "ddp2", "prefetch");
+  fit(dir, "no_prefetch", ranks(2) + fsdp("FULL_SHARD") + "--model.wrap true --trainer.fsdp.backward_prefetch NONE");
+  check_same(dir, "ddp2", "no_prefetch");
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    const auto wrapped = read_state(dir, "wrapped2", rank);
+    CHECK(read_state(dir, "prefetch", rank).at("all_gathers").numel == wrapped.at("all_gathers").numel);
+    CHECK(read_state(dir, "no_prefetch", rank).at("all_gathers").numel == wrapped.at("all_gathers").numel);
+    CHECK(read_state(dir, "prefetch", rank).at("peak_whole_units").numel <= 3);
+  }
   // Validation shards are not padded: 97 samples on 3 ranks of batch 4 give
   // 9, 8 and 8 validation batches. Evaluation gathers every unit once, so
   // the ranks' forwards need not pair up (a gather per forward would hang).

@@ -46,6 +46,8 @@ std::unique_ptr<Strategy> create_strategy(const TrainerConfig& config, const Pla
     fsdp.sharded.min_unit_numel = f.min_num_params();
     fsdp.sharded_state_dict = f.state_dict_type() == "sharded";
     fsdp.whole_after_fit = f.whole_after_fit();
+    fsdp.forward_prefetch = f.forward_prefetch();
+    fsdp.backward_prefetch = f.backward_prefetch() == "BACKWARD_PRE";
     fsdp.sharded.find_unused_parameters = config.options.ddp().find_unused_parameters();
     std::stringstream names(f.wrap_modules());
     for (std::string name; std::getline(names, name, ',');) {

@@ -10,7 +10,8 @@
 // --sharding_strategy (FULL_SHARD, SHARD_GRAD_OP, NO_SHARD), --state_dict_type
 // (full, sharded), --text, --layers, --dim, --heads, --context, --lr,
 // --train_batches (per epoch, default 200: a short run), --val_batches (0 = none),
-// --whole_after_fit (false: each rank keeps its shard after fit).
+// --whole_after_fit (false: each rank keeps its shard after fit), --forward_prefetch
+// (true/false), --backward_prefetch (BACKWARD_PRE, NONE).
 // Prints the validation perplexity, exp(val_loss), at the end.
 #include "text_data.hpp"
 #include "transformer_lm.hpp"
@@ -27,7 +28,8 @@ int main(int argc, char** argv) {
         {{"batch_size", "16"}, {"max_epochs", "1"}, {"root", "runs/transformer_lm"}, {"sharding_strategy", "FULL_SHARD"},
          {"state_dict_type", "full"}, {"text", "/usr/lib/python3.11/pydoc_data/topics.py"}, {"layers", "4"},
          {"dim", "128"}, {"heads", "4"}, {"context", "128"}, {"lr", "0.001"}, {"val_batches", "20"},
-         {"train_batches", "200"}, {"whole_after_fit", "true"}});
+         {"train_batches", "200"}, {"whole_after_fit", "true"},
+         {"forward_prefetch", "false"}, {"backward_prefetch", "BACKWARD_PRE"}});
     fulgur::seed_everything(7);
     const int64_t context = std::stoll(flags.at("context"));
     examples::TransformerLM model(std::stoll(flags.at("layers")), std::stoll(flags.at("dim")),
@@ -40,7 +42,9 @@ int main(int argc, char** argv) {
                                 .fsdp(fulgur::FSDPOptions()
                                           .sharding_strategy(flags.at("sharding_strategy"))
                                           .state_dict_type(flags.at("state_dict_type"))
-                                          .whole_after_fit(flags.at("whole_after_fit") == "true")));
+                                          .whole_after_fit(flags.at("whole_after_fit") == "true")
+                                          .forward_prefetch(flags.at("forward_prefetch") == "true")
+                                          .backward_prefetch(flags.at("backward_prefetch"))));
     trainer.fit(model, data, flags.at("ckpt_path"));
     examples::write_weights(flags, model, trainer.strategy().global_rank());
     if (trainer.is_global_zero() && trainer.callback_metrics().count("val_loss")) {
