@@ -21,17 +21,17 @@ ShardingStrategy sharding_strategy(const std::string& name) {
 }
 
 FSDPStrategy::FSDPStrategy(Accelerator accelerator, PrecisionMode precision, FSDPStrategyOptions options)
-    : DDPStrategy(accelerator, precision, options.ddp), options_(std::move(options)) {}
+    : DataParallelStrategy(accelerator, precision, options.data_parallel), options_(std::move(options)) {}
 
 FSDPStrategy::~FSDPStrategy() = default;
 
 void FSDPStrategy::setup(LightningModule& module) {
   if (options_.sharding == ShardingStrategy::NoShard) {
-    DDPStrategy::setup(module);
+    DataParallelStrategy::setup(module);
     return;
   }
   setup_replicas(module);
-  automatic_ = module.automatic_optimization();
+  const bool automatic = module.automatic_optimization();
   std::vector<torch::Tensor> params;
   std::vector<std::string> names;
   for (const auto& item : module.named_parameters()) {
@@ -39,7 +39,7 @@ void FSDPStrategy::setup(LightningModule& module) {
     params.push_back(item.value());
   }
   ShardedReducer::Options o = options_.sharded;
-  o.hooks = automatic_;  // manual_backward averages whole gradients (average_gradients)
+  o.hooks = automatic;  // manual_backward averages whole gradients (average_gradients)
   o.reshard_parameters = options_.sharding == ShardingStrategy::FullShard;
   // Every ShardedUnit with trainable parameters is a unit of its own.
   std::vector<std::pair<std::string, ShardedUnitBase*>> wrapped;
@@ -50,8 +50,10 @@ void FSDPStrategy::setup(LightningModule& module) {
     wrapped.emplace_back(item.key(), unit);
     o.unit_modules.push_back(item.key());
   }
-  sharded_ = std::make_unique<ShardedReducer>(std::move(params), std::move(names), process_group(), o);
-  if (!o.reshard_parameters || !automatic_) return;  // only FULL_SHARD gathers per forward
+  auto sharded = std::make_unique<ShardedReducer>(std::move(params), std::move(names), process_group(), o);
+  sharded_ = sharded.get();
+  set_synchronizer(std::move(sharded));
+  if (!o.reshard_parameters || !automatic) return;  // only FULL_SHARD gathers per forward
   for (const auto& [name, unit] : wrapped) {
     const auto index = sharded_->unit_of_module(name);
     if (!index) continue;
@@ -115,12 +117,12 @@ void FSDPStrategy::teardown() {
   if (sharded_ && options_.whole_after_fit && std::current_exception() == nullptr) {
     sharded_->unshard_all();
   }
-  sharded_.reset();
-  DDPStrategy::teardown();
+  sharded_ = nullptr;
+  DataParallelStrategy::teardown();
 }
 
 void FSDPStrategy::before_training_step() {
-  DDPStrategy::before_training_step();
+  DataParallelStrategy::before_training_step();
   if (!sharded_) return;
   sharded_->unshard();
   if (options_.forward_prefetch && order_recorded_ && !forward_order_.empty()) {
@@ -140,27 +142,13 @@ void FSDPStrategy::after_evaluation() {
   if (sharded_) sharded_->reshard();
 }
 
-void FSDPStrategy::backward(const torch::Tensor& loss, bool sync_gradients) {
-  if (!sharded_) {
-    DDPStrategy::backward(loss, sync_gradients);
-    return;
-  }
-  if (automatic_) sharded_->prepare(sync_gradients);
-  Strategy::backward(loss, sync_gradients);
-}
-
 void FSDPStrategy::synchronize_gradients() {
-  if (!sharded_) {
-    DDPStrategy::synchronize_gradients();
-    return;
-  }
-  if (!automatic_) return;
-  sharded_->finish();
-  order_recorded_ = true;  // the first step showed the order of the units' forwards
+  DataParallelStrategy::synchronize_gradients();
+  if (sharded_) order_recorded_ = true;  // the first step showed the order of the units' forwards
 }
 
 bool FSDPStrategy::optimizer_step(torch::optim::Optimizer& optimizer) {
-  if (!sharded_) return DDPStrategy::optimizer_step(optimizer);
+  if (!sharded_) return Strategy::optimizer_step(optimizer);
   // Manual optimization: gradients were averaged whole; slice them now.
   std::unordered_set<const void*> stepped;
   for (const auto& group : optimizer.param_groups()) {
@@ -205,8 +193,10 @@ torch::Tensor FSDPStrategy::local_tensor(const torch::Tensor& param, const torch
   return sharded_ ? sharded_->shard_of(param, whole) : whole;
 }
 
-std::vector<torch::Tensor> FSDPStrategy::held_tensors() const {
-  return sharded_ ? sharded_->gradient_buffers() : DDPStrategy::held_tensors();
+std::unique_ptr<GradientSynchronizer> FSDPStrategy::make_synchronizer(std::vector<torch::Tensor> parameters,
+                                                                      std::vector<std::string> names) {
+  return std::make_unique<GradientReducer>(std::move(parameters), std::move(names), process_group(), options_.reducer,
+                                           timeline());
 }
 
 }  // namespace fulgur

@@ -1,7 +1,8 @@
 #pragma once
 
 #include <fulgur/modules/sharded_unit_hooks.hpp>
-#include <fulgur/strategies/ddp_strategy.hpp>
+#include <fulgur/strategies/data_parallel_strategy.hpp>
+#include <fulgur/strategies/gradient_reducer.hpp>
 #include <fulgur/strategies/sharded_reducer.hpp>
 
 #include <map>
@@ -25,8 +26,10 @@ enum class ShardingStrategy {
 ShardingStrategy sharding_strategy(const std::string& name);
 
 struct FSDPStrategyOptions {
-  /// Process group, ranks, buffer broadcast, DDP reducer (NO_SHARD), as for DDP.
-  DDPStrategyOptions ddp;
+  /// Process group, ranks, buffer broadcast and timeline.
+  DataParallelOptions data_parallel;
+  /// NO_SHARD's gradient path: DDP's.
+  GradientReducer::Options reducer;
   ShardingStrategy sharding = ShardingStrategy::FullShard;
   /// The wrap policy and unused-parameter handling of the sharded path.
   ShardedReducer::Options sharded;
@@ -42,9 +45,8 @@ struct FSDPStrategyOptions {
   bool backward_prefetch = true;
 };
 
-/// Fully sharded data parallelism: the data-parallel base of DDPStrategy
-/// (process group, replicas that start equal, buffer broadcast, collectives
-/// for metrics) with a ShardedReducer as the gradient synchroniser. Each
+/// Fully sharded data parallelism: a DataParallelStrategy whose gradient
+/// synchroniser is a ShardedReducer. Each
 /// rank reduce-scatters gradients to its shard of every parameter and
 /// steps only that shard, so gradients and optimizer state take 1/N of
 /// DDP's memory. SHARD_GRAD_OP all-gathers the step's result at once;
@@ -55,10 +57,7 @@ struct FSDPStrategyOptions {
 /// and frees (and the start of its backward gathers again), so whole
 /// parameters exist for about one unit at a time; the rest is gathered
 /// before the step's forward. Results equal DDP's. Under NO_SHARD it is DDP.
-///
-/// It derives from DDPStrategy, which is in effect the data-parallel base;
-/// the sharded modes never create DDP's reducer (see docs/development.md).
-class FSDPStrategy : public DDPStrategy, private ShardedUnitHooks {
+class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
  public:
   FSDPStrategy(Accelerator accelerator, PrecisionMode precision, FSDPStrategyOptions options);
   ~FSDPStrategy() override;
@@ -68,7 +67,6 @@ class FSDPStrategy : public DDPStrategy, private ShardedUnitHooks {
   void setup(LightningModule& module) override;
   void teardown() override;
 
-  void backward(const torch::Tensor& loss, bool sync_gradients) override;
   void synchronize_gradients() override;
   bool optimizer_step(torch::optim::Optimizer& optimizer) override;
   void clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) override;
@@ -80,12 +78,16 @@ class FSDPStrategy : public DDPStrategy, private ShardedUnitHooks {
   bool shards_optimizer_state() const override { return sharded_ != nullptr; }
   torch::Tensor whole_tensor(const torch::Tensor& param, const torch::Tensor& tensor) override;
   torch::Tensor local_tensor(const torch::Tensor& param, const torch::Tensor& whole) const override;
-  std::vector<torch::Tensor> held_tensors() const override;
 
   ShardingStrategy sharding() const { return options_.sharding; }
   bool sharded_state_dict() const { return options_.sharded_state_dict; }
   /// The sharded gradient path; null under NO_SHARD and before setup.
-  const ShardedReducer* sharded_reducer() const { return sharded_.get(); }
+  const ShardedReducer* sharded_reducer() const { return sharded_; }
+
+ protected:
+  /// NO_SHARD: DDP's GradientReducer.
+  std::unique_ptr<GradientSynchronizer> make_synchronizer(std::vector<torch::Tensor> parameters,
+                                                          std::vector<std::string> names) override;
 
  private:
   void before_forward(const torch::nn::Module& unit) override;
@@ -100,8 +102,7 @@ class FSDPStrategy : public DDPStrategy, private ShardedUnitHooks {
   // step's forward ran them; later steps gather the next one early.
   std::vector<size_t> forward_order_;
   bool order_recorded_ = false;
-  std::unique_ptr<ShardedReducer> sharded_;
-  bool automatic_ = true;
+  ShardedReducer* sharded_ = nullptr;  // the synchroniser in the sharded modes
 };
 
 }  // namespace fulgur

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <fulgur/strategies/gradient_synchronizer.hpp>
+
 #include <torch/torch.h>
 
 #include <chrono>
@@ -27,7 +29,7 @@ class Timeline;
 /// waits for all of them; the averaged gradients are then in place. Buckets
 /// launch strictly in index order on every rank, so the collectives pair up
 /// even if gradients arrive in a different order.
-class GradientReducer {
+class GradientReducer : public GradientSynchronizer {
  public:
   struct Options {
     int64_t first_bucket_bytes = 1 << 20;    // 1 MiB
@@ -40,16 +42,16 @@ class GradientReducer {
   /// `timeline` (may be null) gets QUEUE and ALLREDUCE events for every bucket.
   GradientReducer(std::vector<torch::Tensor> parameters, std::vector<std::string> names, ProcessGroup& group,
                   Options options, Timeline* timeline = nullptr);
-  ~GradientReducer();
+  ~GradientReducer() override;
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
 
   /// Before backward: `sync` false skips all communication (accumulation).
   /// Gradients that are not views into their bucket (set to none by
   /// zero_grad, or replaced) become views again, with their values.
-  void prepare(bool sync);
+  void prepare(bool sync) override;
   /// After backward, before the optimizer: waits and averages.
-  void finish();
+  void finish() override;
 
   int64_t num_buckets() const { return static_cast<int64_t>(buckets_.size()); }
   /// Buckets whose allreduce started during backward in the last step.
@@ -57,9 +59,8 @@ class GradientReducer {
   /// Seconds finish() has spent waiting for allreduce results, in total:
   /// the communication backward did not hide.
   double total_wait_seconds() const { return total_wait_seconds_; }
-  /// The flat bucket buffers (the gradients are views of them): memory
-  /// the reducer keeps between steps.
-  std::vector<torch::Tensor> bucket_buffers() const {
+  /// The flat bucket buffers (the gradients are views of them).
+  std::vector<torch::Tensor> held_tensors() const override {
     std::vector<torch::Tensor> out;
     for (const auto& b : buckets_) out.push_back(b.buffer);
     return out;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <fulgur/strategies/gradient_synchronizer.hpp>
 #include <fulgur/strategies/stall_inspector.hpp>
 
 #include <torch/torch.h>
@@ -41,7 +42,7 @@ class Timeline;
 /// message; a rank whose training thread is stuck in its own code throws
 /// once that code returns (and a launcher — fulgur's, torchrun, srun with
 /// --kill-on-bad-exit — ends it as soon as another rank has failed).
-class HorovodController {
+class HorovodController : public GradientSynchronizer {
  public:
   struct Options {
     int64_t fusion_threshold_bytes = 64 * (1 << 20);
@@ -60,14 +61,14 @@ class HorovodController {
   HorovodController(std::vector<torch::Tensor> parameters, std::vector<std::string> names, ProcessGroup& group,
                     Options options, Timeline* timeline);
   /// Stops the thread (telling the other ranks) and removes the hooks.
-  ~HorovodController();
+  ~HorovodController() override;
   HorovodController(const HorovodController&) = delete;
   HorovodController& operator=(const HorovodController&) = delete;
 
   /// Before backward: `sync` false skips communication (local accumulation).
-  void prepare(bool sync);
+  void prepare(bool sync) override;
   /// After backward: waits until this step's gradients are averaged.
-  void finish();
+  void finish() override;
 
   /// Collectives (fused allreduces) the last completed step needed.
   int64_t collectives_last_step() const;

@@ -8,35 +8,23 @@
 namespace fulgur {
 
 HorovodStrategy::HorovodStrategy(Accelerator accelerator, PrecisionMode precision, HorovodStrategyOptions options)
-    : DDPStrategy(accelerator, precision, options.ddp), options_(std::move(options)) {}
+    : DataParallelStrategy(accelerator, precision, options.data_parallel), options_(std::move(options)) {}
 
 HorovodStrategy::~HorovodStrategy() {
-  controller_.reset();  // its thread uses gradient_group_
+  set_synchronizer(nullptr);  // the controller's thread uses gradient_group_
 }
 
 void HorovodStrategy::setup_environment() {
-  DDPStrategy::setup_environment();
+  DataParallelStrategy::setup_environment();
   // The gradient thread's own group: its collectives never pair with the
   // main thread's (metrics, broadcasts, barriers).
   if (!gradient_group_) gradient_group_ = std::make_unique<ProcessGroup>(process_group(), "horovod");
 }
 
-void HorovodStrategy::setup(LightningModule& module) {
-  setup_replicas(module);
-  if (!module.automatic_optimization()) return;  // manual_backward averages (DDPStrategy::average_gradients)
-  std::vector<torch::Tensor> params;
-  std::vector<std::string> names;
-  for (const auto& item : module.named_parameters()) {
-    names.push_back(item.key());
-    params.push_back(item.value());
-  }
-  controller_ = std::make_unique<HorovodController>(std::move(params), std::move(names), *gradient_group_,
-                                                    options_.controller, timeline());
-}
-
-void HorovodStrategy::teardown() {
-  controller_.reset();
-  DDPStrategy::teardown();
+std::unique_ptr<GradientSynchronizer> HorovodStrategy::make_synchronizer(std::vector<torch::Tensor> parameters,
+                                                                         std::vector<std::string> names) {
+  return std::make_unique<HorovodController>(std::move(parameters), std::move(names), *gradient_group_,
+                                             options_.controller, timeline());
 }
 
 void HorovodStrategy::setup_optimizers(torch::optim::Optimizer& optimizer) {
@@ -61,15 +49,6 @@ void HorovodStrategy::setup_optimizers(torch::optim::Optimizer& optimizer) {
   torch::serialize::InputArchive archive;
   archive.load_from(in);
   optimizer.load(archive);
-}
-
-void HorovodStrategy::backward(const torch::Tensor& loss, bool sync_gradients) {
-  if (controller_) controller_->prepare(sync_gradients);
-  Strategy::backward(loss, sync_gradients);
-}
-
-void HorovodStrategy::synchronize_gradients() {
-  if (controller_) controller_->finish();
 }
 
 }  // namespace fulgur

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <fulgur/strategies/ddp_strategy.hpp>
+#include <fulgur/strategies/data_parallel_strategy.hpp>
 #include <fulgur/strategies/horovod_controller.hpp>
 
 #include <memory>
@@ -8,8 +8,8 @@
 namespace fulgur {
 
 struct HorovodStrategyOptions {
-  /// Process group, ranks, buffer broadcast and timeline, as for DDP.
-  DDPStrategyOptions ddp;
+  /// Process group, ranks, buffer broadcast and timeline.
+  DataParallelOptions data_parallel;
   HorovodController::Options controller;
   bool broadcast_optimizer_state = true;
 };
@@ -21,7 +21,7 @@ struct HorovodStrategyOptions {
 /// inspection — on a background thread with its own process group, while
 /// metrics, broadcasts and barriers use the main group as in DDP. Scaling
 /// the learning rate by the world size is left to the user.
-class HorovodStrategy : public DDPStrategy {
+class HorovodStrategy : public DataParallelStrategy {
  public:
   HorovodStrategy(Accelerator accelerator, PrecisionMode precision, HorovodStrategyOptions options);
   ~HorovodStrategy() override;
@@ -29,19 +29,18 @@ class HorovodStrategy : public DDPStrategy {
   std::string name() const override { return "horovod"; }
 
   void setup_environment() override;
-  void setup(LightningModule& module) override;
-  void teardown() override;
   void setup_optimizers(torch::optim::Optimizer& optimizer) override;
 
-  void backward(const torch::Tensor& loss, bool sync_gradients) override;
-  void synchronize_gradients() override;
+  /// The gradient path; null before setup and under manual optimization.
+  const HorovodController* controller() const { return dynamic_cast<const HorovodController*>(synchronizer()); }
 
-  const HorovodController* controller() const { return controller_.get(); }
+ protected:
+  std::unique_ptr<GradientSynchronizer> make_synchronizer(std::vector<torch::Tensor> parameters,
+                                                          std::vector<std::string> names) override;
 
  private:
   HorovodStrategyOptions options_;
   std::unique_ptr<ProcessGroup> gradient_group_;
-  std::unique_ptr<HorovodController> controller_;
 };
 
 }  // namespace fulgur

@@ -553,7 +553,7 @@ torch::Tensor ShardedReducer::shard_of(const torch::Tensor& param, const torch::
   return whole.narrow(0, first, p->local_rows).clone();
 }
 
-std::vector<torch::Tensor> ShardedReducer::gradient_buffers() const {
+std::vector<torch::Tensor> ShardedReducer::held_tensors() const {
   std::vector<torch::Tensor> out;
   for (const auto& unit : units_) {
     if (unit.grad.defined()) out.push_back(unit.grad);

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <fulgur/strategies/gradient_synchronizer.hpp>
+
 #include <torch/torch.h>
 
 #include <cstdint>
@@ -39,7 +41,7 @@ class ProcessGroup;
 /// before a forward and finish() drops that buffer once the unit's
 /// gradients are reduce-scattered, so whole parameters exist only from the
 /// forward to the end of backward.
-class ShardedReducer {
+class ShardedReducer : public GradientSynchronizer {
  public:
   struct Options {
     /// A unit closes at a module boundary once it holds this many elements.
@@ -59,16 +61,16 @@ class ShardedReducer {
 
   ShardedReducer(std::vector<torch::Tensor> parameters, std::vector<std::string> names, ProcessGroup& group,
                  Options options);
-  ~ShardedReducer();
+  ~ShardedReducer() override;
   ShardedReducer(const ShardedReducer&) = delete;
   ShardedReducer& operator=(const ShardedReducer&) = delete;
 
   /// Before backward (parameters whole): `sync` false skips communication
   /// and lets gradients accumulate whole (accumulation steps).
-  void prepare(bool sync);
+  void prepare(bool sync) override;
   /// After backward: waits for the reduce-scatters; every parameter then
   /// holds its shard, with the averaged gradient shard as .grad.
-  void finish();
+  void finish() override;
   /// Manual optimization: the units holding any of `params` become shards,
   /// their gradients (already averaged whole) sliced to this rank's rows.
   void shard_from_whole(const std::unordered_set<const void*>& params);
@@ -124,7 +126,7 @@ class ShardedReducer {
   /// Bytes of the gradient shards this rank keeps between steps.
   int64_t gradient_bytes() const;
   /// The gradient shard buffers, one per unit that has reduced gradients.
-  std::vector<torch::Tensor> gradient_buffers() const;
+  std::vector<torch::Tensor> held_tensors() const override;
   /// Elements of the largest unit (whole): what FULL_SHARD holds at most
   /// beyond its shards per unit in flight.
   int64_t largest_unit_numel() const;

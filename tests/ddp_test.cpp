@@ -135,7 +135,7 @@ TEST_CASE("ddp: ranks with different models fail at setup, naming both ranks and
       run_command(fit_command(dir, "mismatch", "--trainer.devices 2 --data.batch_size 8 --model.mismatch_rank 1"), 120);
   INFO(result.output);
   CHECK(result.exit_code != 0);
-  CHECK(result.output.find("[DDPStrategy::setup] parameter 'net.0.weight' has shape [33, 8] on rank 1 but [32, 8] on "
+  CHECK(result.output.find("[DataParallelStrategy::setup] parameter 'net.0.weight' has shape [33, 8] on rank 1 but [32, 8] on "
                            "rank 0") != std::string::npos);
 }
 
@@ -148,7 +148,7 @@ TEST_CASE("ddp: with TORCH_DISTRIBUTED_DEBUG=DETAIL, a rank reducing a different
       120);
   INFO(result.output);
   CHECK(result.exit_code != 0);
-  CHECK(result.output.find("[DDPStrategy::all_reduce] rank 1 passed a tensor of shape [3] but rank 0 of shape [2]") !=
+  CHECK(result.output.find("[DataParallelStrategy::all_reduce] rank 1 passed a tensor of shape [3] but rank 0 of shape [2]") !=
         std::string::npos);
 }
 

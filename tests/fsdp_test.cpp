@@ -343,7 +343,7 @@ TEST_CASE("fsdp: FULL_SHARD parameters are whole from unshard to the end of back
     CHECK(reducer.holds_shard(layer->weight));
     // A group of one: the "shard" is every row, the gradient its mean over one rank.
     CHECK(torch::allclose(layer->weight.grad(), torch::full({3, 4}, 2.0)));
-    CHECK(reducer.gradient_buffers().size() == 1);
+    CHECK(reducer.held_tensors().size() == 1);
   }
 }
 

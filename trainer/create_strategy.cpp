@@ -25,23 +25,24 @@ std::unique_ptr<Strategy> create_strategy(const TrainerConfig& config, const Pla
         "torchrun, srun or mpirun",
         config.devices, config.options.num_nodes()));
   }
-  DDPStrategyOptions options;
-  options.process_group = process_group_options(*env, config.options.process_group_timeout());
-  options.local_rank = env->local_rank();
-  options.node_rank = env->node_rank();
-  options.reducer.find_unused_parameters = config.options.ddp().find_unused_parameters();
-  options.reducer.bucket_bytes = static_cast<int64_t>(config.options.ddp().bucket_cap_mb() * (1 << 20));
-  options.reducer.first_bucket_bytes = std::min<int64_t>(options.reducer.first_bucket_bytes,
-                                                         options.reducer.bucket_bytes);
-  options.broadcast_buffers = config.options.ddp().broadcast_buffers();
-  options.timeline_path = config.options.timeline();
+  DataParallelOptions data_parallel;
+  data_parallel.process_group = process_group_options(*env, config.options.process_group_timeout());
+  data_parallel.local_rank = env->local_rank();
+  data_parallel.node_rank = env->node_rank();
+  data_parallel.broadcast_buffers = config.options.ddp().broadcast_buffers();
+  data_parallel.timeline_path = config.options.timeline();
+  GradientReducer::Options reducer;
+  reducer.find_unused_parameters = config.options.ddp().find_unused_parameters();
+  reducer.bucket_bytes = static_cast<int64_t>(config.options.ddp().bucket_cap_mb() * (1 << 20));
+  reducer.first_bucket_bytes = std::min<int64_t>(reducer.first_bucket_bytes, reducer.bucket_bytes);
   if (config.strategy == StrategyKind::DDP) {
-    return std::make_unique<DDPStrategy>(accelerator, config.precision, std::move(options));
+    return std::make_unique<DDPStrategy>(accelerator, config.precision, DDPStrategyOptions{data_parallel, reducer});
   }
   if (config.strategy == StrategyKind::FSDP) {
     const FSDPOptions& f = config.options.fsdp();
     FSDPStrategyOptions fsdp;
-    fsdp.ddp = std::move(options);
+    fsdp.data_parallel = std::move(data_parallel);
+    fsdp.reducer = reducer;
     fsdp.sharding = sharding_strategy(f.sharding_strategy());
     fsdp.sharded.min_unit_numel = f.min_num_params();
     fsdp.sharded_state_dict = f.state_dict_type() == "sharded";
@@ -56,7 +57,7 @@ std::unique_ptr<Strategy> create_strategy(const TrainerConfig& config, const Pla
     return std::make_unique<FSDPStrategy>(accelerator, config.precision, std::move(fsdp));
   }
   HorovodStrategyOptions horovod;
-  horovod.ddp = std::move(options);
+  horovod.data_parallel = std::move(data_parallel);
   const HorovodOptions& h = config.options.horovod();
   horovod.controller.fusion_threshold_bytes = static_cast<int64_t>(h.fusion_threshold_mb() * (1 << 20));
   horovod.controller.cycle_time = std::chrono::microseconds(static_cast<int64_t>(h.cycle_time_ms() * 1000.0));

@@ -6,6 +6,7 @@
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
 #include <fulgur/datamodules/datasets/tensor_dataset.hpp>
 #include <fulgur/fulgur.hpp>
+#include <fulgur/strategies/ddp_strategy.hpp>
 #include <fulgur/strategies/horovod_strategy.hpp>
 
 #include <csignal>
@@ -88,16 +89,17 @@ struct ProbeModel : fulgur::LightningModule {
   // buckets and buffers there are.
   void on_train_batch_start(const fulgur::Batch&, int64_t batch_idx) override {
     if (o.count_file().empty()) return;
-    auto* ddp = dynamic_cast<fulgur::DDPStrategy*>(&trainer()->strategy());
-    if (ddp == nullptr) return;
-    const int64_t collectives = ddp->process_group().counts().collectives();
+    auto* parallel = dynamic_cast<fulgur::DataParallelStrategy*>(&trainer()->strategy());
+    if (parallel == nullptr) return;
+    const int64_t collectives = parallel->process_group().counts().collectives();
     const int64_t reads = fulgur::ResultCollection::host_reads();
     if (batches_done > 0) {
       counts << batches_done << " " << trainer()->global_step() << " "
              << (previous_batch + 1 == trainer()->num_training_batches() ? 1 : 0) << " "
              << collectives - last_collectives << " " << reads - last_reads << "\n";
     } else {
-      counts << "buckets " << (ddp->reducer() ? ddp->reducer()->num_buckets() : 0) << " buffers "
+      const auto* ddp = dynamic_cast<const fulgur::DDPStrategy*>(parallel);
+      counts << "buckets " << (ddp && ddp->reducer() ? ddp->reducer()->num_buckets() : 0) << " buffers "
              << buffers().size() << "\n";
     }
     ++batches_done;

@@ -1,0 +1,99 @@
+#pragma once
+
+#include <fulgur/strategies/gradient_synchronizer.hpp>
+#include <fulgur/strategies/process_group.hpp>
+#include <fulgur/strategies/strategy.hpp>
+#include <fulgur/strategies/timeline.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fulgur {
+
+/// What every data-parallel strategy (ddp, horovod, fsdp) is given.
+struct DataParallelOptions {
+  /// Rendezvous, rank and world size, backend device and timeout.
+  ProcessGroupOptions process_group;
+  int64_t local_rank = 0;
+  int64_t node_rank = 0;
+  /// Copy rank 0's buffers (BatchNorm running statistics) before every
+  /// training step, as torch's DDP does by default: one broadcast of all
+  /// buffers' bytes.
+  bool broadcast_buffers = true;
+  /// Chrome-trace file of the gradient collectives ("" = none); ranks other
+  /// than 0 write beside it (Timeline::path_for_rank).
+  std::string timeline_path;
+};
+
+/// Data parallelism: one process per device, each with its own share of
+/// the data. Parameters and buffers start equal (broadcast from rank 0
+/// after every rank checked it has the same shapes); buffers are broadcast
+/// again before each step; the collectives behind log(sync_dist) and the
+/// metrics use the process group. How gradients are synchronised is the
+/// GradientSynchronizer a subclass makes (make_synchronizer); accumulation
+/// steps skip its communication. A module with manual optimization gets
+/// none: manual_backward averages the gradients it produced
+/// (average_gradients).
+class DataParallelStrategy : public Strategy {
+ public:
+  DataParallelStrategy(Accelerator accelerator, PrecisionMode precision, DataParallelOptions options);
+  ~DataParallelStrategy() override;
+
+  int64_t world_size() const override { return options_.process_group.world_size; }
+  int64_t global_rank() const override { return options_.process_group.rank; }
+  int64_t local_rank() const override { return options_.local_rank; }
+  int64_t node_rank() const override { return options_.node_rank; }
+
+  void setup_environment() override;
+  /// setup_replicas, then the synchroniser (automatic optimization only).
+  void setup(LightningModule& module) override;
+  void teardown() override;
+
+  torch::Tensor all_reduce(const torch::Tensor& tensor, ReduceOp op) override;
+  torch::Tensor broadcast(const torch::Tensor& tensor, int64_t source_rank) override;
+  torch::Tensor all_gather(const torch::Tensor& tensor) override;
+  void barrier(const std::string& name) override;
+
+  void before_training_step() override;
+  void backward(const torch::Tensor& loss, bool sync_gradients) override;
+  void synchronize_gradients() override;
+  void average_gradients(const std::vector<torch::Tensor>& parameters) override;
+  std::vector<torch::Tensor> held_tensors() const override {
+    return synchronizer_ ? synchronizer_->held_tensors() : std::vector<torch::Tensor>{};
+  }
+
+  ProcessGroup& process_group();
+
+ protected:
+  /// The gradient path for the module's trainable parameters (in order, with their names).
+  virtual std::unique_ptr<GradientSynchronizer> make_synchronizer(std::vector<torch::Tensor> parameters,
+                                                                  std::vector<std::string> names) = 0;
+  /// Every rank checks it has the same parameter shapes, then takes rank
+  /// 0's parameters and buffers: the replicas start equal.
+  void setup_replicas(LightningModule& module);
+  /// Installs the gradient path (replacing any); null removes it.
+  void set_synchronizer(std::unique_ptr<GradientSynchronizer> synchronizer);
+  const GradientSynchronizer* synchronizer() const { return synchronizer_.get(); }
+  /// The timeline file, or null when none was asked for.
+  Timeline* timeline() { return timeline_.get(); }
+
+ private:
+  void check_same_shapes(LightningModule& module);
+  void check_same_shape(const torch::Tensor& tensor, const char* operation);
+
+  DataParallelOptions options_;
+  std::unique_ptr<ProcessGroup> group_;
+  std::unique_ptr<Timeline> timeline_;
+  std::unique_ptr<GradientSynchronizer> synchronizer_;
+  LightningModule* module_ = nullptr;
+  /// Manual optimization: backward passes no synchroniser (manual_backward averages).
+  bool automatic_ = true;
+  /// TORCH_DISTRIBUTED_DEBUG=DETAIL: all_reduce first compares the ranks' shapes.
+  bool check_shapes_ = false;
+  std::vector<torch::Tensor> buffers_;  // the module's, in order
+  std::vector<int64_t> buffer_offsets_;  // where each starts in flat_buffers_
+  torch::Tensor flat_buffers_;          // uint8: all of buffers_' bytes
+};
+
+}  // namespace fulgur
