@@ -12,6 +12,9 @@
 
 #include <torch/torch.h>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -406,6 +409,41 @@ TEST_CASE("fsdp: stop and resume from full and sharded checkpoints continues exa
   CHECK(incomplete.exit_code != 0);
   CHECK(incomplete.output.find("shard 1 of 2") != std::string::npos);
   CHECK(incomplete.output.find("is missing") != std::string::npos);
+}
+
+TEST_CASE("fsdp: a sharded checkpoint dropped by save_top_k takes its shards along; a link to one finds its shards") {
+  TempDir dir("fsdp-top-k");
+  std::ofstream(dir / "keep_one.yaml") << R"(trainer:
+  callbacks:
+    - class_path: ModelCheckpoint
+      init_args:
+        save_top_k: 1
+        save_last: true
+)";
+  fit(dir, "ranked", ranks(2) + fsdp("FULL_SHARD") + "--trainer.fsdp.state_dict_type sharded --config " +
+                         (dir / "keep_one.yaml").string(),
+      3, true);
+  const std::filesystem::path folder = dir.path() / "ranked" / "checkpoints";
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) names.push_back(entry.path().filename());
+  std::sort(names.begin(), names.end());
+  INFO(fmt::format("{}", fmt::join(names, " ")));
+  // The newest epoch's metadata and its two shards, last.ckpt (written
+  // again when training ends) and its two: the shards of the two dropped
+  // epochs are gone.
+  REQUIRE(names.size() == 6);
+  CHECK(names[0].rfind("epoch=2-", 0) == 0);
+  CHECK(names[1].rfind(names[0] + ".", 0) == 0);
+  CHECK(names[1].find(".shard-0-of-2") != std::string::npos);
+  CHECK(names[2].find(".shard-1-of-2") != std::string::npos);
+  CHECK(names[3] == "last.ckpt");
+  CHECK(names[4].rfind("last.ckpt.", 0) == 0);
+  CHECK(names[5].rfind("last.ckpt.", 0) == 0);
+  // A link to a sharded checkpoint (what last.ckpt is between epochs) finds
+  // the shards named after the file it links to, here on another world size.
+  const std::filesystem::path link = folder / "linked.ckpt";
+  std::filesystem::create_hard_link(folder / names[0], link);
+  fit(dir, "from_link", ranks(1) + "--ckpt_path " + link.string(), 4);
 }
 
 TEST_CASE("fsdp: FULL_SHARD gathers a ShardedUnit before its forward and again before its backward, one unit at a time") {

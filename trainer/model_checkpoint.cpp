@@ -1,6 +1,7 @@
 #include <fulgur/trainer/model_checkpoint.hpp>
 
 #include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>
+#include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fmt/format.h>
@@ -250,10 +251,7 @@ void ModelCheckpoint::save(Trainer& trainer, bool ranked) {
         trainer.save_checkpoint(path, options_.save_weights_only());
         if (writer && !dropped.empty() && dropped != path.string()) {
           // Only once the new file exists (an asynchronous write may still run).
-          trainer.checkpoint_connector().after_write([dropped] {
-            std::error_code ec;
-            std::filesystem::remove(dropped, ec);
-          });
+          trainer.checkpoint_connector().after_write([dropped] { remove_checkpoint(dropped); });
         }
         ranked_path = path;
       }
@@ -264,7 +262,13 @@ void ModelCheckpoint::save(Trainer& trainer, bool ranked) {
     last_model_path_ = last.string();
     if (!ranked_path.empty()) {
       // Same content as the file just written: link it instead of writing twice.
-      if (writer) trainer.checkpoint_connector().after_write([ranked_path, last] { replace_with_link(ranked_path, last); });
+      // A sharded one's shards stay named after the ranked file (its metadata says so).
+      if (writer) {
+        trainer.checkpoint_connector().after_write([ranked_path, last] {
+          replace_with_link(ranked_path, last);
+          remove_shards(last);
+        });
+      }
     } else {
       trainer.save_checkpoint(last, options_.save_weights_only());
     }

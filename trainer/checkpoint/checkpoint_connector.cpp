@@ -289,12 +289,13 @@ void CheckpointConnector::save_sharded(const std::filesystem::path& path, bool w
     Dict meta = new_state_dict();
     meta.insert("world_size", world);
     meta.insert("id", id);
+    meta.insert("name", path.filename().string());
     meta.insert("shapes", shapes);
     meta.insert("optimizer_params", optimizer_params);
     checkpoint.insert(kShardsKey, meta);
     try {
       CheckpointIO::save(checkpoint, path);
-      remove_other_shards(path, id);
+      remove_shards(path, id);
     } catch (const std::exception& e) {
       error = e.what();
     }

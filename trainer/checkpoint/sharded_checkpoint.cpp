@@ -32,6 +32,12 @@ torch::Tensor join_rows(const std::vector<torch::Tensor>& parts, const std::vect
   return whole;
 }
 
+/// The path the shards of the metadata at `path` were saved beside: a
+/// link to it (last.ckpt) has another name than the file they are named after.
+std::filesystem::path saved_path(const Dict& meta, const std::filesystem::path& path) {
+  return meta.contains("name") ? path.parent_path() / meta.at("name").toStringRef() : path;
+}
+
 }  // namespace
 
 std::filesystem::path shard_file(const std::filesystem::path& path, const std::string& id, int64_t rank,
@@ -49,7 +55,7 @@ bool shards_complete(const Checkpoint& metadata, const std::filesystem::path& pa
   const std::string id = meta.at("id").toStringRef();
   std::error_code ec;
   for (int64_t r = 0; r < world; ++r) {
-    if (!std::filesystem::exists(shard_file(path, id, r, world), ec)) return false;
+    if (!std::filesystem::exists(shard_file(saved_path(meta, path), id, r, world), ec)) return false;
   }
   return true;
 }
@@ -60,7 +66,7 @@ Checkpoint consolidate_sharded_checkpoint(const Checkpoint& metadata, const std:
   const std::string id = meta.at("id").toStringRef();
   std::vector<Checkpoint> shards;
   for (int64_t r = 0; r < world; ++r) {
-    const std::filesystem::path file = shard_file(path, id, r, world);
+    const std::filesystem::path file = shard_file(saved_path(meta, path), id, r, world);
     std::error_code ec;
     if (!std::filesystem::exists(file, ec)) {
       throw CheckpointError(fmt::format("[consolidate_sharded_checkpoint] {} is incomplete: shard {} of {} ({}) is missing",
@@ -122,16 +128,23 @@ Checkpoint consolidate_sharded_checkpoint(const Checkpoint& metadata, const std:
   return whole;
 }
 
-void remove_other_shards(const std::filesystem::path& path, const std::string& id) {
+void remove_shards(const std::filesystem::path& path, const std::string& keep_id) {
   const std::string prefix = path.filename().string() + ".";
-  const std::string mine = prefix + id + ".shard-";
+  const std::string keep = prefix + keep_id + ".shard-";
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(path.parent_path(), ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) == 0 && name.find(".shard-") != std::string::npos && name.rfind(mine, 0) != 0) {
+    if (name.rfind(prefix, 0) == 0 && name.find(".shard-") != std::string::npos &&
+        (keep_id.empty() || name.rfind(keep, 0) != 0)) {
       std::filesystem::remove(entry.path(), ec);
     }
   }
+}
+
+void remove_checkpoint(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::remove(path, ec);  // first: without its metadata the checkpoint is incomplete
+  remove_shards(path);
 }
 
 }  // namespace fulgur

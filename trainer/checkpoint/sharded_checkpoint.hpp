@@ -13,7 +13,8 @@ namespace fulgur {
 /// of their optimizer state to `<path>.<id>.shard-<r>-of-<N>`; once all of
 /// them are on disk, rank 0 writes `<path>` itself: the usual checkpoint
 /// without those tensors, plus the metadata under kShardsKey
-/// (`world_size`, `id`, `shapes` of the sharded parameters,
+/// (`world_size`, `id`, `name`: the file name the shards are named after,
+/// so a link to `<path>` such as last.ckpt finds them; `shapes` of the sharded parameters,
 /// `optimizer_params`: per optimizer, the parameter name of each state
 /// index). Every file is written atomically (CheckpointIO), and `<path>`
 /// last, so a checkpoint whose metadata exists is complete unless a shard
@@ -39,8 +40,11 @@ bool shards_complete(const Checkpoint& metadata, const std::filesystem::path& pa
 /// Throws CheckpointError naming a missing or corrupt shard.
 Checkpoint consolidate_sharded_checkpoint(const Checkpoint& metadata, const std::filesystem::path& path);
 
-/// Removes the shard files of `path` that do not belong to its save `id`
-/// (those of earlier saves to the same path).
-void remove_other_shards(const std::filesystem::path& path, const std::string& id);
+/// Removes the shard files named after `path`, except those of its save
+/// `keep_id` (earlier saves to the same path); all of them when it is empty.
+void remove_shards(const std::filesystem::path& path, const std::string& keep_id = "");
+
+/// Removes the checkpoint at `path`: the file, then any shard files named after it.
+void remove_checkpoint(const std::filesystem::path& path);
 
 }  // namespace fulgur
