@@ -10,8 +10,9 @@ namespace fulgur {
 #define FULGUR_FSDP_OPTIONS(X)                                                                                 \
   X(std::string, sharding_strategy, "FULL_SHARD",                                                             \
     "FULL_SHARD (parameters, gradients and optimizer state sharded), SHARD_GRAD_OP (ZeRO-2: gradients and "   \
-    "optimizer state sharded, parameters whole) or NO_SHARD (as ddp)",                                        \
-    (fulgur::check::OneOf{{"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD"}}))                                       \
+    "optimizer state sharded, parameters whole), NO_SHARD (as ddp) or HYBRID_SHARD (FULL_SHARD within each "  \
+    "node, replicated across nodes)",                                                                          \
+    (fulgur::check::OneOf{{"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD"}}))                       \
   X(int64_t, min_num_params, 1000000,                                                                         \
     "wrap policy: a unit (one all-gather, one reduce-scatter) closes at a module boundary once it holds this many parameters", \
     fulgur::check::AtLeast{1})                                                                                \

@@ -16,14 +16,37 @@ ShardingStrategy sharding_strategy(const std::string& name) {
   if (name == "FULL_SHARD") return ShardingStrategy::FullShard;
   if (name == "SHARD_GRAD_OP") return ShardingStrategy::ShardGradOp;
   if (name == "NO_SHARD") return ShardingStrategy::NoShard;
-  throw std::invalid_argument(fmt::format(
-      "[sharding_strategy] fsdp.sharding_strategy must be one of FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, got '{}'", name));
+  if (name == "HYBRID_SHARD") return ShardingStrategy::HybridShard;
+  throw std::invalid_argument(fmt::format("[sharding_strategy] fsdp.sharding_strategy must be one of FULL_SHARD, "
+                                          "SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, got '{}'",
+                                          name));
 }
 
 FSDPStrategy::FSDPStrategy(Accelerator accelerator, PrecisionMode precision, FSDPStrategyOptions options)
     : DataParallelStrategy(accelerator, precision, options.data_parallel), options_(std::move(options)) {}
 
-FSDPStrategy::~FSDPStrategy() = default;
+FSDPStrategy::~FSDPStrategy() {
+  set_synchronizer(nullptr);  // the sharded reducer uses shard_group_ and replica_group_
+}
+
+void FSDPStrategy::setup_environment() {
+  DataParallelStrategy::setup_environment();
+  if (options_.sharding != ShardingStrategy::HybridShard || shard_group_) return;
+  const int64_t size = options_.shard_group_size;
+  if (size < 1 || world_size() % size != 0) {
+    throw std::invalid_argument(fmt::format("[FSDPStrategy] HYBRID_SHARD needs the world size ({}) to be a multiple of "
+                                            "the ranks per node ({})",
+                                            world_size(), size));
+  }
+  // Consecutive ranks are a node's (the launchers number them so).
+  const int64_t rank = global_rank();
+  shard_group_ = std::make_unique<ProcessGroup>(process_group(), fmt::format("fsdp_shard_{}", rank / size), rank % size,
+                                                size);
+  if (world_size() > size) {
+    replica_group_ = std::make_unique<ProcessGroup>(process_group(), fmt::format("fsdp_replica_{}", rank % size),
+                                                    rank / size, world_size() / size);
+  }
+}
 
 void FSDPStrategy::setup(LightningModule& module) {
   if (options_.sharding == ShardingStrategy::NoShard) {
@@ -40,7 +63,9 @@ void FSDPStrategy::setup(LightningModule& module) {
   }
   ShardedReducer::Options o = options_.sharded;
   o.hooks = automatic;  // manual_backward averages whole gradients (average_gradients)
-  o.reshard_parameters = options_.sharding == ShardingStrategy::FullShard;
+  const bool hybrid = options_.sharding == ShardingStrategy::HybridShard;
+  o.reshard_parameters = options_.sharding == ShardingStrategy::FullShard || hybrid;
+  o.replicas = hybrid ? replica_group_.get() : nullptr;
   // Every ShardedUnit with trainable parameters is a unit of its own.
   std::vector<std::pair<std::string, ShardedUnitBase*>> wrapped;
   // Not the module itself: a user's main may hold it on the stack (no shared_ptr).
@@ -50,7 +75,8 @@ void FSDPStrategy::setup(LightningModule& module) {
     wrapped.emplace_back(item.key(), unit);
     o.unit_modules.push_back(item.key());
   }
-  auto sharded = std::make_unique<ShardedReducer>(std::move(params), std::move(names), process_group(), o);
+  auto sharded = std::make_unique<ShardedReducer>(std::move(params), std::move(names),
+                                                  hybrid ? *shard_group_ : process_group(), o);
   sharded_ = sharded.get();
   set_synchronizer(std::move(sharded));
   if (!o.reshard_parameters || !automatic) return;  // only FULL_SHARD gathers per forward
@@ -167,17 +193,19 @@ void FSDPStrategy::clip_gradients(torch::optim::Optimizer& optimizer, double val
   }
   torch::NoGradGuard no_grad;
   // The global norm: squares summed over this rank's shards, plus (once,
-  // on rank 0) parameters every rank holds whole, then summed over ranks.
+  // on the group's rank 0) parameters every rank holds whole, then summed
+  // over the ranks that share the model (a node's under HYBRID_SHARD).
+  ProcessGroup& shards = sharded_->group();
   std::vector<torch::Tensor> grads;
   torch::Tensor squares = torch::zeros({1}, torch::TensorOptions().dtype(torch::kDouble).device(root_device()));
   for (const auto& group : optimizer.param_groups()) {
     for (const auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       grads.push_back(p.grad());
-      if (sharded_->holds_shard(p) || is_global_zero()) squares += p.grad().to(torch::kDouble).pow(2).sum();
+      if (sharded_->holds_shard(p) || shards.rank() == 0) squares += p.grad().to(torch::kDouble).pow(2).sum();
     }
   }
-  process_group().all_reduce(squares, ReduceOp::Sum);
+  shards.all_reduce(squares, ReduceOp::Sum);
   const double norm = std::sqrt(squares.item<double>());
   // As torch::nn::utils::clip_grad_norm_: scale by max_norm / (norm + 1e-6) when below 1.
   const double coefficient = value / (norm + 1e-6);

@@ -20,9 +20,13 @@ enum class ShardingStrategy {
   ShardGradOp,
   /// Nothing sharded: DDP's gradient path.
   NoShard,
+  /// FULL_SHARD within each group of `shard_group_size` consecutive ranks
+  /// (a node's), replicated across the groups: gradient shards are averaged
+  /// over the replicas, so only 1/group of the gradients crosses nodes.
+  HybridShard,
 };
 
-/// "FULL_SHARD", "SHARD_GRAD_OP" or "NO_SHARD"; throws std::invalid_argument naming the allowed ones.
+/// "FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD" or "HYBRID_SHARD"; throws std::invalid_argument naming the allowed ones.
 ShardingStrategy sharding_strategy(const std::string& name);
 
 struct FSDPStrategyOptions {
@@ -30,6 +34,8 @@ struct FSDPStrategyOptions {
   DataParallelOptions data_parallel;
   /// NO_SHARD's gradient path: DDP's.
   GradientReducer::Options reducer;
+  /// HYBRID_SHARD: ranks per shard group (the ranks of a node); it must divide the world size.
+  int64_t shard_group_size = 1;
   ShardingStrategy sharding = ShardingStrategy::FullShard;
   /// The wrap policy and unused-parameter handling of the sharded path.
   ShardedReducer::Options sharded;
@@ -64,6 +70,7 @@ class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
 
   std::string name() const override { return "fsdp"; }
 
+  void setup_environment() override;
   void setup(LightningModule& module) override;
   void teardown() override;
 
@@ -103,6 +110,9 @@ class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
   std::vector<size_t> forward_order_;
   bool order_recorded_ = false;
   ShardedReducer* sharded_ = nullptr;  // the synchroniser in the sharded modes
+  // HYBRID_SHARD: this rank's node (shards) and the ranks holding its rows on the other nodes.
+  std::unique_ptr<ProcessGroup> shard_group_;
+  std::unique_ptr<ProcessGroup> replica_group_;
 };
 
 }  // namespace fulgur

@@ -116,7 +116,13 @@ void ProcessGroup::create_backend(const c10::intrusive_ptr<c10d::Store>& store) 
   }
 }
 
-ProcessGroup::ProcessGroup(const ProcessGroup& parent, const std::string& name) : options_(parent.options_) {
+ProcessGroup::ProcessGroup(const ProcessGroup& parent, const std::string& name)
+    : ProcessGroup(parent, name, parent.rank(), parent.size()) {}
+
+ProcessGroup::ProcessGroup(const ProcessGroup& parent, const std::string& name, int64_t rank, int64_t size)
+    : options_(parent.options_) {
+  options_.rank = rank;
+  options_.world_size = size;
   try {
     store_ = c10::make_intrusive<c10d::PrefixStore>(name, parent.store_);
     create_backend(store_);

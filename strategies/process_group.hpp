@@ -68,6 +68,10 @@ class ProcessGroup {
   /// `parent`'s store under `name`: its collectives never pair with the
   /// parent's, so another thread can use it concurrently.
   ProcessGroup(const ProcessGroup& parent, const std::string& name);
+  /// A group of some of `parent`'s processes (each member passes the same
+  /// `name`, its `rank` in the group and the group's `size`): FSDP's
+  /// HYBRID_SHARD groups within and across nodes.
+  ProcessGroup(const ProcessGroup& parent, const std::string& name, int64_t rank, int64_t size);
   ~ProcessGroup();
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;

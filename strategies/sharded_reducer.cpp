@@ -264,7 +264,9 @@ void ShardedReducer::launch_reduce_scatter(Unit& unit) {
     // The whole gradient is not needed any more: only the shard stays.
     p.tensor.mutable_grad() = torch::Tensor();
   }
-  unit.comm.div_(static_cast<double>(world));  // a mean, divided before the sum as DDP does
+  // A mean, divided before the sum as DDP does (over the replicas' sum too).
+  const int64_t replicas = options_.replicas ? options_.replicas->size() : 1;
+  unit.comm.div_(static_cast<double>(world * replicas));
   unit.work = group_.reduce_scatter_async(unit.grad, unit.comm);
 }
 
@@ -298,6 +300,11 @@ void ShardedReducer::finish() {
   launch_ready_units();
   settle_reductions(0);
   for (auto& unit : units_) {
+    if (!unit.replica_work) continue;
+    options_.replicas->wait(unit.replica_work, "all_reduce");
+    unit.replica_work.reset();
+  }
+  for (auto& unit : units_) {
     drop_prefetch(unit);  // of rows the step is about to change
     become_shards(unit);
   }
@@ -310,6 +317,7 @@ void ShardedReducer::settle_reductions(size_t in_flight) {
     group_.wait(unit.work, "reduce_scatter");
     unit.work.reset();
     unit.comm = torch::Tensor();  // a whole unit's gradients
+    if (options_.replicas) unit.replica_work = options_.replicas->all_reduce_async(unit.grad, ReduceOp::Sum);
     reducing_.pop_front();
   }
 }

@@ -57,6 +57,10 @@ class ShardedReducer : public GradientSynchronizer {
     bool hooks = true;
     /// FULL_SHARD: parameters hold only this rank's rows between steps.
     bool reshard_parameters = false;
+    /// HYBRID_SHARD: the ranks that hold the same rows as this one (one per
+    /// node); each unit's gradient shard is averaged over them once its
+    /// reduce-scatter within `group` is done. Null: `group` is every rank.
+    ProcessGroup* replicas = nullptr;
   };
 
   ShardedReducer(std::vector<torch::Tensor> parameters, std::vector<std::string> names, ProcessGroup& group,
@@ -130,6 +134,8 @@ class ShardedReducer : public GradientSynchronizer {
   /// Elements of the largest unit (whole): what FULL_SHARD holds at most
   /// beyond its shards per unit in flight.
   int64_t largest_unit_numel() const;
+  /// The ranks the parameters are sharded over (all of them but under HYBRID_SHARD).
+  ProcessGroup& group() const { return group_; }
   /// FULL_SHARD: the most units whole at once in training (after any all-gather).
   int64_t peak_whole_units() const { return peak_whole_units_; }
   /// The most reduce-scatters (whole gradients of a unit each) running at once so far.
@@ -162,6 +168,7 @@ class ShardedReducer : public GradientSynchronizer {
     torch::Tensor comm_input;   // transient: all-gather input
     torch::Tensor full;         // FULL_SHARD: every parameter's whole value, one after another; 0 bytes while sharded
     c10::intrusive_ptr<c10d::Work> work;
+    c10::intrusive_ptr<c10d::Work> replica_work;  // HYBRID_SHARD: the shard's allreduce over the replicas
   };
   /// Copies the all-gathered rows of every rank (all but this rank's when
   /// `skip_own`: they are already there) into the unit's whole parameters,

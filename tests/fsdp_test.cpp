@@ -7,6 +7,7 @@
 
 #include <fulgur/fulgur.hpp>
 #include <fulgur/strategies/fsdp_strategy.hpp>
+#include <fulgur/strategies/network.hpp>
 #include <fulgur/strategies/process_group.hpp>
 #include <fulgur/strategies/sharded_reducer.hpp>
 
@@ -33,20 +34,52 @@ namespace {
 
 const std::string kProbe = std::string(FULGUR_BINARY_DIR) + "/bin/fsdp_probe";
 
-/// Runs the probe as `name` (writing name.pt and name.state.<rank>) and requires success.
+/// Ranks and their per-rank batch for a global batch of 24.
+std::string ranks(int world) {
+  return "--trainer.devices " + std::to_string(world) + " --data.batch_size " + std::to_string(24 / world) + " ";
+}
+
+/// The probe's arguments for a run as `name` (writing name.pt and name.state.<rank>).
+std::string probe_args(const TempDir& dir, const std::string& name, const std::string& extra, int epochs,
+                       bool checkpointing) {
+  return "fit --seed_everything 7 --trainer.accelerator cpu --trainer.max_epochs " + std::to_string(epochs) +
+         " --trainer.enable_progress_bar false --trainer.num_sanity_val_steps 0 --trainer.process_group_timeout 60 " +
+         "--trainer.logger false --trainer.enable_model_summary false --trainer.enable_checkpointing " +
+         (checkpointing ? "true " : "false ") +
+         (extra.find("--data.samples") == std::string::npos ? "--data.samples 96 " : "") +
+         "--trainer.default_root_dir " + (dir.path() / name).string() + " --model.output " +
+         (dir.path() / (name + ".pt")).string() + " --model.state_file " + (dir.path() / (name + ".state")).string() +
+         " " + extra;
+}
+
+/// Runs the probe as `name` and requires success.
 void fit(const TempDir& dir, const std::string& name, const std::string& extra, int epochs = 2,
          bool checkpointing = false) {
-  const std::string command =
-      kProbe + " fit --seed_everything 7 --trainer.accelerator cpu --trainer.max_epochs " + std::to_string(epochs) +
-      " --trainer.enable_progress_bar false --trainer.num_sanity_val_steps 0 --trainer.process_group_timeout 60 " +
-      "--trainer.logger false --trainer.enable_model_summary false --trainer.enable_checkpointing " +
-      (checkpointing ? "true " : "false ") +
-      (extra.find("--data.samples") == std::string::npos ? "--data.samples 96 " : "") +
-      "--trainer.default_root_dir " + (dir.path() / name).string() + " --model.output " +
-      (dir.path() / (name + ".pt")).string() + " --model.state_file " + (dir.path() / (name + ".state")).string() +
-      " " + extra;
+  const std::string command = kProbe + " " + probe_args(dir, name, extra, epochs, checkpointing);
   const auto result = run_command(command, 300);
   INFO(command);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+}
+
+/// Runs the probe as `name` on 2 nodes x 2 ranks of this machine: one
+/// torchrun per node, meeting on a free port; requires both to succeed.
+void fit_two_nodes(const TempDir& dir, const std::string& name, const std::string& extra, bool checkpointing) {
+  const int port = fulgur::pick_free_port("127.0.0.1");
+  std::string script = "set -u\n";
+  for (int node = 0; node < 2; ++node) {
+    script += std::string(FULGUR_SOURCE_DIR) + "/.venv/bin/torchrun --no-python --nnodes 2 --nproc-per-node 2 " +
+              "--node-rank " + std::to_string(node) + " --master-addr 127.0.0.1 --master-port " +
+              std::to_string(port) + " " + kProbe + " " +
+              probe_args(dir, name, "--trainer.num_nodes 2 --trainer.devices 2 --data.batch_size 6 " + extra, 2, checkpointing) + " > " +
+              (dir.path() / (name + ".node" + std::to_string(node) + ".log")).string() + " 2>&1 &\n" +
+              "pid" + std::to_string(node) + "=$!\n";
+  }
+  script += "wait $pid0; a=$?; wait $pid1; b=$?; cat " + (dir.path() / (name + ".node*.log")).string() +
+            "; exit $((a | b))\n";
+  std::ofstream(dir / (name + ".sh")) << script;
+  const auto result = run_command("bash " + (dir / (name + ".sh")).string(), 300);
+  INFO(script);
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
 }
@@ -54,11 +87,6 @@ void fit(const TempDir& dir, const std::string& name, const std::string& extra, 
 /// Small units (the probe has 331 parameters), so several all-gathers and reduce-scatters per step.
 std::string fsdp(const std::string& sharding) {
   return "--trainer.strategy fsdp --trainer.fsdp.min_num_params 50 --trainer.fsdp.sharding_strategy " + sharding + " ";
-}
-
-/// Ranks and their per-rank batch for a global batch of 24.
-std::string ranks(int world) {
-  return "--trainer.devices " + std::to_string(world) + " --data.batch_size " + std::to_string(24 / world) + " ";
 }
 
 void check_same(const TempDir& dir, const std::string& a, const std::string& b) {
@@ -444,6 +472,38 @@ TEST_CASE("fsdp: a sharded checkpoint dropped by save_top_k takes its shards alo
   const std::filesystem::path link = folder / "linked.ckpt";
   std::filesystem::create_hard_link(folder / names[0], link);
   fit(dir, "from_link", ranks(1) + "--ckpt_path " + link.string(), 4);
+}
+
+TEST_CASE("fsdp: HYBRID_SHARD on 2 nodes x 2 ranks shards within a node, ends where ddp ends, and resumes on 1") {
+  TempDir dir("fsdp-hybrid");
+  fit(dir, "ddp4", ranks(4) + "--trainer.strategy ddp");
+  // Two torchrun agents on this machine play two nodes of two ranks each.
+  fit_two_nodes(dir, "hybrid", fsdp("HYBRID_SHARD") + "--trainer.fsdp.state_dict_type sharded", true);
+  check_same(dir, "ddp4", "hybrid");
+  // Ranks 0,1 and 2,3 (a node each) hold the same rows: each parameter is
+  // cut in 2, not 4, and each half is held once per node.
+  std::map<std::string, int64_t> covered;
+  for (int64_t rank = 0; rank < 4; ++rank) {
+    const auto state = read_state(dir, "hybrid", rank);
+    for (const auto& [key, rows_and_row] : kShapes) {
+      const auto [rows, row] = rows_and_row;
+      const int64_t chunk = (rows + 1) / 2;
+      const int64_t mine = std::max<int64_t>(0, std::min(chunk, rows - (rank % 2) * chunk));
+      INFO("rank " << rank << " " << key);
+      CHECK(state.at(key).numel == mine * row);
+      CHECK(state.at(key).state_numel == mine * row);
+      covered[key] += state.at(key).state_numel;
+    }
+  }
+  for (const auto& [key, rows_and_row] : kShapes) CHECK(covered[key] == 2 * rows_and_row.first * rows_and_row.second);
+  // The sharded checkpoint has one shard per rank of a node, and resumes on one process.
+  const std::filesystem::path ckpt = only_checkpoint(dir, "hybrid");
+  const auto shards = shard_files(ckpt);
+  REQUIRE(shards.size() == 2);
+  CHECK(shards[1].filename().string().find(".shard-1-of-2") != std::string::npos);
+  fit(dir, "ddp4_three", ranks(4) + "--trainer.strategy ddp", 3);
+  fit(dir, "hybrid_resumed_on_1", ranks(1) + "--ckpt_path " + ckpt.string(), 3);
+  check_same(dir, "ddp4_three", "hybrid_resumed_on_1");
 }
 
 TEST_CASE("fsdp: FULL_SHARD gathers a ShardedUnit before its forward and again before its backward, one unit at a time") {

@@ -43,6 +43,7 @@ std::unique_ptr<Strategy> create_strategy(const TrainerConfig& config, const Pla
     FSDPStrategyOptions fsdp;
     fsdp.data_parallel = std::move(data_parallel);
     fsdp.reducer = reducer;
+    fsdp.shard_group_size = env->local_world_size();
     fsdp.sharding = sharding_strategy(f.sharding_strategy());
     fsdp.sharded.min_unit_numel = f.min_num_params();
     fsdp.sharded_state_dict = f.state_dict_type() == "sharded";

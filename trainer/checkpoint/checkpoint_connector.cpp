@@ -231,8 +231,11 @@ void CheckpointConnector::save_sharded(const std::filesystem::path& path, bool w
   const int64_t draw = static_cast<int64_t>((static_cast<uint64_t>(random()) << 32) | random());
   const int64_t agreed = strategy.broadcast(torch::tensor({draw}, torch::kInt64), 0).cpu().item<int64_t>();
   const std::string id = fmt::format("{:016x}", static_cast<uint64_t>(agreed));
-  const int64_t rank = strategy.global_rank();
-  const int64_t world = strategy.world_size();
+  // The ranks the model is sharded over: every rank, but under HYBRID_SHARD
+  // a node's; then the first node writes (the others hold the same rows).
+  const int64_t rank = reducer.group().rank();
+  const int64_t world = reducer.group().size();
+  const bool writes = strategy.global_rank() < world;
 
   Checkpoint checkpoint = dump(weights_only);
   Checkpoint shard = new_state_dict();
@@ -273,7 +276,7 @@ void CheckpointConnector::save_sharded(const std::filesystem::path& path, bool w
   }
   std::string error;
   try {
-    CheckpointIO::save(shard, shard_file(path, id, rank, world));
+    if (writes) CheckpointIO::save(shard, shard_file(path, id, rank, world));
   } catch (const std::exception& e) {
     error = e.what();
   }
