@@ -1,9 +1,9 @@
 // A simulated cluster (scripts/sim_cluster.sh; root only, as in CI): nodes
 // are network namespaces on a bridge, every node's link limited to 1 Gbit/s
 // each way by tc tbf. DDP on 4 nodes x 1 rank and on 2 nodes x 2 ranks, and
-// the Horovod-style ring on 2 nodes x 2 ranks, train a model with 25 MB of
-// gradients through those links and end equal to one process on the same
-// global batch.
+// the Horovod-style ring and FSDP's FULL_SHARD and HYBRID_SHARD on 2 nodes
+// x 2 ranks, train a model with 25 MB of gradients through those links and
+// end equal to one process on the same global batch.
 #include "support/pickled_tensor.hpp"
 #include "support/test_support.hpp"
 
@@ -90,5 +90,24 @@ TEST_CASE("simulated cluster: DDP and the Horovod ring over 1 Gbit/s links equal
     CHECK(torch::allclose(load_pickled_tensor(dir / "horovod.pt"), reference, 1e-5, 1e-5));
     // Ranks 0,1 on node 0 and 2,3 on node 1: the ring crosses each node's link once per direction.
     CHECK(cluster.sent(1) >= 4 * kGradientBytes * 3 / 2);
+  }
+  SUBCASE("FSDP HYBRID_SHARD against FULL_SHARD, 2 nodes x 2 ranks") {
+    const std::string two_by_two = "--trainer.num_nodes 2 --trainer.devices 2 --data.batch_size 4 --trainer.strategy "
+                                   "fsdp --trainer.fsdp.sharding_strategy ";
+    const auto full = cluster.run(2, 2, dir / "full", probe(dir / "full.pt", two_by_two + "FULL_SHARD"));
+    INFO(full.output);
+    REQUIRE(full.exit_code == 0);
+    const int64_t full_sent = cluster.sent(1);
+    const auto hybrid = cluster.run(2, 2, dir / "hybrid", probe(dir / "hybrid.pt", two_by_two + "HYBRID_SHARD"));
+    INFO(hybrid.output);
+    REQUIRE(hybrid.exit_code == 0);
+    const int64_t hybrid_sent = cluster.sent(1) - full_sent;
+    CHECK(torch::allclose(load_pickled_tensor(dir / "full.pt"), reference, 1e-5, 1e-5));
+    CHECK(torch::allclose(load_pickled_tensor(dir / "hybrid.pt"), reference, 1e-5, 1e-5));
+    // Across the nodes FULL_SHARD gathers parameters and scatters gradients;
+    // HYBRID_SHARD only averages each node's gradient shards with the other node's.
+    MESSAGE("bytes node 1 sent: FULL_SHARD " << full_sent << ", HYBRID_SHARD " << hybrid_sent);
+    CHECK(hybrid_sent >= 4 * kGradientBytes / 2);
+    CHECK(hybrid_sent * 10 < full_sent * 7);
   }
 }

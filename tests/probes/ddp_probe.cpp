@@ -168,9 +168,11 @@ struct ProbeModel : fulgur::LightningModule {
       std::ofstream(o.stop_file() + "." + std::to_string(trainer()->strategy().global_rank()))
           << trainer()->global_step() << " " << trainer()->stop_signal() << "\n";
     }
-    if (o.output().empty() || !trainer()->is_global_zero()) return;
+    if (o.output().empty()) return;
+    // Every rank takes part: a sharding strategy all-gathers each parameter.
     std::vector<torch::Tensor> params;
-    for (const auto& p : parameters()) params.push_back(p.detach().cpu());
+    for (const auto& p : parameters()) params.push_back(trainer()->strategy().whole_tensor(p, p).detach().cpu());
+    if (!trainer()->is_global_zero()) return;
     const auto bytes = torch::pickle_save(torch::cat([&] {
       std::vector<torch::Tensor> flat;
       for (const auto& p : params) flat.push_back(p.reshape({-1}));
