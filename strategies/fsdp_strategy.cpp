@@ -93,8 +93,22 @@ void FSDPStrategy::setup(LightningModule& module) {
 void FSDPStrategy::before_forward(const torch::nn::Module& unit) {
   if (!sharded_) return;
   const size_t index = hooked_units_.at(&unit);
+  if (!torch::GradMode::is_enabled()) {  // evaluation
+    if (unit_evaluation_) {
+      // The replay in after_evaluation pairs only if every rank runs the units in training's order.
+      const size_t expected = forward_order_[static_cast<size_t>(evaluation_forwards_) % forward_order_.size()];
+      if (index != expected) {
+        throw std::runtime_error(fmt::format(
+            "[FSDPStrategy] evaluation ran ShardedUnit {} where the training forward's order has {} next: under "
+            "FULL_SHARD every rank must run the same ShardedUnits in the same order in evaluation as in training",
+            index, expected));
+      }
+      ++evaluation_forwards_;
+    }
+    sharded_->unshard_unit(index);
+    return;
+  }
   sharded_->unshard_unit(index);
-  if (!torch::GradMode::is_enabled()) return;  // evaluation: every unit is whole
   if (!order_recorded_) {
     if (std::find(forward_order_.begin(), forward_order_.end(), index) == forward_order_.end()) {
       forward_order_.push_back(index);
@@ -117,10 +131,15 @@ void FSDPStrategy::before_unit_backward(size_t index) {
 }
 
 void FSDPStrategy::after_forward(const torch::nn::Module& unit, const std::vector<torch::Tensor>& outputs) {
-  // Outputs the hooks cannot see: the unit stays whole until its gradients
-  // are reduce-scattered. Without autograd (evaluation) it stays whole for the loop.
-  if (!sharded_ || outputs.empty() || !torch::GradMode::is_enabled()) return;
+  if (!sharded_) return;
   const size_t index = hooked_units_.at(&unit);
+  if (!torch::GradMode::is_enabled()) {  // evaluation: no backward needs it again
+    if (unit_evaluation_) sharded_->free_unit(index);
+    return;
+  }
+  // Outputs the hooks cannot see: the unit stays whole until its gradients
+  // are reduce-scattered.
+  if (outputs.empty()) return;
   for (const auto& out : outputs) {
     // The gradient of an output arrives just before the unit's own backward.
     if (out.defined() && out.requires_grad()) {
@@ -156,12 +175,39 @@ void FSDPStrategy::before_training_step() {
   }
 }
 
-void FSDPStrategy::before_evaluation() {
+void FSDPStrategy::before_evaluation(int64_t num_batches) {
   if (!sharded_) return;
-  // Every unit, ShardedUnits too: evaluation shards are not padded, so ranks
-  // may run different numbers of forwards, and a gather per forward would
-  // pair with nothing on a rank that has finished.
-  sharded_->unshard_all();
+  // Once a training step has shown the ShardedUnits' order, each is gathered
+  // by its own forward, as in training; the rest stays whole for the loop.
+  // Before that (the sanity check, validate/test/predict on their own)
+  // every unit is gathered for the loop.
+  unit_evaluation_ = order_recorded_ && !forward_order_.empty();
+  if (!unit_evaluation_) {
+    sharded_->unshard_all();
+    return;
+  }
+  evaluation_forwards_ = 0;
+  evaluation_batches_ = num_batches;
+  torch::Tensor most = torch::tensor({num_batches}, torch::kInt64).to(root_device());
+  sharded_->group().all_reduce(most, ReduceOp::Max);
+  most_evaluation_batches_ = most.item<int64_t>();
+  sharded_->unshard();
+}
+
+void FSDPStrategy::evaluation_batches_done() {
+  if (!sharded_ || !unit_evaluation_) return;
+  // Evaluation shards are not padded: a rank that ran fewer batches repeats
+  // the gathers of the others' remaining ones (every batch runs the same
+  // forwards), so they pair up.
+  const auto per_batch = evaluation_batches_ > 0 ? evaluation_forwards_ / evaluation_batches_
+                                                 : static_cast<int64_t>(forward_order_.size());
+  const int64_t total = evaluation_forwards_ + (most_evaluation_batches_ - evaluation_batches_) * per_batch;
+  for (int64_t k = evaluation_forwards_; k < total; ++k) {
+    const size_t index = forward_order_[static_cast<size_t>(k) % forward_order_.size()];
+    sharded_->unshard_unit(index);
+    sharded_->free_unit(index);
+  }
+  unit_evaluation_ = false;
 }
 
 void FSDPStrategy::after_evaluation() {

@@ -78,7 +78,8 @@ class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
   bool optimizer_step(torch::optim::Optimizer& optimizer) override;
   void clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) override;
   void before_training_step() override;
-  void before_evaluation() override;
+  void before_evaluation(int64_t num_batches) override;
+  void evaluation_batches_done() override;
   void after_evaluation() override;
 
   bool shards_parameters() const override { return sharded_ != nullptr && sharded_->reshards_parameters(); }
@@ -109,6 +110,13 @@ class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
   // step's forward ran them; later steps gather the next one early.
   std::vector<size_t> forward_order_;
   bool order_recorded_ = false;
+  // Evaluation after a training step: ShardedUnits gathered by their forwards
+  // (this many so far), in forward_order_, so ranks with fewer batches than
+  // the most any rank runs can repeat the others' gathers.
+  bool unit_evaluation_ = false;
+  int64_t evaluation_forwards_ = 0;
+  int64_t evaluation_batches_ = 0;
+  int64_t most_evaluation_batches_ = 0;
   ShardedReducer* sharded_ = nullptr;  // the synchroniser in the sharded modes
   // HYBRID_SHARD: this rank's node (shards) and the ranks holding its rows on the other nodes.
   std::unique_ptr<ProcessGroup> shard_group_;

@@ -422,10 +422,8 @@ void ShardedReducer::finish_unshard(Unit& unit) {
   unit.comm = torch::Tensor();
   unit.comm_input = torch::Tensor();
   unit.sharded = false;
-  if (!all_whole_) {
-    const auto whole = std::count_if(units_.begin(), units_.end(), [](const Unit& u) { return !u.sharded; });
-    peak_whole_units_ = std::max<int64_t>(peak_whole_units_, whole);
-  }
+  const auto whole = std::count_if(units_.begin(), units_.end(), [](const Unit& u) { return !u.sharded; });
+  peak_whole_units_ = std::max<int64_t>(peak_whole_units_, whole);
 }
 
 void ShardedReducer::unshard() {
@@ -477,7 +475,6 @@ void ShardedReducer::free_unit(size_t index) {
 
 void ShardedReducer::unshard_all() {
   if (!options_.reshard_parameters) return;
-  all_whole_ = true;
   torch::NoGradGuard no_grad;
   for (auto& unit : units_) {
     if (unit.sharded && !unit.gathering) start_all_gather(unit);
@@ -489,7 +486,6 @@ void ShardedReducer::unshard_all() {
 
 void ShardedReducer::reshard() {
   if (!options_.reshard_parameters) return;
-  all_whole_ = false;
   for (size_t u = 0; u < units_.size(); ++u) free_unit(u);
 }
 

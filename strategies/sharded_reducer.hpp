@@ -136,7 +136,7 @@ class ShardedReducer : public GradientSynchronizer {
   int64_t largest_unit_numel() const;
   /// The ranks the parameters are sharded over (all of them but under HYBRID_SHARD).
   ProcessGroup& group() const { return group_; }
-  /// FULL_SHARD: the most units whole at once in training (after any all-gather).
+  /// FULL_SHARD: the most units whole at once (after any all-gather), evaluation included.
   int64_t peak_whole_units() const { return peak_whole_units_; }
   /// The most reduce-scatters (whole gradients of a unit each) running at once so far.
   int64_t peak_reductions_in_flight() const { return peak_reductions_; }
@@ -208,7 +208,6 @@ class ShardedReducer : public GradientSynchronizer {
   bool in_backward_ = false;
   int64_t launched_in_backward_ = 0;
   int64_t peak_whole_units_ = 0;
-  bool all_whole_ = false;  // between unshard_all() and reshard(): not training
 };
 
 }  // namespace fulgur

@@ -77,10 +77,14 @@ class Strategy {
   /// sharding strategy takes the norm over every rank's shard.
   virtual void clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm);
 
-  /// Around an evaluation or prediction loop: a strategy that shards
-  /// parameters between steps (FULL_SHARD) makes them whole for the loop.
+  /// Around an evaluation or prediction loop that runs `num_batches`
+  /// batches on this rank: a strategy that shards parameters between steps
+  /// (FULL_SHARD) gathers them for the loop. evaluation_batches_done() comes
+  /// right after the last batch, before the epoch-end hooks (FULL_SHARD:
+  /// ranks that ran fewer batches repeat the others' gathers there).
   /// Collectives: every rank calls them.
-  virtual void before_evaluation() {}
+  virtual void before_evaluation(int64_t /*num_batches*/) {}
+  virtual void evaluation_batches_done() {}
   virtual void after_evaluation() {}
 
   // --- sharded state (checkpoints, memory) ------------------------------------------

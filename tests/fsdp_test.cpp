@@ -527,7 +527,8 @@ TEST_CASE("fsdp: FULL_SHARD gathers a ShardedUnit before its forward and again b
       // Without wrapping every unit is whole from the forward to its backward;
       // wrapped, a unit is freed after its forward and gathered again for its backward.
       CHECK(root.at("peak_whole_units").numel == 3);
-      CHECK(wrapped.at("peak_whole_units").numel <= 2);  // `scale` (gathered for the step) and one Linear
+      // In validation too (after the first step): `scale` and one Linear.
+      CHECK(wrapped.at("peak_whole_units").numel <= 2);
       // 8 steps x 3 units: at least one more all-gather per unit and step (before backward).
       CHECK(wrapped.at("all_gathers").numel >= root.at("all_gathers").numel + 24);
     }
@@ -545,10 +546,24 @@ TEST_CASE("fsdp: FULL_SHARD gathers a ShardedUnit before its forward and again b
     CHECK(read_state(dir, "prefetch", rank).at("peak_whole_units").numel <= 3);
   }
   // Validation shards are not padded: 97 samples on 3 ranks of batch 4 give
-  // 9, 8 and 8 validation batches. Evaluation gathers every unit once, so
-  // the ranks' forwards need not pair up (a gather per forward would hang).
-  fit(dir, "uneven_validation", "--trainer.devices 3 --data.batch_size 4 --data.samples 97 " + fsdp("FULL_SHARD") +
-                                    "--model.wrap true");
+  // 9, 8 and 8 validation batches. Validation gathers a ShardedUnit per
+  // forward, and the ranks with 8 repeat rank 0's ninth batch's gathers:
+  // all-gathers pair up (same count on every rank), one unit at a time, and
+  // the validation loss is ddp's.
+  const std::string uneven = "--trainer.devices 3 --data.batch_size 4 --data.samples 97 --trainer.logger true ";
+  fit(dir, "uneven_validation", uneven + fsdp("FULL_SHARD") + "--model.wrap true");
+  fit(dir, "uneven_validation_ddp", uneven + "--trainer.strategy ddp --model.wrap true");
+  const auto val_loss = [&](const std::string& name) {
+    return fulgur::testing::last_csv_value(
+        read_file(dir.path() / name / "fulgur_logs" / "version_0" / "metrics.csv"), "val_loss");
+  };
+  CHECK(val_loss("uneven_validation") == doctest::Approx(val_loss("uneven_validation_ddp")).epsilon(1e-5));
+  const int64_t gathers = read_state(dir, "uneven_validation", 0).at("all_gathers").numel;
+  for (int64_t rank = 0; rank < 3; ++rank) {
+    const auto state = read_state(dir, "uneven_validation", rank);
+    CHECK(state.at("all_gathers").numel == gathers);
+    CHECK(state.at("peak_whole_units").numel <= 2);
+  }
   // Under SHARD_GRAD_OP and ddp the wrapper is only its module.
   fit(dir, "wrapped_grad_op", ranks(2) + fsdp("SHARD_GRAD_OP") + "--model.wrap true");
   check_same(dir, "ddp2", "wrapped_grad_op");

@@ -23,7 +23,7 @@ std::map<std::string, double> EvaluationLoop::run(DataLoader& loader, int64_t ma
   const ScopedMetricSink sink(module, &results_);
   module.eval();
   torch::NoGradGuard no_grad;
-  strategy.before_evaluation();  // FULL_SHARD: parameters whole until the loop ends
+  strategy.before_evaluation(num_batches_);  // FULL_SHARD: parameters gathered for the loop
 
   if (validating) {
     context_.hooks.call_hook("on_validation_start", &Callback::on_validation_start, &LightningModule::on_validation_start);
@@ -69,7 +69,8 @@ std::map<std::string, double> EvaluationLoop::run(DataLoader& loader, int64_t ma
     }
     batch_progress_.increment();
   }
-  batches.reset();  // stop loader workers before the epoch-end work
+  batches.reset();
+  strategy.evaluation_batches_done();  // stop loader workers before the epoch-end work
 
   if (validating) {
     context_.hooks.call_hook("on_validation_epoch_end", &Callback::on_validation_epoch_end,

@@ -12,7 +12,7 @@ std::vector<torch::Tensor> PredictLoop::run(DataLoader& loader, int64_t max_batc
   batch_progress_.reset_current();
   module.eval();
   torch::NoGradGuard no_grad;
-  strategy.before_evaluation();  // FULL_SHARD: parameters whole until the loop ends
+  strategy.before_evaluation(num_batches);  // FULL_SHARD: parameters gathered for the loop
   hooks_.call_hook("on_predict_start", &Callback::on_predict_start, &LightningModule::on_predict_start);
 
   std::vector<torch::Tensor> outputs;
@@ -29,6 +29,7 @@ std::vector<torch::Tensor> PredictLoop::run(DataLoader& loader, int64_t max_batc
                                 batch_idx);
   }
   batches.reset();
+  strategy.evaluation_batches_done();
   hooks_.call_callback_hook("on_predict_epoch_end", &Callback::on_predict_epoch_end, outputs);
   hooks_.call_hook("on_predict_end", &Callback::on_predict_end, &LightningModule::on_predict_end);
   strategy.after_evaluation();
