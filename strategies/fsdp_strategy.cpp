@@ -95,7 +95,7 @@ void FSDPStrategy::before_forward(const torch::nn::Module& unit) {
   const size_t index = hooked_units_.at(&unit);
   if (!torch::GradMode::is_enabled()) {  // evaluation
     if (unit_evaluation_) {
-      // The replay in after_evaluation pairs only if every rank runs the units in training's order.
+      // The repeated gathers of evaluation_batches_done pair only if every rank runs the units in training's order.
       const size_t expected = forward_order_[static_cast<size_t>(evaluation_forwards_) % forward_order_.size()];
       if (index != expected) {
         throw std::runtime_error(fmt::format(
