@@ -246,27 +246,29 @@ void ShardedReducer::launch_reduce_scatter(Unit& unit) {
   drop_prefetch(unit);  // prefetched but not used: unit.work is the reduce-scatter's now
   allocate_gradient(unit);
   const int64_t world = group_.size();
+  // A mean, divided before the sum as DDP does (over the replicas' sum too),
+  // in the same pass that lays the gradients out.
+  const int64_t replicas = options_.replicas ? options_.replicas->size() : 1;
+  const double scale = 1.0 / static_cast<double>(world * replicas);
   // Rank-major: chunk r holds rows [r*c, (r+1)*c) of every parameter, padded.
-  unit.comm = torch::zeros({world * unit.chunk_numel}, unit.options);
+  unit.comm = torch::empty({world * unit.chunk_numel}, unit.options);
   for (size_t k : unit.params) {
     Param& p = params_[k];
     const torch::Tensor grad = p.tensor.grad();
-    if (grad.defined()) {
-      const torch::Tensor flat = grad.reshape({-1});
-      for (int64_t r = 0; r < world; ++r) {
-        const int64_t first = std::min(r * p.chunk_rows, p.rows);
-        const int64_t rows = std::min(p.chunk_rows, p.rows - first);
-        if (rows == 0) continue;
-        unit.comm.narrow(0, r * unit.chunk_numel + p.offset, rows * p.row_numel)
-            .copy_(flat.narrow(0, first * p.row_numel, rows * p.row_numel));
+    const torch::Tensor flat = grad.defined() ? grad.reshape({-1}) : torch::Tensor();
+    for (int64_t r = 0; r < world; ++r) {
+      const int64_t first = std::min(r * p.chunk_rows, p.rows);
+      const int64_t rows = flat.defined() ? std::min(p.chunk_rows, p.rows - first) : 0;
+      torch::Tensor region = unit.comm.narrow(0, r * unit.chunk_numel + p.offset, p.chunk_rows * p.row_numel);
+      if (rows > 0) {
+        torch::Tensor filled = region.narrow(0, 0, rows * p.row_numel);
+        at::mul_out(filled, flat.narrow(0, first * p.row_numel, rows * p.row_numel), scale);
       }
+      if (rows < p.chunk_rows) region.narrow(0, rows * p.row_numel, (p.chunk_rows - rows) * p.row_numel).zero_();
     }
     // The whole gradient is not needed any more: only the shard stays.
     p.tensor.mutable_grad() = torch::Tensor();
   }
-  // A mean, divided before the sum as DDP does (over the replicas' sum too).
-  const int64_t replicas = options_.replicas ? options_.replicas->size() : 1;
-  unit.comm.div_(static_cast<double>(world * replicas));
   unit.work = group_.reduce_scatter_async(unit.grad, unit.comm);
 }
 
@@ -345,10 +347,14 @@ void ShardedReducer::shard_from_whole(const std::unordered_set<const void*>& par
 
 void ShardedReducer::start_all_gather(Unit& unit) {
   const int64_t world = group_.size();
-  unit.comm_input = torch::zeros({unit.chunk_numel}, unit.options);
+  unit.comm_input = torch::empty({unit.chunk_numel}, unit.options);
   for (size_t k : unit.params) {
     const Param& p = params_[k];
-    if (p.local_rows > 0) unit.comm_input.narrow(0, p.offset, p.local_rows * p.row_numel).copy_(p.shard.reshape({-1}));
+    torch::Tensor region = unit.comm_input.narrow(0, p.offset, p.chunk_rows * p.row_numel);
+    if (p.local_rows > 0) region.narrow(0, 0, p.local_rows * p.row_numel).copy_(p.shard.reshape({-1}));
+    if (p.local_rows < p.chunk_rows) {
+      region.narrow(0, p.local_rows * p.row_numel, (p.chunk_rows - p.local_rows) * p.row_numel).zero_();
+    }
   }
   unit.comm = torch::empty({world * unit.chunk_numel}, unit.options);
   unit.work = group_.all_gather_into_async(unit.comm, unit.comm_input);
