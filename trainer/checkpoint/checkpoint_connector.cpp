@@ -5,6 +5,7 @@
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
 #include <fulgur/trainer/checkpoint/optimizer_state.hpp>
 #include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
+#include <fulgur/trainer/checkpoint/sharded_state_writer.hpp>
 #include <fulgur/strategies/fsdp_strategy.hpp>
 #include <fulgur/trainer/fit_loop.hpp>
 #include <fulgur/trainer/trainer.hpp>
@@ -16,7 +17,6 @@
 
 #include <algorithm>
 #include <iostream>
-#include <random>
 
 namespace fulgur {
 namespace {
@@ -40,28 +40,10 @@ Dict require_dict(const Checkpoint& checkpoint, const std::string& key, const st
   return checkpoint.at(key).toGenericDict();
 }
 
-/// An optimizer's parameters in the numbering of optimizer_state_dict().
-std::vector<torch::Tensor> indexed_parameters(const torch::optim::Optimizer& optimizer) {
-  std::vector<torch::Tensor> params;
-  for (const auto& group : optimizer.param_groups()) {
-    for (const auto& p : group.params()) params.push_back(p);
-  }
-  return params;
-}
-
 /// The sharding strategy's gradient path, or null for any other strategy.
 const ShardedReducer* sharded_reducer_of(Strategy& strategy) {
   const auto* fsdp = dynamic_cast<const FSDPStrategy*>(&strategy);
   return fsdp != nullptr ? fsdp->sharded_reducer() : nullptr;
-}
-
-/// Every rank learns whether any failed; the first message wins locally.
-void agree_on_failure(Strategy& strategy, std::string& error, const std::string& otherwise) {
-  if (strategy.world_size() > 1) {
-    const torch::Tensor failed = torch::tensor({error.empty() ? 0.0 : 1.0}).to(strategy.root_device());
-    if (strategy.all_reduce(failed, ReduceOp::Max).item<double>() > 0 && error.empty()) error = otherwise;
-  }
-  if (!error.empty()) throw CheckpointError(error);
 }
 
 std::vector<std::filesystem::path> checkpoint_files(const std::vector<std::filesystem::path>& dirs) {
@@ -166,17 +148,19 @@ AsyncCheckpointIO& CheckpointConnector::async_io() {
 
 void CheckpointConnector::save(const std::filesystem::path& path, bool weights_only) {
   Strategy& strategy = trainer_.strategy();
-  const auto* fsdp = dynamic_cast<const FSDPStrategy*>(&strategy);
-  const bool sharded = sharded_reducer_of(strategy) != nullptr;
-  if (sharded && fsdp->sharded_state_dict()) {
-    save_sharded(path, weights_only);
-    return;
-  }
   std::string error;
   std::optional<Checkpoint> gathered;
-  if (sharded) {
-    gathered = dump(weights_only);  // every rank: the all-gathers pair up
-    gather_whole(*gathered);
+  if (const ShardedReducer* reducer = sharded_reducer_of(strategy)) {
+    std::vector<const torch::optim::Optimizer*> optimizers;
+    for (const auto& config : trainer_.optimizers()) optimizers.push_back(config.optimizer.get());
+    const ShardedStateWriter writer(strategy, *reducer, trainer_.module(), std::move(optimizers));
+    // Every rank dumps its state: the collectives pair up.
+    if (dynamic_cast<const FSDPStrategy&>(strategy).sharded_state_dict()) {
+      writer.save_sharded(dump(weights_only), path);
+      return;
+    }
+    gathered = dump(weights_only);
+    writer.gather_whole(*gathered);
   }
   if (strategy.is_global_zero()) {
     try {
@@ -186,119 +170,6 @@ void CheckpointConnector::save(const std::filesystem::path& path, bool weights_o
       } else {
         CheckpointIO::save(checkpoint, path);
       }
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-  }
-  agree_on_failure(strategy, error, fmt::format("[CheckpointConnector::save] rank 0 failed to write {}", path.string()));
-}
-
-void CheckpointConnector::gather_whole(Checkpoint& checkpoint) {
-  Strategy& strategy = trainer_.strategy();
-  const bool keep = strategy.is_global_zero();
-  // One parameter at a time: no rank ever holds more than the whole model once.
-  Dict weights = checkpoint.at("state_dict").toGenericDict();
-  for (const auto& item : trainer_.module().named_parameters()) {
-    torch::Tensor whole = strategy.whole_tensor(item.value(), item.value());
-    if (keep) weights.insert_or_assign(item.key(), whole.detach());
-  }
-  if (!checkpoint.contains("optimizer_states")) return;
-  const List optimizers = checkpoint.at("optimizer_states").toList();
-  for (size_t i = 0; i < optimizers.size(); ++i) {
-    const std::vector<torch::Tensor> params = indexed_parameters(*trainer_.optimizers()[i].optimizer);
-    const Dict state = optimizers.get(i).toGenericDict().at("state").toGenericDict();
-    for (const auto& entry : state) {
-      const torch::Tensor& param = params.at(static_cast<size_t>(entry.key().toInt()));
-      Dict per_param = entry.value().toGenericDict();
-      std::vector<std::pair<std::string, torch::Tensor>> wholes;
-      for (const auto& item : per_param) {
-        if (!item.value().isTensor()) continue;
-        torch::Tensor whole = strategy.whole_tensor(param, item.value().toTensor());
-        if (keep) wholes.emplace_back(item.key().toStringRef(), whole);
-      }
-      for (auto& [key, whole] : wholes) per_param.insert_or_assign(key, whole);
-    }
-  }
-}
-
-void CheckpointConnector::save_sharded(const std::filesystem::path& path, bool weights_only) {
-  Strategy& strategy = trainer_.strategy();
-  const ShardedReducer& reducer = *sharded_reducer_of(strategy);
-  LightningModule& module = trainer_.module();
-  // A fresh id per save, the same on every rank: this save's shards never
-  // mix with an earlier save's of the same path.
-  std::random_device random;
-  const int64_t draw = static_cast<int64_t>((static_cast<uint64_t>(random()) << 32) | random());
-  const int64_t agreed = strategy.broadcast(torch::tensor({draw}, torch::kInt64), 0).cpu().item<int64_t>();
-  const std::string id = fmt::format("{:016x}", static_cast<uint64_t>(agreed));
-  // The ranks the model is sharded over: every rank, but under HYBRID_SHARD
-  // a node's; then the first node writes (the others hold the same rows).
-  const int64_t rank = reducer.group().rank();
-  const int64_t world = reducer.group().size();
-  const bool writes = strategy.global_rank() < world;
-
-  Checkpoint checkpoint = dump(weights_only);
-  Checkpoint shard = new_state_dict();
-  shard.insert(CheckpointIO::kVersionKey, std::string(FULGUR_VERSION));
-  shard.insert("rank", rank);
-  shard.insert("world_size", world);
-  Dict rows = new_state_dict();
-  Dict shapes = new_state_dict();
-  std::map<const void*, std::string> names;
-  for (const auto& item : module.named_parameters()) {
-    names[item.value().unsafeGetTensorImpl()] = item.key();
-    const auto shape = reducer.whole_shape(item.value());
-    if (!shape) continue;
-    rows.insert(item.key(), reducer.shard_of(item.value(), item.value().detach()));
-    List dims(c10::AnyType::get());
-    for (int64_t d : *shape) dims.push_back(d);
-    shapes.insert(item.key(), dims);
-  }
-  shard.insert("state_dict", rows);
-  List shard_optimizers(c10::AnyType::get());
-  List optimizer_params(c10::AnyType::get());
-  List meta_optimizers(c10::AnyType::get());
-  if (checkpoint.contains("optimizer_states")) {
-    const List optimizers = checkpoint.at("optimizer_states").toList();
-    for (size_t i = 0; i < optimizers.size(); ++i) {
-      const Dict optimizer = optimizers.get(i).toGenericDict();
-      shard_optimizers.push_back(optimizer.at("state"));
-      List index_names(c10::AnyType::get());
-      for (const auto& p : indexed_parameters(*trainer_.optimizers()[i].optimizer)) {
-        index_names.push_back(names.count(p.unsafeGetTensorImpl()) ? names[p.unsafeGetTensorImpl()] : std::string());
-      }
-      optimizer_params.push_back(index_names);
-      Dict without_state = optimizer.copy();
-      without_state.insert_or_assign("state", Dict(c10::IntType::get(), c10::AnyType::get()));
-      meta_optimizers.push_back(without_state);
-    }
-    shard.insert("optimizer_states", shard_optimizers);
-  }
-  std::string error;
-  try {
-    if (writes) CheckpointIO::save(shard, shard_file(path, id, rank, world));
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
-  agree_on_failure(strategy, error,
-                   fmt::format("[CheckpointConnector::save] another rank failed to write its shard of {}", path.string()));
-
-  // Every shard is on disk: the metadata makes the checkpoint complete.
-  if (strategy.is_global_zero()) {
-    Dict weights = checkpoint.at("state_dict").toGenericDict();
-    // Empty in the metadata, in their place: joined, the keys keep the module's order.
-    for (const auto& entry : shapes) weights.insert_or_assign(entry.key(), torch::empty({0}));
-    if (checkpoint.contains("optimizer_states")) checkpoint.insert_or_assign("optimizer_states", meta_optimizers);
-    Dict meta = new_state_dict();
-    meta.insert("world_size", world);
-    meta.insert("id", id);
-    meta.insert("name", path.filename().string());
-    meta.insert("shapes", shapes);
-    meta.insert("optimizer_params", optimizer_params);
-    checkpoint.insert(kShardsKey, meta);
-    try {
-      CheckpointIO::save(checkpoint, path);
-      remove_shards(path, id);
     } catch (const std::exception& e) {
       error = e.what();
     }

@@ -91,10 +91,6 @@ class CheckpointConnector {
  private:
   std::vector<std::filesystem::path> search_dirs();
   bool async() const;
-  /// Replaces the sharded tensors of `checkpoint` (dump() on every rank)
-  /// by whole ones, one all-gather each; only rank 0 keeps them.
-  void gather_whole(Checkpoint& checkpoint);
-  void save_sharded(const std::filesystem::path& path, bool weights_only);
   Trainer& trainer_;
   FitLoop& fit_loop_;
   std::unique_ptr<AsyncCheckpointIO> async_io_;

@@ -280,4 +280,12 @@ void load_optimizer_state_dict(torch::optim::Optimizer& optimizer, const c10::im
   for (auto& [key, st] : restored) optimizer.state()[key] = std::move(st);
 }
 
+std::vector<torch::Tensor> indexed_parameters(const torch::optim::Optimizer& optimizer) {
+  std::vector<torch::Tensor> params;
+  for (const auto& group : optimizer.param_groups()) {
+    for (const auto& p : group.params()) params.push_back(p);
+  }
+  return params;
+}
+
 }  // namespace fulgur

@@ -4,6 +4,7 @@
 #include <torch/optim.h>
 
 #include <functional>
+#include <vector>
 
 namespace fulgur {
 
@@ -15,6 +16,9 @@ namespace fulgur {
 /// `momentum_buffer`, `grad_avg`; Adagrad `step`, `sum`. Other optimizers
 /// throw std::invalid_argument naming the type.
 c10::impl::GenericDict optimizer_state_dict(const torch::optim::Optimizer& optimizer);
+
+/// An optimizer's parameters in the numbering of optimizer_state_dict().
+std::vector<torch::Tensor> indexed_parameters(const torch::optim::Optimizer& optimizer);
 
 /// Restores what optimizer_state_dict() produced into an optimizer of the
 /// same type over parameters of the same shapes; throws

@@ -1,0 +1,44 @@
+#pragma once
+
+#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <vector>
+
+namespace fulgur {
+
+class ShardedReducer;
+class Strategy;
+
+/// The checkpoints of a run whose strategy shards parameters and optimizer
+/// state (fsdp): every rank calls each method with its own dump of the
+/// trainer's state, as the collectives pair up.
+/// - `fsdp.state_dict_type: full`: gather_whole() makes the sharded tensors
+///   whole, one all-gather each, so no rank holds the whole model twice;
+///   rank 0 then writes the usual checkpoint.
+/// - `sharded`: save_sharded() writes every rank's rows beside rank 0's
+///   metadata (the layout is in sharded_checkpoint.hpp).
+class ShardedStateWriter {
+ public:
+  /// `module`'s parameters and `optimizers` (in the checkpoint's order) are
+  /// those `reducer` shards over the strategy's ranks.
+  ShardedStateWriter(Strategy& strategy, const ShardedReducer& reducer, const torch::nn::Module& module,
+                     std::vector<const torch::optim::Optimizer*> optimizers);
+
+  /// Replaces the sharded tensors of `checkpoint` by whole ones; only rank 0 keeps them.
+  void gather_whole(Checkpoint& checkpoint) const;
+  /// Writes this rank's shard of `checkpoint` (under HYBRID_SHARD: the first
+  /// node's ranks), then, once every shard is on disk, rank 0 the metadata
+  /// at `path`. Throws CheckpointError on every rank when any failed.
+  void save_sharded(Checkpoint checkpoint, const std::filesystem::path& path) const;
+
+ private:
+  Strategy& strategy_;
+  const ShardedReducer& reducer_;
+  const torch::nn::Module& module_;
+  std::vector<const torch::optim::Optimizer*> optimizers_;
+};
+
+}  // namespace fulgur
