@@ -94,17 +94,7 @@ void FSDPStrategy::before_forward(const torch::nn::Module& unit) {
   if (!sharded_) return;
   const size_t index = hooked_units_.at(&unit);
   if (!torch::GradMode::is_enabled()) {  // evaluation
-    if (unit_evaluation_) {
-      // The repeated gathers of evaluation_batches_done pair only if every rank runs the units in training's order.
-      const size_t expected = forward_order_[static_cast<size_t>(evaluation_forwards_) % forward_order_.size()];
-      if (index != expected) {
-        throw std::runtime_error(fmt::format(
-            "[FSDPStrategy] evaluation ran ShardedUnit {} where the training forward's order has {} next: under "
-            "FULL_SHARD every rank must run the same ShardedUnits in the same order in evaluation as in training",
-            index, expected));
-      }
-      ++evaluation_forwards_;
-    }
+    if (unit_evaluation_) evaluation_sequence_.push_back(index);
     sharded_->unshard_unit(index);
     return;
   }
@@ -177,35 +167,37 @@ void FSDPStrategy::before_training_step() {
 
 void FSDPStrategy::before_evaluation(int64_t num_batches) {
   if (!sharded_) return;
-  // Once a training step has shown the ShardedUnits' order, each is gathered
-  // by its own forward, as in training; the rest stays whole for the loop.
-  // Before that (the sanity check, validate/test/predict on their own)
-  // every unit is gathered for the loop.
-  unit_evaluation_ = order_recorded_ && !forward_order_.empty();
+  // ShardedUnits are gathered by their own forwards, as in training; the
+  // rest stays whole for the loop. Ranks may run different numbers of
+  // batches (evaluation shards are not padded): those with fewer repeat
+  // their batches' gathers at the end, which needs at least one batch on
+  // every rank to show them; otherwise every unit is gathered for the loop.
+  unit_evaluation_ = false;
+  if (!hooked_units_.empty()) {
+    torch::Tensor counts = torch::tensor({num_batches, -num_batches}, torch::kInt64).to(root_device());
+    sharded_->group().all_reduce(counts, ReduceOp::Max);
+    most_evaluation_batches_ = counts[0].item<int64_t>();
+    unit_evaluation_ = -counts[1].item<int64_t>() > 0;
+  }
   if (!unit_evaluation_) {
     sharded_->unshard_all();
     return;
   }
-  evaluation_forwards_ = 0;
   evaluation_batches_ = num_batches;
-  torch::Tensor most = torch::tensor({num_batches}, torch::kInt64).to(root_device());
-  sharded_->group().all_reduce(most, ReduceOp::Max);
-  most_evaluation_batches_ = most.item<int64_t>();
+  evaluation_sequence_.clear();
   sharded_->unshard();
 }
 
 void FSDPStrategy::evaluation_batches_done() {
   if (!sharded_ || !unit_evaluation_) return;
-  // Evaluation shards are not padded: a rank that ran fewer batches repeats
-  // the gathers of the others' remaining ones (every batch runs the same
-  // forwards), so they pair up.
-  const auto per_batch = evaluation_batches_ > 0 ? evaluation_forwards_ / evaluation_batches_
-                                                 : static_cast<int64_t>(forward_order_.size());
-  const int64_t total = evaluation_forwards_ + (most_evaluation_batches_ - evaluation_batches_) * per_batch;
-  for (int64_t k = evaluation_forwards_; k < total; ++k) {
-    const size_t index = forward_order_[static_cast<size_t>(k) % forward_order_.size()];
-    sharded_->unshard_unit(index);
-    sharded_->free_unit(index);
+  // A rank that ran fewer batches repeats its batches' gathers for the
+  // others' remaining ones (every batch runs the same forwards), so they pair up.
+  const size_t per_batch = evaluation_sequence_.size() / static_cast<size_t>(evaluation_batches_);
+  for (int64_t batch = evaluation_batches_; batch < most_evaluation_batches_; ++batch) {
+    for (size_t k = 0; k < per_batch; ++k) {
+      sharded_->unshard_unit(evaluation_sequence_[k]);
+      sharded_->free_unit(evaluation_sequence_[k]);
+    }
   }
   unit_evaluation_ = false;
 }

@@ -110,11 +110,11 @@ class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
   // step's forward ran them; later steps gather the next one early.
   std::vector<size_t> forward_order_;
   bool order_recorded_ = false;
-  // Evaluation after a training step: ShardedUnits gathered by their forwards
-  // (this many so far), in forward_order_, so ranks with fewer batches than
-  // the most any rank runs can repeat the others' gathers.
+  // Evaluation: ShardedUnits gathered by their forwards (in this order on
+  // this rank), so a rank with fewer batches than the most any rank runs
+  // can repeat its gathers for the others' remaining batches.
   bool unit_evaluation_ = false;
-  int64_t evaluation_forwards_ = 0;
+  std::vector<size_t> evaluation_sequence_;
   int64_t evaluation_batches_ = 0;
   int64_t most_evaluation_batches_ = 0;
   ShardedReducer* sharded_ = nullptr;  // the synchroniser in the sharded modes

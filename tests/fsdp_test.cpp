@@ -546,11 +546,12 @@ TEST_CASE("fsdp: FULL_SHARD gathers a ShardedUnit before its forward and again b
     CHECK(read_state(dir, "prefetch", rank).at("peak_whole_units").numel <= 3);
   }
   // Validation shards are not padded: 97 samples on 3 ranks of batch 4 give
-  // 9, 8 and 8 validation batches. Validation gathers a ShardedUnit per
-  // forward, and the ranks with 8 repeat rank 0's ninth batch's gathers:
-  // all-gathers pair up (same count on every rank), one unit at a time, and
-  // the validation loss is ddp's.
-  const std::string uneven = "--trainer.devices 3 --data.batch_size 4 --data.samples 97 --trainer.logger true ";
+  // 9, 8 and 8 validation batches. Validation (the sanity check too)
+  // gathers a ShardedUnit per forward, and the ranks with 8 repeat their
+  // gathers for rank 0's ninth batch: all-gathers pair up (same count on
+  // every rank), one unit at a time, and the validation loss is ddp's.
+  const std::string uneven = "--trainer.devices 3 --data.batch_size 4 --data.samples 97 --trainer.logger true "
+                             "--trainer.num_sanity_val_steps 2 ";
   fit(dir, "uneven_validation", uneven + fsdp("FULL_SHARD") + "--model.wrap true");
   fit(dir, "uneven_validation_ddp", uneven + "--trainer.strategy ddp --model.wrap true");
   const auto val_loss = [&](const std::string& name) {
