@@ -23,6 +23,7 @@ apt_packages=(
   libgloo-dev iproute2 openmpi-bin clang
   libhdf5-dev
   python3-venv
+  libpython3.11-stdlib  # the transformer_lm example's corpus (pydoc_data/topics.py)
 )
 
 log() { printf '[setup] %s\n' "$*"; }

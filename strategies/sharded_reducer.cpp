@@ -44,6 +44,21 @@ std::string module_of(const std::string& name) {
   return dot == std::string::npos ? std::string() : name.substr(0, dot);
 }
 
+/// A parameter's place in one rank's chunk: `values` (flat, maybe none),
+/// times `scale`, at the start; zeros for the padding after them.
+void fill_padded(torch::Tensor region, const torch::Tensor& values, double scale = 1.0) {
+  const int64_t n = values.defined() ? values.numel() : 0;
+  if (n > 0) {
+    torch::Tensor head = region.narrow(0, 0, n);
+    if (scale == 1.0) {
+      head.copy_(values);
+    } else {
+      at::mul_out(head, values, scale);
+    }
+  }
+  if (n < region.numel()) region.narrow(0, n, region.numel() - n).zero_();
+}
+
 }  // namespace
 
 ShardedReducer::ShardedReducer(std::vector<torch::Tensor> parameters, std::vector<std::string> names,
@@ -258,13 +273,9 @@ void ShardedReducer::launch_reduce_scatter(Unit& unit) {
     const torch::Tensor flat = grad.defined() ? grad.reshape({-1}) : torch::Tensor();
     for (int64_t r = 0; r < world; ++r) {
       const int64_t first = std::min(r * p.chunk_rows, p.rows);
-      const int64_t rows = flat.defined() ? std::min(p.chunk_rows, p.rows - first) : 0;
-      torch::Tensor region = unit.comm.narrow(0, r * unit.chunk_numel + p.offset, p.chunk_rows * p.row_numel);
-      if (rows > 0) {
-        torch::Tensor filled = region.narrow(0, 0, rows * p.row_numel);
-        at::mul_out(filled, flat.narrow(0, first * p.row_numel, rows * p.row_numel), scale);
-      }
-      if (rows < p.chunk_rows) region.narrow(0, rows * p.row_numel, (p.chunk_rows - rows) * p.row_numel).zero_();
+      const int64_t rows = std::min(p.chunk_rows, p.rows - first);
+      fill_padded(unit.comm.narrow(0, r * unit.chunk_numel + p.offset, p.chunk_rows * p.row_numel),
+                  flat.defined() ? flat.narrow(0, first * p.row_numel, rows * p.row_numel) : torch::Tensor(), scale);
     }
     // The whole gradient is not needed any more: only the shard stays.
     p.tensor.mutable_grad() = torch::Tensor();
@@ -350,11 +361,7 @@ void ShardedReducer::start_all_gather(Unit& unit) {
   unit.comm_input = torch::empty({unit.chunk_numel}, unit.options);
   for (size_t k : unit.params) {
     const Param& p = params_[k];
-    torch::Tensor region = unit.comm_input.narrow(0, p.offset, p.chunk_rows * p.row_numel);
-    if (p.local_rows > 0) region.narrow(0, 0, p.local_rows * p.row_numel).copy_(p.shard.reshape({-1}));
-    if (p.local_rows < p.chunk_rows) {
-      region.narrow(0, p.local_rows * p.row_numel, (p.chunk_rows - p.local_rows) * p.row_numel).zero_();
-    }
+    fill_padded(unit.comm_input.narrow(0, p.offset, p.chunk_rows * p.row_numel), p.shard.reshape({-1}));
   }
   unit.comm = torch::empty({world * unit.chunk_numel}, unit.options);
   unit.work = group_.all_gather_into_async(unit.comm, unit.comm_input);
@@ -579,12 +586,6 @@ int64_t ShardedReducer::largest_unit_numel() const {
     largest = std::max(largest, numel);
   }
   return largest;
-}
-
-int64_t ShardedReducer::gradient_bytes() const {
-  int64_t bytes = 0;
-  for (const auto& unit : units_) bytes += unit.grad.defined() ? unit.grad.nbytes() : 0;
-  return bytes;
 }
 
 }  // namespace fulgur

@@ -127,8 +127,6 @@ class ShardedReducer : public GradientSynchronizer {
   std::optional<std::vector<int64_t>> whole_shape(const torch::Tensor& param) const;
   /// Rows of `param` (dim 0) this rank owns, or nullopt when it is not sharded.
   std::optional<int64_t> local_rows(const torch::Tensor& param) const;
-  /// Bytes of the gradient shards this rank keeps between steps.
-  int64_t gradient_bytes() const;
   /// The gradient shard buffers, one per unit that has reduced gradients.
   std::vector<torch::Tensor> held_tensors() const override;
   /// Elements of the largest unit (whole): what FULL_SHARD holds at most

@@ -170,8 +170,6 @@ class Trainer {
   /// Shards a loader by rank when several processes work together; only
   /// training shards are padded to equal length.
   std::shared_ptr<DataLoader> prepare_loader(std::shared_ptr<DataLoader> loader, bool training);
-  /// Gives every logger whose version is open the version rank 0 claims.
-  /// Rank 0, after a SIGUSR1 stop: `scontrol requeue` this job, if it is one.
   /// Starts the other local ranks when no launcher did (see the class comment).
   void launch_peers(const Platform& platform);
   /// A restarted job's own newest checkpoint, or "" (one line says why).
