@@ -98,7 +98,6 @@ void DataParallelStrategy::check_same_shapes(LightningModule& module) {
 
 void DataParallelStrategy::setup_replicas(LightningModule& module) {
   Strategy::setup(module);
-  module_ = &module;
   automatic_ = module.automatic_optimization();
   check_same_shapes(module);
   torch::NoGradGuard no_grad;
@@ -122,13 +121,19 @@ void DataParallelStrategy::setup_replicas(LightningModule& module) {
 void DataParallelStrategy::setup(LightningModule& module) {
   setup_replicas(module);
   if (!automatic_) return;
+  auto [params, names] = named_parameters_of(module);
+  synchronizer_ = make_synchronizer(std::move(params), std::move(names));
+}
+
+std::pair<std::vector<torch::Tensor>, std::vector<std::string>> DataParallelStrategy::named_parameters_of(
+    LightningModule& module) {
   std::vector<torch::Tensor> params;
   std::vector<std::string> names;
   for (const auto& item : module.named_parameters()) {
     names.push_back(item.key());
     params.push_back(item.value());
   }
-  synchronizer_ = make_synchronizer(std::move(params), std::move(names));
+  return {std::move(params), std::move(names)};
 }
 
 void DataParallelStrategy::set_synchronizer(std::unique_ptr<GradientSynchronizer> synchronizer) {
@@ -215,7 +220,7 @@ void DataParallelStrategy::average_gradients(const std::vector<torch::Tensor>& p
 void DataParallelStrategy::barrier(const std::string&) { process_group().barrier(); }
 
 void DataParallelStrategy::before_training_step() {
-  if (!options_.broadcast_buffers || module_ == nullptr || !flat_buffers_.defined()) return;
+  if (!options_.broadcast_buffers || !flat_buffers_.defined()) return;
   torch::NoGradGuard no_grad;
   // One broadcast of every buffer's bytes, whatever their dtypes.
   if (is_global_zero()) {

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fulgur {
@@ -72,6 +73,8 @@ class DataParallelStrategy : public Strategy {
   /// Every rank checks it has the same parameter shapes, then takes rank
   /// 0's parameters and buffers: the replicas start equal.
   void setup_replicas(LightningModule& module);
+  /// The module's parameters and their names, in order: what a synchroniser is made for.
+  static std::pair<std::vector<torch::Tensor>, std::vector<std::string>> named_parameters_of(LightningModule& module);
   /// Installs the gradient path (replacing any); null removes it.
   void set_synchronizer(std::unique_ptr<GradientSynchronizer> synchronizer);
   const GradientSynchronizer* synchronizer() const { return synchronizer_.get(); }
@@ -86,7 +89,6 @@ class DataParallelStrategy : public Strategy {
   std::unique_ptr<ProcessGroup> group_;
   std::unique_ptr<Timeline> timeline_;
   std::unique_ptr<GradientSynchronizer> synchronizer_;
-  LightningModule* module_ = nullptr;
   /// Manual optimization: backward passes no synchroniser (manual_backward averages).
   bool automatic_ = true;
   /// TORCH_DISTRIBUTED_DEBUG=DETAIL: all_reduce first compares the ranks' shapes.

@@ -55,12 +55,7 @@ void FSDPStrategy::setup(LightningModule& module) {
   }
   setup_replicas(module);
   const bool automatic = module.automatic_optimization();
-  std::vector<torch::Tensor> params;
-  std::vector<std::string> names;
-  for (const auto& item : module.named_parameters()) {
-    names.push_back(item.key());
-    params.push_back(item.value());
-  }
+  auto [params, names] = named_parameters_of(module);
   ShardedReducer::Options o = options_.sharded;
   o.hooks = automatic;  // manual_backward averages whole gradients (average_gradients)
   const bool hybrid = options_.sharding == ShardingStrategy::HybridShard;
