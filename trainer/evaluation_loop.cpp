@@ -23,7 +23,7 @@ std::map<std::string, double> EvaluationLoop::run(DataLoader& loader, int64_t ma
   const ScopedMetricSink sink(module, &results_);
   module.eval();
   torch::NoGradGuard no_grad;
-  strategy.before_evaluation(num_batches_);  // FULL_SHARD: parameters gathered for the loop
+  strategy.before_evaluation(num_batches_);  // FULL_SHARD: what no ShardedUnit gathers is gathered for the loop
 
   if (validating) {
     context_.hooks.call_hook("on_validation_start", &Callback::on_validation_start, &LightningModule::on_validation_start);

@@ -12,7 +12,7 @@ std::vector<torch::Tensor> PredictLoop::run(DataLoader& loader, int64_t max_batc
   batch_progress_.reset_current();
   module.eval();
   torch::NoGradGuard no_grad;
-  strategy.before_evaluation(num_batches);  // FULL_SHARD: parameters gathered for the loop
+  strategy.before_evaluation(num_batches);  // FULL_SHARD: what no ShardedUnit gathers is gathered for the loop
   hooks_.call_hook("on_predict_start", &Callback::on_predict_start, &LightningModule::on_predict_start);
 
   std::vector<torch::Tensor> outputs;

@@ -40,12 +40,6 @@ Dict require_dict(const Checkpoint& checkpoint, const std::string& key, const st
   return checkpoint.at(key).toGenericDict();
 }
 
-/// The sharding strategy's gradient path, or null for any other strategy.
-const ShardedReducer* sharded_reducer_of(Strategy& strategy) {
-  const auto* fsdp = dynamic_cast<const FSDPStrategy*>(&strategy);
-  return fsdp != nullptr ? fsdp->sharded_reducer() : nullptr;
-}
-
 std::vector<std::filesystem::path> checkpoint_files(const std::vector<std::filesystem::path>& dirs) {
   std::vector<std::filesystem::path> files;
   std::error_code ec;
@@ -150,12 +144,13 @@ void CheckpointConnector::save(const std::filesystem::path& path, bool weights_o
   Strategy& strategy = trainer_.strategy();
   std::string error;
   std::optional<Checkpoint> gathered;
-  if (const ShardedReducer* reducer = sharded_reducer_of(strategy)) {
+  const auto* fsdp = dynamic_cast<const FSDPStrategy*>(&strategy);
+  if (fsdp != nullptr && fsdp->sharded_reducer() != nullptr) {
     std::vector<const torch::optim::Optimizer*> optimizers;
     for (const auto& config : trainer_.optimizers()) optimizers.push_back(config.optimizer.get());
-    const ShardedStateWriter writer(strategy, *reducer, trainer_.module(), std::move(optimizers));
+    const ShardedStateWriter writer(strategy, *fsdp->sharded_reducer(), trainer_.module(), std::move(optimizers));
     // Every rank dumps its state: the collectives pair up.
-    if (dynamic_cast<const FSDPStrategy&>(strategy).sharded_state_dict()) {
+    if (fsdp->sharded_state_dict()) {
       writer.save_sharded(dump(weights_only), path);
       return;
     }

@@ -56,19 +56,17 @@ void ShardedStateWriter::gather_whole(Checkpoint& checkpoint) const {
 }
 
 void ShardedStateWriter::save_sharded(Checkpoint checkpoint, const std::filesystem::path& path) const {
-  Strategy& strategy = strategy_;
-  const ShardedReducer& reducer = reducer_;
   // A fresh id per save, the same on every rank: this save's shards never
   // mix with an earlier save's of the same path.
   std::random_device random;
   const int64_t draw = static_cast<int64_t>((static_cast<uint64_t>(random()) << 32) | random());
-  const int64_t agreed = strategy.broadcast(torch::tensor({draw}, torch::kInt64), 0).cpu().item<int64_t>();
+  const int64_t agreed = strategy_.broadcast(torch::tensor({draw}, torch::kInt64), 0).cpu().item<int64_t>();
   const std::string id = fmt::format("{:016x}", static_cast<uint64_t>(agreed));
   // The ranks the model is sharded over: every rank, but under HYBRID_SHARD
   // a node's; then the first node writes (the others hold the same rows).
-  const int64_t rank = reducer.group().rank();
-  const int64_t world = reducer.group().size();
-  const bool writes = strategy.global_rank() < world;
+  const int64_t rank = reducer_.group().rank();
+  const int64_t world = reducer_.group().size();
+  const bool writes = strategy_.global_rank() < world;
 
   Checkpoint shard = new_state_dict();
   shard.insert(CheckpointIO::kVersionKey, std::string(FULGUR_VERSION));
@@ -79,9 +77,9 @@ void ShardedStateWriter::save_sharded(Checkpoint checkpoint, const std::filesyst
   std::map<const void*, std::string> names;
   for (const auto& item : module_.named_parameters()) {
     names[item.value().unsafeGetTensorImpl()] = item.key();
-    const auto shape = reducer.whole_shape(item.value());
+    const auto shape = reducer_.whole_shape(item.value());
     if (!shape) continue;
-    rows.insert(item.key(), reducer.shard_of(item.value(), item.value().detach()));
+    rows.insert(item.key(), reducer_.shard_of(item.value(), item.value().detach()));
     List dims(c10::AnyType::get());
     for (int64_t d : *shape) dims.push_back(d);
     shapes.insert(item.key(), dims);
@@ -112,11 +110,11 @@ void ShardedStateWriter::save_sharded(Checkpoint checkpoint, const std::filesyst
   } catch (const std::exception& e) {
     error = e.what();
   }
-  agree_on_failure(strategy, error,
+  agree_on_failure(strategy_, error,
                    fmt::format("[CheckpointConnector::save] another rank failed to write its shard of {}", path.string()));
 
   // Every shard is on disk: the metadata makes the checkpoint complete.
-  if (strategy.is_global_zero()) {
+  if (strategy_.is_global_zero()) {
     Dict weights = checkpoint.at("state_dict").toGenericDict();
     // Empty in the metadata, in their place: joined, the keys keep the module's order.
     for (const auto& entry : shapes) weights.insert_or_assign(entry.key(), torch::empty({0}));
@@ -135,7 +133,7 @@ void ShardedStateWriter::save_sharded(Checkpoint checkpoint, const std::filesyst
       error = e.what();
     }
   }
-  agree_on_failure(strategy, error, fmt::format("[CheckpointConnector::save] rank 0 failed to write {}", path.string()));
+  agree_on_failure(strategy_, error, fmt::format("[CheckpointConnector::save] rank 0 failed to write {}", path.string()));
 }
 
 }  // namespace fulgur
