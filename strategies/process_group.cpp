@@ -1,6 +1,7 @@
 #include <fulgur/strategies/process_group.hpp>
 
 #include <fulgur/strategies/nccl_backend.hpp>
+#include <fulgur/strategies/torch_compat.hpp>
 
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
@@ -191,15 +192,15 @@ std::vector<torch::Tensor> ProcessGroup::all_gather(const torch::Tensor& tensor)
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::all_gather_into_async(torch::Tensor& output, torch::Tensor& input) {
   all_gathers_.fetch_add(1, std::memory_order_relaxed);
-  return backend_->all_gather_single(output, input);
+  return torch_compat::all_gather_single(*backend_, output, input);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce_scatter_async(torch::Tensor& output, torch::Tensor& input) {
-  // Gloo (torch 2.14) and NCCL both implement the flat form.
+  // Gloo and NCCL both implement the flat form.
   reduce_scatters_.fetch_add(1, std::memory_order_relaxed);
   c10d::ReduceScatterOptions o;
   o.reduceOp = c10d::ReduceOp::SUM;
-  return backend_->reduce_scatter_single(output, input, o);
+  return torch_compat::reduce_scatter_single(*backend_, output, input, o);
 }
 
 void ProcessGroup::barrier() {
