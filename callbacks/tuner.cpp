@@ -16,6 +16,17 @@
 namespace fulgur {
 namespace {
 
+// cuDNN and cuBLAS report a failed allocation as their own status, not as
+// c10::OutOfMemoryError (the strings Lightning's is_oom_error matches).
+bool is_out_of_memory(const std::string& message) {
+  for (const char* sign : {"CUDA out of memory", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED",
+                           "CUDNN_STATUS_ALLOC_FAILED", "cuDNN error: CUDNN_STATUS_NOT_SUPPORTED"}) {
+    if (message.find(sign) != std::string::npos) return true;
+  }
+  return false;
+}
+
+
 // Runs `search` and then puts the module's parameters and buffers and the
 // CPU random generator back as they were, whether it returned or threw.
 template <class Search>
@@ -105,6 +116,9 @@ int64_t Tuner::scale_batch_size(LightningModule& module, DataModule& data, Scale
       return true;
     } catch (const c10::OutOfMemoryError&) {
       // The caching allocator keeps the freed blocks for the next trial to reuse.
+      return false;
+    } catch (const c10::Error& e) {
+      if (!is_out_of_memory(e.what())) throw;
       return false;
     }
   };

@@ -77,6 +77,12 @@ namespace fulgur {
     "and at every epoch's end; 1 = every step",                                                               \
     fulgur::check::AtLeast{1})                                                                                \
   X(bool, deterministic, false, "deterministic algorithms only", fulgur::check::Any{})                        \
+  X(bool, cuda_graph, false,                                                                                  \
+    "GPU: capture the training step (forward, backward, SGD step) into a CUDA graph after cuda_graph_warmup "  \
+    "eager steps and replay it; a step that cannot be captured runs eager with one line saying why",          \
+    fulgur::check::Any{})                                                                                     \
+  X(int64_t, cuda_graph_warmup, 3, "eager training steps before the CUDA-graph capture",                      \
+    fulgur::check::AtLeast{1})                                                                                \
   X(bool, benchmark, false, "cuDNN benchmark mode", fulgur::check::Any{})                                     \
   X(std::string, openmp_wait_policy, "passive",                                                               \
     "passive: without OMP_WAIT_POLICY the program restarts itself once with PASSIVE when the Trainer is "       \

@@ -40,6 +40,14 @@ bool TrainingEpochLoop::should_validate(int64_t batch_idx, bool is_last_batch) c
 void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, DataLoader* val, int64_t num_val_batches) {
   num_batches_ = num_batches;
   running_ = true;
+  // A graph belongs to one fit's module and optimizer (each fit configures its own).
+  const torch::optim::Optimizer* optimizer =
+      trainer_.optimizers().empty() ? nullptr : trainer_.optimizers().front().optimizer.get();
+  if (trainer_.config().options.cuda_graph() && graph_optimizer_ != optimizer) {
+    graph_ = CudaGraphStep::for_run(trainer_.config(), trainer_.module(), trainer_.optimizers(),
+                                    trainer_.strategy().root_device(), trainer_.is_global_zero());
+    graph_optimizer_ = optimizer;
+  }
   // A resumed run continues the epoch where its checkpoint was taken.
   const int64_t first_batch = restarting_ ? std::min(batch_progress_.current, num_batches_) : 0;
   if (!restarting_) batch_progress_.reset_current();
@@ -138,21 +146,16 @@ void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_l
                      batch, batch_idx);
 
   strategy.before_training_step();
-  torch::Tensor loss;
   const bool manual = !module.automatic_optimization();
-  if (manual && trainer_.accumulate_grad_batches() != 1) {
-    throw std::invalid_argument(fmt::format(
-        "[TrainingEpochLoop::advance] accumulate_grad_batches={} (GradientAccumulationScheduler) is not supported "
-        "with manual optimization",
-        trainer_.accumulate_grad_batches()));
-  }
-  {
-    ProfileScope scope(profiler, "[Strategy]training_step");
-    Precision::AutocastScope autocast(strategy.precision());
-    loss = module.training_step(batch, batch_idx);
-  }
   if (manual) {
-    // training_step did backward and stepped; the Trainer only reports.
+    if (trainer_.accumulate_grad_batches() != 1) {
+      throw std::invalid_argument(fmt::format(
+          "[TrainingEpochLoop::advance] accumulate_grad_batches={} (GradientAccumulationScheduler) is not supported "
+          "with manual optimization",
+          trainer_.accumulate_grad_batches()));
+    }
+    // training_step does backward and steps; the Trainer only reports.
+    const torch::Tensor loss = training_step(batch, batch_idx);
     batch_progress_.increment();
     context_.logging.report_step(results_.step_values(), batch_progress_.total % o.log_every_n_steps() == 0);
     context_.hooks.call_hook("on_train_batch_end", &Callback::on_train_batch_end, &LightningModule::on_train_batch_end,
@@ -160,6 +163,40 @@ void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_l
     results_.reset_step();
     return;
   }
+
+  // The optimizer steps once per accumulation window and at the epoch's end.
+  const int64_t accumulate = trainer_.accumulate_grad_batches();
+  const bool step_now = (batch_idx + 1) % accumulate == 0 || is_last_batch;
+  auto step = [&](const Batch& b) { return forward_backward_step(b, batch_idx, accumulate, step_now); };
+  torch::optim::Optimizer& optimizer = *trainer_.optimizers().front().optimizer;
+  if (accumulate != 1) {  // a GradientAccumulationScheduler can raise it during the fit
+    graph_.disable(fmt::format("accumulate_grad_batches={}: the step differs from batch to batch", accumulate));
+  }
+  const CudaGraphStep::Result result =
+      graph_.enabled() ? graph_.step(batch, module, results_, optimizer, step) : CudaGraphStep::Result{step(batch)};
+  if (step_now) {
+    if (!result.replayed) optimizer.zero_grad();
+    optimizer_steps_.increment();
+    step_schedulers(SchedulerInterval::Step, global_step());
+  }
+
+  batch_progress_.increment();
+  const bool send_to_loggers = batch_progress_.total % o.log_every_n_steps() == 0;
+  context_.logging.report_step(results_.step_values(), send_to_loggers);
+  context_.hooks.call_hook("on_train_batch_end", &Callback::on_train_batch_end, &LightningModule::on_train_batch_end,
+                     result.loss.detach(), batch, batch_idx);
+  results_.reset_step();
+}
+
+torch::Tensor TrainingEpochLoop::training_step(const Batch& batch, int64_t batch_idx) {
+  ProfileScope scope(trainer_.profiler(), "[Strategy]training_step");
+  Precision::AutocastScope autocast(trainer_.strategy().precision());
+  return trainer_.module().training_step(batch, batch_idx);
+}
+
+torch::Tensor TrainingEpochLoop::forward_backward_step(const Batch& batch, int64_t batch_idx, int64_t accumulate,
+                                                       bool step_now) {
+  const torch::Tensor loss = training_step(batch, batch_idx);
   if (!loss.defined() || loss.numel() != 1 || !loss.requires_grad()) {
     throw std::runtime_error(fmt::format(
         "[TrainingEpochLoop::advance] training_step must return a scalar loss that requires grad (batch {}), got {}",
@@ -168,28 +205,18 @@ void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_l
                         : fmt::format("shape [{}] requires_grad={}", fmt::join(loss.sizes(), ","),
                                       loss.requires_grad())));
   }
-
-  // The optimizer steps once per accumulation window and at the epoch's end.
-  const int64_t accumulate = trainer_.accumulate_grad_batches();
-  const bool step_now = (batch_idx + 1) % accumulate == 0 || is_last_batch;
   const torch::Tensor scaled = accumulate > 1 ? loss / accumulate : loss;
   context_.hooks.call_hook("on_before_backward", &Callback::on_before_backward, &LightningModule::on_before_backward, scaled);
   {
-    ProfileScope scope(profiler, "[Strategy]backward");
-    strategy.backward(scaled, step_now);
+    ProfileScope scope(trainer_.profiler(), "[Strategy]backward");
+    trainer_.strategy().backward(scaled, step_now);
   }
   context_.hooks.call_hook("on_after_backward", &Callback::on_after_backward, &LightningModule::on_after_backward);
   if (step_now) {
-    ProfileScope scope(profiler, "optimizer_step");
+    ProfileScope scope(trainer_.profiler(), "optimizer_step");
     optimizer_step();
   }
-
-  batch_progress_.increment();
-  const bool send_to_loggers = batch_progress_.total % o.log_every_n_steps() == 0;
-  context_.logging.report_step(results_.step_values(), send_to_loggers);
-  context_.hooks.call_hook("on_train_batch_end", &Callback::on_train_batch_end, &LightningModule::on_train_batch_end,
-                     loss.detach(), batch, batch_idx);
-  results_.reset_step();
+  return loss;
 }
 
 void TrainingEpochLoop::optimizer_step() {
@@ -207,10 +234,6 @@ void TrainingEpochLoop::optimizer_step() {
     strategy.clip_gradients(optimizer, *o.gradient_clip_val(), c.gradient_clip_algorithm);
   }
   strategy.optimizer_step(optimizer);
-  optimizer.zero_grad();
-  optimizer_steps_.increment();
-
-  step_schedulers(SchedulerInterval::Step, global_step());
 }
 
 void TrainingEpochLoop::step_schedulers(SchedulerInterval interval, int64_t count) {

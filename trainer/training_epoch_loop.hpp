@@ -2,6 +2,7 @@
 
 #include <fulgur/datamodules/data_loader.hpp>
 #include <fulgur/modules/optimizer_config.hpp>
+#include <fulgur/trainer/cuda_graph_step.hpp>
 #include <fulgur/trainer/evaluation_loop.hpp>
 #include <fulgur/trainer/loop_context.hpp>
 #include <fulgur/trainer/progress.hpp>
@@ -46,6 +47,10 @@ class TrainingEpochLoop {
 
  private:
   void advance(const Batch& batch, int64_t batch_idx, bool is_last_batch);
+  torch::Tensor training_step(const Batch& batch, int64_t batch_idx);
+  /// training_step, backward and (when `step_now`) the optimizer step up to
+  /// and including optimizer.step(): what a CUDA graph captures.
+  torch::Tensor forward_backward_step(const Batch& batch, int64_t batch_idx, int64_t accumulate, bool step_now);
   void optimizer_step();
   /// Steps the schedulers of `interval` that are due at `count` (steps or epochs).
   void step_schedulers(SchedulerInterval interval, int64_t count);
@@ -61,7 +66,9 @@ class TrainingEpochLoop {
   bool running_ = false;
   bool epoch_complete_ = true;
   bool restarting_ = false;
-  int64_t validated_at_batch_total_ = -1;  // batch_progress_.total when validation last ran in training
+  int64_t validated_at_batch_total_ = -1;
+  CudaGraphStep graph_;  // the cuda_graph option
+  const torch::optim::Optimizer* graph_optimizer_ = nullptr;  // the fit graph_ was set up for  // batch_progress_.total when validation last ran in training
 };
 
 }  // namespace fulgur
