@@ -1,16 +1,24 @@
-// ResNet-50 training throughput on one GPU (batch 256, channels_last,
-// bf16-mixed or 16-mixed), images/s after a warm-up:
+// Training throughput on one GPU, samples/s after a warm-up. ResNet-50
+// (batch 256, channels_last, bf16-mixed, 16-mixed or 32-true), images/s:
 //   --case trainer  fulgur's Trainer on in-memory batches (pinned host memory);
 //   --case bare     a bare LibTorch loop on the same batches: copy, autocast
 //                   forward, backward, SGD step, nothing else;
 //   --case jpeg     fulgur's Trainer reading JPEGs from --data through its
 //                   ImageNet training pipeline with --workers loader threads.
-// bench/gpu_throughput.sh runs these and the Python peers (a plain PyTorch
-// loop, PyTorch Lightning, torchvision's DataLoader) and prints the ratios.
-// Without a visible GPU it prints one line saying so and exits 0.
+// A small model, where launching kernels costs more than running them:
+//   --case mlp      fulgur's Trainer on an MLP (--depth Linear+ReLU layers of
+//                   --width units, 256 inputs, 10 classes; batch 64 unless
+//                   --batch_size says otherwise), samples/s.
+// --cuda_graph (trainer, jpeg, mlp) sets the Trainer's cuda_graph option: the
+// training step is captured once as a CUDA graph and replayed.
+// --case probe prints whether fulgur sees a GPU and does nothing else.
+// bench/gpu_throughput/run.sh runs these and the Python peers (a plain
+// PyTorch loop, PyTorch Lightning, torchvision's DataLoader) and prints the
+// ratios. Without a visible GPU it prints one line saying so and exits 0.
 //
-//   build/bin/gpu_throughput --case trainer|bare|jpeg [--precision bf16-mixed|16-mixed]
-//                            [--batch_size 256] [--steps 50] [--warmup 10] [--data DIR] [--workers N]
+//   build/bin/gpu_throughput --case trainer|bare|jpeg|mlp|probe [--precision bf16-mixed|16-mixed|32-true]
+//                            [--cuda_graph] [--batch_size 256] [--steps 50] [--warmup 10] [--data DIR]
+//                            [--workers N] [--width 1024] [--depth 4]
 #include "bench_support.hpp"
 
 #include <fulgur/datamodules/datasets/imagenet_pipelines.hpp>
@@ -25,6 +33,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -34,10 +43,19 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using fulgur::bench::flag;
 
+/// Whether `name` is on the command line (a flag without a value).
+bool has_flag(int argc, char** argv, const char* name) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], name) == 0) return true;
+  }
+  return false;
+}
+
 fulgur::PrecisionMode precision_mode(const std::string& name) {
   if (name == "bf16-mixed") return fulgur::PrecisionMode::BF16Mixed;
   if (name == "16-mixed") return fulgur::PrecisionMode::FP16Mixed;
-  throw std::invalid_argument("--precision: expected bf16-mixed or 16-mixed, got '" + name + "'");
+  if (name == "32-true") return fulgur::PrecisionMode::Full32;
+  throw std::invalid_argument("--precision: expected bf16-mixed, 16-mixed or 32-true, got '" + name + "'");
 }
 
 torch::nn::AnyModule resnet50() {
@@ -74,6 +92,44 @@ struct ResNetModule : fulgur::LightningModule {
   torch::nn::AnyModule model;
 };
 
+constexpr int64_t kMlpInputs = 256;
+constexpr int64_t kMlpClasses = 10;
+
+/// depth x (Linear + ReLU) and a Linear head: a step of a few dozen small
+/// kernels, so the time to launch them is most of the step.
+struct MLPModule : fulgur::LightningModule {
+  MLPModule(int64_t width, int64_t depth) {
+    torch::nn::Sequential layers;
+    int64_t inputs = kMlpInputs;
+    for (int64_t i = 0; i < depth; ++i) {
+      layers->push_back(torch::nn::Linear(inputs, width));
+      layers->push_back(torch::nn::ReLU());
+      inputs = width;
+    }
+    layers->push_back(torch::nn::Linear(inputs, kMlpClasses));
+    net = register_module("net", layers);
+  }
+  torch::Tensor training_step(const fulgur::Batch& b, int64_t) override {
+    const torch::Tensor loss = torch::nn::functional::cross_entropy(net->forward(b.input), b.target);
+    log("train_loss", loss, {.prog_bar = true});
+    return loss;
+  }
+  fulgur::OptimizerConfig configure_optimizers() override {
+    return {std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(0.01).momentum(0.9)),
+            std::nullopt};
+  }
+  torch::nn::Sequential net{nullptr};
+};
+
+std::vector<fulgur::Batch> make_mlp_batches(int64_t count, int64_t batch_size) {
+  std::vector<fulgur::Batch> batches;
+  for (int64_t i = 0; i < count; ++i) {
+    batches.push_back(
+        fulgur::Batch{torch::randn({batch_size, kMlpInputs}), torch::randint(0, kMlpClasses, {batch_size})}.pin_memory());
+  }
+  return batches;
+}
+
 struct LoaderData : fulgur::DataModule {
   explicit LoaderData(std::shared_ptr<fulgur::DataLoader> l) : loader(std::move(l)) {}
   std::shared_ptr<fulgur::DataLoader> train_dataloader() override { return loader; }
@@ -104,9 +160,8 @@ struct StepClock : fulgur::Callback {
   double seconds = 0.0;
 };
 
-double run_trainer(std::shared_ptr<fulgur::DataLoader> loader, const std::string& precision, int64_t steps,
-                   int64_t warmup) {
-  ResNetModule module;
+double run_trainer(fulgur::LightningModule& module, std::shared_ptr<fulgur::DataLoader> loader,
+                   const std::string& precision, int64_t steps, int64_t warmup, bool cuda_graph) {
   LoaderData data(std::move(loader));
   auto clock = std::make_shared<StepClock>(warmup);
   fulgur::Trainer trainer(fulgur::TrainerOptions()
@@ -117,7 +172,9 @@ double run_trainer(std::shared_ptr<fulgur::DataLoader> loader, const std::string
                               .logger(false)
                               .enable_checkpointing(false)
                               .enable_progress_bar(false)
-                              .num_sanity_val_steps(0),
+                              .enable_model_summary(false)
+                              .num_sanity_val_steps(0)
+                              .cuda_graph(cuda_graph),
                           {clock});
   trainer.fit(module, data);
   return static_cast<double>(clock->images) / clock->seconds;
@@ -162,17 +219,33 @@ int main(int argc, char** argv) {
     return 0;
   }
   const std::string which = flag(argc, argv, "--case", std::string("trainer"));
+  if (which == "probe") {
+    std::cout << "gpu_throughput: " << torch::cuda::device_count() << " GPU(s) visible (" << fulgur::CudaRuntime::status()
+              << ")" << std::endl;
+    return 0;
+  }
   const std::string precision = flag(argc, argv, "--precision", std::string("bf16-mixed"));
-  const int64_t batch_size = flag(argc, argv, "--batch_size", 256);
+  const int64_t batch_size = flag(argc, argv, "--batch_size", which == "mlp" ? 64 : 256);
   const int64_t steps = flag(argc, argv, "--steps", 50);
   const int64_t warmup = flag(argc, argv, "--warmup", 10);
+  const bool cuda_graph = has_flag(argc, argv, "--cuda_graph");
   precision_mode(precision);  // a clear error before any work
   torch::manual_seed(0);
   double rate = 0.0;
   if (which == "trainer" || which == "bare") {
+    if (which == "bare" && cuda_graph) throw std::invalid_argument("--cuda_graph: a Trainer option (trainer, jpeg, mlp)");
     const auto batches = make_batches(8, batch_size);
-    rate = which == "trainer" ? run_trainer(std::make_shared<fulgur::TensorBatchLoader>(batches), precision, steps, warmup)
-                              : run_bare(batches, precision, steps, warmup);
+    if (which == "trainer") {
+      ResNetModule module;
+      rate = run_trainer(module, std::make_shared<fulgur::TensorBatchLoader>(batches), precision, steps, warmup,
+                         cuda_graph);
+    } else {
+      rate = run_bare(batches, precision, steps, warmup);
+    }
+  } else if (which == "mlp") {
+    MLPModule module(flag(argc, argv, "--width", 1024), flag(argc, argv, "--depth", 4));
+    rate = run_trainer(module, std::make_shared<fulgur::TensorBatchLoader>(make_mlp_batches(64, batch_size)),
+                       precision, steps, warmup, cuda_graph);
   } else if (which == "jpeg") {
     const std::string root = flag(argc, argv, "--data", std::string());
     if (root.empty()) throw std::invalid_argument("--case jpeg needs --data DIR (one folder per class)");
@@ -183,11 +256,14 @@ int main(int argc, char** argv) {
     auto loader = std::make_shared<fulgur::DatasetLoader>(
         dataset,
         fulgur::DatasetLoaderOptions(batch_size).shuffle(true).drop_last(true).num_workers(workers).pin_memory(true));
-    rate = run_trainer(loader, precision, steps, warmup);
+    ResNetModule module;
+    rate = run_trainer(module, loader, precision, steps, warmup, cuda_graph);
   } else {
-    std::cerr << "error: --case: expected trainer, bare or jpeg, got '" << which << "'\n";
+    std::cerr << "error: --case: expected trainer, bare, jpeg, mlp or probe, got '" << which << "'\n";
     return 2;
   }
-  std::cout << fmt::format("gpu_throughput[{}, {}]: {:.1f} img/s", which, precision, rate) << std::endl;
+  std::cout << fmt::format("gpu_throughput[{}{}, {}]: {:.1f} {}/s", which, cuda_graph ? ", cuda_graph" : "", precision,
+                           rate, which == "mlp" ? "samples" : "img")
+            << std::endl;
   return 0;
 }

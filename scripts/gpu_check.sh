@@ -1,90 +1,494 @@
 #!/usr/bin/env bash
-# Trains the examples on this machine's first GPU: the checks that CI, which
-# has no GPU, cannot run. Builds against the LibTorch of the python3 on PATH
-# (or $TORCH_DIR) into build-gpu/ with $CXX (use the distribution's g++) and
-# stops at the first failure.
+# The checks and benchmarks that need a GPU (CI has none), in two commands of
+# at most about 8 minutes each, every result written under REPORT_DIR:
 #
-#   scripts/gpu_check.sh [build-dir]
+#   scripts/gpu_check.sh build REPORT_DIR [BUILD_DIR]
+#   scripts/gpu_check.sh run   REPORT_DIR [BUILD_DIR]
 #
-# Checks: the digits demo on the GPU in float32 (test_acc >= 0.97), with
-# float16 autocast + gradient scaler and with bfloat16; resnet18 in
-# channels_last from pinned memory; a stop after some steps and an exact
-# resume from the checkpoint on the GPU; validate from that checkpoint; ddp
-# and horovod strategies over a one-rank NCCL process group.
-set -euo pipefail
+# build: sources .gpu-kit/env.sh when present (scripts/gpu_kit.sh), configures
+#   BUILD_DIR (default build/gpu-check) with Ninja, Release, LibTorch of
+#   $PYTHON (default python3; or $TORCH_DIR), sm_90, ${CXX:-/usr/bin/g++}
+#   (the distribution's g++: one that links parts of its own libstdc++ made
+#   LibTorch's destructors crash at exit) and builds only what `run` needs:
+#   the library, cinic10, gpu_throughput, ddp_probe and fulgur_cuda.
+#   REPORT_DIR/report.md (a line per step), build.log.
+# run: without a GPU (nvidia-smi -L fails, or torch sees none) writes "no GPU
+#   visible: skipped" and exits 0. Otherwise runs every check under
+#   `timeout`, goes on after a failure and exits 1 at the end if one failed:
+#   the digits demo in float32 (from pinned memory), 16-mixed and bf16-mixed;
+#   the same with the CUDA-graph step (captured, same accuracy) and the eager
+#   fallback's reason; resnet18 in channels_last; ddp, horovod (a timeline)
+#   and fsdp over a one-rank NCCL group; the quiet-step counters (no host
+#   read outside logging steps, ddp_probe); a run stopped after 50 steps and
+#   resumed, bit-identical to 100 straight steps; validate from that
+#   checkpoint; scale_batch_size on ResNet-50 at 1024x1024 until a trial runs
+#   out of memory, then a fit at the size found; then
+#   bench/gpu_throughput/run.sh. REPORT_DIR/report.md (a line per check:
+#   verdict, key figure, seconds; the benchmark tables), run.log (every
+#   command and its output), bench.log and bench.md.
+#
+# The digits checks need data/digits-cinic (scripts/setup.sh exports it;
+# copy it along to a machine without scikit-learn). Independent checks run in
+# three lanes at once (single device; NCCL; resume); scale_batch_size and the
+# benchmarks run alone. Environment: PYTHON, CXX, TORCH_DIR,
+# GPU_CHECK_BUDGET (seconds a phase may take, default 470), GPU_CHECK_BENCH
+# (seconds of it kept for the benchmarks, default 210), GPU_CHECK_ONLY
+# (names of the checks to run, space-separated; "bench" for the benchmarks),
+# STEPS, WARMUP, MLP_STEPS, MLP_WARMUP, JPEGS for run.sh, and
+# GPU_CHECK_ACCELERATOR=cpu: rehearse the run phase's plumbing without a GPU
+# (slow; its figures and several verdicts mean nothing there).
+set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${1:-$root/build-gpu}"
-cd "$root"
-torch_dir="${TORCH_DIR:-$(python3 -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')/Torch}"
-nvidia-smi -L
-if [[ ! -f "$build/build.ninja" ]]; then
-  cmake -S . -B "$build" -G Ninja -DTorch_DIR="$torch_dir" -DFULGUR_BUILD_BENCH=OFF -DFULGUR_BUILD_TESTS=OFF \
-    -DTORCH_CUDA_ARCH_LIST=9.0 > "$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
+usage="usage: scripts/gpu_check.sh build|run REPORT_DIR [BUILD_DIR]"
+phase="${1:?$usage}"
+[[ "$phase" == build || "$phase" == run ]] || { echo "$usage" >&2; exit 2; }
+[[ -n "${2:-}" ]] || { echo "$usage" >&2; exit 2; }
+mkdir -p "$2"
+report="$(cd "$2" && pwd)"
+build="${3:-$root/build/gpu-check}"
+mkdir -p "$build"
+build="$(cd "$build" && pwd)"
+cd "$root" || exit 2
+PYTHON="${PYTHON:-python3}"
+start=$(date +%s)
+deadline=$((start + ${GPU_CHECK_BUDGET:-470}))
+kit=false
+if [[ -f "$root/.gpu-kit/env.sh" ]]; then
+  # shellcheck source=/dev/null
+  source "$root/.gpu-kit/env.sh"
+  kit=true
 fi
-cmake --build "$build" -j"$(nproc)" --target cinic10 fulgur_cuda > "$build.build.log" 2>&1 || { tail -50 "$build.build.log"; exit 1; }
+
+now() { date +%s; }
+# A Markdown table cell: one line, no pipes, at most 200 characters.
+cell() { tr '\n|' ' /' <<< "$1" | sed 's/ *$//' | cut -c1-200; }
+results="$(mktemp -d)"
+trap 'rm -rf "$results"' EXIT
+# result NAME VERDICT FIGURE SECONDS: one line of the report's table.
+result() {
+  printf '| %s | %s | %s | %s |\n' "$1" "$2" "$(cell "$3")" "$4" >> "$results/rows"
+  printf 'gpu_check: %-22s %-4s %s (%s s)\n' "$1" "$2" "$(cell "$3")" "$4"
+}
+
+if [[ "$phase" == build ]]; then
+  log="$report/build.log"
+  : > "$log"
+  {
+    echo "== environment"
+    uname -srm
+    "${CXX:-/usr/bin/g++}" --version 2>&1 | head -1
+    cmake --version | head -1
+    echo "ninja $(ninja --version)"
+    { command -v nvcc > /dev/null && nvcc --version | tail -2; } || echo "no nvcc on the PATH"
+    nvidia-smi -L 2>&1 || true
+    echo "nproc $(nproc); kit: $kit; FULGUR_KIT_CMAKE_ARGS=${FULGUR_KIT_CMAKE_ARGS:-}"
+  } >> "$log" 2>&1
+  torch_dir="${TORCH_DIR:-$("$PYTHON" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>> "$log")/Torch}"
+  args=(-S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTorch_DIR="$torch_dir"
+        -DTORCH_CUDA_ARCH_LIST=9.0 -DCMAKE_CXX_COMPILER="${CXX:-/usr/bin/g++}" -DFULGUR_BUILD_BENCH=ON)
+  # CMakeLists looks for nvcc in /usr/local/cuda only.
+  if [[ ! -x /usr/local/cuda/bin/nvcc ]] && command -v nvcc > /dev/null; then
+    args+=(-DCMAKE_CUDA_COMPILER="$(command -v nvcc)")
+  fi
+  $kit && args+=(-DFULGUR_WITH_HDF5=OFF)
+  read -r -a kit_args <<< "${FULGUR_KIT_CMAKE_ARGS:-}"
+  args+=("${kit_args[@]}")
+  # configure [TESTS]: cmake with -DFULGUR_BUILD_TESTS=TESTS, a row in the report.
+  configure() {
+    local t0 rc
+    t0=$(now)
+    echo "== cmake ${args[*]} -DFULGUR_BUILD_TESTS=$1" >> "$log"
+    timeout -k 10 240 cmake "${args[@]}" -DFULGUR_BUILD_TESTS="$1" >> "$log" 2>&1
+    rc=$?
+    if ((rc == 0)); then
+      result "configure (tests $1)" PASS "Torch_DIR $torch_dir" $(($(now) - t0))
+    else
+      result "configure (tests $1)" FAIL "exit $rc: $(grep -m1 -E 'CMake Error|error' "$log")" $(($(now) - t0))
+    fi
+    return $rc
+  }
+  # With the tests, ddp_probe (the quiet-step check); without them, the rest still builds.
+  configure ON || configure OFF
+  if [[ -f "$build/build.ninja" ]]; then
+    all_targets="$(ninja -C "$build" -t targets all 2>/dev/null | sed -n 's/^\([A-Za-z0-9_]*\): phony$/\1/p')"
+    targets=(fulgur cinic10 gpu_throughput)
+    for t in fulgur_cuda ddp_probe; do
+      grep -qx "$t" <<< "$all_targets" && targets+=("$t")
+    done
+    left=$((deadline - $(now) - 15))
+    ((left < 30)) && left=30
+    t0=$(now)
+    echo "== cmake --build $build -j$(nproc) --target ${targets[*]} -- -k 0 (at most $left s)" >> "$log"
+    # -k 0: one target that does not compile leaves the others built.
+    timeout -k 10 "$left" cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" -- -k 0 >> "$log" 2>&1
+    rc=$?
+    seconds=$(($(now) - t0))
+    if ((rc == 124 || rc == 137)); then
+      result build FAIL "timed out after $left s" "$seconds"
+    elif ((rc != 0)); then
+      result build FAIL "exit $rc: $(grep -m1 -E 'error|FAILED' "$log")" "$seconds"
+    else
+      result build PASS "${targets[*]} with -j$(nproc)" "$seconds"
+    fi
+    for t in "${targets[@]}"; do
+      case "$t" in
+        fulgur) file="$(find "$build" "$build/lib" -maxdepth 1 -name 'libfulgur.*' 2>/dev/null | head -1)" ;;
+        fulgur_cuda) file="$(find "$build/lib" -maxdepth 1 -name 'libfulgur_cuda.*' 2>/dev/null | head -1)" ;;
+        *) file="$build/bin/$t" ;;
+      esac
+      if [[ -n "$file" && -f "$file" ]]; then
+        result "  $t" PASS "${file#"$build"/}" -
+      else
+        result "  $t" FAIL "not built" -
+      fi
+    done
+  fi
+  fails=$(grep -c '| FAIL |' "$results/rows")
+  {
+    echo "# GPU check: build ($(date -u '+%Y-%m-%d %H:%M UTC'))"
+    echo
+    echo "Build folder \`$build\`, $("${CXX:-/usr/bin/g++}" --version 2>&1 | head -1), $(nproc) cores, kit: $kit."
+    echo
+    echo "| step | verdict | key figure | seconds |"
+    echo "|---|---|---|---|"
+    cat "$results/rows"
+    echo
+    echo "Total $(($(now) - start)) s."
+    if grep -q -E 'error|FAILED' "$log"; then
+      echo
+      echo "First errors in build.log:"
+      echo
+      echo '```'
+      grep -E -m 20 'error|FAILED' "$log" | cut -c1-300
+      echo '```'
+    fi
+    echo
+    echo "build.log, last lines:"
+    echo
+    echo '```'
+    tail -n 30 "$log" | cut -c1-300
+    echo '```'
+  } > "$report/report.md"
+  echo "gpu_check: build: $fails failed; report $report/report.md"
+  ((fails == 0))
+  exit
+fi
+
+# ---------------------------------------------------------------- run
+log="$report/run.log"
+: > "$log"
+bin="$build/bin"
+skipped() {
+  local line="no GPU visible: skipped ($1)"
+  printf '# GPU check: run\n\n%s\n' "$line" > "$report/report.md"
+  echo "$line" | tee -a "$log"
+  exit 0
+}
+acc="${GPU_CHECK_ACCELERATOR:-gpu}"
+if [[ "$acc" != gpu ]]; then
+  # A rehearsal of this script on another accelerator: the plumbing, not the GPU.
+  gpus="rehearsal with --trainer.accelerator $acc"
+  torch_gpu="no GPU check"
+  probe="not probed"
+elif ! command -v nvidia-smi > /dev/null; then
+  skipped "no nvidia-smi on the PATH"
+elif ! gpus="$(nvidia-smi -L 2>&1)"; then
+  skipped "nvidia-smi -L: $(cell "$(tail -1 <<< "$gpus")")"
+elif ! torch_gpu="$("$PYTHON" scripts/gpu_check.py gpu 2>&1)"; then
+  skipped "$PYTHON: $(cell "$(tail -1 <<< "$torch_gpu")")"
+else
+  probe="gpu_throughput not built"
+  if [[ -x "$bin/gpu_throughput" ]]; then
+    probe="$(timeout 120 "$bin/gpu_throughput" --case probe 2>&1 | tail -1)"
+    if [[ "$probe" == *skipped* ]]; then
+      # nvidia-smi and torch see the GPU, fulgur does not: fulgur's fault, not the machine's.
+      printf '# GPU check: run\n\n%s\n\nFAIL: nvidia-smi and torch see a GPU (%s), fulgur does not: %s\n' \
+        "$gpus" "$torch_gpu" "$probe" > "$report/report.md"
+      echo "gpu_check: FAIL: the GPU is visible to nvidia-smi and torch but not to fulgur: $probe" | tee -a "$log"
+      exit 1
+    fi
+  fi
+fi
+{
+  echo "== $gpus"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1
+  echo "== $torch_gpu"
+  echo "== $probe"
+} >> "$log"
 
 work="$(mktemp -d)"
-# Runs one fit/validate; prints its last lines; sets out to its log.
-run() {
-  local name="$1"
-  shift
-  out="$work/$name.log"
-  echo "== $name: cinic10 $*"
-  if ! "$build/bin/cinic10" "$@" --trainer.enable_progress_bar false > "$out" 2>&1; then
-    cat "$out"
-    echo "gpu_check: $name failed" >&2
-    exit 1
+trap 'rm -rf "$results" "$work"' EXIT
+mkdir -p "$work/logs" "$work/results"
+checks_deadline=$((deadline - ${GPU_CHECK_BENCH:-210}))
+only=" ${GPU_CHECK_ONLY:-} "
+if [[ ! -f data/digits-cinic/.complete ]]; then
+  echo "== data/digits-cinic missing: exporting it" >> "$log"
+  "$PYTHON" scripts/export_digits.py data/digits-cinic >> "$log" 2>&1
+fi
+
+# check SEQ NAME LIMIT FUNCTION: runs FUNCTION (which calls its commands
+# through `cli`, sets `figure`, returns 0 for PASS, else FAIL) with at most
+# LIMIT seconds, never past the checks' deadline (SKIP when too little is left).
+check() {
+  local seq="$1" t0
+  name="$2"
+  case_log="$work/logs/$seq-$name.log"
+  figure=""
+  if [[ "$only" != "  " && "$only" != *" $name "* ]]; then
+    return 0
   fi
-  grep -E "accelerator|device|run folder|^fit:|^test:|^validate:|warning|resum" "$out" | tail -6
+  t0=$(now)
+  case_end=$((t0 + $3))
+  ((case_end > checks_deadline)) && case_end=$checks_deadline
+  local verdict=PASS
+  if ((case_end - t0 < 15)); then
+    verdict=SKIP
+    figure="no time left"
+  else
+    "$4" || verdict=FAIL
+  fi
+  printf '%s\t%s\t%s\t%s\n' "$name" "$verdict" "$(cell "$figure")" $(($(now) - t0)) > "$work/results/$seq"
+  printf 'gpu_check: %-22s %-4s %s (%s s)\n' "$name" "$verdict" "$(cell "$figure")" $(($(now) - t0))
 }
-metric() {  # metric <run folder> <column>: the column's last value in metrics.csv
-  awk -F, -v c="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) col = i; next }
-                     col && $col != "" { v = $col } END { print v }' "$1/metrics.csv"
+# cli PROGRAM ARGS...: runs a command with the case's time left; its output
+# goes to $cur and the case's log. A failure sets figure to its last line.
+cli() {
+  local left=$((case_end - $(now))) rc
+  cur="$case_log.cur"
+  echo "\$ $*" >> "$case_log"
+  if ((left <= 0)); then
+    figure="no time left for $(basename "$1")"
+    return 124
+  fi
+  timeout -k 10 "$left" "$@" > "$cur" 2>&1
+  rc=$?
+  cat "$cur" >> "$case_log"
+  echo "(exit $rc)" >> "$case_log"
+  if ((rc == 124 || rc == 137)); then
+    figure="$(basename "$1") timed out ($left s left)"
+  elif ((rc != 0)); then
+    figure="$(basename "$1") exit $rc: $(grep -v '^\s*$' "$cur" | tail -1)"
+  fi
+  return $rc
 }
-run_dir() { sed -n 's/^fulgur: run folder //p' "$out" | tail -n 1; }
-check_acc() {
+needs() {  # needs FILE...: FAIL unless every file exists
+  local f
+  for f in "$@"; do
+    [[ -e "$f" ]] || { figure="missing $f (build phase)"; return 1; }
+  done
+}
+digits_needed() {
+  needs "$bin/cinic10" || return 1
+  [[ -f data/digits-cinic/.complete ]] || { figure="no data/digits-cinic (scripts/setup.sh exports it; copy it here)"; return 1; }
+}
+run_dir() { sed -n 's/^fulgur: run folder //p' "$cur" | tail -n 1; }
+# test_acc MIN: the last run's test_acc, at least MIN.
+test_acc() {
   local acc
-  acc="$(metric "$(run_dir)" test_acc)"
-  echo "   test_acc $acc"
-  awk -v a="$acc" -v m="$1" 'BEGIN { exit !(a >= m) }' || { echo "gpu_check: test_acc $acc below $1" >&2; exit 1; }
+  acc="$("$PYTHON" scripts/gpu_check.py metric "$(run_dir)" test_acc 2>&1)" || { figure="$acc"; return 1; }
+  figure="test_acc $(awk -v a="$acc" 'BEGIN { printf "%.4f", a }') (>= $1)"
+  awk -v a="$acc" -v m="$1" 'BEGIN { exit !(a >= m) }'
 }
-common=(--config examples/cinic10/digits.yaml --trainer.accelerator gpu --trainer.default_root_dir "$work/runs")
+digits=(--config examples/cinic10/digits.yaml --trainer.accelerator "$acc" --trainer.enable_progress_bar false)
+fit_digits() { cli "$bin/cinic10" fit "${digits[@]}" --trainer.default_root_dir "$work/runs/$name" "$@"; }
 
-run fp32 fit "${common[@]}" --data.pin_memory true
-check_acc 0.97
-run fp16 fit "${common[@]}" --trainer.precision 16-mixed
-check_acc 0.97
-run bf16 fit "${common[@]}" --trainer.precision bf16-mixed
-check_acc 0.95
-run resnet18 fit "${common[@]}" --model.arch resnet18 --model.channels_last true --data.pin_memory true \
-  --trainer.max_epochs 3
-check_acc 0.8
+c_fp32() { digits_needed && fit_digits --data.pin_memory true && test_acc 0.97; }
+c_fp16() { digits_needed && fit_digits --trainer.precision 16-mixed && test_acc 0.97; }
+c_bf16() { digits_needed && fit_digits --trainer.precision bf16-mixed && test_acc 0.95; }
+# The CUDA-graph step needs SGD, one device, 32-true or bf16-mixed and no LR
+# scheduler (lr_step_size 0: none); the log says it captured the step.
+c_cuda_graph() {
+  digits_needed && fit_digits --data.pin_memory true --model.lr_step_size 0 --trainer.cuda_graph true || return 1
+  local line
+  line="$(grep -m1 'cuda_graph: captured' "$cur")" || {
+    figure="no 'cuda_graph: captured' line; $(grep -m1 'fulgur: cuda_graph:' "$cur" || echo 'no cuda_graph line')"
+    return 1
+  }
+  test_acc 0.97 || return 1
+  figure="$figure; $line"
+}
+# With digits.yaml's StepLR the step runs eager, and one line says why.
+c_cuda_graph_eager() {
+  digits_needed && fit_digits --trainer.cuda_graph true --trainer.max_steps 20 --test_after_fit false || return 1
+  local line
+  line="$(grep -m1 'fulgur: cuda_graph:' "$cur")" || { figure="no 'fulgur: cuda_graph:' line"; return 1; }
+  figure="$line"
+  [[ "$line" == *"LR scheduler"*"runs eager"* ]] && ! grep -q 'cuda_graph: captured' "$cur"
+}
+c_resnet18() {
+  digits_needed && fit_digits --model.arch resnet18 --model.channels_last true --data.pin_memory true \
+    --trainer.max_epochs 3 && test_acc 0.8
+}
+# The distributed strategies on one GPU: a real NCCL process group of one
+# rank (DDP's bucketed allreduce; Horovod's fusion buffer; FSDP's reduce-scatter).
+c_ddp() { digits_needed && fit_digits --trainer.strategy ddp --trainer.max_epochs 5 && test_acc 0.95; }
+c_horovod() {
+  digits_needed && fit_digits --trainer.strategy horovod --trainer.max_epochs 5 \
+    --trainer.timeline "$work/timeline.json" && test_acc 0.95 || return 1
+  local acc="$figure" events
+  events="$("$PYTHON" scripts/gpu_check.py timeline "$work/timeline.json" 2>&1)" || { figure="$acc; $events"; return 1; }
+  figure="$acc; $events"
+}
+c_fsdp() { digits_needed && fit_digits --trainer.strategy fsdp --trainer.max_epochs 5 && test_acc 0.95; }
+# ddp_probe counts each step's host reads (ResultCollection::host_reads) on one
+# NCCL rank: 256 samples, batch 8, 2 epochs, logging every 5 batches.
+c_quiet_step() {
+  needs "$bin/ddp_probe" || return 1
+  mkdir -p "$work/quiet"
+  cli "$bin/ddp_probe" fit --seed_everything 7 --trainer.accelerator "$acc" --trainer.devices 1 --trainer.strategy ddp \
+    --trainer.max_epochs 2 --trainer.num_sanity_val_steps 0 --data.samples 256 --data.batch_size 8 \
+    --model.batch_norm true --trainer.log_every_n_steps 5 --trainer.enable_progress_bar false \
+    --trainer.default_root_dir "$work/quiet" --model.count_file "$work/quiet/counts" || return 1
+  figure="$("$PYTHON" scripts/gpu_check.py quiet-step "$work/quiet/counts.0" 5 2>&1)"
+}
+# Exact resume on the GPU: 50 steps + resume to 100 equals 100 straight; then
+# validate from that checkpoint.
+det=(--config examples/cinic10/digits.yaml --trainer.accelerator "$acc" --trainer.deterministic true
+     --trainer.max_epochs -1 --test_after_fit false --trainer.enable_progress_bar false)
+c_resume() {
+  digits_needed || return 1
+  cli "$bin/cinic10" fit "${det[@]}" --trainer.default_root_dir "$work/whole" --trainer.max_steps 100 &&
+    cli "$bin/cinic10" fit "${det[@]}" --trainer.default_root_dir "$work/split" --trainer.max_steps 50 &&
+    cli "$bin/cinic10" fit "${det[@]}" --trainer.default_root_dir "$work/split" --trainer.max_steps 100 \
+      --ckpt_path last || return 1
+  figure="$("$PYTHON" scripts/gpu_check.py resume "$work/whole" "$work/split" 2>&1)"
+}
+c_validate() {
+  digits_needed || return 1
+  [[ -d "$work/split" ]] || { figure="no checkpoint: resume did not run"; return 1; }
+  cli "$bin/cinic10" validate --config examples/cinic10/digits.yaml --trainer.accelerator "$acc" \
+    --trainer.enable_progress_bar false --trainer.default_root_dir "$work/split" --ckpt_path last || return 1
+  figure="$(grep -m1 -E '^validate:' "$cur" | cut -c1-150)"
+  [[ -n "$figure" ]] || { figure="no 'validate:' line"; return 1; }
+}
+# scale_batch_size with real out-of-memory trials: ResNet-50 in float32 at
+# 1024x1024 needs a few GB per image, so a trial below the 192 training
+# images runs out of memory on an 80 GB or a 141 GB GPU (power mode: the
+# size after the last that ran failed). The same program then fits at the
+# size found, from the scale_batch_size.yaml the subcommand wrote.
+c_scale_batch_size() {
+  needs "$bin/cinic10" || return 1
+  local data="$work/big" found tried side=1024 bound=()
+  # Rehearsal: small images, and a bound that fails trials above 16 as an out-of-memory would.
+  [[ "$acc" != gpu ]] && side=96 bound=(--scale_batch_size.max_val 16)
+  for split in train:192 valid:16 test:16; do
+    cli "$PYTHON" bench/gpu_throughput/peers.py make-jpegs "$data/${split%:*}" --count "${split#*:}" \
+      --width "$side" --height "$side" || return 1
+  done
+  local big=(--config examples/cinic10/digits.yaml --trainer.accelerator "$acc" --trainer.enable_progress_bar false
+             --data.root "$data" --data.num_workers 8 --model.arch resnet50 --model.channels_last true
+             --trainer.default_root_dir "$work/scale")
+  cli "$bin/cinic10" scale_batch_size "${big[@]}" --scale_batch_size.init_val 8 \
+    --scale_batch_size.steps_per_trial 2 "${bound[@]}" || return 1
+  found="$(sed -n 's/^scale_batch_size: batch size \([0-9]*\) .*/\1/p' "$cur" | tail -1)"
+  tried="$(sed -n 's/.*scale_batch_size: batch size [0-9]* succeeded, trying \([0-9]*\)$/\1/p' "$cur" | tail -1)"
+  [[ -n "$found" ]] || { figure="no 'scale_batch_size: batch size N' line"; return 1; }
+  if [[ -z "$tried" ]] || ((found >= tried)); then
+    figure="batch size $found, no trial ran out of memory"
+    return 1
+  fi
+  local search="batch size $found (the trial at $tried ran out of memory)"
+  cli "$bin/cinic10" fit "${big[@]}" --config "$work/scale/scale_batch_size.yaml" --trainer.max_steps 3 \
+    --trainer.limit_val_batches 1 --test_after_fit false || { figure="$search; then fit: $figure"; return 1; }
+  figure="$search; fit at $found: $(grep -m1 -E '^fit:' "$cur" | cut -c1-100)"
+}
 
-# The distributed strategies on one GPU: a real NCCL process group of one rank
-# (DDP's bucketed allreduce; Horovod's fusion buffer handed to NCCL).
-run ddp fit "${common[@]}" --trainer.strategy ddp --trainer.max_epochs 5
-check_acc 0.95
-run horovod fit "${common[@]}" --trainer.strategy horovod --trainer.max_epochs 5 --trainer.timeline "$work/timeline.json"
-check_acc 0.95
-python3 -c "import json, sys; e = json.load(open(sys.argv[1])); e = e['traceEvents'] if isinstance(e, dict) else e; print('   timeline events', len(e)); sys.exit(0 if e else 1)" "$work/timeline.json"
+# Three lanes at once: one device; NCCL; resume and validate.
+lane_single() {
+  check 01 fp32 150 c_fp32
+  check 02 cuda_graph 150 c_cuda_graph
+  check 03 cuda_graph_eager 60 c_cuda_graph_eager
+  check 04 fp16 150 c_fp16
+  check 05 bf16 150 c_bf16
+  check 06 resnet18 150 c_resnet18
+}
+lane_nccl() {
+  check 07 quiet_step 90 c_quiet_step
+  check 08 ddp 120 c_ddp
+  check 09 fsdp 120 c_fsdp
+  check 10 horovod 120 c_horovod
+}
+lane_resume() {
+  check 11 resume 180 c_resume
+  check 12 validate 60 c_validate
+}
+# report.md from what has finished so far (written again after each stage,
+# so a phase cut short still leaves one); the finished checks' logs go to run.log.
+write_report() {
+  local f n v fig s passed=0 failed=0 skips=0
+  : > "$results/rows"
+  for f in "$work/results"/*; do
+    [[ -f "$f" ]] || continue
+    IFS=$'\t' read -r n v fig s < "$f"
+    printf '| %s | %s | %s | %s |\n' "$n" "$v" "$fig" "$s" >> "$results/rows"
+    case "$v" in PASS) ((passed++)) ;; FAIL) ((failed++)) ;; *) ((skips++)) ;; esac
+  done
+  {
+    echo "# GPU check: run ($(date -u '+%Y-%m-%d %H:%M UTC'))"
+    echo
+    echo "$(tr '\n' ';' <<< "$gpus" | sed 's/;$//'); $torch_gpu; fulgur: $probe."
+    echo
+    echo "| check | verdict | key figure | seconds |"
+    echo "|---|---|---|---|"
+    cat "$results/rows"
+    echo
+    echo "$passed passed, $failed failed, $skips skipped in $(($(now) - start)) s${1:+ ($1)}."
+    if [[ -f "$report/bench.md" ]]; then
+      echo
+      echo "## Benchmarks (bench/gpu_throughput/run.sh)"
+      echo
+      cat "$report/bench.md"
+    fi
+  } > "$report/report.md"
+  for f in "$work/logs"/*.log; do
+    [[ -f "$f" ]] || continue
+    printf '\n===== %s\n' "$(basename "$f" .log)"
+    cat "$f"
+    rm -f "$f"
+  done >> "$log"
+  failures=$failed
+  summary="$passed passed, $failed failed, $skips skipped"
+}
 
-# Exact resume on the GPU: 50 steps + resume to 100 equals 100 straight.
-det=(--config examples/cinic10/digits.yaml --trainer.accelerator gpu --trainer.deterministic true
-     --trainer.max_epochs -1 --test_after_fit false)
-run whole fit "${det[@]}" --trainer.default_root_dir "$work/whole" --trainer.max_steps 100
-run first fit "${det[@]}" --trainer.default_root_dir "$work/split" --trainer.max_steps 50
-run rest fit "${det[@]}" --trainer.default_root_dir "$work/split" --trainer.max_steps 100 --ckpt_path last
-python3 - "$work" <<'PY'
-import glob, sys, torch
-def last(d):
-    return sorted(glob.glob(f"{d}/fulgur_logs/version_*/checkpoints/last.ckpt"))[-1]
-a = torch.load(last(sys.argv[1] + "/whole"), weights_only=True)
-b = torch.load(last(sys.argv[1] + "/split"), weights_only=True)
-assert a["global_step"] == b["global_step"] == 100, (a["global_step"], b["global_step"])
-bad = [k for k in a["state_dict"] if not torch.equal(a["state_dict"][k], b["state_dict"][k])]
-print("   resume on GPU: parameters", "differ: " + ", ".join(bad) if bad else "bit-identical after 50 + 50 steps")
-sys.exit(1 if bad else 0)
-PY
-run validate validate --config examples/cinic10/digits.yaml --trainer.accelerator gpu \
-  --trainer.default_root_dir "$work/split" --ckpt_path last
-echo "gpu_check: all checks passed"
+lane_single &
+lanes=($!)
+lane_nccl &
+lanes+=($!)
+lane_resume &
+lanes+=($!)
+trap 'kill "${lanes[@]}" 2> /dev/null; rm -rf "$results" "$work"' EXIT
+wait "${lanes[@]}"
+write_report "running scale_batch_size and the benchmarks"
+# Alone: it fills the GPU's memory on purpose.
+checks_deadline=$((checks_deadline + 60))
+check 13 scale_batch_size 200 c_scale_batch_size
+write_report "running the benchmarks"
+
+if [[ "$only" == "  " || "$only" == *" bench "* ]]; then
+  t0=$(now)
+  budget=$((deadline - t0 - 10))
+  if ((budget < 60)); then
+    printf '%s\t%s\t%s\t%s\n' benchmarks SKIP "no time left" 0 > "$work/results/14"
+  else
+    echo "== bench/gpu_throughput/run.sh $build $report (BENCH_BUDGET=$budget)" > "$work/logs/14-bench.log"
+    BENCH_BUDGET=$budget PYTHON="$PYTHON" STEPS="${STEPS:-40}" WARMUP="${WARMUP:-8}" \
+      bash bench/gpu_throughput/run.sh "$build" "$report" 2>&1 | tee -a "$work/logs/14-bench.log"
+    rc=${PIPESTATUS[0]}
+    measured=$(grep -c -E '^\| .* \| [0-9.]+ \| [0-9]+ \|' "$report/bench.md" 2> /dev/null)
+    missing=$(grep -c -E 'failed|timed out' "$report/bench.md" 2> /dev/null)
+    spent=$(grep -c 'budget spent' "$report/bench.md" 2> /dev/null)
+    figure="${measured:-0} cases measured, ${missing:-0} failed, ${spent:-0} out of time (tables below)"
+    if grep -q skipped "$report/bench.md" 2> /dev/null && ((${measured:-0} == 0)); then
+      verdict=SKIP
+      figure="$(head -1 "$report/bench.md")"
+    elif ((rc != 0)); then
+      verdict=FAIL
+    else
+      verdict=PASS
+    fi
+    printf '%s\t%s\t%s\t%s\n' benchmarks "$verdict" "$(cell "$figure")" $(($(now) - t0)) > "$work/results/14"
+  fi
+fi
+write_report
+echo "gpu_check: run: $summary in $(($(now) - start)) s; report $report/report.md"
+((failures == 0))

@@ -5,16 +5,19 @@ one GPU, batch 256, channels_last, the same precision as fulgur's side.
   peers.py lightning  --precision bf16-mixed   (d) PyTorch Lightning, the same batches
   peers.py dataloader --data DIR --workers N   (f) the plain loop fed by torchvision's
                                                    ImageFolder + DataLoader from JPEGs
-  peers.py make-jpegs DIR --count N            generated ImageNet-sized JPEGs (500x375)
+  peers.py make-jpegs DIR --count N            generated ImageNet-sized JPEGs (500x375, or
+                                               --width x --height), --classes class folders,
+                                               written by as many processes as there are cores
 
 Each prints "gpu_throughput[<case>, <precision>]: <img/s> img/s". Without a GPU
-it prints that it skipped and exits 0.
+it prints that it skipped and exits 0. make-jpegs needs numpy and pillow only.
 """
 import argparse
+import os
 import sys
 import time
 
-import torch
+torch = None  # imported in main(): make-jpegs does without it
 
 
 def autocast_dtype(precision):
@@ -124,19 +127,26 @@ def jpeg_batches(root, batch_size, workers, total):
                 return
 
 
-def make_jpegs(root, count, classes=10):
+def make_jpeg(job):
+    """One image: smooth gradients plus noise, which compress like a photograph, not like flat colour."""
     import pathlib
     import numpy as np
     from PIL import Image
-    rng = np.random.default_rng(0)
-    for i in range(count):
-        folder = pathlib.Path(root) / f"class{i % classes:02d}"
-        folder.mkdir(parents=True, exist_ok=True)
-        # Smooth gradients plus noise: compresses like a photograph, not like flat colour.
-        y, x = np.mgrid[0:375, 0:500]
-        base = np.stack([(x * rng.uniform(0.2, 0.5) + y * rng.uniform(0.1, 0.4)) % 256 for _ in range(3)], axis=-1)
-        image = np.clip(base + rng.normal(0, 12, base.shape), 0, 255).astype(np.uint8)
-        Image.fromarray(image).save(folder / f"{i:05d}.jpg", quality=90)
+    root, i, classes, width, height = job
+    rng = np.random.default_rng(i)
+    folder = pathlib.Path(root) / f"class{i % classes:02d}"
+    folder.mkdir(parents=True, exist_ok=True)
+    y, x = np.mgrid[0:height, 0:width]
+    base = np.stack([(x * rng.uniform(0.2, 0.5) + y * rng.uniform(0.1, 0.4)) % 256 for _ in range(3)], axis=-1)
+    image = np.clip(base + rng.normal(0, 12, base.shape), 0, 255).astype(np.uint8)
+    Image.fromarray(image).save(folder / f"{i:05d}.jpg", quality=90)
+
+
+def make_jpegs(root, count, classes=10, width=500, height=375):
+    import multiprocessing
+    jobs = [(root, i, classes, width, height) for i in range(count)]
+    with multiprocessing.Pool(min(len(jobs), os.cpu_count() or 1) or 1) as pool:
+        pool.map(make_jpeg, jobs, chunksize=8)
 
 
 def main():
@@ -150,10 +160,15 @@ def main():
     parser.add_argument("--data")
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--count", type=int, default=2560)
+    parser.add_argument("--classes", type=int, default=10)
+    parser.add_argument("--width", type=int, default=500)
+    parser.add_argument("--height", type=int, default=375)
     args = parser.parse_args()
     if args.case == "make-jpegs":
-        make_jpegs(args.path, args.count)
+        make_jpegs(args.path, args.count, args.classes, args.width, args.height)
         return
+    global torch
+    import torch
     if not torch.cuda.is_available():
         print(f"gpu_throughput[{args.case}]: skipped, no GPU visible")
         return
