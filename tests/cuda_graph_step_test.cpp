@@ -7,6 +7,7 @@
 #include "support/tiny_modules.hpp"
 
 #include <fulgur/modules/metrics/mean_squared_error.hpp>
+#include <fulgur/modules/scoped_metric_sink.hpp>
 #include <fulgur/trainer/cuda_graph_step.hpp>
 
 #include <doctest/doctest.h>
@@ -44,7 +45,9 @@ struct CountingSink : MetricSink {
   std::vector<double> values;
 };
 
-// The stand-in graph: the recorded body, run again on replay.
+// The stand-in graph: its capture runs the step once (so the step's static
+// outputs exist, as a real capture allocates them); its replay runs no host
+// code, as a real one, and reads what the static input holds then.
 struct StandInGraph {
   GraphCapture capture() {
     GraphCapture g;
@@ -55,17 +58,19 @@ struct StandInGraph {
         return nullptr;
       }
       body();
-      return std::make_shared<std::function<void()>>(body);
+      return std::make_shared<int>(captures);
     };
-    g.replay = [this](const std::shared_ptr<void>& graph) {
+    g.replay = [this](const std::shared_ptr<void>&) {
       ++replays;
-      (*static_cast<std::function<void()>*>(graph.get()))();
+      replayed_inputs.push_back(static_input[0][0].item<double>());
     };
     return g;
   }
   int captures = 0;
   int replays = 0;
   std::string fail_with;
+  torch::Tensor static_input;  // the input the capture computed on (the graph's static buffer)
+  std::vector<double> replayed_inputs;
 };
 
 Batch batch_of(double value, int64_t rows = 2) { return {torch::full({rows, 4}, value), torch::zeros({rows})}; }
@@ -85,7 +90,9 @@ TEST_CASE("cuda_graph: each reason a step cannot be captured is named") {
         std::string::npos);
   CHECK(refusal(TrainerOptions().gradient_clip_val(1.0), module).find("gradient clipping") != std::string::npos);
   module.scheduler_interval = SchedulerInterval::Step;
-  CHECK(refusal(TrainerOptions(), module).find("an LR scheduler") != std::string::npos);
+  CHECK(refusal(TrainerOptions(), module).find("an LR scheduler with interval step") != std::string::npos);
+  module.scheduler_interval = SchedulerInterval::Epoch;  // captured again when it changes the LR
+  CHECK(refusal(TrainerOptions(), module).empty());
   module.scheduler_interval.reset();
   module.automatic_optimization(false);
   CHECK(refusal(TrainerOptions(), module).find("manual optimization") != std::string::npos);
@@ -132,14 +139,16 @@ TEST_CASE("cuda_graph: on the CPU a fit says why it runs eager and trains as wit
 }
 
 TEST_CASE("cuda_graph: warm-up, capture once, replay with each new batch and log what the step logs") {
+  RecordingModule module;
   StandInGraph graph;
   CudaGraphStep step(graph.capture(), 2);
-  RecordingModule module;
   CountingSink results;
+  const ScopedMetricSink loop(module, &results);  // as the training loop routes log()
   auto optimizer = module.configure_optimizers().optimizer;
-  std::vector<double> seen;  // the input the step computed on, each time it ran
+  std::vector<double> seen;  // the input each eager run (or the capture) computed on
   auto body = [&](const Batch& b) {
     seen.push_back(b.input[0][0].item<double>());
+    graph.static_input = b.input;
     const torch::Tensor loss = module.training_step(b, 0);
     loss.backward();
     optimizer->step();
@@ -162,21 +171,36 @@ TEST_CASE("cuda_graph: warm-up, capture once, replay with each new batch and log
   const auto fourth = step.step(batch_of(4.0), module, results, *optimizer, body);
   CHECK(fourth.replayed);
   CHECK(graph.replays == 2);
-  CHECK(seen == std::vector<double>{1.0, 2.0, 3.0, 3.0, 4.0});  // the replay read the new batch
+  CHECK(seen == std::vector<double>{1.0, 2.0, 3.0});        // eager, eager, the capture
+  CHECK(graph.replayed_inputs == std::vector<double>{3.0, 4.0});  // each batch copied in before its replay
+  // What is logged after a replay and the loss returned are the graph's static outputs.
   CHECK(results.values.back() == doctest::Approx(fourth.loss.item<double>()));
+  CHECK(fourth.loss.data_ptr() == third.loss.data_ptr());
   // After the capture the parameters hold no gradients an eager step would add to.
   CHECK_FALSE(module.linear->weight.grad().defined());
 
   // Another shape runs eager; the graph stays for the next batch of its shape.
   CHECK_FALSE(step.step(batch_of(5.0, 3), module, results, *optimizer, body).replayed);
+  CHECK(seen.back() == 5.0);
   optimizer->zero_grad();
   CHECK(step.step(batch_of(6.0), module, results, *optimizer, body).replayed);
   CHECK(graph.replays == 3);
+  CHECK(graph.captures == 1);
+
+  // An epoch scheduler changed the learning rate: captured again, then replayed.
+  optimizer->param_groups()[0].options().set_lr(0.01);
+  CHECK(step.step(batch_of(7.0), module, results, *optimizer, body).replayed);
+  CHECK(graph.captures == 2);
+  CHECK(step.recaptures() == 1);
+  CHECK(step.step(batch_of(8.0), module, results, *optimizer, body).replayed);
+  CHECK(graph.captures == 2);
+  CHECK(graph.replayed_inputs.back() == 8.0);
 }
 
 TEST_CASE("cuda_graph: a failed capture or a logged Metric object turns the graph off and the step runs eager") {
   RecordingModule module;
   CountingSink results;
+  const ScopedMetricSink loop(module, &results);
   auto optimizer = module.configure_optimizers().optimizer;
   int eager_runs = 0;
   auto body = [&](const Batch& b) {
@@ -208,6 +232,7 @@ TEST_CASE("cuda_graph: a failed capture or a logged Metric object turns the grap
     metrics::MeanSquaredError mse;
   } metric_module;
   auto metric_optimizer = metric_module.configure_optimizers().optimizer;
+  const ScopedMetricSink metric_loop(metric_module, &results);
   StandInGraph graph;
   CudaGraphStep watched(graph.capture(), 1);
   auto metric_body = [&](const Batch& b) {

@@ -50,6 +50,12 @@ struct RecordingSink : MetricSink {
   std::vector<Logged> logged;
 };
 
+std::vector<double> learning_rates(const torch::optim::Optimizer& optimizer) {
+  std::vector<double> lrs;
+  for (const auto& group : optimizer.param_groups()) lrs.push_back(group.options().get_lr());
+  return lrs;
+}
+
 std::vector<const torch::Tensor*> tensors_of(const Batch& batch) {
   std::vector<const torch::Tensor*> out{&batch.input, &batch.target};
   for (const auto& [name, tensor] : batch.tensors) out.push_back(&tensor);
@@ -95,7 +101,10 @@ std::optional<std::string> CudaGraphStep::refusal(const TrainerConfig& config, c
   }
   if (o.gradient_clip_val() && *o.gradient_clip_val() > 0.0) return "gradient clipping reads the total norm on the host";
   for (const auto& entry : optimizers) {
-    if (entry.lr_scheduler) return "an LR scheduler changes the learning rate on the host, which a replayed graph never sees";
+    if (entry.lr_scheduler && entry.lr_scheduler->interval == SchedulerInterval::Step) {
+      return "an LR scheduler with interval step changes the learning rate every step, and a graph holds the "
+             "learning rate it was captured with";
+    }
     if (dynamic_cast<const torch::optim::SGD*>(entry.optimizer.get()) == nullptr) {
       return "the optimizer keeps its step count on the host (only SGD's step can be captured)";
     }
@@ -144,6 +153,12 @@ bool CudaGraphStep::same_shapes(const Batch& batch) const {
 CudaGraphStep::Result CudaGraphStep::step(const Batch& batch, LightningModule& module, MetricSink& results,
                                           torch::optim::Optimizer& optimizer,
                                           const std::function<torch::Tensor(const Batch&)>& body) {
+  // An epoch scheduler changed the learning rate: the graph holds the old one.
+  if (captured() && learning_rates(optimizer) != captured_lrs_) {
+    graph_.reset();
+    static_grads_.clear();
+    ++recaptures_;
+  }
   if (enabled() && !captured() && eager_steps_ >= warmup_) capture(batch, module, optimizer, body);
   if (captured()) {
     if (same_shapes(batch)) return {replay(batch, results), true};
@@ -187,6 +202,7 @@ void CudaGraphStep::capture(const Batch& batch, LightningModule& module, torch::
     return;
   }
   logged_ = std::move(recorder.logged);
+  captured_lrs_ = learning_rates(optimizer);
   for (const auto& group : optimizer.param_groups()) {
     for (const auto& p : group.params()) {
       if (p.grad().defined()) static_grads_.push_back(p.grad());
@@ -194,8 +210,10 @@ void CudaGraphStep::capture(const Batch& batch, LightningModule& module, torch::
   }
   // An eager step (another batch shape) must not add to the graph's gradients.
   optimizer.zero_grad(/*set_to_none=*/true);
-  say(fmt::format("captured the training step after {} eager steps; it is replayed for batches of input shape [{}]",
-                  eager_steps_, fmt::join(static_batch_.input.sizes(), ",")));
+  if (recaptures_ == 0) {
+    say(fmt::format("captured the training step after {} eager steps; it is replayed for batches of input shape [{}]",
+                    eager_steps_, fmt::join(static_batch_.input.sizes(), ",")));
+  }
 }
 
 torch::Tensor CudaGraphStep::replay(const Batch& batch, MetricSink& results) {

@@ -49,8 +49,9 @@ class CudaGraphStep {
   /// Why no step of this run can be captured, or nullopt when capture can
   /// be tried: it needs a GPU, one process (single_device), 32-true or
   /// bf16-mixed, automatic optimization without clipping, an optimizer whose
-  /// step keeps no host state (SGD) and no LR scheduler (the graph holds the
-  /// learning rate it was captured with).
+  /// step keeps no host state (SGD) and no scheduler stepping every step
+  /// (the graph holds the learning rate it was captured with; after an
+  /// epoch scheduler changes it, the step is captured again).
   static std::optional<std::string> refusal(const TrainerConfig& config, const LightningModule& module,
                                             const std::vector<OptimizerConfig>& optimizers);
 
@@ -62,6 +63,8 @@ class CudaGraphStep {
 
   bool enabled() const { return static_cast<bool>(capture_.capture); }
   bool captured() const { return graph_ != nullptr; }
+  /// Captures after the first, each after an epoch scheduler changed the learning rate.
+  int64_t recaptures() const { return recaptures_; }
   /// Eager steps from now on; prints `why` once.
   void disable(const std::string& why);
 
@@ -102,6 +105,9 @@ class CudaGraphStep {
   /// The gradients the graph writes (kept alive with it).
   std::vector<torch::Tensor> static_grads_;
   bool warned_shapes_ = false;
+  /// The learning rates the graph holds; another (an epoch scheduler stepped) means a new capture.
+  std::vector<double> captured_lrs_;
+  int64_t recaptures_ = 0;
 };
 
 }  // namespace fulgur

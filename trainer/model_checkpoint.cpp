@@ -24,7 +24,11 @@ int64_t effective_every_n_epochs(const ModelCheckpointOptions& o) {
 /// Points `target` at the file `source` holds, atomically: a hard link under
 /// a temp name renamed over the target (a copy where links are refused).
 void replace_with_link(const std::filesystem::path& source, const std::filesystem::path& target) {
-  const auto temp = target.parent_path() / ("." + target.filename().string() + ".tmp.link");
+  // Appended piecewise: GCC 12 warns (-Wstringop-overflow, a false positive) on "." + string.
+  std::string name = ".";
+  name += target.filename().string();
+  name += ".tmp.link";
+  const auto temp = target.parent_path() / name;
   std::error_code ec;
   std::filesystem::remove(temp, ec);
   std::filesystem::create_hard_link(source, temp, ec);
