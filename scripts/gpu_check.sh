@@ -362,16 +362,18 @@ c_validate() {
   [[ -n "$figure" ]] || { figure="no 'validate:' line"; return 1; }
 }
 # scale_batch_size with real out-of-memory trials: ResNet-50 in float32 at
-# 1024x1024 needs a few GB per image, so a trial below the 192 training
-# images runs out of memory on an 80 GB or a 141 GB GPU (power mode: the
-# size after the last that ran failed). The same program then fits at the
-# size found, from the scale_batch_size.yaml the subcommand wrote.
+# 1024x1024 keeps about 2.8 GB of activations per image for the backward
+# pass, so from 8 (power mode: doubling) the trial at 32 runs out of memory
+# on an 80 GB GPU and the one at 64 on a 141 GB one, well below the 128
+# training images. The size after the last that ran is the one that failed.
+# The same program then fits at the size found, from the
+# scale_batch_size.yaml the subcommand wrote.
 c_scale_batch_size() {
   needs "$bin/cinic10" || return 1
   local data="$work/big" found tried side=1024 bound=()
   # Rehearsal: small images, and a bound that fails trials above 16 as an out-of-memory would.
   [[ "$acc" != gpu ]] && side=96 bound=(--scale_batch_size.max_val 16)
-  for split in train:192 valid:16 test:16; do
+  for split in train:128 valid:16 test:16; do
     cli "$PYTHON" bench/gpu_throughput/peers.py make-jpegs "$data/${split%:*}" --count "${split#*:}" \
       --width "$side" --height "$side" || return 1
   done

@@ -73,7 +73,7 @@ rows=()
 measure() {
   local key="$1" label="$2" precision="$3"
   shift 3
-  local left=$((deadline - $(date +%s))) start output rc seconds
+  local left=$((deadline - $(date +%s))) start output rc seconds last unit=img/s
   rate[$key]=""
   if ((left < 20)); then
     note[$key]="skipped: budget spent"
@@ -91,7 +91,8 @@ measure() {
   if ((rc == 124 || rc == 137)); then
     note[$key]="timed out after ${left} s"
   elif ((rc != 0)) || [[ -z "${rate[$key]}" ]]; then
-    note[$key]="failed (exit $rc): $(grep -v '^\s*$' <<< "$output" | tail -1 | cut -c1-160 | tr '|' '/')"
+    last="$(grep -v '^\s*$' <<< "$output" | tail -1 | cut -c1-160 | tr '|' '/')"
+    note[$key]="failed (exit $rc)${last:+: $last}"
   else
     note[$key]=""
   fi
@@ -104,7 +105,10 @@ measure() {
   fi
   [[ -z "${rate[$key]}" ]] && failed=1
   rows+=("| $label | $precision | ${rate[$key]:--} | $seconds | ${note[$key]} |")
-  echo "gpu_throughput[$label, $precision]: ${rate[$key]:-no figure} $([[ "$key" == mlp* ]] && echo samples || echo img)/s${note[$key]:+ (${note[$key]})}"
+  [[ "$key" == mlp* ]] && unit=samples/s
+  local figure="no figure"
+  [[ -n "${rate[$key]}" ]] && figure="${rate[$key]} $unit"
+  echo "gpu_throughput[$label, $precision]: $figure${note[$key]:+ (${note[$key]})}"
 }
 
 ratios=()
@@ -148,7 +152,7 @@ ratio "cuda_graph/eager, mlp 32-true" mlp_graph mlp_eager 1.5
 ratio "cuda_graph/eager, resnet50 bf16-mixed" graph_bf16 fulgur_bf16 ""
 
 jpeg=(--precision bf16-mixed "${resnet[@]}" --workers "$workers")
-if ((deadline - $(date +%s) > 60)); then
+if ((deadline - $(date +%s) >= 20)); then
   { echo "== make-jpegs: ${JPEGS:-2560}"; "$python" "$peers" make-jpegs "$work/jpegs" --count "${JPEGS:-2560}" 2>&1; } >> "$log"
 fi
 measure jpeg "fulgur jpeg, $workers workers" bf16-mixed "$bench" --case jpeg --data "$work/jpegs" "${jpeg[@]}"
