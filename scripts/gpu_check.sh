@@ -103,7 +103,7 @@ if [[ "$phase" == build ]]; then
     if ((rc == 0)); then
       result "configure (tests $1)" PASS "Torch_DIR $torch_dir" $(($(now) - t0))
     else
-      result "configure (tests $1)" FAIL "exit $rc: $(grep -m1 -E 'CMake Error|error' "$log")" $(($(now) - t0))
+      result "configure (tests $1)" FAIL "exit $rc: $(grep -m1 -E 'CMake Error|error:' "$log")" $(($(now) - t0))
     fi
     return $rc
   }
@@ -126,7 +126,7 @@ if [[ "$phase" == build ]]; then
     if ((rc == 124 || rc == 137)); then
       result build FAIL "timed out after $left s" "$seconds"
     elif ((rc != 0)); then
-      result build FAIL "exit $rc: $(grep -m1 -E 'error|FAILED' "$log")" "$seconds"
+      result build FAIL "exit $rc: $(grep -m1 -E 'error:|FAILED:' "$log")" "$seconds"
     else
       result build PASS "${targets[*]} with -j$(nproc)" "$seconds"
     fi
@@ -154,12 +154,12 @@ if [[ "$phase" == build ]]; then
     cat "$results/rows"
     echo
     echo "Total $(($(now) - start)) s."
-    if grep -q -E 'error|FAILED' "$log"; then
+    if grep -q -E 'error:|FAILED:|CMake Error' "$log"; then
       echo
       echo "First errors in build.log:"
       echo
       echo '```'
-      grep -E -m 20 'error|FAILED' "$log" | cut -c1-300
+      grep -E -m 20 'error:|FAILED:|CMake Error' "$log" | cut -c1-300
       echo '```'
     fi
     echo
