@@ -8,7 +8,7 @@
 #
 # Each torch wheel (with its dependencies) goes into a venv of its own under
 # $FULGUR_CACHE (default ~/.cache/fulgur) as torch-<version>; each build into
-# build-torch-<version>/. The tests' Python peers still come from .venv.
+# build-torch-<version>/ (its log: check.log there). The tests' Python peers still come from .venv.
 # Prints one line per version: configured, built, and the ctest summary.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,9 +27,10 @@ for version in "${versions[@]}"; do
     "$venv/bin/pip" install -q --no-cache-dir "torch==$version"
     touch "$venv/.complete"
   fi
-  torch_dir="$("$venv/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')/Torch"
+  torch_dir="$("$venv/bin/python" -W ignore -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null)/Torch"
   build="$root/build-torch-$version"
-  log="$build.log"
+  mkdir -p "$build"
+  log="$build/check.log"
   echo "[torch $version] building into $build (log: $log)"
   if ! { cmake -S "$root" -B "$build" -G Ninja -DTorch_DIR="$torch_dir" && cmake --build "$build" -j"${JOBS:-2}"; } \
       > "$log" 2>&1; then
