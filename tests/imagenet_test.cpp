@@ -216,6 +216,7 @@ TEST_CASE("ImageNet: index files `path,label` relative to root") {
             "' line 2: expected 'path,label' with an integer label >= 0, got 'val/b.png,x'");
 }
 
+#ifdef FULGUR_WITH_HDF5
 TEST_CASE("ImageNet: HDF5 packs give the same batches as the folders they were packed from") {
   TempDir dir("imagenet-hdf5");
   write_imagenet(dir / "folders");
@@ -230,6 +231,19 @@ TEST_CASE("ImageNet: HDF5 packs give the same batches as the folders they were p
   CHECK(same(epoch(*packs.train_dataloader(), 2), epoch(*folders.train_dataloader(), 2)));
   CHECK(same(epoch(*packs.val_dataloader(), 0), epoch(*folders.val_dataloader(), 0)));
 }
+#else
+TEST_CASE("ImageNet: format hdf5 in a build without HDF5 is one error naming the pack") {
+  TempDir dir("imagenet-no-hdf5");
+  write_imagenet(dir.path());
+  CHECK(error_of([&] { ImageNet(options(dir.path()).format("hdf5")).setup(Stage::Fit); }) ==
+        "[HDF5ImageFile] '" + (dir / "train.h5").string() +
+            "': fulgur was built without HDF5 (FULGUR_WITH_HDF5=OFF), so it cannot read or write HDF5 image packs; "
+            "rebuild with libhdf5 installed (Debian: libhdf5-dev) and -DFULGUR_WITH_HDF5=ON");
+  CHECK_THROWS_AS(fulgur::HDF5ImageFile::write(fulgur::ImageFileList::from_class_folders(dir / "train"), dir / "out.h5"),
+                  DataError);
+  CHECK_FALSE(fs::exists(dir / "out.h5"));
+}
+#endif
 
 TEST_CASE("ImageNet: bad PNGs stop the epoch naming the file, or are skipped once each with skip_bad_samples") {
   TempDir dir("imagenet-bad");

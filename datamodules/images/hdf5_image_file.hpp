@@ -26,6 +26,10 @@ namespace fulgur {
 /// bytes are read on demand with a hyperslab. libhdf5 (Debian's serial
 /// build) is not thread-safe, so reads are serialised by a lock held only
 /// for the read, not for decoding.
+///
+/// HDF5 is optional: in a build configured with FULGUR_WITH_HDF5=OFF (no
+/// libhdf5) the class is still here, and the constructor and write() throw
+/// DataError naming the file and saying fulgur was built without HDF5.
 class HDF5ImageFile : public EncodedImageSource {
  public:
   /// Opens `path`; a missing file or one that is not a pack throws DataError
