@@ -4,6 +4,7 @@
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
@@ -123,7 +124,7 @@ TEST_CASE("example imagenet: a bad image exits 2 naming it; skip_bad_samples kee
   const auto strict = run_command(fit(dir, dir / "data", "--data.shuffle false"), 300);
   INFO(strict.output);
   CHECK(strict.exit_code == 2);
-  CHECK(strict.output.find("'" + empty.string() + "': empty file (0 bytes)") != std::string::npos);
+  CHECK(strict.output.find(fmt::format("'{}': empty file (0 bytes)", empty.string())) != std::string::npos);
 
   // 24 images over 2 ranks, batches of 4: 3 batches per rank per epoch.
   const auto ddp = run_command(fit(dir, dir / "data", "--trainer.devices 2 --data.skip_bad_samples true"), 300);

@@ -18,6 +18,7 @@
 #include <torch/torch.h>
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <fstream>
 #include <functional>
@@ -178,7 +179,7 @@ TEST_CASE("ImageNet: flat val/ labelled by LOC_val_solution.csv") {
   std::ofstream csv(dir / "LOC_val_solution.csv");
   csv << "ImageId,PredictionString\n";
   for (int64_t i = 0; i < 5; ++i) {
-    const std::string id = "ILSVRC2012_val_0000000" + std::to_string(i + 1);
+    const std::string id = fmt::format("ILSVRC2012_val_0000000{}", i + 1);
     fulgur::testing::write_png(dir / "val" / (id + ".png"), fulgur::testing::class_image(i % 3, i));
     csv << id << "," << kWnids[static_cast<size_t>(i % 3)] << " 1 2 3 4 " << kWnids[static_cast<size_t>(i % 3)]
         << " 5 6 7 8\n";
@@ -254,7 +255,7 @@ TEST_CASE("ImageNet: bad PNGs stop the epoch naming the file, or are skipped onc
   ImageNet strict(options(dir.path()).shuffle(false));
   strict.setup(Stage::Fit);
   CHECK(error_of([&] { epoch(*strict.train_dataloader(), 0); })
-            .find("'" + (train / kWnids[0] / "img_1.png").string() + "': empty file (0 bytes)") != std::string::npos);
+            .find(fmt::format("'{}': empty file (0 bytes)", (train / kWnids[0] / "img_1.png").string())) != std::string::npos);
 
   ImageNet lenient(options(dir.path()).skip_bad_samples(true));
   lenient.setup(Stage::Fit);
