@@ -20,6 +20,7 @@
 //                            [--cuda_graph] [--batch_size 256] [--steps 50] [--warmup 10] [--data DIR]
 //                            [--workers N] [--width 1024] [--depth 4]
 #include "bench_support.hpp"
+#include "mlp_module.hpp"
 
 #include <fulgur/datamodules/datasets/imagenet_pipelines.hpp>
 #include <fulgur/datamodules/images/image_dataset.hpp>
@@ -97,29 +98,17 @@ constexpr int64_t kMlpClasses = 10;
 
 /// depth x (Linear + ReLU) and a Linear head: a step of a few dozen small
 /// kernels, so the time to launch them is most of the step.
-struct MLPModule : fulgur::LightningModule {
-  MLPModule(int64_t width, int64_t depth) {
-    torch::nn::Sequential layers;
-    int64_t inputs = kMlpInputs;
-    for (int64_t i = 0; i < depth; ++i) {
-      layers->push_back(torch::nn::Linear(inputs, width));
-      layers->push_back(torch::nn::ReLU());
-      inputs = width;
-    }
-    layers->push_back(torch::nn::Linear(inputs, kMlpClasses));
-    net = register_module("net", layers);
+torch::nn::Sequential make_mlp(int64_t width, int64_t depth) {
+  torch::nn::Sequential layers;
+  int64_t inputs = kMlpInputs;
+  for (int64_t i = 0; i < depth; ++i) {
+    layers->push_back(torch::nn::Linear(inputs, width));
+    layers->push_back(torch::nn::ReLU());
+    inputs = width;
   }
-  torch::Tensor training_step(const fulgur::Batch& b, int64_t) override {
-    const torch::Tensor loss = torch::nn::functional::cross_entropy(net->forward(b.input), b.target);
-    log("train_loss", loss, {.prog_bar = true});
-    return loss;
-  }
-  fulgur::OptimizerConfig configure_optimizers() override {
-    return {std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(0.01).momentum(0.9)),
-            std::nullopt};
-  }
-  torch::nn::Sequential net{nullptr};
-};
+  layers->push_back(torch::nn::Linear(inputs, kMlpClasses));
+  return layers;
+}
 
 std::vector<fulgur::Batch> make_mlp_batches(int64_t count, int64_t batch_size) {
   std::vector<fulgur::Batch> batches;
@@ -243,7 +232,7 @@ int main(int argc, char** argv) {
       rate = run_bare(batches, precision, steps, warmup);
     }
   } else if (which == "mlp") {
-    MLPModule module(flag(argc, argv, "--width", 1024), flag(argc, argv, "--depth", 4));
+    fulgur::bench::MlpModule module(make_mlp(flag(argc, argv, "--width", 1024), flag(argc, argv, "--depth", 4)));
     rate = run_trainer(module, std::make_shared<fulgur::TensorBatchLoader>(make_mlp_batches(64, batch_size)),
                        precision, steps, warmup, cuda_graph);
   } else if (which == "jpeg") {

@@ -5,6 +5,7 @@
 //
 //   build/bin/trainer_overhead [--epochs 15] [--batches 200] [--batch_size 64] [--threads 2]
 #include "bench_support.hpp"
+#include "mlp_module.hpp"
 
 #include <fulgur/datamodules/loading/tensor_batch_loader.hpp>
 #include <fulgur/fulgur.hpp>
@@ -32,20 +33,6 @@ std::vector<fulgur::Batch> make_batches(int64_t count, int64_t batch_size) {
   }
   return batches;
 }
-
-struct BenchModule : fulgur::LightningModule {
-  BenchModule() { net = register_module("net", make_mlp()); }
-  torch::Tensor training_step(const fulgur::Batch& b, int64_t) override {
-    const torch::Tensor loss = torch::nn::functional::cross_entropy(net->forward(b.input), b.target);
-    log("train_loss", loss, {.prog_bar = true});
-    return loss;
-  }
-  fulgur::OptimizerConfig configure_optimizers() override {
-    return {std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(0.01).momentum(0.9)),
-            std::nullopt};
-  }
-  torch::nn::Sequential net{nullptr};
-};
 
 struct BenchData : fulgur::DataModule {
   explicit BenchData(std::vector<fulgur::Batch> batches)
@@ -91,7 +78,7 @@ int main(int argc, char** argv) {
 
   torch::nn::Sequential raw_net = make_mlp();
   torch::optim::SGD raw_optimizer(raw_net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
-  BenchModule module;
+  fulgur::bench::MlpModule module(make_mlp());
   BenchData data(batches);
   auto timer = std::make_shared<EpochTimer>();
 
