@@ -53,7 +53,13 @@ bool run_encoder(PngEncoder* encoder) {
   return true;
 }
 
-std::string quoted(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
+// Appended, not "'" + string: GCC 12 warns on that (a -Wstringop-overflow false positive).
+std::string quoted(const std::filesystem::path& path) {
+  std::string out = "'";
+  out += path.string();
+  out += "'";
+  return out;
+}
 
 }  // namespace
 
