@@ -5,7 +5,7 @@ BUILD_DIR ?= build
 JOBS ?= 2
 CMAKE_ARGS ?=
 
-.PHONY: all setup configure build demo test bench clean
+.PHONY: all setup configure build demo test bench bench-check clean
 
 all: build
 
@@ -37,6 +37,11 @@ test: build
 ## Runs every benchmark; results go to stdout (record them in bench/RESULTS.md).
 bench: build
 	@bash scripts/bench.sh $(BUILD_DIR)
+
+## Measures the headline ratios again (median of alternating pairs) and
+## compares them with bench/RESULTS.md's "Regression check" table.
+bench-check: build
+	@.venv/bin/python bench/regression_check.py $(BUILD_DIR)
 
 clean:
 	rm -rf $(BUILD_DIR)

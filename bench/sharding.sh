@@ -26,6 +26,13 @@ run() {  # $1 = ranks, $2 = strategy, $3 = sharding strategy; prints "state_mb r
     awk '{ if ($5 > s) s = $5; if ($7 > r) r = $7; t += $9; n++ } END { printf "%.1f %d %.3f", s / 1e6, r, t / n }'
 }
 
+# SPEED_ONLY=ddp|FULL_SHARD: one step-time run on 2 ranks (bench/regression_check.py).
+if [ -n "${SPEED_ONLY:-}" ]; then
+  if [ "$SPEED_ONLY" = ddp ]; then read -r _ _ step <<< "$(run 2 ddp NO_SHARD)"; else read -r _ _ step <<< "$(run 2 fsdp "$SPEED_ONLY")"; fi
+  echo "sharding: N=2 $SPEED_ONLY ${step} s/step"
+  exit 0
+fi
+
 for ranks in 2 4; do
   read -r ddp_state ddp_rss ddp_step <<< "$(run "$ranks" ddp NO_SHARD)"
   echo "sharding: N=$ranks ddp           state ${ddp_state} MB/rank, peak RSS ${ddp_rss} MiB/rank, ${ddp_step} s/step"

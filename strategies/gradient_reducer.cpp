@@ -144,6 +144,11 @@ void GradientReducer::launch(Bucket& bucket) {
     }
   }
   bucket.launched = std::chrono::steady_clock::now();
+  if (bucket.buffer.is_cpu() && bucket.buffer.nbytes() <= static_cast<size_t>(options_.ring_bytes)) {
+    group_.ring_all_reduce(bucket.buffer, ReduceOp::Mean);  // done when it returns
+    bucket.ring_done = std::chrono::steady_clock::now();
+    return;
+  }
   bucket.work = group_.all_reduce_async(bucket.buffer, ReduceOp::Mean);
 }
 
@@ -168,14 +173,15 @@ void GradientReducer::finish() {
   launch_ready_buckets();
   const auto wait_start = std::chrono::steady_clock::now();
   for (auto& bucket : buckets_) {
-    group_.wait(bucket.work, "all_reduce");
+    if (bucket.work) group_.wait(bucket.work, "all_reduce");
     if (timeline_) {
       // Unused parameters enter at finish(): their bucket queued from then.
       const auto queued = std::min(bucket.first_ready, bucket.launched);
       const std::string what = fmt::format("bucket {} ({} tensors)", &bucket - buckets_.data(), bucket.params.size());
       const int64_t bytes = bucket.buffer.nbytes();
       timeline_->record("QUEUE", collectives_, what, bytes, queued, bucket.launched);
-      timeline_->record("ALLREDUCE", collectives_, what, bytes, bucket.launched, std::chrono::steady_clock::now());
+      const auto end = bucket.work ? std::chrono::steady_clock::now() : bucket.ring_done;
+      timeline_->record("ALLREDUCE", collectives_, what, bytes, bucket.launched, end);
     }
     ++collectives_;
     bucket.work.reset();

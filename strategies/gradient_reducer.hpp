@@ -28,7 +28,9 @@ class Timeline;
 /// allreduce of its buffer starts while backward is still running. finish()
 /// waits for all of them; the averaged gradients are then in place. Buckets
 /// launch strictly in index order on every rank, so the collectives pair up
-/// even if gradients arrive in a different order.
+/// even if gradients arrive in a different order. Small CPU buckets are the
+/// exception: they are reduced right away on the calling thread
+/// (Options::ring_bytes).
 class GradientReducer : public GradientSynchronizer {
  public:
   struct Options {
@@ -37,6 +39,11 @@ class GradientReducer : public GradientSynchronizer {
     /// Parameters without a gradient in a step count as zero instead of
     /// being an error.
     bool find_unused_parameters = false;
+    /// CPU buckets of at most this many bytes are averaged by the ring on
+    /// the thread that completes them (ProcessGroup::ring_all_reduce), not
+    /// by Gloo's asynchronous allreduce: for small buckets Gloo's thread
+    /// hand-offs cost more than the overlap with backward saves.
+    int64_t ring_bytes = 1 << 20;  // 1 MiB
   };
 
   /// `timeline` (may be null) gets QUEUE and ALLREDUCE events for every bucket.
@@ -73,8 +80,8 @@ class GradientReducer : public GradientSynchronizer {
     int64_t pending = 0;
     torch::Tensor buffer;  // every gradient of the bucket, flat
     c10::intrusive_ptr<c10d::Work> work;
-    // For the timeline: first gradient ready, allreduce start.
-    std::chrono::steady_clock::time_point first_ready, launched;
+    // For the timeline: first gradient ready, allreduce start, ring end.
+    std::chrono::steady_clock::time_point first_ready, launched, ring_done;
   };
 
   void on_gradient_ready(size_t param_index);

@@ -1,6 +1,7 @@
 #include <fulgur/strategies/process_group.hpp>
 
 #include <fulgur/strategies/nccl_backend.hpp>
+#include <fulgur/strategies/ring_allreduce.hpp>
 #include <fulgur/strategies/torch_compat.hpp>
 
 #include <fmt/format.h>
@@ -183,6 +184,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::all_reduce_async(torch::Tensor& ten
 }
 
 void ProcessGroup::all_reduce(torch::Tensor& tensor, ReduceOp op) { wait(all_reduce_async(tensor, op), "all_reduce"); }
+
+void ProcessGroup::ring_all_reduce(torch::Tensor& tensor, ReduceOp op) {
+  all_reduces_.fetch_add(1, std::memory_order_relaxed);
+  if (!ring_) ring_ = std::make_unique<RingAllreduce>(*this);
+  ring_->run(tensor, op);
+}
 
 void ProcessGroup::broadcast(torch::Tensor& tensor, int64_t source_rank) {
   broadcasts_.fetch_add(1, std::memory_order_relaxed);

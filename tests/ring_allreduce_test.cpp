@@ -28,14 +28,14 @@ int count(const std::string& text, const std::string& needle) {
 
 }  // namespace
 
-TEST_CASE("ring allreduce: equals Gloo (sum, mean) for 1 to 5 ranks and sizes 0, 1, 7, 1000003") {
+TEST_CASE("ring allreduce: equals Gloo (sum, mean) for 1 to 5 ranks and sizes 0, 1, 7, 1000003; ProcessGroup::ring_all_reduce") {
   for (int world = 1; world <= 5; ++world) {
     CAPTURE(world);
     const auto result = run_command(kProbe + " check " + std::to_string(world), 300);
     INFO(result.output);
     CHECK(result.exit_code == 0);
     // 4 sizes x 2 ops x 2 kinds of data on every rank.
-    CHECK(count(result.output, ": ok, 16 checks") == world);
+    CHECK(count(result.output, ": ok, 16 checks, ring_all_reduce ok") == world);
   }
 }
 

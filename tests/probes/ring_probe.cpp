@@ -60,7 +60,19 @@ int check(fulgur::ProcessGroup& group) {
       }
     }
   }
-  std::cout << "ring_probe rank " << group.rank() << ": ok, " << checks << " checks" << std::endl;
+  // ProcessGroup::ring_all_reduce (DDP's small CPU buckets): the exact
+  // mean of 1..n, counted as one all_reduce.
+  torch::Tensor ranks = torch::full({1000}, static_cast<float>(group.rank() + 1));
+  const int64_t before = group.counts().all_reduce;
+  group.ring_all_reduce(ranks, fulgur::ReduceOp::Mean);
+  const float mean = static_cast<float>(group.size() + 1) / 2.0f;
+  if (!torch::equal(ranks, torch::full({1000}, mean)) || group.counts().all_reduce != before + 1) {
+    std::cerr << "ring_probe rank " << group.rank() << ": ring_all_reduce gave " << ranks[0].item<float>()
+              << " (want " << mean << ") and counted " << group.counts().all_reduce - before << " all_reduce(s)"
+              << std::endl;
+    return 1;
+  }
+  std::cout << "ring_probe rank " << group.rank() << ": ok, " << checks << " checks, ring_all_reduce ok" << std::endl;
   return 0;
 }
 
