@@ -95,11 +95,11 @@ class Figures:
         if self._images is None:
             self._images = lvt.make_data(self.work / "images", quick=True)[0]
         pin = ["taskset", "-c", "0-1"]
-        common = [self._images, "imagenet-train", 32, 2, 12]
+        common = [self._images, "imagenet-train", 32, 2, 25]
 
         def ours():
             out = run(pin + [self.bin / "loader_bench", self._images, "--pipeline", "imagenet-train",
-                             "--batch_size", "32", "--num_workers", "2", "--batches", "12"])
+                             "--batch_size", "32", "--num_workers", "2", "--batches", "25"])
             return number(r"loader_bench: \S+ ([\d.]+) img/s", out)
 
         def theirs():
