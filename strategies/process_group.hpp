@@ -56,13 +56,13 @@ struct CollectiveCounts {
   int64_t collectives() const { return all_reduce + broadcast + all_gather + reduce_scatter; }
 };
 
+class RingAllreduce;
+
 /// The processes of a run as one group: c10d's Gloo backend for CPU tensors
 /// or NCCL for CUDA tensors, over a TCPStore or FileStore. Collectives are
 /// blocking unless named *_async; all ranks must issue them in the same order.
 /// Every collective issued is counted (counts()): a diagnostic for what a
 /// training step communicates, at the cost of one atomic increment.
-class RingAllreduce;
-
 class ProcessGroup {
  public:
   explicit ProcessGroup(const ProcessGroupOptions& options);
