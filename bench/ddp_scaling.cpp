@@ -56,7 +56,7 @@ struct ScalingModel : fulgur::LightningModule {
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     // The first epoch warms up allocators and connections; it is not reported.
     if (trainer()->current_epoch() == 0 || report.empty() || !trainer()->is_global_zero()) return;
-    const int64_t world = trainer()->strategy().world_size();
+    const int64_t world = world_size();
     const auto* reducer = ddp_reducer();
     const double waited = reducer ? reducer->total_wait_seconds() - wait_at_start : 0.0;
     // samples/s over all ranks, the seconds per step spent waiting for allreduce after backward, seconds per step.

@@ -30,9 +30,9 @@ std::filesystem::path PredictionWriter::file_for(Trainer& trainer, const std::st
   const std::filesystem::path dir =
       options_.output_dir().empty() ? trainer.log_dir() : std::filesystem::path(options_.output_dir());
   const std::filesystem::path file = dir / name;
-  if (trainer.strategy().world_size() == 1 || trainer.is_global_zero()) return file;
+  if (trainer.world_size() == 1 || trainer.is_global_zero()) return file;
   return file.parent_path() /
-         fmt::format("{}.rank{}{}", file.stem().string(), trainer.strategy().global_rank(), file.extension().string());
+         fmt::format("{}.rank{}{}", file.stem().string(), trainer.global_rank(), file.extension().string());
 }
 
 void PredictionWriter::on_predict_batch_end(Trainer& trainer, LightningModule& module, const torch::Tensor& prediction,

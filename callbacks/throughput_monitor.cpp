@@ -47,7 +47,7 @@ void ThroughputMonitor::start(Trainer& trainer, const std::string& stage) {
   Meter& meter = meters_[stage];
   meter.window.clear();
   meter.batches = meter.samples = 0;
-  world_size_ = trainer.strategy().world_size();
+  world_size_ = trainer.world_size();
   const torch::Device device = trainer.strategy().root_device();
   synchronize_cuda_ = device.is_cuda();
   available_flops_ = options_.available_flops();

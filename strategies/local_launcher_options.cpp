@@ -34,14 +34,17 @@ void LocalLauncherOptions::check(const std::string& where) const {
 
 std::vector<std::pair<std::string, std::string>> LocalLauncherOptions::rank_environment(int64_t local_rank,
                                                                                         int64_t port) const {
-  return {{"RANK", std::to_string(global_rank(local_rank))},
-          {"WORLD_SIZE", std::to_string(nprocs() * num_nodes())},
-          {"LOCAL_RANK", std::to_string(local_rank)},
-          {"LOCAL_WORLD_SIZE", std::to_string(nprocs())},
-          {"GROUP_RANK", std::to_string(node_rank())},
-          {"MASTER_ADDR", main_address()},
-          {"MASTER_PORT", std::to_string(port)},
-          {"FULGUR_LAUNCHED", "1"}};
+  std::vector<std::pair<std::string, std::string>> environment = {
+      {"RANK", std::to_string(global_rank(local_rank))},
+      {"WORLD_SIZE", std::to_string(nprocs() * num_nodes())},
+      {"LOCAL_RANK", std::to_string(local_rank)},
+      {"LOCAL_WORLD_SIZE", std::to_string(nprocs())},
+      {"GROUP_RANK", std::to_string(node_rank())},
+      {"MASTER_ADDR", main_address()},
+      {"MASTER_PORT", std::to_string(port)},
+      {"FULGUR_LAUNCHED", "1"}};
+  if (passive_openmp() && std::getenv("OMP_WAIT_POLICY") == nullptr) environment.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
+  return environment;
 }
 
 }  // namespace fulgur

@@ -32,6 +32,11 @@ struct LocalLauncherOptions {
   /// Seconds between asking the remaining ranks to stop (SIGTERM, or the
   /// signal the launcher received) and killing them (SIGKILL); >= 0.
   TORCH_ARG(double, grace_period_s) = 5.0;
+  /// Started ranks get OMP_WAIT_POLICY=PASSIVE when this process has no
+  /// OMP_WAIT_POLICY: their idle OpenMP threads sleep instead of spinning
+  /// on cores that loader and communication threads need. A new process
+  /// reads it at start, so this costs nothing (no restart).
+  TORCH_ARG(bool, passive_openmp) = true;
 
  public:  // TORCH_ARG leaves the members private
   /// Throws std::invalid_argument naming the first bad option, prefixed
@@ -41,7 +46,8 @@ struct LocalLauncherOptions {
   int64_t global_rank(int64_t local_rank) const { return node_rank() * nprocs() + local_rank; }
   /// What a launched rank finds in its environment: RANK, WORLD_SIZE,
   /// LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT and
-  /// FULGUR_LAUNCHED=1 (so a Trainer in it never launches again).
+  /// FULGUR_LAUNCHED=1 (so a Trainer in it never launches again), and
+  /// OMP_WAIT_POLICY=PASSIVE as passive_openmp says.
   std::vector<std::pair<std::string, std::string>> rank_environment(int64_t local_rank, int64_t port) const;
 };
 

@@ -43,7 +43,10 @@ std::shared_ptr<SubprocessLauncher> SubprocessLauncher::start(LocalLauncherOptio
   for (int64_t local_rank = 1; local_rank < o.nprocs(); ++local_rank) {
     launcher->peers_.start(o.global_rank(local_rank), args, o.rank_environment(local_rank, port));
   }
-  for (const auto& [name, value] : o.rank_environment(0, port)) ::setenv(name.c_str(), value.c_str(), 1);
+  for (const auto& [name, value] : o.rank_environment(0, port)) {
+    // The OpenMP runtime read its policy when this process started.
+    if (name != "OMP_WAIT_POLICY") ::setenv(name.c_str(), value.c_str(), 1);
+  }
   process_launcher() = launcher;
   return launcher;
 }

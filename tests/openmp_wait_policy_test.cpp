@@ -1,16 +1,22 @@
-// The Trainer's first step (option openmp_wait_policy, default passive): a
-// program started without OMP_WAIT_POLICY restarts itself (same pid, same
-// arguments) with PASSIVE, and its OpenMP threads then sleep instead of
-// spinning; a value the user set stays and is followed; "environment"
-// leaves the variable alone.
+// The option openmp_wait_policy in a user's own main() (tests/probes/
+// openmp_probe.cpp). By default (launched) the program is never restarted
+// and what main() does before the Trainer happens once per process; the
+// ranks the Trainer starts get OMP_WAIT_POLICY=PASSIVE in their
+// environment. passive (an opt-in; the command line's default) also
+// restarts the program itself (same pid, same arguments) with PASSIVE, and
+// its OpenMP threads then sleep instead of spinning. A value the user set
+// is kept; environment leaves the variable alone everywhere.
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <regex>
+#include <set>
 #include <string>
 
 using fulgur::testing::run_command;
+using fulgur::testing::TempDir;
 
 namespace {
 
@@ -29,11 +35,30 @@ ProbeReport parse(const std::string& output) {
   return {match[1] == "1", std::stod(match[2])};
 }
 
+/// The pids main() wrote before it built its Trainer, one line each.
+std::multiset<std::string> appended(const std::filesystem::path& file) {
+  std::multiset<std::string> lines;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) lines.insert(line);
+  return lines;
+}
+
 }  // namespace
 
-TEST_CASE("openmp wait policy: unset, the program restarts itself with PASSIVE and the same pid and arguments") {
+TEST_CASE("openmp wait policy: by default a user's main() is not restarted and the variable stays unset") {
+  const auto ran = run_command("sh -c 'echo shell=$$; exec env -u OMP_WAIT_POLICY " + kProbe + " default fit \"two words\"'", 60);
+  INFO(ran.output);
+  REQUIRE(ran.exit_code == 0);
+  std::smatch match;
+  REQUIRE(std::regex_search(ran.output, match,
+                            std::regex("shell=([0-9]+)\nOMP_WAIT_POLICY=\\(unset\\) pid=([0-9]+) args: \\[fit\\] \\[two words\\]\n")));
+  CHECK(match[1] == match[2]);
+  CHECK_FALSE(parse(ran.output).restarted);
+}
+
+TEST_CASE("openmp wait policy: passive restarts the program with PASSIVE and the same pid and arguments") {
   // The shell prints its pid, then becomes env, which becomes the probe.
-  const auto ran = run_command("sh -c 'echo shell=$$; exec env -u OMP_WAIT_POLICY " + kProbe + " fit \"two words\" --x 1'", 60);
+  const auto ran = run_command("sh -c 'echo shell=$$; exec env -u OMP_WAIT_POLICY " + kProbe + " passive fit \"two words\" --x 1'", 60);
   INFO(ran.output);
   REQUIRE(ran.exit_code == 0);
   std::smatch match;
@@ -49,7 +74,7 @@ TEST_CASE("openmp wait policy: unset, the program restarts itself with PASSIVE a
 }
 
 TEST_CASE("openmp wait policy: a value the user set is kept, and the runtime follows it") {
-  const auto ran = run_command("OMP_WAIT_POLICY=ACTIVE " + kProbe + " fit", 60);
+  const auto ran = run_command("OMP_WAIT_POLICY=ACTIVE " + kProbe + " passive fit", 60);
   INFO(ran.output);
   CHECK(ran.exit_code == 0);
   CHECK(ran.output.find("OMP_WAIT_POLICY=ACTIVE pid=") != std::string::npos);
@@ -58,10 +83,41 @@ TEST_CASE("openmp wait policy: a value the user set is kept, and the runtime fol
   CHECK(report.idle_cpu_ms > 40);  // its OpenMP thread spun through the sleeps (~400 ms on an idle machine)
 }
 
-TEST_CASE("openmp wait policy: the option environment leaves the variable unset and the program as started") {
-  const auto ran = run_command("env -u OMP_WAIT_POLICY " + kProbe + " environment", 60);
-  INFO(ran.output);
-  CHECK(ran.exit_code == 0);
-  CHECK(ran.output.find("OMP_WAIT_POLICY=(unset) pid=") != std::string::npos);
-  CHECK_FALSE(parse(ran.output).restarted);
+TEST_CASE("openmp wait policy: main()'s side effects happen once per process; launched ranks get PASSIVE") {
+  TempDir dir("openmp-policy");
+  SUBCASE("devices 1: one process, one line") {
+    const auto ran = run_command("env -u OMP_WAIT_POLICY " + kProbe + " default --devices 1 --append " +
+                                     (dir / "lines").string(), 120);
+    INFO(ran.output);
+    CHECK(ran.exit_code == 0);
+    CHECK(appended(dir / "lines").size() == 1);
+    CHECK(ran.output.find("rank 0: OMP_WAIT_POLICY=(unset)") != std::string::npos);
+  }
+  SUBCASE("devices 2: rank 1 is a new process running the program: two lines, two pids") {
+    const auto ran = run_command("env -u OMP_WAIT_POLICY " + kProbe + " default --devices 2 --append " +
+                                     (dir / "lines").string(), 120);
+    INFO(ran.output);
+    CHECK(ran.exit_code == 0);
+    const auto lines = appended(dir / "lines");
+    CHECK(lines.size() == 2);
+    CHECK(std::set<std::string>(lines.begin(), lines.end()).size() == 2);
+    CHECK(ran.output.find("rank 0: OMP_WAIT_POLICY=(unset)") != std::string::npos);
+    CHECK(ran.output.find("rank 1: OMP_WAIT_POLICY=PASSIVE") != std::string::npos);
+  }
+  SUBCASE("passive, devices 1: the restart runs main() again in the same process") {
+    const auto ran = run_command("env -u OMP_WAIT_POLICY " + kProbe + " passive --devices 1 --append " +
+                                     (dir / "lines").string(), 120);
+    INFO(ran.output);
+    CHECK(ran.exit_code == 0);
+    const auto lines = appended(dir / "lines");
+    CHECK(lines.size() == 2);
+    CHECK(std::set<std::string>(lines.begin(), lines.end()).size() == 1);  // one pid, twice
+  }
+  SUBCASE("environment, devices 2: no rank gets the variable") {
+    const auto ran = run_command("env -u OMP_WAIT_POLICY " + kProbe + " environment --devices 2", 120);
+    INFO(ran.output);
+    CHECK(ran.exit_code == 0);
+    CHECK(ran.output.find("rank 0: OMP_WAIT_POLICY=(unset)") != std::string::npos);
+    CHECK(ran.output.find("rank 1: OMP_WAIT_POLICY=(unset)") != std::string::npos);
+  }
 }

@@ -68,9 +68,9 @@ void ModuleRuntimeConnector::clear_optimizers() {
 
 torch::Device ModuleRuntimeConnector::device() const { return trainer_.strategy().root_device(); }
 
-int64_t ModuleRuntimeConnector::global_rank() const { return trainer_.strategy().global_rank(); }
+int64_t ModuleRuntimeConnector::global_rank() const { return trainer_.global_rank(); }
 
-int64_t ModuleRuntimeConnector::world_size() const { return trainer_.strategy().world_size(); }
+int64_t ModuleRuntimeConnector::world_size() const { return trainer_.world_size(); }
 
 torch::Tensor ModuleRuntimeConnector::all_reduce(const torch::Tensor& tensor, ReduceOp op) {
   if (world_size() == 1) return tensor.detach().clone();

@@ -13,9 +13,11 @@ namespace fulgur {
 /// threads doing work: a small MLP trained 10x slower on 2 cores than with
 /// passive waiting. The OpenMP runtime reads the variable once, when it is
 /// loaded (before main), so it cannot be changed later in the same process.
-/// The Trainer calls it first in its constructor (option
-/// openmp_wait_policy, default passive): what main() did before the Trainer
-/// runs again in the restarted program.
+/// The Trainer calls it first in its constructor only with option
+/// openmp_wait_policy passive (the command line's default; a user's own
+/// main() opts in): what main() did before the Trainer runs again in the
+/// restarted program. By default (launched) only the ranks the Trainer
+/// starts get PASSIVE, through their environment.
 void use_passive_openmp_wait();
 
 }  // namespace fulgur

@@ -99,6 +99,9 @@ class Trainer {
   /// True while fit checks its validation loop before training.
   bool sanity_checking() const { return sanity_checking_; }
   bool is_global_zero() const { return strategy_->is_global_zero(); }
+  /// This process's rank among all processes of the run, and their number.
+  int64_t global_rank() const { return strategy_->global_rank(); }
+  int64_t world_size() const { return strategy_->world_size(); }
   /// Optimizer steps taken so far.
   int64_t global_step() const;
   /// Index of the epoch running (or the number completed, between epochs).

@@ -84,10 +84,11 @@ namespace fulgur {
   X(int64_t, cuda_graph_warmup, 3, "eager training steps before the CUDA-graph capture",                      \
     fulgur::check::AtLeast{1})                                                                                \
   X(bool, benchmark, false, "cuDNN benchmark mode", fulgur::check::Any{})                                     \
-  X(std::string, openmp_wait_policy, "passive",                                                               \
-    "passive: without OMP_WAIT_POLICY the program restarts itself once with PASSIVE when the Trainer is "       \
-    "built, so idle OpenMP threads sleep; environment: leave it to OMP_WAIT_POLICY (the runtime spins)",        \
-    (fulgur::check::OneOf{{"passive", "environment"}}))                                                      \
+  X(std::string, openmp_wait_policy, "launched",                                                              \
+    "where OMP_WAIT_POLICY is unset, idle OpenMP threads sleep (PASSIVE) in: launched: the ranks the Trainer " \
+    "starts; passive: those and this program, which restarts itself once when the Trainer is built (the "      \
+    "command line's default); environment: nowhere (the runtime spins)",                                       \
+    (fulgur::check::OneOf{{"launched", "passive", "environment"}}))                                          \
   X(std::string, default_root_dir, ".", "where the run folder and checkpoints go", fulgur::check::NotEmpty{}) \
   X(bool, enable_progress_bar, true, "show the progress bar (rank 0)", fulgur::check::Any{})                  \
   X(bool, enable_model_summary, true, "print the model's modules and parameter counts at fit start (rank 0)",   \

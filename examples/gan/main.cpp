@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
     examples::RingData data(std::stoll(flags.at("batch_size")), /*latent_dim=*/8);
     fulgur::Trainer trainer(examples::trainer_options(flags));
     trainer.fit(model, data, flags.at("ckpt_path"));
-    examples::write_weights(flags, model, trainer.strategy().global_rank());
+    examples::write_weights(flags, model, trainer.global_rank());
     const auto& m = trainer.callback_metrics();
     if (trainer.is_global_zero() && m.count("val_modes") != 0) {  // a run stopped before validation has none
       std::cout << "val_modes " << m.at("val_modes") << " val_quality " << m.at("val_quality") << std::endl;

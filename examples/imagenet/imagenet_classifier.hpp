@@ -27,7 +27,7 @@ class ImageNetClassifier : public LitClassifier {
   }
   void on_train_end() override {
     LitClassifier::on_train_end();
-    std::cout << "imagenet: rank " << trainer()->strategy().global_rank() << " ran " << train_batches_
+    std::cout << "imagenet: rank " << global_rank() << " ran " << train_batches_
               << " training batches, inputs " << c10::IntArrayRef(first_input_) << std::endl;
   }
 

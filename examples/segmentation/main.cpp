@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
       metrics = trainer.validate(model, data, flags.at("ckpt_path"));
     } else {
       trainer.fit(model, data, flags.at("ckpt_path"));
-      examples::write_weights(flags, model, trainer.strategy().global_rank());
+      examples::write_weights(flags, model, trainer.global_rank());
       metrics = trainer.callback_metrics();
     }
     if (trainer.is_global_zero()) {

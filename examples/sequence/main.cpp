@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
     examples::SequenceData data(std::stoll(flags.at("batch_size")), /*vocab=*/8);
     fulgur::Trainer trainer(examples::trainer_options(flags));
     trainer.fit(model, data, flags.at("ckpt_path"));
-    examples::write_weights(flags, model, trainer.strategy().global_rank());
+    examples::write_weights(flags, model, trainer.global_rank());
     if (trainer.is_global_zero()) std::cout << "val_acc " << trainer.callback_metrics().at("val_acc") << std::endl;
     return trainer.exit_code();  // 143 after SIGTERM, a failed peer's code
   } catch (const std::exception& e) {

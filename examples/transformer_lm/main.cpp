@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
                                           .forward_prefetch(flags.at("forward_prefetch") == "true")
                                           .backward_prefetch(flags.at("backward_prefetch"))));
     trainer.fit(model, data, flags.at("ckpt_path"));
-    examples::write_weights(flags, model, trainer.strategy().global_rank());
+    examples::write_weights(flags, model, trainer.global_rank());
     if (trainer.is_global_zero() && trainer.callback_metrics().count("val_loss")) {
       const double val_loss = trainer.callback_metrics().at("val_loss");
       std::cout << "val_loss " << val_loss << " perplexity " << std::exp(val_loss) << std::endl;

@@ -80,7 +80,7 @@ struct TransformerLM : fulgur::LightningModule {
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
     const int64_t state = fulgur::training_state_bytes(trainer()->strategy(), *this, trainer()->optimizers());
-    std::cout << "transformer_lm rank " << trainer()->strategy().global_rank() << ": state_bytes " << state
+    std::cout << "transformer_lm rank " << global_rank() << ": state_bytes " << state
               << " peak_rss_mib " << usage.ru_maxrss / 1024 << " step_s "
               << (steps > 3 ? timed_seconds / static_cast<double>(steps - 3) : 0.0) << std::endl;
   }

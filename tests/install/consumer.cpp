@@ -46,8 +46,8 @@ int main(int argc, char** argv) {
                               .enable_checkpointing(false)
                               .enable_progress_bar(false));
   trainer.fit(model, data);
-  std::cout << "rank=" << trainer.strategy().global_rank() << " world=" << trainer.strategy().world_size()
+  std::cout << "rank=" << trainer.global_rank() << " world=" << trainer.world_size()
             << " steps=" << trainer.global_step() << " w=" << model.fc->weight.item<double>() << std::endl;
-  if (trainer.strategy().world_size() != devices) return 1;
+  if (trainer.world_size() != devices) return 1;
   return std::abs(model.fc->weight.item<double>() - 3.0) < 0.05 ? 0 : 1;
 }

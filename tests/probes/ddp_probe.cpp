@@ -73,7 +73,7 @@ struct ProbeModel : fulgur::LightningModule {
   void on_train_start() override {
     // --model.pid_file F: every rank writes its pid to F.<rank>, for tests that signal one rank.
     if (!o.pid_file().empty()) {
-      const std::string path = o.pid_file() + "." + std::to_string(trainer()->strategy().global_rank());
+      const std::string path = o.pid_file() + "." + std::to_string(global_rank());
       std::ofstream(path + ".tmp") << ::getpid() << "\n";
       std::filesystem::rename(path + ".tmp", path);
     }
@@ -116,7 +116,7 @@ struct ProbeModel : fulgur::LightningModule {
       std::raise(SIGKILL);
     }
     // --model.signal_rank R: that rank alone receives SIGUSR1 during step signal_step.
-    if (trainer()->strategy().global_rank() == o.signal_rank() && trainer()->global_step() == o.signal_step()) {
+    if (global_rank() == o.signal_rank() && trainer()->global_step() == o.signal_step()) {
       std::raise(SIGUSR1);
     }
     // --model.step_seconds S: slow steps, so an outside signal lands mid-run.
@@ -137,14 +137,14 @@ struct ProbeModel : fulgur::LightningModule {
     // --model.improving_rank R: an unsynced score that improves every epoch on
     // rank R only, so ranks would disagree about stopping if each decided alone.
     if (o.improving_rank() >= 0) {
-      const bool improving = trainer()->strategy().global_rank() == o.improving_rank();
+      const bool improving = global_rank() == o.improving_rank();
       log("rank_score", torch::tensor(improving ? 10.0 - static_cast<double>(trainer()->current_epoch()) : 10.0));
     }
   }
   void on_train_end() override {
     if (o.improving_rank() >= 0) {
       std::printf("rank %lld stopped at epoch %lld step %lld\n",
-                  static_cast<long long>(trainer()->strategy().global_rank()),
+                  static_cast<long long>(global_rank()),
                   static_cast<long long>(trainer()->current_epoch()), static_cast<long long>(trainer()->global_step()));
       std::fflush(stdout);
     }
@@ -157,7 +157,7 @@ struct ProbeModel : fulgur::LightningModule {
     const auto* horovod = dynamic_cast<const fulgur::HorovodStrategy*>(&trainer()->strategy());
     if (!o.count_file().empty()) {
       if (horovod && horovod->controller()) counts << "horovod_last_step " << horovod->controller()->collectives_last_step() << "\n";
-      std::ofstream(o.count_file() + "." + std::to_string(trainer()->strategy().global_rank())) << counts.str();
+      std::ofstream(o.count_file() + "." + std::to_string(global_rank())) << counts.str();
     }
     if (horovod && horovod->controller() && trainer()->is_global_zero()) {
       std::cout << "ddp_probe: collectives in the last step: " << horovod->controller()->collectives_last_step()
@@ -165,7 +165,7 @@ struct ProbeModel : fulgur::LightningModule {
     }
     // --model.stop_file F: every rank writes "<global_step> <stop_signal>" to F.<rank>.
     if (!o.stop_file().empty()) {
-      std::ofstream(o.stop_file() + "." + std::to_string(trainer()->strategy().global_rank()))
+      std::ofstream(o.stop_file() + "." + std::to_string(global_rank()))
           << trainer()->global_step() << " " << trainer()->stop_signal() << "\n";
     }
     if (o.output().empty()) return;

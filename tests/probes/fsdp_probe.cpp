@@ -84,7 +84,7 @@ struct FSDPProbeModel : fulgur::LightningModule {
     if (!o.state_file().empty()) {
       // "<name> <parameter numel> <optimizer state numel>": the state is
       // Adam's exp_avg or SGD's momentum buffer, as this rank holds it.
-      std::ofstream out(o.state_file() + "." + std::to_string(trainer()->strategy().global_rank()));
+      std::ofstream out(o.state_file() + "." + std::to_string(global_rank()));
       for (const auto& item : named_parameters()) {
         const auto found = optimizer.state().find(item.value().unsafeGetTensorImpl());
         int64_t state = -1;

@@ -1,9 +1,18 @@
-// Builds a Trainer (openmp_wait_policy: the first argument when it is
-// "environment", else the default) and prints what that left this process:
-// the policy, the pid (unchanged by a restart), the arguments (passed
-// through), whether it was restarted, and the CPU time used while the
-// program slept between parallel regions (spinning OpenMP threads show
-// there; passive ones do not).
+// A user's own main() as the openmp_wait_policy tests need it:
+//
+//   openmp_probe POLICY [--devices N] [--append FILE] [ARG...]
+//
+// POLICY is default (the option left alone), launched, passive or
+// environment. With --append the program first appends "pid <pid>" to FILE
+// (a side effect of main() before the Trainer exists). It builds a
+// Trainer and prints what that left this process: the policy, the pid
+// (unchanged by a restart), the other arguments (passed through), whether
+// it was restarted, and the CPU time used while the program slept between
+// parallel regions (spinning OpenMP threads show there; passive ones do
+// not). With --devices N it then fits a tiny model on N ranks (ddp), and
+// every rank prints its line, prefixed "rank R: ".
+#include "../support/tiny_modules.hpp"
+
 #include <fulgur/trainer/trainer.hpp>
 
 #include <sys/auxv.h>
@@ -14,8 +23,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -44,15 +57,45 @@ double idle_cpu_ms() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  fulgur::TrainerOptions options;
-  options.logger(false).enable_checkpointing(false).enable_progress_bar(false);
-  if (argc > 1 && std::strcmp(argv[1], "environment") == 0) options.openmp_wait_policy("environment");
+  if (argc < 2) {
+    std::cerr << "usage: openmp_probe default|launched|passive|environment [--devices N] [--append FILE] [ARG...]\n";
+    return 2;
+  }
+  const std::string policy = argv[1];
+  int64_t devices = 0;
+  std::string append;
+  std::vector<std::string> rest;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--devices" && i + 1 < argc) {
+      devices = std::stoll(argv[++i]);
+    } else if (arg == "--append" && i + 1 < argc) {
+      append = argv[++i];
+    } else {
+      rest.push_back(arg);
+    }
+  }
+  if (!append.empty()) std::ofstream(append, std::ios::app) << "pid " << ::getpid() << "\n";
+
+  // Nothing is written (no logger, no checkpoints); the root is a formality.
+  fulgur::TrainerOptions options = fulgur::testing::quiet_options(std::filesystem::temp_directory_path().string());
+  options.logger(false).enable_checkpointing(false).max_epochs(1).devices(std::max<int64_t>(devices, 1));
+  if (devices > 1) options.strategy("ddp");
+  if (policy != "default") options.openmp_wait_policy(policy);
   fulgur::Trainer trainer(options);
-  const char* policy = std::getenv("OMP_WAIT_POLICY");
-  std::cout << "OMP_WAIT_POLICY=" << (policy != nullptr ? policy : "(unset)") << " pid=" << ::getpid() << " args:";
-  for (int i = 1; i < argc; ++i) std::cout << " [" << argv[i] << "]";
+  const char* value = std::getenv("OMP_WAIT_POLICY");
+  const std::string prefix = devices > 0 ? "rank " + std::to_string(trainer.global_rank()) + ": " : "";
+  std::cout << prefix << "OMP_WAIT_POLICY=" << (value != nullptr ? value : "(unset)") << " pid=" << ::getpid()
+            << " args:";
+  for (const auto& arg : rest) std::cout << " [" << arg << "]";
   // A restart executes /proc/self/exe; the first start, the path it was given.
   const auto* executed = reinterpret_cast<const char*>(::getauxval(AT_EXECFN));
-  std::cout << "\nrestarted=" << (std::strcmp(executed, "/proc/self/exe") == 0) << " idle_cpu_ms=" << idle_cpu_ms()
-            << std::endl;
+  std::cout << "\n" << prefix << "restarted=" << (std::strcmp(executed, "/proc/self/exe") == 0)
+            << " idle_cpu_ms=" << idle_cpu_ms() << std::endl;
+  if (devices > 0) {
+    fulgur::testing::RecordingModule model;
+    fulgur::testing::RegressionData data(4, 0);
+    trainer.fit(model, data);
+  }
+  return trainer.exit_code();
 }

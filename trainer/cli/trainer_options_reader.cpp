@@ -31,7 +31,9 @@ TrainerOptions read_trainer_options(ConfigSection& s, YAML::Node trainer) {
       trainer["fast_dev_run"] = flag ? 1 : 0;
     }
   }
-  return read_options<TrainerOptions>(s, TrainerOptions(), {"logger", "callbacks"});
+  // The command line owns its process: restarting it with PASSIVE costs
+  // nothing, unlike restarting a user's own main().
+  return read_options<TrainerOptions>(s, TrainerOptions().openmp_wait_policy("passive"), {"logger", "callbacks"});
 }
 
 }  // namespace fulgur::cli
