@@ -66,7 +66,7 @@ bool EarlyStopping::improves(double current, double reference) const {
   return options_.mode() == "min" ? current < reference : current > reference;
 }
 
-std::string EarlyStopping::evaluate(double current) {
+std::string EarlyStopping::evaluate(double current, bool announce) {
   const std::string& name = options_.monitor();
   if (options_.check_finite() && !std::isfinite(current)) {
     return fmt::format("Monitored metric {} = {} is not finite. Previous best value was {:.6g}. Signaling Trainer to stop.",
@@ -82,7 +82,7 @@ std::string EarlyStopping::evaluate(double current) {
   }
   const double delta = options_.mode() == "min" ? -options_.min_delta() : options_.min_delta();
   if (improves(current - delta, best_score_)) {
-    if (options_.verbose()) {
+    if (options_.verbose() && announce) {
       std::cout << (std::isfinite(best_score_)
                         ? fmt::format("EarlyStopping: metric {} improved by {:.6g} >= min_delta = {}. New best score: {:.6g}",
                                       name, std::abs(best_score_ - current), options_.min_delta(), current)
@@ -123,7 +123,8 @@ void EarlyStopping::check(Trainer& trainer) {
     warned_missing_ = true;
     return;
   }
-  const std::string reason = evaluate(shared[1].item<double>());
+  // Every rank sees the same value; rank 0 alone says so.
+  const std::string reason = evaluate(shared[1].item<double>(), trainer.is_global_zero());
   if (reason.empty()) return;
   stopping_reason_ = reason;
   stopped_epoch_ = trainer.current_epoch();

@@ -66,7 +66,8 @@ class EarlyStopping : public Callback {
   bool improves(double current, double reference) const;
   void check(Trainer& trainer);
   /// Returns the reason to stop, or empty to go on; updates best/wait.
-  std::string evaluate(double current);
+  /// `announce`: print the "New best score" line (rank 0 only).
+  std::string evaluate(double current, bool announce);
 
   EarlyStoppingOptions options_;
   bool check_on_train_epoch_end_ = false;

@@ -37,6 +37,22 @@ TEST_CASE("callbacks ddp: EarlyStopping follows rank 0's value on every rank") {
   CHECK(rank0_improves.output.find("rank 0 stopped at epoch 4 step 16") != std::string::npos);
   CHECK(rank0_improves.output.find("rank 1 stopped at epoch 4 step 16") != std::string::npos);
 
+  // verbose: one "New best score" line per improvement, from rank 0 alone.
+  TempDir verbose_dir("callbacks-ddp-early-stopping-verbose");
+  const auto verbose = run_command(
+      fit_command(verbose_dir, "--trainer.max_epochs 3 --trainer.enable_progress_bar false --model.improving_rank 0 "
+                               "--trainer.callbacks '[{class_path: EarlyStopping, init_args: {monitor: rank_score, "
+                               "patience: 1, verbose: true}}]'"),
+      120);
+  INFO(verbose.output);
+  REQUIRE(verbose.exit_code == 0);
+  size_t lines = 0;
+  for (size_t at = verbose.output.find("New best score"); at != std::string::npos;
+       at = verbose.output.find("New best score", at + 1)) {
+    ++lines;
+  }
+  CHECK(lines == 3);
+
   // Rank 0 does not improve: both stop after epoch 1 (2 epochs, 8 steps).
   const auto rank1_improves = run_command(
       fit_command(dir, "--trainer.max_epochs 4 --trainer.enable_progress_bar false --model.improving_rank 1" +

@@ -3,6 +3,9 @@
 
 #include <doctest/doctest.h>
 
+#include <iostream>
+#include <sstream>
+
 using namespace fulgur;
 using fulgur::testing::quiet_options;
 using fulgur::testing::RecordingModule;
@@ -31,6 +34,27 @@ TEST_CASE("loops: max_steps stops mid-epoch") {
   CHECK(trainer.global_step() == 13);
   CHECK(model.count("training_step") == 13);
   CHECK(model.count("on_train_epoch_end") == 2);
+}
+
+TEST_CASE("loops: a second fit with nothing left to do says so in one line and trains nothing") {
+  TempDir dir("loops-second-fit");
+  RecordingModule model;
+  RegressionData data(4, 0);
+  Trainer trainer(quiet_options(dir.path()).max_epochs(2).logger(false));
+  trainer.fit(model, data);
+  REQUIRE(model.count("training_step") == 8);
+  std::ostringstream out;
+  std::streambuf* previous = std::cout.rdbuf(out.rdbuf());
+  try {
+    trainer.fit(model, data);
+  } catch (...) {
+    std::cout.rdbuf(previous);
+    throw;
+  }
+  std::cout.rdbuf(previous);
+  CHECK(out.str().find("fulgur: fit has nothing to do: max_epochs=2 reached\n") != std::string::npos);
+  CHECK(model.count("training_step") == 8);
+  CHECK(trainer.global_step() == 8);
 }
 
 TEST_CASE("loops: limit_train_batches and limit_val_batches as counts and fractions") {

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <iostream>
 #include <stdexcept>
 
 namespace fulgur {
@@ -33,6 +34,15 @@ void FitLoop::run(DataLoader& train, DataLoader* val) {
         o.val_check_interval().count(), num_batches));
   }
 
+  // A second fit, or a resume from the end: say why nothing runs, as Lightning does.
+  const int64_t max_epochs = trainer_.config().max_epochs;
+  const bool steps_done = o.max_steps() != -1 && epoch_loop_.global_step() >= o.max_steps();
+  const bool epochs_done = max_epochs != -1 && current_epoch() >= max_epochs;
+  if ((steps_done || epochs_done) && trainer_.is_global_zero()) {
+    std::cout << (steps_done ? fmt::format("fulgur: fit has nothing to do: max_steps={} reached", o.max_steps())
+                             : fmt::format("fulgur: fit has nothing to do: max_epochs={} reached", max_epochs))
+              << std::endl;
+  }
   hooks_.call_hook("on_train_start", &Callback::on_train_start, &LightningModule::on_train_start);
   while (!done()) {
     train.set_epoch(current_epoch());

@@ -34,17 +34,17 @@ class RecordingModule : public LightningModule {
   }
 
   torch::Tensor training_step(const Batch& batch, int64_t) override {
-    events.push_back("training_step");
+    events.emplace_back("training_step");
     const torch::Tensor loss = torch::mse_loss(linear->forward(batch.input).squeeze(1), batch.target);
     log("train_loss", loss);
     return loss;
   }
   void validation_step(const Batch& batch, int64_t) override {
-    events.push_back("validation_step");
+    events.emplace_back("validation_step");
     log("val_loss", torch::mse_loss(linear->forward(batch.input).squeeze(1), batch.target));
   }
   void test_step(const Batch& batch, int64_t) override {
-    events.push_back("test_step");
+    events.emplace_back("test_step");
     log("test_loss", torch::mse_loss(linear->forward(batch.input).squeeze(1), batch.target));
   }
   torch::Tensor predict_step(const Batch& batch, int64_t) override { return linear->forward(batch.input); }
@@ -59,18 +59,20 @@ class RecordingModule : public LightningModule {
     return config;
   }
 
-  void on_train_epoch_start() override { events.push_back("on_train_epoch_start"); }
-  void on_train_epoch_end() override { events.push_back("on_train_epoch_end"); }
-  void on_validation_start() override { events.push_back("on_validation_start"); }
-  void on_before_optimizer_step(torch::optim::Optimizer&) override { events.push_back("optimizer_step"); }
-  void on_fit_start() override { events.push_back("on_fit_start"); }
-  void on_fit_end() override { events.push_back("on_fit_end"); }
+  void on_train_epoch_start() override { events.emplace_back("on_train_epoch_start"); }
+  void on_train_epoch_end() override { events.emplace_back("on_train_epoch_end"); }
+  void on_validation_start() override { events.emplace_back("on_validation_start"); }
+  void on_before_optimizer_step(torch::optim::Optimizer&) override { events.emplace_back("optimizer_step"); }
+  void on_fit_start() override { events.emplace_back("on_fit_start"); }
+  void on_fit_end() override { events.emplace_back("on_fit_end"); }
 
   int64_t count(const std::string& event) const {
     return static_cast<int64_t>(std::count(events.begin(), events.end(), event));
   }
 
   torch::nn::Linear linear{nullptr};
+  // Recorded with emplace_back: GCC 12 -O3 warns (-Wstringop-overread, a
+  // false positive) when push_back moves a temporary of a long literal.
   std::vector<std::string> events;
   std::optional<SchedulerInterval> scheduler_interval;
   int64_t scheduler_frequency = 1;
