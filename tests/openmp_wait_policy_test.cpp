@@ -35,6 +35,11 @@ ProbeReport parse(const std::string& output) {
   return {match[1] == "1", std::stod(match[2])};
 }
 
+/// The probe started without OMP_WAIT_POLICY.
+fulgur::testing::CommandResult run_unset(const std::string& args) {
+  return run_command("env -u OMP_WAIT_POLICY " + kProbe + " " + args, 120);
+}
+
 /// The pids main() wrote before it built its Trainer, one line each.
 std::multiset<std::string> appended(const std::filesystem::path& file) {
   std::multiset<std::string> lines;
@@ -86,16 +91,14 @@ TEST_CASE("openmp wait policy: a value the user set is kept, and the runtime fol
 TEST_CASE("openmp wait policy: main()'s side effects happen once per process; launched ranks get PASSIVE") {
   TempDir dir("openmp-policy");
   SUBCASE("devices 1: one process, one line") {
-    const auto ran = run_command("env -u OMP_WAIT_POLICY " + kProbe + " default --devices 1 --append " +
-                                     (dir / "lines").string(), 120);
+    const auto ran = run_unset("default --devices 1 --append " + (dir / "lines").string());
     INFO(ran.output);
     CHECK(ran.exit_code == 0);
     CHECK(appended(dir / "lines").size() == 1);
     CHECK(ran.output.find("rank 0: OMP_WAIT_POLICY=(unset)") != std::string::npos);
   }
   SUBCASE("devices 2: rank 1 is a new process running the program: two lines, two pids") {
-    const auto ran = run_command("env -u OMP_WAIT_POLICY " + kProbe + " default --devices 2 --append " +
-                                     (dir / "lines").string(), 120);
+    const auto ran = run_unset("default --devices 2 --append " + (dir / "lines").string());
     INFO(ran.output);
     CHECK(ran.exit_code == 0);
     const auto lines = appended(dir / "lines");
@@ -105,8 +108,7 @@ TEST_CASE("openmp wait policy: main()'s side effects happen once per process; la
     CHECK(ran.output.find("rank 1: OMP_WAIT_POLICY=PASSIVE") != std::string::npos);
   }
   SUBCASE("passive, devices 1: the restart runs main() again in the same process") {
-    const auto ran = run_command("env -u OMP_WAIT_POLICY " + kProbe + " passive --devices 1 --append " +
-                                     (dir / "lines").string(), 120);
+    const auto ran = run_unset("passive --devices 1 --append " + (dir / "lines").string());
     INFO(ran.output);
     CHECK(ran.exit_code == 0);
     const auto lines = appended(dir / "lines");
@@ -114,7 +116,7 @@ TEST_CASE("openmp wait policy: main()'s side effects happen once per process; la
     CHECK(std::set<std::string>(lines.begin(), lines.end()).size() == 1);  // one pid, twice
   }
   SUBCASE("environment, devices 2: no rank gets the variable") {
-    const auto ran = run_command("env -u OMP_WAIT_POLICY " + kProbe + " environment --devices 2", 120);
+    const auto ran = run_unset("environment --devices 2");
     INFO(ran.output);
     CHECK(ran.exit_code == 0);
     CHECK(ran.output.find("rank 0: OMP_WAIT_POLICY=(unset)") != std::string::npos);
