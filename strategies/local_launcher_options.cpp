@@ -43,7 +43,9 @@ std::vector<std::pair<std::string, std::string>> LocalLauncherOptions::rank_envi
       {"MASTER_ADDR", main_address()},
       {"MASTER_PORT", std::to_string(port)},
       {"FULGUR_LAUNCHED", "1"}};
-  if (passive_openmp() && std::getenv("OMP_WAIT_POLICY") == nullptr) environment.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
+  if (passive_openmp() && std::getenv("OMP_WAIT_POLICY") == nullptr) {
+    environment.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
+  }
   return environment;
 }
 
