@@ -91,8 +91,8 @@ class Figures:
     def loader_vs_torchvision(self):
         # The ImageNet train recipe (RandomResizedCrop 224 + flip, 2 workers
         # each, both pinned to the same CPUs) on generated 500x375 JPEGs.
-        lvt = importlib.machinery.SourceFileLoader("lvt", str(ROOT / "bench/loader_vs_torchvision")).load_module()
-        if self._images is None:
+        if self._images is None:  # generated once, for every pair
+            lvt = importlib.machinery.SourceFileLoader("lvt", str(ROOT / "bench/loader_vs_torchvision")).load_module()
             self._images = lvt.make_data(self.work / "images", quick=True)[0]
         pin = ["taskset", "-c", "0-1"]
         common = [self._images, "imagenet-train", 32, 2, 25]
@@ -154,7 +154,7 @@ def recorded_values():
 
 
 def main():
-    args = [a for a in sys.argv[1:]]
+    args = list(sys.argv[1:])
     pairs, only = 5, list(FIGURES)
     if "--pairs" in args:
         i = args.index("--pairs")

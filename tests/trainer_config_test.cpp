@@ -87,6 +87,22 @@ TEST_CASE("TrainerConfig: strategy auto is ddp above one process; launched runs 
                        std::invalid_argument);
 }
 
+TEST_CASE("TrainerConfig: compute threads: SLURM's CPUs per task, else each local rank's share of the CPUs") {
+  Platform p = cpu_only();
+  p.available_cpus = 8;
+  const TrainerOptions one = TrainerOptions().accelerator("cpu").devices(1);
+  const TrainerOptions three = TrainerOptions().accelerator("cpu").devices(3);
+  CHECK_FALSE(TrainerConfig::resolve(one, p).num_threads.has_value());  // LibTorch's default
+  CHECK(TrainerConfig::resolve(three, p).num_threads == 2);              // 8 CPUs / 3 ranks
+  p.available_cpus = 2;
+  CHECK(TrainerConfig::resolve(three, p).num_threads == 1);  // at least one
+  p.omp_num_threads_set = true;
+  CHECK_FALSE(TrainerConfig::resolve(three, p).num_threads.has_value());  // the user's OMP_NUM_THREADS stands
+  p.cpus_per_task = 4;
+  CHECK(TrainerConfig::resolve(three, p).num_threads == 4);
+  CHECK(TrainerConfig::resolve(one, p).num_threads == 4);
+}
+
 TEST_CASE("TrainerConfig: exact error messages") {
   auto message = [](const TrainerOptions& o, const Platform& p = Platform{}) {
     try {

@@ -56,6 +56,17 @@ std::vector<double> learning_rates(const torch::optim::Optimizer& optimizer) {
   return lrs;
 }
 
+// Compared in place: this runs before every replay, where host time is what
+// the graph saves.
+bool same_learning_rates(const torch::optim::Optimizer& optimizer, const std::vector<double>& lrs) {
+  const auto& groups = optimizer.param_groups();
+  if (groups.size() != lrs.size()) return false;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (groups[i].options().get_lr() != lrs[i]) return false;
+  }
+  return true;
+}
+
 std::vector<const torch::Tensor*> tensors_of(const Batch& batch) {
   std::vector<const torch::Tensor*> out{&batch.input, &batch.target};
   for (const auto& [name, tensor] : batch.tensors) out.push_back(&tensor);
@@ -154,7 +165,7 @@ CudaGraphStep::Result CudaGraphStep::step(const Batch& batch, LightningModule& m
                                           torch::optim::Optimizer& optimizer,
                                           const std::function<torch::Tensor(const Batch&)>& body) {
   // An epoch scheduler changed the learning rate: the graph holds the old one.
-  if (captured() && learning_rates(optimizer) != captured_lrs_) {
+  if (captured() && !same_learning_rates(optimizer, captured_lrs_)) {
     graph_.reset();
     static_grads_.clear();
     ++recaptures_;

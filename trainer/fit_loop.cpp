@@ -13,13 +13,17 @@ namespace fulgur {
 FitLoop::FitLoop(Trainer& trainer, const LoopContext& context)
     : trainer_(trainer), hooks_(context.hooks), epoch_loop_(trainer, context) {}
 
-bool FitLoop::done() const {
+std::string FitLoop::limit_reached() const {
   const TrainerConfig& c = trainer_.config();
-  const TrainerOptions& o = c.options;
-  if (o.max_steps() != -1 && epoch_loop_.global_step() >= o.max_steps()) return true;
-  if (c.max_epochs != -1 && current_epoch() >= c.max_epochs) return true;
-  if (trainer_.stopped_by_signal()) return true;
-  return trainer_.should_stop() && current_epoch() >= o.min_epochs();
+  const int64_t max_steps = c.options.max_steps();
+  if (max_steps != -1 && epoch_loop_.global_step() >= max_steps) return fmt::format("max_steps={}", max_steps);
+  if (c.max_epochs != -1 && current_epoch() >= c.max_epochs) return fmt::format("max_epochs={}", c.max_epochs);
+  return "";
+}
+
+bool FitLoop::done() const {
+  if (!limit_reached().empty() || trainer_.stopped_by_signal()) return true;
+  return trainer_.should_stop() && current_epoch() >= trainer_.config().options.min_epochs();
 }
 
 void FitLoop::run(DataLoader& train, DataLoader* val) {
@@ -35,13 +39,9 @@ void FitLoop::run(DataLoader& train, DataLoader* val) {
   }
 
   // A second fit, or a resume from the end: say why nothing runs, as Lightning does.
-  const int64_t max_epochs = trainer_.config().max_epochs;
-  const bool steps_done = o.max_steps() != -1 && epoch_loop_.global_step() >= o.max_steps();
-  const bool epochs_done = max_epochs != -1 && current_epoch() >= max_epochs;
-  if ((steps_done || epochs_done) && trainer_.is_global_zero()) {
-    std::cout << (steps_done ? fmt::format("fulgur: fit has nothing to do: max_steps={} reached", o.max_steps())
-                             : fmt::format("fulgur: fit has nothing to do: max_epochs={} reached", max_epochs))
-              << std::endl;
+  const std::string limit = limit_reached();
+  if (!limit.empty() && trainer_.is_global_zero()) {
+    std::cout << "fulgur: fit has nothing to do: " << limit << " reached" << std::endl;
   }
   hooks_.call_hook("on_train_start", &Callback::on_train_start, &LightningModule::on_train_start);
   while (!done()) {

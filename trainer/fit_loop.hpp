@@ -4,6 +4,8 @@
 #include <fulgur/trainer/progress.hpp>
 #include <fulgur/trainer/training_epoch_loop.hpp>
 
+#include <string>
+
 namespace fulgur {
 
 class Trainer;
@@ -32,6 +34,9 @@ class FitLoop {
   void load_state_dict(const c10::impl::GenericDict& state);
 
  private:
+  /// Which limit has been reached: "max_steps=N", "max_epochs=N", or empty.
+  std::string limit_reached() const;
+
   Trainer& trainer_;
   HookDispatcher& hooks_;
   Progress epoch_progress_;

@@ -29,30 +29,14 @@
 #include <c10/util/Type.h>
 #include <fmt/format.h>
 
-#include <sched.h>
-
-#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <cstdlib>
 #include <iostream>
 #include <stdexcept>
-#include <thread>
 #include <typeinfo>
 
 namespace fulgur {
-
-namespace {
-
-// The CPUs this process may run on (taskset, cgroups' cpusets).
-int64_t available_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
-  return std::max<int64_t>(1, std::thread::hardware_concurrency());
-}
-
-}  // namespace
 
 Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> callbacks,
                  std::vector<std::shared_ptr<Logger>> loggers, Platform platform)
@@ -89,15 +73,8 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
     for (const auto& warning : platform.warnings) std::cerr << "fulgur: warning: " << warning << std::endl;
   }
   // SLURM_CPUS_PER_TASK: use the CPUs the job was given, and no more.
-  if (config_.num_threads) {
-    at::set_num_threads(static_cast<int>(*config_.num_threads));
-  } else if (config_.devices > 1 && std::getenv("OMP_NUM_THREADS") == nullptr) {
-    // The ranks of a node share its cores (torchrun sets OMP_NUM_THREADS=1
-    // for the same reason): each rank gets its share, so no OpenMP team
-    // spins on a core that another rank needs. This is what keeps a
-    // process that was not restarted with a passive wait policy fast.
-    at::set_num_threads(static_cast<int>(std::max<int64_t>(1, available_cpus() / config_.devices)));
-  }
+  // Or each rank's share of the node's CPUs (TrainerConfig::num_threads).
+  if (config_.num_threads) at::set_num_threads(static_cast<int>(*config_.num_threads));
 
   if (!config_.options.logger()) {
     loggers_.clear();

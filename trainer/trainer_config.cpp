@@ -6,7 +6,11 @@
 #include <fmt/format.h>
 #include <torch/cuda.h>
 
+#include <sched.h>
+
+#include <algorithm>
 #include <stdexcept>
+#include <thread>
 
 namespace fulgur {
 namespace {
@@ -45,6 +49,12 @@ Platform Platform::detect() {
   }
   const EnvLookup variables = process_environment();
   platform.cpus_per_task = SlurmEnvironment::cpus_per_task(variables);
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  platform.available_cpus = ::sched_getaffinity(0, sizeof(cpus), &cpus) == 0
+                                ? CPU_COUNT(&cpus)
+                                : std::max<int64_t>(1, std::thread::hardware_concurrency());
+  platform.omp_num_threads_set = variables("OMP_NUM_THREADS").has_value();
   const bool without_srun = SlurmEnvironment::in_allocation_without_srun(variables);
   if (without_srun && env->name() == "slurm" && env->world_size() > 1) {
     platform.slurm_tasks_without_srun = env->world_size();
@@ -122,6 +132,9 @@ TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& pl
     invalid(fmt::format("node_rank must be in [0, num_nodes), got {} with num_nodes={}", o.node_rank(), o.num_nodes()));
   }
   c.num_threads = platform.cpus_per_task;
+  if (!c.num_threads && c.devices > 1 && !platform.omp_num_threads_set) {
+    c.num_threads = std::max<int64_t>(1, platform.available_cpus / c.devices);
+  }
 
   const std::string& p = o.precision();
   if (p == "bf16-mixed") {

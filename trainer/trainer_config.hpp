@@ -43,6 +43,10 @@ struct Platform {
   /// SLURM_CPUS_PER_TASK: CPUs SLURM gave each process, the default for
   /// compute threads (torch::set_num_threads) and loader workers.
   std::optional<int64_t> cpus_per_task;
+  /// CPUs this process may run on (its affinity mask: taskset, cpusets).
+  int64_t available_cpus = 1;
+  /// Whether OMP_NUM_THREADS is set: the user's thread count stands.
+  bool omp_num_threads_set = false;
   /// Things the user probably did not mean, printed by rank 0 at start-up
   /// (e.g. inside a SLURM allocation without srun).
   std::vector<std::string> warnings;
@@ -75,7 +79,10 @@ struct TrainerConfig {
   int64_t max_epochs = 1000;
   ClipAlgorithm gradient_clip_algorithm = ClipAlgorithm::Norm;
   /// Compute threads for this process (torch::set_num_threads); nullopt
-  /// leaves LibTorch's default. From SLURM_CPUS_PER_TASK.
+  /// leaves LibTorch's default. From SLURM_CPUS_PER_TASK; else, with
+  /// several ranks per node and no OMP_NUM_THREADS, each rank's share of
+  /// the CPUs (torchrun sets 1 for the same reason), so no OpenMP team
+  /// spins on a core that another rank needs.
   std::optional<int64_t> num_threads;
   /// The other ranks must be started by the Trainer (world size > 1 and no
   /// external launcher).
