@@ -5,6 +5,7 @@
 #include <fulgur/trainer/callback.hpp>
 #include <fulgur/trainer/cli/callback_registry.hpp>
 #include <fulgur/callbacks/device_stats_monitor.hpp>
+#include <fulgur/trainer/cli/load_from_checkpoint.hpp>
 #include <fulgur/trainer/cli/logger_registry.hpp>
 #include <fulgur/callbacks/early_stopping.hpp>
 #include <fulgur/callbacks/ema_weight_averaging.hpp>

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace fulgur {
 
@@ -28,12 +29,27 @@ class DataModule {
   virtual std::shared_ptr<DataLoader> test_dataloader() { return nullptr; }
   virtual std::shared_ptr<DataLoader> predict_dataloader() { return nullptr; }
 
+  /// Several validation loaders (Lightning's list of loaders), run one after
+  /// the other: each step gets its loader's index as `dataloader_idx`, and a
+  /// value it logs is named `<name>/dataloader_idx_<i>`. Each loader is
+  /// sharded over the processes as a single one is. Default: val_dataloader()
+  /// alone (no index in the names).
+  virtual std::vector<std::shared_ptr<DataLoader>> val_dataloaders() { return one(val_dataloader()); }
+  /// Several test loaders, as val_dataloaders(). Default: test_dataloader() alone.
+  virtual std::vector<std::shared_ptr<DataLoader>> test_dataloaders() { return one(test_dataloader()); }
+
   /// The batch-size option called `name`, which the loaders made afterwards
   /// use; nullptr when the module has none by that name. Tuner::scale_batch_size
   /// changes it (its batch_arg_name, "batch_size" unless told otherwise).
   virtual int64_t* batch_arg(const std::string& name) {
     (void)name;
     return nullptr;
+  }
+
+ private:
+  static std::vector<std::shared_ptr<DataLoader>> one(std::shared_ptr<DataLoader> loader) {
+    if (!loader) return {};
+    return {std::move(loader)};
   }
 };
 

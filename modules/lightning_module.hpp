@@ -13,6 +13,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -41,12 +42,26 @@ class LightningModule : public torch::nn::Module {
   virtual torch::Tensor training_step(const Batch& batch, int64_t batch_idx) = 0;
   virtual void validation_step(const Batch& batch, int64_t batch_idx);
   virtual void test_step(const Batch& batch, int64_t batch_idx);
+  /// The steps with several loaders (DataModule::val_dataloaders): also the
+  /// index of the batch's loader. The Trainer calls these; by default they
+  /// call the two-argument steps, so override whichever you need.
+  virtual void validation_step(const Batch& batch, int64_t batch_idx, int64_t dataloader_idx);
+  virtual void test_step(const Batch& batch, int64_t batch_idx, int64_t dataloader_idx);
   /// Default: forward-free; override to return predictions for a batch.
   virtual torch::Tensor predict_step(const Batch& batch, int64_t batch_idx);
   /// One optimizer (and scheduler), or several with OptimizerConfig::list
   /// for manual optimization. Called by fit() after the strategy set the
   /// module up, on this process's device.
   virtual OptimizerConfig configure_optimizers() = 0;
+  /// Replaces configure_optimizers for fit, as LightningCLI's optimizer: and
+  /// lr_scheduler: sections do (the command line calls this).
+  void override_configure_optimizers(std::function<OptimizerConfig(LightningModule&)> configure) {
+    configure_override_ = std::move(configure);
+  }
+  /// What fit uses: the override if one was set, else configure_optimizers().
+  OptimizerConfig resolved_optimizers() {
+    return configure_override_ ? configure_override_(*this) : configure_optimizers();
+  }
 
   // --- hooks (called after the callbacks' hooks of the same name) -------------
   virtual void on_fit_start() {}
@@ -89,7 +104,9 @@ class LightningModule : public torch::nn::Module {
   bool automatic_optimization() const { return automatic_optimization_; }
   /// The optimizers configure_optimizers returned, in order (inside fit).
   std::vector<std::shared_ptr<LightningOptimizer>> optimizers() const;
-  /// Their schedulers, in order; manual optimization steps them itself.
+  /// Their LRScheduler schedulers, in order; manual optimization steps them
+  /// itself. A ReduceLROnPlateauScheduler is not an LRScheduler: the Trainer
+  /// steps it with its monitor (LRSchedulerConfig::plateau).
   std::vector<std::shared_ptr<torch::optim::LRScheduler>> lr_schedulers() const;
   /// Backward with the precision plugin's loss scaling; under ddp and
   /// horovod the gradients are then averaged over the processes, so the
@@ -163,6 +180,7 @@ class LightningModule : public torch::nn::Module {
   ModuleRuntime* runtime_ = nullptr;
   HParams hparams_ = empty_hparams();
   bool automatic_optimization_ = true;
+  std::function<OptimizerConfig(LightningModule&)> configure_override_;
   /// What toggle_optimizer switched off: parameter -> its requires_grad before.
   std::vector<std::pair<torch::Tensor, bool>> toggled_;
 };

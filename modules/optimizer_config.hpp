@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace fulgur {
@@ -13,11 +14,24 @@ namespace fulgur {
 /// the end of every training epoch.
 enum class SchedulerInterval { Step, Epoch };
 
+/// A learning-rate scheduler and when it steps (Lightning's lr_scheduler
+/// dict). Set one of `scheduler` (any torch::optim::LRScheduler, your own
+/// subclass included) or `plateau` (LibTorch's ReduceLROnPlateauScheduler,
+/// which steps with the value of the metric `monitor` names):
+///
+///   auto plateau = std::make_shared<torch::optim::ReduceLROnPlateauScheduler>(*sgd);
+///   return {sgd, fulgur::LRSchedulerConfig{.plateau = plateau, .monitor = "val_loss"}};
 struct LRSchedulerConfig {
   std::shared_ptr<torch::optim::LRScheduler> scheduler;
   SchedulerInterval interval = SchedulerInterval::Epoch;
   /// Step the scheduler once every `frequency` intervals.
   int64_t frequency = 1;
+  /// Stepped with callback_metrics()[monitor] (rank 0's value on every rank).
+  std::shared_ptr<torch::optim::ReduceLROnPlateauScheduler> plateau;
+  /// The metric a plateau scheduler watches, as logged (e.g. "val_loss").
+  std::string monitor;
+  /// A missing monitored metric is an error; false: a warning, and no step.
+  bool strict = true;
 };
 
 /// What configure_optimizers() returns: one optimizer and optionally one

@@ -37,6 +37,13 @@ c10::Dict<std::string, torch::Tensor> read_state_dict(const std::string& path) {
     throw std::invalid_argument(fmt::format("[read_state_dict] '{}' holds a {}, expected a dict of name -> tensor",
                                          path, value.tagKind()));
   }
+  if (value.toGenericDict().contains("state_dict")) {
+    throw std::invalid_argument(fmt::format(
+        "[read_state_dict] '{}' is a training checkpoint (weights under 'state_dict', with optimizer and loop "
+        "state), not a weights file: load it with fulgur::load_from_checkpoint<Model>(path), or its weights into "
+        "a module with fulgur::load_checkpoint_weights(module, path)",
+        path));
+  }
   c10::Dict<std::string, torch::Tensor> state;
   for (const auto& entry : value.toGenericDict()) {
     if (!entry.key().isString() || !entry.value().isTensor()) {

@@ -22,3 +22,16 @@ for strategy in ddp horovod; do
   grep -q "rank=0 world=2 steps=200" <<< "$out" && grep -q "rank=1 world=2 steps=200" <<< "$out" \
     || { echo "consumer $strategy 2: expected both ranks of a world of 2 to take 200 steps"; exit 1; }
 done
+# After training: a sharded fsdp checkpoint of 2 ranks, loaded on one process
+# without a Trainer, as written and joined by the installed fulgur_consolidate.
+ckpt="$work/line.ckpt"
+out="$(timeout 120 "$work/build/consumer" fsdp 2 "$ckpt" 2>&1)" || { echo "$out"; exit 1; }
+ls "$work"/line.ckpt.*shard-1-of-2 > /dev/null || { echo "consumer fsdp 2: expected a sharded checkpoint"; exit 1; }
+"$work/prefix/bin/fulgur_consolidate" "$ckpt" "$work/whole.ckpt"
+for file in "$ckpt" "$work/whole.ckpt"; do
+  out="$("$work/build/infer" "$file" 2>&1)" || { echo "infer $file: $out"; exit 1; }
+  echo "$out"
+  grep -q "lr=0.1 y(0.5)=2.5" <<< "$out" || { echo "infer $file: expected lr=0.1 and y(0.5)=2.5"; exit 1; }
+  grep -q "is a training checkpoint .*fulgur::load_from_checkpoint<Model>(path)" <<< "$out" \
+    || { echo "infer $file: read_state_dict should name load_from_checkpoint"; exit 1; }
+done

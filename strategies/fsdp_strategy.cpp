@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <algorithm>
+#include <functional>
+#include <numeric>
 #include <exception>
 #include <stdexcept>
 #include <unordered_set>
@@ -248,6 +250,12 @@ void FSDPStrategy::clip_gradients(torch::optim::Optimizer& optimizer, double val
 
 torch::Tensor FSDPStrategy::whole_tensor(const torch::Tensor& param, const torch::Tensor& tensor) {
   return sharded_ ? sharded_->whole_of(param, tensor) : tensor;
+}
+
+int64_t FSDPStrategy::whole_numel(const torch::Tensor& param) const {
+  const auto shape = sharded_ ? sharded_->whole_shape(param) : std::nullopt;
+  if (!shape) return param.numel();
+  return std::accumulate(shape->begin(), shape->end(), int64_t{1}, std::multiplies<>());
 }
 
 torch::Tensor FSDPStrategy::local_tensor(const torch::Tensor& param, const torch::Tensor& whole) const {

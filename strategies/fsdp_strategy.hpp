@@ -86,6 +86,7 @@ class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
   bool shards_optimizer_state() const override { return sharded_ != nullptr; }
   torch::Tensor whole_tensor(const torch::Tensor& param, const torch::Tensor& tensor) override;
   torch::Tensor local_tensor(const torch::Tensor& param, const torch::Tensor& whole) const override;
+  int64_t whole_numel(const torch::Tensor& param) const override;
 
   ShardingStrategy sharding() const { return options_.sharding; }
   bool sharded_state_dict() const { return options_.sharded_state_dict; }

@@ -1,5 +1,6 @@
 #include <fulgur/strategies/horovod_controller.hpp>
 
+#include <fulgur/strategies/collective_wait.hpp>
 #include <fulgur/strategies/fusion_buffer.hpp>
 #include <fulgur/strategies/process_group.hpp>
 #include <fulgur/strategies/ring_allreduce.hpp>
@@ -129,7 +130,10 @@ void HorovodController::finish() {
   }
   advance_prefix();
   const int64_t target = steps_begun_ * num_tensors();
-  changed_.wait(lock, [&] { return reduced_ >= target || error_ || thread_done_; });
+  {
+    const CollectiveWait waiting("horovod allreduce");
+    changed_.wait(lock, [&] { return reduced_ >= target || error_ || thread_done_; });
+  }
   if (reduced_ >= target) return;  // done, even if a peer has left since
   if (error_) throw std::runtime_error(*error_);
   {

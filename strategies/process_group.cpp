@@ -1,5 +1,6 @@
 #include <fulgur/strategies/process_group.hpp>
 
+#include <fulgur/strategies/collective_wait.hpp>
 #include <fulgur/strategies/nccl_backend.hpp>
 #include <fulgur/strategies/ring_allreduce.hpp>
 #include <fulgur/strategies/torch_compat.hpp>
@@ -164,6 +165,7 @@ ProcessGroup::~ProcessGroup() {
 
 void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const char* operation) const {
   try {
+    const CollectiveWait waiting(operation);
     work->wait();
   } catch (const std::exception& e) {
     const std::string what = dynamic_cast<const c10::Error*>(&e) != nullptr
@@ -188,6 +190,7 @@ void ProcessGroup::all_reduce(torch::Tensor& tensor, ReduceOp op) { wait(all_red
 void ProcessGroup::ring_all_reduce(torch::Tensor& tensor, ReduceOp op) {
   all_reduces_.fetch_add(1, std::memory_order_relaxed);
   if (!ring_) ring_ = std::make_unique<RingAllreduce>(*this);
+  const CollectiveWait waiting("all_reduce (ring)");
   ring_->run(tensor, op);
 }
 

@@ -40,6 +40,27 @@ std::string Strategy::broadcast_bytes(const std::string& bytes, int64_t source_r
   return {static_cast<const char*>(data.data_ptr()), static_cast<size_t>(size)};
 }
 
+int64_t Strategy::max_over_ranks(int64_t value) {
+  if (world_size() == 1) return value;
+  const torch::Tensor local = torch::tensor({value}, torch::kInt64).to(root_device());
+  return all_reduce(local, ReduceOp::Max).cpu().item<int64_t>();
+}
+
+std::vector<std::string> Strategy::all_gather_bytes(const std::string& bytes) {
+  if (world_size() == 1) return {bytes};
+  const torch::Tensor length = torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kInt64);
+  const torch::Tensor lengths = all_gather(length.to(root_device())).cpu().reshape({-1});
+  const int64_t longest = std::max<int64_t>(1, lengths.max().item<int64_t>());
+  torch::Tensor data = torch::zeros({longest}, torch::kUInt8);
+  std::memcpy(data.data_ptr(), bytes.data(), bytes.size());
+  const torch::Tensor every = all_gather(data.to(root_device())).cpu().contiguous();
+  std::vector<std::string> out;
+  for (int64_t rank = 0; rank < every.size(0); ++rank) {
+    out.emplace_back(static_cast<const char*>(every[rank].data_ptr()), static_cast<size_t>(lengths[rank].item<int64_t>()));
+  }
+  return out;
+}
+
 namespace {
 
 // The batch's defined tensors, in Batch::map's order.

@@ -52,6 +52,13 @@ class Strategy {
   /// `source_rank`'s `bytes` on every process (its length, then the bytes,
   /// through broadcast()); what others pass is ignored.
   std::string broadcast_bytes(const std::string& bytes, int64_t source_rank = 0);
+  /// The largest `value` any process passes (every process must call it):
+  /// decisions every rank has to take alike, such as whether anyone has
+  /// evaluation batches.
+  int64_t max_over_ranks(int64_t value);
+  /// Every process's `bytes`, indexed by rank (lengths, then the bytes
+  /// padded to the longest, through all_gather()).
+  std::vector<std::string> all_gather_bytes(const std::string& bytes);
   /// Every process's `tensor` (the same shape on all) stacked along a new
   /// first dimension, indexed by rank.
   virtual torch::Tensor all_gather(const torch::Tensor& tensor) = 0;
@@ -101,6 +108,9 @@ class Strategy {
   virtual torch::Tensor local_tensor(const torch::Tensor& /*param*/, const torch::Tensor& whole) const {
     return whole;
   }
+  /// Elements of `param` in the whole model (a sharded parameter holds fewer
+  /// here); no collective. ModelSummary counts with it.
+  virtual int64_t whole_numel(const torch::Tensor& param) const { return param.numel(); }
   /// Tensors the gradient path keeps between steps besides the parameters'
   /// own .grad (DDP buckets, gradient shards): counted by training_state_bytes.
   virtual std::vector<torch::Tensor> held_tensors() const { return {}; }

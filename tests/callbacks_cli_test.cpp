@@ -97,7 +97,7 @@ TEST_CASE("callbacks cli: a program registers its own callback class with add<C>
         "trainer.callbacks.class_path: unknown callback class 'CountingCallbak' (known: CountingCallback, "
         "DeviceStatsMonitor, EMAWeightAveraging, EarlyStopping, GradientAccumulationScheduler, LearningRateMonitor, "
         "ModelCheckpoint, ModelSummary, OnExceptionCheckpoint, PredictionWriter, ProgressBar, StochasticWeightAveraging, "
-        "ThroughputMonitor, Timer)");
+        "ThroughputMonitor, Timer); did you mean 'CountingCallback'?");
 
   // A factory of its own reads the section itself; keys it leaves are unknown.
   registry.add("Fixed", [](fulgur::cli::ConfigSection&) {
@@ -303,7 +303,7 @@ TEST_CASE("callbacks cli: unknown classes, keys and bad values exit 2 with one m
         "error: trainer.callbacks[0].class_path: unknown callback class 'EarlyStoping' (known: DeviceStatsMonitor, "
         "EMAWeightAveraging, EarlyStopping, GradientAccumulationScheduler, LearningRateMonitor, ModelCheckpoint, "
         "ModelSummary, OnExceptionCheckpoint, PredictionWriter, ProgressBar, StochasticWeightAveraging, ThroughputMonitor, "
-                                      "Timer)\n");
+                                      "Timer); did you mean 'EarlyStopping'?\n");
   const auto unknown_key = run_command(fit + "'[{class_path: EarlyStopping, init_args: {monitor: x, patiense: 2}}]'");
   CHECK(unknown_key.exit_code == 2);
   CHECK(unknown_key.output == "error: unknown key 'trainer.callbacks[0].init_args.patiense'; did you mean "

@@ -175,11 +175,21 @@ TEST_CASE("cli: bad input exits 2 with one message naming the key, and writes no
       {{"--trainer.devcies", "2"}, "error: unknown key 'trainer.devcies'; did you mean 'trainer.devices'?\n"},
       {{"--modle.lr", "3"},
        "error: unknown key 'modle' (top-level keys: trainer, model, data, seed_everything, test_after_fit, ckpt_path, "
-       "lr_find, scale_batch_size); did you mean 'model'?\n"},
+       "lr_find, scale_batch_size, optimizer, lr_scheduler); did you mean 'model'?\n"},
       {{"--model.depth", "3"}, "error: unknown key 'model.depth'\n"},
-      {{"--optimizer.lr", "3"},
-       "error: unknown key 'optimizer' (top-level keys: trainer, model, data, seed_everything, test_after_fit, ckpt_path, "
-       "lr_find, scale_batch_size)\n"},
+      {{"--optimizer.lr", "3"}, "error: optimizer.class_path: expected the class name of the optimizer\n"},
+      {{"--optimizer", "SGDD"},
+       "error: optimizer.class_path: unknown optimizer class 'SGDD' (known: Adagrad, Adam, AdamW, RMSprop, SGD); did "
+       "you mean 'SGD'?\n"},
+      {{"--optimizer", "SGD", "--optimizer.lrr", "0.1"},
+       "error: unknown key 'optimizer.init_args.lrr' for SGD; did you mean 'optimizer.init_args.lr'?\n"},
+      {{"--optimizer", "Adam", "--optimizer.betas", "[0.9]"},
+       "error: optimizer.init_args.betas: expected two numbers, as [0.9, 0.999], got '[0.9]'\n"},
+      {{"--lr_scheduler", "ReduceLROnPlateau", "--lr_scheduler.monitor", "val_loss"},
+       "error: lr_scheduler: needs an optimizer: section too (the scheduler is built on that optimizer)\n"},
+      {{"--optimizer", "SGD", "--lr_scheduler", "ReduceLROnPlateau", "--lr_scheduler.mode", "lowest",
+        "--lr_scheduler.monitor", "val_loss"},
+       "error: lr_scheduler.init_args.mode: expected one of min, max, got 'lowest'\n"},
       {{"--trainer.max_epochs", "abc"}, "error: trainer.max_epochs: expected an integer or null, got 'abc'\n"},
       {{"--trainer.deterministic", "maybe"},
        "error: trainer.deterministic: expected a boolean (true/false), got 'maybe'\n"},
@@ -337,4 +347,51 @@ TEST_CASE("cli: fit then test writes one run folder with hparams and metrics") {
   CHECK(csv.find("\n0,4,") != std::string::npos);  // 4 batches per epoch, logged every step
   CHECK(csv.find("\n2,8,") != std::string::npos);  // the test row: after 2 epochs, 8 steps
   CHECK_FALSE(std::filesystem::exists(std::filesystem::path(root) / "fulgur_logs" / "version_1"));
+}
+
+TEST_CASE("cli: optimizer: and lr_scheduler: sections replace configure_optimizers, as in LightningCLI") {
+  TempDir dir("cli-optimizer");
+  const std::string root = (dir / "runs").string();
+  const std::vector<std::string> common = {"fit", "--trainer.default_root_dir", root, "--trainer.max_epochs", "3",
+                                           "--trainer.enable_progress_bar", "false", "--seed_everything", "3"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  const Outcome step = run_cli(with({"--trainer.callbacks", "LearningRateMonitor", "--optimizer", "SGD",
+                                     "--optimizer.lr", "0.05", "--optimizer.momentum", "0.9", "--lr_scheduler",
+                                     "StepLR", "--lr_scheduler.step_size", "1", "--lr_scheduler.gamma", "0.5"}));
+  INFO(step.err);
+  REQUIRE(step.code == 0);
+  CHECK(step.err == "fulgur: warning: the command line's optimizer: and lr_scheduler: sections replace the model's "
+                    "configure_optimizers\n");
+  const auto run = std::filesystem::path(root) / "fulgur_logs" / "version_0";
+  // The epoch scheduler halves 0.05 after each epoch: the third epoch trains at 0.0125.
+  CHECK(testing::last_csv_value(read_file(run / "metrics.csv"), "lr-SGD") == doctest::Approx(0.0125));
+  const YAML::Node hparams = YAML::LoadFile((run / "hparams.yaml").string());
+  CHECK(hparams["optimizer"]["class_path"].as<std::string>() == "SGD");
+  CHECK(hparams["optimizer"]["init_args"]["momentum"].as<double>() == doctest::Approx(0.9));
+  CHECK(hparams["lr_scheduler"]["init_args"]["interval"].as<std::string>() == "epoch");
+
+  // ReduceLROnPlateau on a logged metric; its defaults are printed with the config.
+  const auto plateau_args = with({"--optimizer", "Adam", "--lr_scheduler", "ReduceLROnPlateau",
+                                  "--lr_scheduler.monitor", "val_loss", "--lr_scheduler.patience", "0"});
+  const Outcome plateau = run_cli(plateau_args);
+  INFO(plateau.err);
+  CHECK(plateau.code == 0);
+  std::vector<std::string> printing = plateau_args;
+  printing.push_back("--print_config");
+  const YAML::Node printed = YAML::Load(run_cli(printing).out);
+  CHECK(printed["optimizer"]["init_args"]["lr"].as<double>() == doctest::Approx(1e-3));
+  CHECK(printed["lr_scheduler"]["init_args"]["mode"].as<std::string>() == "min");
+  CHECK(printed["lr_scheduler"]["init_args"]["factor"].as<double>() == doctest::Approx(0.1));
+  CHECK(printed["lr_scheduler"]["init_args"]["strict"].as<bool>());
+
+  // A monitor nobody logs fails the fit, naming what was logged.
+  const Outcome missing = run_cli(with({"--optimizer", "SGD", "--lr_scheduler", "ReduceLROnPlateau",
+                                        "--lr_scheduler.monitor", "val_los"}));
+  CHECK(missing.code == 1);
+  CHECK(missing.err.find("ReduceLROnPlateau conditioned on metric 'val_los', which is not available; available "
+                         "metrics: ") != std::string::npos);
 }

@@ -80,3 +80,22 @@ TEST_CASE("model summary: the Trainer adds one unless enable_model_summary is of
   CHECK_THROWS_WITH_AS(ModelSummary(ModelSummaryOptions().max_depth(-2)),
                        "[ModelSummaryOptions] max_depth must be -1 or >= 0, got -2", std::invalid_argument);
 }
+
+TEST_CASE("model summary: under fsdp on 2 processes it counts the whole model, not one rank's shard") {
+  fulgur::testing::TempDir dir("model-summary-fsdp");
+  // ddp_probe's MLP: 8*32+32 + 32*4+4 = 420 parameters.
+  const std::string probe = std::string(FULGUR_BINARY_DIR) + "/bin/ddp_probe";
+  for (const std::string strategy : {"ddp", "fsdp"}) {
+    CAPTURE(strategy);
+    const auto run = fulgur::testing::run_command(
+        probe + " fit --seed_everything 3 --trainer.accelerator cpu --trainer.devices 2 --trainer.strategy " + strategy +
+            " --trainer.max_epochs 1 --trainer.limit_train_batches 1 --trainer.num_sanity_val_steps 0"
+            " --trainer.limit_val_batches 0 --trainer.logger false --trainer.enable_checkpointing false"
+            " --trainer.enable_progress_bar false --trainer.process_group_timeout 30 --trainer.default_root_dir " +
+            dir.path().string(),
+        120);
+    INFO(run.output);
+    REQUIRE(run.exit_code == 0);
+    CHECK(run.output.find("420       Total params") != std::string::npos);
+  }
+}

@@ -406,3 +406,33 @@ TEST_CASE("own main(): a peer killed mid-run fails the program with one line nam
   CHECK(result.output.find("rc=1\n") != std::string::npos);
   CHECK(output.find("[SubprocessLauncher] rank 1 was killed by signal 9") != std::string::npos);
 }
+
+TEST_CASE("signal stop: SIGTERM or SIGINT while a rank is held in a collective ends every rank, 143 or 130") {
+  // Rank 1 sleeps in its third step, so rank 0 waits for it in the gradient
+  // all_reduce; neither reaches a step boundary. Both are signalled (as
+  // scancel or Ctrl-C signal every rank) and, after the grace period, each
+  // ends with one line saying where it was held.
+  for (const int signal : {SIGTERM, SIGINT}) {
+    CAPTURE(signal);
+    TempDir dir("signal-stop-held");
+    const std::string pid_file = (dir / "pid").string();
+    const std::string command =
+        "( FULGUR_SIGNAL_GRACE_S=2 " +
+        probe_fit(dir, "--trainer.devices 2 --data.batch_size 8 --trainer.max_epochs 2 --model.sleep_rank 1 "
+                       "--model.sleep_step 2 --model.sleep_s 600 --model.pid_file " + pid_file) +
+        " > " + (dir / "log").string() + " 2>&1; echo $? > " + (dir / "rc").string() + " ) & " +
+        "for i in $(seq 300); do [ -f " + pid_file + ".0 ] && [ -f " + pid_file + ".1 ] && break; sleep 0.1; done; " +
+        "sleep 1; kill -" + (signal == SIGTERM ? "TERM" : "INT") + " $(cat " + pid_file + ".0) $(cat " + pid_file +
+        ".1); wait";
+    const auto result = run_command(command, 120);
+    const std::string log = std::filesystem::exists(dir / "log") ? read_file(dir / "log") : "";
+    INFO(result.output);
+    INFO(log);
+    REQUIRE(std::filesystem::exists(dir / "rc"));
+    CHECK(read_file(dir / "rc") == std::to_string(128 + signal) + "\n");
+    const std::string name = SignalConnector::name(signal);
+    CHECK(log.find("rank 0: " + name + " not acted on at a step boundary within 2 s; waiting in ") != std::string::npos);
+    CHECK(log.find("rank 1: " + name + " not acted on at a step boundary within 2 s; not waiting in a collective") !=
+          std::string::npos);
+  }
+}

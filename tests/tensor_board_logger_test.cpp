@@ -270,7 +270,7 @@ TEST_CASE("trainer.logger: names, lists, booleans and entries share one run fold
 
   CHECK_THROWS_WITH_AS(create("csv,wandbb"),
                        "trainer.logger[1].class_path: unknown logger class 'wandbb' (known: CSVLogger, "
-                       "TensorBoardLogger, WandbLogger, csv, tensorboard, wandb)",
+                       "TensorBoardLogger, WandbLogger, csv, tensorboard, wandb); did you mean 'wandb'?",
                        cli::ConfigError);
   CHECK_THROWS_WITH_AS(create("[csv, CSVLogger]"),
                        "trainer.logger[1]: a second logger of the class of trainer.logger[0] (loggers share one run "

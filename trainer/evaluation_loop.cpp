@@ -6,18 +6,26 @@
 #include <fulgur/trainer/signal_connector.hpp>
 #include <fulgur/modules/scoped_metric_sink.hpp>
 
+#include <fmt/format.h>
+
 namespace fulgur {
 
 EvaluationLoop::EvaluationLoop(Trainer& trainer, const LoopContext& context, RunningStage stage)
     : trainer_(trainer), context_(context), stage_(stage), results_(stage) {}
 
-std::map<std::string, double> EvaluationLoop::run(DataLoader& loader, int64_t max_batches, bool sanity_check) {
+std::map<std::string, double> EvaluationLoop::run(const std::vector<std::shared_ptr<DataLoader>>& loaders,
+                                                  const std::vector<int64_t>& max_batches, bool sanity_check) {
   const bool validating = stage_ == RunningStage::Validate;
   LightningModule& module = trainer_.module();
   Strategy& strategy = trainer_.strategy();
   const bool was_training = module.is_training();
 
-  num_batches_ = std::min(loader.size(), max_batches);
+  std::vector<int64_t> counts;
+  num_batches_ = 0;
+  for (size_t i = 0; i < loaders.size(); ++i) {
+    counts.push_back(std::min(loaders[i]->size(), max_batches.at(i)));
+    num_batches_ += counts.back();
+  }
   batch_progress_.reset_current();
   results_.reset();
   const ScopedMetricSink sink(module, &results_);
@@ -36,40 +44,47 @@ std::map<std::string, double> EvaluationLoop::run(DataLoader& loader, int64_t ma
 
   Profiler* profiler = trainer_.profiler();
   const char* next_action = validating ? "[_EvaluationLoop].val_next" : "[_EvaluationLoop].test_next";
-  auto batches = loader.iterate(0);
-  for (int64_t batch_idx = 0; batch_idx < num_batches_; ++batch_idx) {
-    std::optional<Batch> next;
-    {
-      ProfileScope fetch(profiler, next_action);
-      next = batches->next();
-    }
-    if (!next) break;
-    const Batch batch = strategy.batch_to_device(*next);
-    results_.set_batch_size(batch.size());
-    if (validating) {
-      context_.hooks.call_hook("on_validation_batch_start", &Callback::on_validation_batch_start,
-                         &LightningModule::on_validation_batch_start, batch, batch_idx);
+  for (size_t loader_idx = 0; loader_idx < loaders.size(); ++loader_idx) {
+    const auto dataloader_idx = static_cast<int64_t>(loader_idx);
+    // Lightning names what each of several loaders' steps log after the loader.
+    results_.set_name_suffix(loaders.size() > 1 ? fmt::format("/dataloader_idx_{}", dataloader_idx) : "");
+    auto batches = loaders[loader_idx]->iterate(0);
+    for (int64_t batch_idx = 0; batch_idx < counts[loader_idx]; ++batch_idx) {
+      std::optional<Batch> next;
       {
-        ProfileScope scope(profiler, "[Strategy]validation_step");
-        Precision::AutocastScope autocast(strategy.precision());
-        module.validation_step(batch, batch_idx);
+        ProfileScope fetch(profiler, next_action);
+        next = batches->next();
       }
-      context_.hooks.call_hook("on_validation_batch_end", &Callback::on_validation_batch_end,
-                         &LightningModule::on_validation_batch_end, batch, batch_idx);
-    } else {
-      context_.hooks.call_hook("on_test_batch_start", &Callback::on_test_batch_start, &LightningModule::on_test_batch_start,
-                         batch, batch_idx);
-      {
-        ProfileScope scope(profiler, "[Strategy]test_step");
-        Precision::AutocastScope autocast(strategy.precision());
-        module.test_step(batch, batch_idx);
+      if (!next) break;
+      const Batch batch = strategy.batch_to_device(*next);
+      results_.set_batch_size(batch.size());
+      if (validating) {
+        context_.hooks.call_hook("on_validation_batch_start", &Callback::on_validation_batch_start,
+                           &LightningModule::on_validation_batch_start, batch, batch_idx);
+        {
+          ProfileScope scope(profiler, "[Strategy]validation_step");
+          Precision::AutocastScope autocast(strategy.precision());
+          trainer_.at("validation_step", batch_idx);
+          module.validation_step(batch, batch_idx, dataloader_idx);
+        }
+        context_.hooks.call_hook("on_validation_batch_end", &Callback::on_validation_batch_end,
+                           &LightningModule::on_validation_batch_end, batch, batch_idx);
+      } else {
+        context_.hooks.call_hook("on_test_batch_start", &Callback::on_test_batch_start, &LightningModule::on_test_batch_start,
+                           batch, batch_idx);
+        {
+          ProfileScope scope(profiler, "[Strategy]test_step");
+          Precision::AutocastScope autocast(strategy.precision());
+          trainer_.at("test_step", batch_idx);
+          module.test_step(batch, batch_idx, dataloader_idx);
+        }
+        context_.hooks.call_hook("on_test_batch_end", &Callback::on_test_batch_end, &LightningModule::on_test_batch_end, batch,
+                           batch_idx);
       }
-      context_.hooks.call_hook("on_test_batch_end", &Callback::on_test_batch_end, &LightningModule::on_test_batch_end, batch,
-                         batch_idx);
+      batch_progress_.increment();
     }
-    batch_progress_.increment();
   }
-  batches.reset();
+  results_.set_name_suffix("");
   strategy.evaluation_batches_done();  // stop loader workers before the epoch-end work
 
   if (validating) {
@@ -78,7 +93,7 @@ std::map<std::string, double> EvaluationLoop::run(DataLoader& loader, int64_t ma
   } else {
     context_.hooks.call_hook("on_test_epoch_end", &Callback::on_test_epoch_end, &LightningModule::on_test_epoch_end);
   }
-  const ResultCollection::Metrics metrics = results_.epoch_metrics(strategy);
+  const ResultCollection::Metrics metrics = results_.epoch_metrics(strategy, &module);
   if (!sanity_check) context_.logging.report_epoch(metrics);
 
   if (validating) {

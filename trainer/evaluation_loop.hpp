@@ -6,7 +6,9 @@
 #include <fulgur/trainer/result_collection.hpp>
 
 #include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace fulgur {
 
@@ -21,12 +23,15 @@ class EvaluationLoop {
   /// `stage` is RunningStage::Validate or RunningStage::Test.
   EvaluationLoop(Trainer& trainer, const LoopContext& context, RunningStage stage);
 
-  /// Runs at most `max_batches` batches. A sanity check reports nothing to
-  /// loggers or callback metrics. Returns the epoch metrics (callback form).
-  std::map<std::string, double> run(DataLoader& loader, int64_t max_batches, bool sanity_check = false);
+  /// Runs at most `max_batches[i]` batches of each loader i, one loader
+  /// after the other (with several, the steps get the loader's index and
+  /// logged names its "/dataloader_idx_<i>"). A sanity check reports nothing
+  /// to loggers or callback metrics. Returns the epoch metrics (callback form).
+  std::map<std::string, double> run(const std::vector<std::shared_ptr<DataLoader>>& loaders,
+                                    const std::vector<int64_t>& max_batches, bool sanity_check = false);
 
   const Progress& batch_progress() const { return batch_progress_; }
-  /// Batches of the pass running now (or of the last one).
+  /// Batches of the pass running now (or of the last one), all loaders together.
   int64_t num_batches() const { return num_batches_; }
 
  private:

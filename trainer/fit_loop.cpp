@@ -26,11 +26,19 @@ bool FitLoop::done() const {
   return trainer_.should_stop() && current_epoch() >= trainer_.config().options.min_epochs();
 }
 
-void FitLoop::run(DataLoader& train, DataLoader* val) {
+void FitLoop::run(DataLoader& train, const std::vector<std::shared_ptr<DataLoader>>& val) {
   const TrainerOptions& o = trainer_.config().options;
   const int64_t num_batches = o.limit_train_batches().limit(train.size(), "limit_train_batches");
-  const int64_t num_val_batches = val ? o.limit_val_batches().limit(val->size(), "limit_val_batches") : 0;
-  if (!o.val_check_interval().is_fraction() && o.check_val_every_n_epoch() && val &&
+  std::vector<int64_t> num_val_batches;
+  int64_t total_val_batches = 0;
+  for (const auto& loader : val) {
+    num_val_batches.push_back(o.limit_val_batches().limit(loader->size(), "limit_val_batches"));
+    total_val_batches += num_val_batches.back();
+  }
+  // Every rank validates if any has a batch (evaluation shards are not padded).
+  const std::vector<std::shared_ptr<DataLoader>> validated =
+      trainer_.strategy().max_over_ranks(total_val_batches) > 0 ? val : std::vector<std::shared_ptr<DataLoader>>{};
+  if (!o.val_check_interval().is_fraction() && o.check_val_every_n_epoch() && !val.empty() &&
       o.val_check_interval().count() > num_batches) {
     throw std::invalid_argument(fmt::format(
         "[FitLoop::run] val_check_interval ({}) must not exceed the number of training batches ({}) unless "
@@ -46,8 +54,8 @@ void FitLoop::run(DataLoader& train, DataLoader* val) {
   hooks_.call_hook("on_train_start", &Callback::on_train_start, &LightningModule::on_train_start);
   while (!done()) {
     train.set_epoch(current_epoch());
-    if (val) val->set_epoch(current_epoch());
-    epoch_loop_.run(train, num_batches, val, num_val_batches);
+    for (const auto& loader : val) loader->set_epoch(current_epoch());
+    epoch_loop_.run(train, num_batches, validated, num_val_batches);
     epoch_progress_.increment();
   }
   hooks_.call_hook("on_train_end", &Callback::on_train_end, &LightningModule::on_train_end);

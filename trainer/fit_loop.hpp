@@ -17,8 +17,8 @@ class FitLoop {
  public:
   FitLoop(Trainer& trainer, const LoopContext& context);
 
-  /// Trains over `train`; validates over `val` when not null.
-  void run(DataLoader& train, DataLoader* val);
+  /// Trains over `train`; validates over the `val` loaders (none: no validation).
+  void run(DataLoader& train, const std::vector<std::shared_ptr<DataLoader>>& val);
 
   /// Epochs completed so far; while an epoch runs, its index.
   int64_t current_epoch() const { return epoch_progress_.total; }

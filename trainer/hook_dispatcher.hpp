@@ -3,14 +3,13 @@
 #include <fulgur/modules/lightning_module.hpp>
 #include <fulgur/trainer/callback.hpp>
 #include <fulgur/trainer/profiler.hpp>
+#include <fulgur/trainer/trainer.hpp>
 
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace fulgur {
-
-class Trainer;
 
 /// The one place hooks are dispatched: every callback's hook, then the
 /// module's, each timed by the profiler when one runs. Owned by the Trainer
@@ -30,6 +29,7 @@ class HookDispatcher {
                  void (LightningModule::*module_hook)(ModuleArgs...), Args&&... args) {
     call_callback_hook(hook, callback_hook, args...);
     ProfileScope scope(profiler_, [&] { return "[LightningModule]" + module_name_ + "." + hook; });
+    trainer_.at(hook);
     (module_->*module_hook)(args...);
   }
 
@@ -57,6 +57,7 @@ class HookDispatcher {
   void call_one(Callback& callback, const char* hook,
                 void (Callback::*callback_hook)(Trainer&, LightningModule&, CallbackArgs...), Args&&... args) {
     ProfileScope scope(profiler_, [&] { return "[Callback]" + callback.state_key() + "." + hook; });
+    trainer_.at(hook);
     (callback.*callback_hook)(trainer_, *module_, args...);
   }
 

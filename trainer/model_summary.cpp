@@ -10,11 +10,13 @@
 namespace fulgur {
 namespace {
 
-int64_t count_params(torch::nn::Module& module, bool trainable_only) {
+int64_t numel(const torch::Tensor& p, const Strategy* strategy) {
+  return strategy != nullptr ? strategy->whole_numel(p) : p.numel();
+}
+
+int64_t count_params(torch::nn::Module& module, const Strategy* strategy) {
   int64_t count = 0;
-  for (const auto& p : module.parameters(/*recurse=*/true)) {
-    if (!trainable_only || p.requires_grad()) count += p.numel();
-  }
+  for (const auto& p : module.parameters(/*recurse=*/true)) count += numel(p, strategy);
   return count;
 }
 
@@ -41,7 +43,7 @@ std::string human(double count) {
 
 ModelSummary::ModelSummary(ModelSummaryOptions options) : options_(std::move(options)) { options_.validate(); }
 
-ModelSummary::Summary ModelSummary::summarize(torch::nn::Module& module, int64_t max_depth) {
+ModelSummary::Summary ModelSummary::summarize(torch::nn::Module& module, int64_t max_depth, const Strategy* strategy) {
   Summary summary;
   for (const auto& item : module.named_modules(/*name_prefix=*/"", /*include_self=*/false)) {
     const int64_t depth = 1 + static_cast<int64_t>(std::count(item.key().begin(), item.key().end(), '.'));
@@ -52,12 +54,12 @@ ModelSummary::Summary ModelSummary::summarize(torch::nn::Module& module, int64_t
       ++summary.modules_in_eval_mode;
     }
     if (max_depth != -1 && depth > max_depth) continue;
-    summary.rows.push_back({item.key(), short_type(sub.name()), count_params(sub, false), sub.is_training()});
+    summary.rows.push_back({item.key(), short_type(sub.name()), count_params(sub, strategy), sub.is_training()});
   }
   int64_t bytes = 0;
   for (const auto& p : module.parameters(/*recurse=*/true)) {
-    (p.requires_grad() ? summary.trainable : summary.non_trainable) += p.numel();
-    bytes += p.numel() * static_cast<int64_t>(p.element_size());
+    (p.requires_grad() ? summary.trainable : summary.non_trainable) += numel(p, strategy);
+    bytes += numel(p, strategy) * static_cast<int64_t>(p.element_size());
   }
   summary.total = summary.trainable + summary.non_trainable;
   summary.size_mb = static_cast<double>(bytes) / 1e6;
@@ -95,7 +97,7 @@ std::string ModelSummary::format(const Summary& s) {
 
 void ModelSummary::on_fit_start(Trainer& trainer, LightningModule& module) {
   if (!trainer.is_global_zero() || options_.max_depth() == 0) return;
-  std::cout << format(summarize(module, options_.max_depth())) << std::flush;
+  std::cout << format(summarize(module, options_.max_depth(), &trainer.strategy())) << std::flush;
 }
 
 }  // namespace fulgur

@@ -8,6 +8,8 @@
 
 namespace fulgur {
 
+class Strategy;
+
 /// Options of ModelSummary, with Lightning's names and defaults.
 #define FULGUR_MODEL_SUMMARY_OPTIONS(X) \
   X(int64_t, max_depth, 1, "depth of submodules listed; -1 all; 0 prints no summary", \
@@ -47,7 +49,8 @@ class ModelSummary : public Callback {
   void on_fit_start(Trainer& trainer, LightningModule& module) override;
 
   /// The summary of `module` to `max_depth` (-1: every depth).
-  static Summary summarize(torch::nn::Module& module, int64_t max_depth);
+  /// `strategy` (optional) counts a sharded parameter whole (FSDP holds a shard of it).
+  static Summary summarize(torch::nn::Module& module, int64_t max_depth, const Strategy* strategy = nullptr);
   /// The table as printed.
   static std::string format(const Summary& summary);
   const ModelSummaryOptions& options() const { return options_; }

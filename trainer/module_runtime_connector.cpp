@@ -23,7 +23,15 @@ void ModuleRuntimeConnector::set_optimizers(const OptimizerConfig& config) {
     }
     if (entries[i].lr_scheduler) {
       const LRSchedulerConfig& s = *entries[i].lr_scheduler;
-      if (!s.scheduler) throw std::invalid_argument("[Trainer::fit] lr_scheduler config has no scheduler");
+      if (!s.scheduler && !s.plateau) throw std::invalid_argument("[Trainer::fit] lr_scheduler config has no scheduler");
+      if (s.scheduler && s.plateau) {
+        throw std::invalid_argument("[Trainer::fit] lr_scheduler config sets both scheduler and plateau; set one");
+      }
+      if (s.plateau && s.monitor.empty()) {
+        throw std::invalid_argument(
+            "[Trainer::fit] a ReduceLROnPlateauScheduler needs the metric it watches: set the config's monitor "
+            "(e.g. \"val_loss\")");
+      }
       if (s.frequency < 1) {
         throw std::invalid_argument(
             fmt::format("[Trainer::fit] lr_scheduler frequency must be >= 1, got {}", s.frequency));
@@ -91,7 +99,7 @@ std::vector<std::shared_ptr<LightningOptimizer>> ModuleRuntimeConnector::optimiz
 std::vector<std::shared_ptr<torch::optim::LRScheduler>> ModuleRuntimeConnector::lr_schedulers() {
   std::vector<std::shared_ptr<torch::optim::LRScheduler>> out;
   for (const auto& config : configs_) {
-    if (config.lr_scheduler) out.push_back(config.lr_scheduler->scheduler);
+    if (config.lr_scheduler && config.lr_scheduler->scheduler) out.push_back(config.lr_scheduler->scheduler);
   }
   return out;
 }

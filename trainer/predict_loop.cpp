@@ -23,6 +23,7 @@ std::vector<torch::Tensor> PredictLoop::run(DataLoader& loader, int64_t max_batc
     if (!next) break;
     const Batch batch = strategy.batch_to_device(*next);
     Precision::AutocastScope autocast(strategy.precision());
+    trainer_.at("predict_step", batch_idx);
     outputs.push_back(module.predict_step(batch, batch_idx));
     batch_progress_.increment();
     hooks_.call_callback_hook("on_predict_batch_end", &Callback::on_predict_batch_end, outputs.back(), batch,

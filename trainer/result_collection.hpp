@@ -25,6 +25,9 @@ class ResultCollection : public MetricSink {
 
   /// Weight for this batch's ReduceOp::Mean values (its size).
   void set_batch_size(int64_t batch_size) { batch_size_ = batch_size; }
+  /// Appended to every name logged from now on: "/dataloader_idx_<i>" while
+  /// the steps of loader i of several run, else empty.
+  void set_name_suffix(std::string suffix) { suffix_ = std::move(suffix); }
 
   /// Records one value; validates the name, shape and the options.
   void log(const std::string& name, const torch::Tensor& value, const LogOptions& options) override;
@@ -67,7 +70,11 @@ class ResultCollection : public MetricSink {
   /// Epoch aggregates of on_epoch values, reduced across processes by the
   /// strategy where sync_dist is set, and logged Metric objects computed
   /// (each synced once) and then reset. Every process must call this together.
-  Metrics epoch_metrics(Strategy& strategy) const;
+  /// With several processes they first agree on what was logged, so a rank
+  /// that ran fewer batches, or none, still takes part in every sync (and
+  /// reports the synced values): it finds a Metric object it did not log by
+  /// its path in `module`, the module the others logged it from.
+  Metrics epoch_metrics(Strategy& strategy, const torch::nn::Module* module = nullptr) const;
 
   /// Forgets the step values (called after each batch has been reported).
   void reset_step();
@@ -92,9 +99,22 @@ class ResultCollection : public MetricSink {
   std::string step_name(const std::string& name, const Metric& m) const;
   std::string epoch_name(const std::string& name, const Metric& m) const;
   double compute_epoch(const Metric& metric, Strategy& strategy) const;
+  /// One on_epoch entry as every process sees it: enough to take part in
+  /// its sync, and report the result, without having logged it.
+  struct Logged {
+    std::string name;
+    std::string key;  // as reported (epoch_name)
+    LogOptions options;
+    bool object = false;
+    std::string path;  // a Metric object's path in the module ("": not found there)
+  };
+  /// The union, by name, of what each process logged (sorted by name);
+  /// throws the same error on every process where they disagree.
+  std::vector<Logged> logged_everywhere(Strategy& strategy, const torch::nn::Module* module) const;
 
   RunningStage stage_;
   int64_t batch_size_ = 1;
+  std::string suffix_;
   std::map<std::string, Metric> metrics_;
 };
 

@@ -2,17 +2,27 @@
 
 #include <csignal>
 #include <cstdint>
+#include <memory>
 
 namespace fulgur {
 
 class Strategy;
 
 /// Turns SIGUSR1 (SLURM's "time is almost up" warning, asked for with
-/// `#SBATCH --signal=USR1@90`) and SIGTERM (scancel, preemption, a launcher
-/// shutting its ranks down) into a number the training loop reads at step
-/// boundaries. The handler only records the signal: nothing else is
-/// async-signal-safe, and every rank has to agree on the step to stop at
-/// anyway, which needs a collective in normal code (agree_to_stop).
+/// `#SBATCH --signal=USR1@90`), SIGTERM (scancel, preemption, a launcher
+/// shutting its ranks down) and SIGINT (Ctrl-C) into a number the training
+/// loop reads at step boundaries. The handler only records the signal:
+/// nothing else is async-signal-safe, and every rank has to agree on the
+/// step to stop at anyway, which needs a collective in normal code
+/// (agree_to_stop).
+///
+/// A stop signal always wins: a SIGTERM or SIGINT that no step boundary
+/// acts on within the grace period (25 s, below the 30 s after which SLURM
+/// and torchrun send SIGKILL; FULGUR_SIGNAL_GRACE_S sets it) ends the
+/// process with 128 + signal and one line saying where it was held, e.g. in
+/// a collective a peer never joins. A watcher thread of the outermost
+/// connector checks this. Outside fit, where no step boundary comes, a
+/// SIGINT ends the process at once, as without a handler.
 ///
 /// Handlers are installed by the constructor and the previous ones restored
 /// by the destructor. Connectors nest (destroyed in reverse order), e.g. two
@@ -29,7 +39,8 @@ class SignalConnector {
   SignalConnector& operator=(const SignalConnector&) = delete;
 
   /// The signal received since construction: SIGTERM if it came at all
-  /// (stopping for good outranks "time is almost up"), else SIGUSR1, else 0.
+  /// (stopping for good outranks Ctrl-C, which outranks "time is almost
+  /// up"), else SIGINT, else SIGUSR1, else 0.
   int received() const;
   /// Forgets the recorded signal (it was acted on).
   void clear();
@@ -44,14 +55,20 @@ class SignalConnector {
   int stop_signal() const { return stop_signal_; }
   /// At the start of a fit: a signal an earlier fit stopped on is done with.
   void start_fit();
+  /// At the end of a fit: no step boundary will act on a signal now (a
+  /// SIGINT ends the process at once, a SIGTERM after the grace period).
+  void end_fit();
 
-  /// "SIGUSR1", "SIGTERM", or "signal N".
+  /// "SIGUSR1", "SIGTERM", "SIGINT", or "another signal".
   static const char* name(int signal);
 
  private:
+  class Watcher;
   struct sigaction old_usr1_ {};
   struct sigaction old_term_ {};
+  struct sigaction old_int_ {};
   int stop_signal_ = 0;
+  std::unique_ptr<Watcher> watcher_;  // the outermost connector's
 };
 
 }  // namespace fulgur

@@ -9,7 +9,7 @@
 #include <fulgur/strategies/cluster_environment.hpp>
 #include <fulgur/strategies/subprocess_launcher.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>
-#include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
+#include <fulgur/trainer/checkpoint/checkpoint_weights.hpp>
 #include <fulgur/trainer/create_strategy.hpp>
 #include <fulgur/trainer/evaluation_loop.hpp>
 #include <fulgur/trainer/fit_loop.hpp>
@@ -131,7 +131,7 @@ Trainer::~Trainer() {
   const int pending = signals_ ? signals_->received() : 0;
   const int stopped_on = signals_ ? signals_->stop_signal() : 0;
   signals_.reset();
-  if (pending == SIGTERM && stopped_on != SIGTERM) std::raise(SIGTERM);
+  if ((pending == SIGTERM || pending == SIGINT) && stopped_on != pending) std::raise(pending);
 }
 
 void Trainer::launch_peers(const Platform& platform) {
@@ -271,9 +271,8 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
       // Every process reads the same file; weights first, and the loggers
       // before they write, so a resumed fit continues the same run folder.
       const std::filesystem::path path = checkpoint_connector_->resolve(ckpt_path);
-      Checkpoint checkpoint = CheckpointIO::load(path);
       // A sharded one (any world size) becomes whole; each rank keeps its rows.
-      if (is_sharded_checkpoint(checkpoint)) checkpoint = consolidate_sharded_checkpoint(checkpoint, path);
+      Checkpoint checkpoint = load_whole_checkpoint(path);
       checkpoint_connector_->restore_model(checkpoint, path.string());
       if (stage == Stage::Fit) {
         checkpoint_connector_->restore_loggers(checkpoint);
@@ -301,7 +300,7 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
     return result;
   } catch (...) {
     // The one exception path: tell callbacks, close loggers as failed, tear down.
-    const std::exception_ptr error = std::current_exception();
+    const std::exception_ptr error = with_context(std::current_exception());
     handling_exception_ = true;
     try {
       if (module_ != nullptr) {
@@ -325,7 +324,39 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
     module.trainer_ = nullptr;
     module.attach_runtime(nullptr);
     module_ = nullptr;
-    throw;
+    std::rethrow_exception(error);
+  }
+}
+
+std::vector<std::shared_ptr<DataLoader>> Trainer::prepare_loaders(
+    const std::vector<std::shared_ptr<DataLoader>>& loaders) {
+  std::vector<std::shared_ptr<DataLoader>> prepared;
+  for (size_t i = 0; i < loaders.size(); ++i) {
+    if (!loaders[i]) throw std::invalid_argument(fmt::format("[Trainer] the DataModule's loader {} is null", i));
+    prepared.push_back(prepare_loader(loaders[i], /*training=*/false));
+  }
+  return prepared;
+}
+
+std::vector<int64_t> Trainer::batch_limits(const std::vector<std::shared_ptr<DataLoader>>& loaders,
+                                           const CountOrFraction& limit, const char* option) {
+  std::vector<int64_t> limits;
+  for (const auto& loader : loaders) limits.push_back(limit.limit(loader->size(), option));
+  return limits;
+}
+
+std::exception_ptr Trainer::with_context(std::exception_ptr error) const {
+  try {
+    std::rethrow_exception(error);
+  } catch (const c10::Error& e) {
+    const std::string stage = stage_ ? to_string(*stage_) : "run";
+    std::string where = where_ != nullptr ? where_ : "the run";
+    if (where_batch_ >= 0) where += fmt::format(" at batch {}", where_batch_);
+    if (stage_ == Stage::Fit) where += fmt::format(" of epoch {}", current_epoch());
+    return std::make_exception_ptr(std::runtime_error(fmt::format("[Trainer::{}] rank {}: {} failed: {}", stage,
+                                                                  global_rank(), where, e.what_without_backtrace())));
+  } catch (...) {
+    return error;
   }
 }
 
@@ -350,25 +381,34 @@ bool Trainer::stop_check_due(bool last_batch_of_epoch) const {
 
 void Trainer::fit(LightningModule& module, DataModule& data, const std::string& ckpt_path) {
   signals_->start_fit();
+  struct EndFit {
+    SignalConnector& signals;
+    ~EndFit() { signals.end_fit(); }
+  } end_fit{*signals_};
   bool requeue = false;
   run_stage(Stage::Fit, module, data, ckpt_path, [&] {
     auto train = prepare_loader(data.train_dataloader(), /*training=*/true);
     if (!train) throw std::invalid_argument("[Trainer::fit] the DataModule returned no train_dataloader");
     train_dataloader_ = train;
-    auto val = prepare_loader(data.val_dataloader(), /*training=*/false);
-    runtime_->set_optimizers(module.configure_optimizers());
+    const auto val = prepare_loaders(data.val_dataloaders());
+    runtime_->set_optimizers(module.resolved_optimizers());
     module.train();
     hooks_->call_hook("on_fit_start", &Callback::on_fit_start, &LightningModule::on_fit_start);
 
     // A resumed run was checked when it started: no sanity check.
-    if (val && config_.options.num_sanity_val_steps() != 0 && !resume_checkpoint_) {
-      const int64_t limit = config_.options.limit_val_batches().limit(val->size(), "limit_val_batches");
+    if (!val.empty() && config_.options.num_sanity_val_steps() != 0 && !resume_checkpoint_) {
+      std::vector<int64_t> steps = batch_limits(val, config_.options.limit_val_batches(), "limit_val_batches");
       const int64_t sanity = config_.options.num_sanity_val_steps();
-      const int64_t steps = sanity == -1 ? limit : std::min(limit, sanity);
-      if (steps > 0) {
+      int64_t total = 0;
+      for (int64_t& count : steps) {
+        if (sanity != -1) count = std::min(count, sanity);
+        total += count;
+      }
+      // Every rank runs it if any has a batch: evaluation shards are not padded.
+      if (strategy_->max_over_ranks(total) > 0) {
         sanity_checking_ = true;
         hooks_->call_callback_hook("on_sanity_check_start", &Callback::on_sanity_check_start);
-        fit_loop_->epoch_loop().val_loop().run(*val, steps, /*sanity_check=*/true);
+        fit_loop_->epoch_loop().val_loop().run(val, steps, /*sanity_check=*/true);
         hooks_->call_callback_hook("on_sanity_check_end", &Callback::on_sanity_check_end);
         sanity_checking_ = false;
       }
@@ -378,7 +418,7 @@ void Trainer::fit(LightningModule& module, DataModule& data, const std::string& 
       checkpoint_connector_->restore_training_state(*resume_checkpoint_, resume_source_);
       resume_checkpoint_.reset();
     }
-    fit_loop_->run(*train, val.get());
+    fit_loop_->run(*train, val);
     hooks_->call_hook("on_fit_end", &Callback::on_fit_end, &LightningModule::on_fit_end);
     checkpoint_connector_->finish_writes();  // before any rank may exit on a signal stop
     if (stop_signal() != 0) {
@@ -404,17 +444,17 @@ int Trainer::exit_code() {
 std::map<std::string, double> Trainer::validate(LightningModule& module, DataModule& data,
                                                const std::string& ckpt_path) {
   return run_stage(Stage::Validate, module, data, ckpt_path, [&] {
-    auto val = prepare_loader(data.val_dataloader(), /*training=*/false);
-    if (!val) throw std::invalid_argument("[Trainer::validate] the DataModule returned no val_dataloader");
-    return validate_loop_->run(*val, config_.options.limit_val_batches().limit(val->size(), "limit_val_batches"));
+    const auto val = prepare_loaders(data.val_dataloaders());
+    if (val.empty()) throw std::invalid_argument("[Trainer::validate] the DataModule returned no val_dataloader");
+    return validate_loop_->run(val, batch_limits(val, config_.options.limit_val_batches(), "limit_val_batches"));
   });
 }
 
 std::map<std::string, double> Trainer::test(LightningModule& module, DataModule& data, const std::string& ckpt_path) {
   return run_stage(Stage::Test, module, data, ckpt_path, [&] {
-    auto loader = prepare_loader(data.test_dataloader(), /*training=*/false);
-    if (!loader) throw std::invalid_argument("[Trainer::test] the DataModule returned no test_dataloader");
-    return test_loop_->run(*loader, config_.options.limit_test_batches().limit(loader->size(), "limit_test_batches"));
+    const auto loaders = prepare_loaders(data.test_dataloaders());
+    if (loaders.empty()) throw std::invalid_argument("[Trainer::test] the DataModule returned no test_dataloader");
+    return test_loop_->run(loaders, batch_limits(loaders, config_.options.limit_test_batches(), "limit_test_batches"));
   });
 }
 

@@ -11,6 +11,7 @@
 #include <fulgur/trainer/trainer_options.hpp>
 #include <fulgur/modules/stage.hpp>
 
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -163,6 +164,14 @@ class Trainer {
   /// The `profiler` option's Profiler, or nullptr when profiling is off.
   Profiler* profiler() { return profiler_.get(); }
 
+  /// The loops say what runs (a step or hook, a string literal) and its
+  /// batch (-1: none): a LibTorch error thrown there reaches the caller as
+  /// std::runtime_error naming the stage, this, the epoch and the rank.
+  void at(const char* where, int64_t batch = -1) {
+    where_ = where;
+    where_batch_ = batch;
+  }
+
  private:
   /// Writes the profiler's report for the stage that ended (each rank its file).
   void write_profile();
@@ -173,6 +182,15 @@ class Trainer {
   /// Shards a loader by rank when several processes work together; only
   /// training shards are padded to equal length.
   std::shared_ptr<DataLoader> prepare_loader(std::shared_ptr<DataLoader> loader, bool training);
+  /// The evaluation loaders, each prepared (sharded) as one would be.
+  std::vector<std::shared_ptr<DataLoader>> prepare_loaders(const std::vector<std::shared_ptr<DataLoader>>& loaders);
+  /// Each loader's batches under a limit_*_batches option.
+  static std::vector<int64_t> batch_limits(const std::vector<std::shared_ptr<DataLoader>>& loaders,
+                                           const CountOrFraction& limit, const char* option);
+  /// A LibTorch error (c10::Error) of the failed stage as one clear
+  /// std::runtime_error: where it happened (at()) and torch's message
+  /// without its backtrace. Any other exception as it is.
+  std::exception_ptr with_context(std::exception_ptr error) const;
   /// Starts the other local ranks when no launcher did (see the class comment).
   void launch_peers(const Platform& platform);
   /// A restarted job's own newest checkpoint, or "" (one line says why).
@@ -200,6 +218,8 @@ class Trainer {
   std::unique_ptr<ModuleRuntimeConnector> runtime_;
   std::shared_ptr<DataLoader> train_dataloader_;
   std::optional<Stage> stage_;
+  const char* where_ = nullptr;  // see at()
+  int64_t where_batch_ = -1;
   bool sanity_checking_ = false;
   bool should_stop_ = false;
   /// Set while on_exception and teardown run after a failure.

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <iostream>
 #include <optional>
 #include <stdexcept>
 
@@ -37,7 +38,9 @@ bool TrainingEpochLoop::should_validate(int64_t batch_idx, bool is_last_batch) c
   return position % o.val_check_interval().count() == 0;
 }
 
-void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, DataLoader* val, int64_t num_val_batches) {
+void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, const std::vector<std::shared_ptr<DataLoader>>& val,
+                            const std::vector<int64_t>& num_val_batches) {
+  const bool validates = !val.empty();
   num_batches_ = num_batches;
   running_ = true;
   // A graph belongs to one fit's module and optimizer (each fit configures its own).
@@ -57,8 +60,8 @@ void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, DataLoader* 
   context_.hooks.call_hook("on_train_epoch_start", &Callback::on_train_epoch_start, &LightningModule::on_train_epoch_start);
 
   auto validate_if_due = [&](int64_t batch_idx, bool is_last_batch) {
-    if (val != nullptr && num_val_batches > 0 && should_validate(batch_idx, is_last_batch)) {
-      val_loop_.run(*val, num_val_batches);
+    if (validates && should_validate(batch_idx, is_last_batch)) {
+      val_loop_.run(val, num_val_batches);
       validated_at_batch_total_ = batch_progress_.total;
     }
   };
@@ -109,7 +112,7 @@ void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, DataLoader* 
   // so they see what the module logs in its hook and the epoch aggregates.
   context_.hooks.call_callback_hook_where(false, "on_train_epoch_end", &Callback::on_train_epoch_end);
   trainer_.module().on_train_epoch_end();
-  context_.logging.report_epoch(results_.epoch_metrics(trainer_.strategy()));
+  context_.logging.report_epoch(results_.epoch_metrics(trainer_.strategy(), &trainer_.module()));
   context_.hooks.call_callback_hook_where(true, "on_train_epoch_end", &Callback::on_train_epoch_end);
 
   // An epoch cut short by a stop does not step epoch schedulers: a resumed
@@ -191,6 +194,7 @@ void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_l
 torch::Tensor TrainingEpochLoop::training_step(const Batch& batch, int64_t batch_idx) {
   ProfileScope scope(trainer_.profiler(), "[Strategy]training_step");
   Precision::AutocastScope autocast(trainer_.strategy().precision());
+  trainer_.at("training_step", batch_idx);
   return trainer_.module().training_step(batch, batch_idx);
 }
 
@@ -240,10 +244,35 @@ void TrainingEpochLoop::step_schedulers(SchedulerInterval interval, int64_t coun
   if (!trainer_.module().automatic_optimization()) return;  // manual optimization steps its own
   for (auto& config : trainer_.optimizers()) {
     auto& scheduler = config.lr_scheduler;
-    if (scheduler && scheduler->interval == interval && count % scheduler->frequency == 0) {
+    if (!scheduler || scheduler->interval != interval || count % scheduler->frequency != 0) continue;
+    if (scheduler->plateau) {
+      step_plateau(*scheduler);
+    } else {
       scheduler->scheduler->step();
     }
   }
+}
+
+void TrainingEpochLoop::step_plateau(const LRSchedulerConfig& config) {
+  const auto& metrics = trainer_.callback_metrics();
+  const auto found = metrics.find(config.monitor);
+  // Rank 0's value steps every rank's scheduler, so their learning rates stay equal.
+  torch::Tensor local = torch::tensor({found != metrics.end() ? 1.0 : 0.0, found != metrics.end() ? found->second : 0.0},
+                                      torch::kFloat64);
+  Strategy& strategy = trainer_.strategy();
+  if (strategy.world_size() > 1) local = strategy.broadcast(local.to(strategy.root_device()), 0).cpu();
+  if (local[0].item<double>() == 0.0) {
+    std::vector<std::string> names;
+    for (const auto& [name, value] : metrics) names.push_back(name);
+    const std::string message = fmt::format(
+        "[Trainer] ReduceLROnPlateau conditioned on metric '{}', which is not available; available metrics: {}. "
+        "Set the lr_scheduler config's monitor to one of them, or strict = false to skip the step",
+        config.monitor, names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
+    if (config.strict) throw std::runtime_error(message);
+    if (trainer_.is_global_zero()) std::cerr << "fulgur: warning: " << message << std::endl;
+    return;
+  }
+  config.plateau->step(static_cast<float>(local[1].item<double>()));
 }
 
 }  // namespace fulgur

@@ -23,8 +23,10 @@ class TrainingEpochLoop {
   TrainingEpochLoop(Trainer& trainer, const LoopContext& context);
 
   /// Runs the epoch `epoch` over `train` (at most `num_batches` batches).
-  /// `val` may be null (no validation).
-  void run(DataLoader& train, int64_t num_batches, DataLoader* val, int64_t num_val_batches);
+  /// `val` may be empty (no validation); `num_val_batches[i]` for its loader i
+  /// (0 on a rank whose shard is empty: it still takes part).
+  void run(DataLoader& train, int64_t num_batches, const std::vector<std::shared_ptr<DataLoader>>& val,
+           const std::vector<int64_t>& num_val_batches);
 
   int64_t global_step() const { return optimizer_steps_.total; }
   /// One optimizer step of manual optimization (LightningOptimizer::step).
@@ -54,6 +56,8 @@ class TrainingEpochLoop {
   void optimizer_step();
   /// Steps the schedulers of `interval` that are due at `count` (steps or epochs).
   void step_schedulers(SchedulerInterval interval, int64_t count);
+  /// A ReduceLROnPlateauScheduler's step with its monitored value.
+  void step_plateau(const LRSchedulerConfig& config);
   bool should_validate(int64_t batch_idx, bool is_last_batch) const;
 
   Trainer& trainer_;

@@ -1,19 +1,8 @@
 // Trains a linear model for a few steps through the installed fulgur: its own
 // Dataset with float targets, read by DatasetLoader worker threads.
-#include <fulgur/fulgur.hpp>
+#include "line_model.hpp"
 
 #include <iostream>
-
-struct Line : fulgur::LightningModule {
-  Line() { fc = register_module("fc", torch::nn::Linear(1, 1)); }
-  torch::Tensor training_step(const fulgur::Batch& b, int64_t) override {
-    return torch::mse_loss(fc->forward(b.input), b.target);
-  }
-  fulgur::OptimizerConfig configure_optimizers() override {
-    return {std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(0.1)), std::nullopt};
-  }
-  torch::nn::Linear fc{nullptr};
-};
 
 // y = 3x + 1 at 16 points of [-1, 1]; the target is a float tensor [1].
 struct LinePoints : fulgur::Dataset {
@@ -31,13 +20,17 @@ struct Points : fulgur::DataModule {
   }
 };
 
-// `consumer [STRATEGY DEVICES]`: the Trainer starts the other ranks itself.
+// `consumer [STRATEGY DEVICES [CHECKPOINT]]`: the Trainer starts the other
+// ranks itself; with CHECKPOINT the trained model is saved there (under
+// fsdp as a sharded checkpoint: one file per rank).
 int main(int argc, char** argv) {
-  Line model;
+  Line model(LineOptions().lr(0.1));
   Points data;
   const std::string strategy = argc > 2 ? argv[1] : "auto";
   const int64_t devices = argc > 2 ? std::stoll(argv[2]) : 1;
-  fulgur::Trainer trainer(fulgur::TrainerOptions()
+  fulgur::TrainerOptions options;
+  if (strategy == "fsdp") options.fsdp(fulgur::FSDPOptions().state_dict_type("sharded"));
+  fulgur::Trainer trainer(options
                               .max_steps(200)
                               .accelerator("cpu")
                               .devices(devices)
@@ -46,8 +39,9 @@ int main(int argc, char** argv) {
                               .enable_checkpointing(false)
                               .enable_progress_bar(false));
   trainer.fit(model, data);
+  if (argc > 3) trainer.save_checkpoint(argv[3]);
   std::cout << "rank=" << trainer.global_rank() << " world=" << trainer.world_size()
-            << " steps=" << trainer.global_step() << " w=" << model.fc->weight.item<double>() << std::endl;
+            << " steps=" << trainer.global_step() << " w=" << model.fc->module->weight.item<double>() << std::endl;
   if (trainer.world_size() != devices) return 1;
-  return std::abs(model.fc->weight.item<double>() - 3.0) < 0.05 ? 0 : 1;
+  return std::abs(model.fc->module->weight.item<double>() - 3.0) < 0.05 ? 0 : 1;
 }

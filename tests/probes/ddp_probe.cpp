@@ -45,6 +45,7 @@ namespace check = fulgur::check;
   X(int64_t, sleep_step, 2, "global step of sleep_rank's sleep", check::Any{})                                \
   X(double, sleep_s, 0.0, "seconds sleep_rank sleeps", check::Any{})                                         \
   X(bool, batch_norm, false, "a BatchNorm1d after the first layer (buffers to broadcast)", check::Any{})        \
+  X(bool, val_metric, false, "validation also logs a MeanMetric object (val_mean_loss)", check::Any{})         \
   X(std::string, count_file, "",                                                                              \
     "every rank writes what each training step communicated and read from the device to it.<rank>",        \
     check::Any{})
@@ -69,6 +70,7 @@ struct ProbeModel : fulgur::LightningModule {
     layers->push_back(torch::nn::Linear(hidden, 4));
     net = register_module("net", layers);
     if (o.unused()) unused = register_module("unused", torch::nn::Linear(2, 2));
+    if (o.val_metric()) val_mean = register_module("val_mean", std::make_shared<fulgur::metrics::MeanMetric>());
   }
   void on_train_start() override {
     // --model.pid_file F: every rank writes its pid to F.<rank>, for tests that signal one rank.
@@ -134,6 +136,13 @@ struct ProbeModel : fulgur::LightningModule {
     const torch::Tensor logits = net->forward(b.input);
     log("val_loss", torch::nn::functional::cross_entropy(logits, b.target), {.sync_dist = true});
     log("val_acc", logits.argmax(1).eq(b.target).to(torch::kFloat32).mean(), {.sync_dist = true});
+    if (val_mean) {
+      log("val_max_loss", torch::nn::functional::cross_entropy(logits, b.target),
+          {.reduce = fulgur::ReduceOp::Max, .sync_dist = true});
+      namespace F = torch::nn::functional;
+      val_mean->update(F::cross_entropy(logits, b.target, F::CrossEntropyFuncOptions().reduction(torch::kNone)));
+      log("val_mean_loss", *val_mean);
+    }
     // --model.improving_rank R: an unsynced score that improves every epoch on
     // rank R only, so ranks would disagree about stopping if each decided alone.
     if (o.improving_rank() >= 0) {
@@ -183,6 +192,7 @@ struct ProbeModel : fulgur::LightningModule {
   const ProbeModelOptions o;
   torch::nn::Sequential net{nullptr};
   torch::nn::Linear unused{nullptr};
+  std::shared_ptr<fulgur::metrics::MeanMetric> val_mean;
   bool slept = false;
   std::ostringstream counts;
   int64_t batches_done = 0;
@@ -193,7 +203,9 @@ struct ProbeModel : fulgur::LightningModule {
 
 #define PROBE_DATA_OPTIONS(X)                                        \
   X(int64_t, batch_size, 16, "samples per batch", check::AtLeast{1}) \
-  X(int64_t, samples, 64, "samples in the dataset", check::AtLeast{1})
+  X(int64_t, samples, 64, "samples in the dataset", check::AtLeast{1}) \
+  X(int64_t, val_samples, -1, "samples in the validation set (-1: the training set)", check::AtLeast{-1}) \
+  X(bool, second_val, false, "a second validation loader: the same inputs, each target one class on", check::Any{})
 
 struct ProbeDataOptions {
   FULGUR_OPTIONS(ProbeDataOptions, PROBE_DATA_OPTIONS)
@@ -201,19 +213,28 @@ struct ProbeDataOptions {
 
 struct ProbeData : fulgur::DataModule {
   using Options = ProbeDataOptions;
-  explicit ProbeData(const ProbeDataOptions& o) : batch_size(o.batch_size()), samples(o.samples()) {}
-  std::shared_ptr<fulgur::DataLoader> loader() {
+  explicit ProbeData(const ProbeDataOptions& o)
+      : batch_size(o.batch_size()), samples(o.samples()), val_samples(o.val_samples()), second_val(o.second_val()) {}
+  std::shared_ptr<fulgur::DataLoader> loader(int64_t rows, int64_t shift = 0) {
     // The same data on every rank and every run, whatever the global seed.
     auto gen = at::make_generator<at::CPUGeneratorImpl>(1234);
-    const torch::Tensor x = torch::randn({samples, 8}, gen);
-    const torch::Tensor y = torch::randint(0, 4, {samples}, gen);
+    const torch::Tensor x = torch::randn({samples, 8}, gen).narrow(0, 0, rows);
+    const torch::Tensor y = (torch::randint(0, 4, {samples}, gen).narrow(0, 0, rows) + shift) % 4;
     return std::make_shared<fulgur::DatasetLoader>(std::make_shared<fulgur::TensorDataset>(x, y),
                                                    fulgur::DatasetLoaderOptions(batch_size).seed(0));
   }
-  std::shared_ptr<fulgur::DataLoader> train_dataloader() override { return loader(); }
-  std::shared_ptr<fulgur::DataLoader> val_dataloader() override { return loader(); }
+  std::shared_ptr<fulgur::DataLoader> train_dataloader() override { return loader(samples); }
+  std::shared_ptr<fulgur::DataLoader> val_dataloader() override {
+    return loader(val_samples < 0 ? samples : std::min(val_samples, samples));
+  }
+  std::vector<std::shared_ptr<fulgur::DataLoader>> val_dataloaders() override {
+    if (!second_val) return {val_dataloader()};
+    return {val_dataloader(), loader(val_samples < 0 ? samples : std::min(val_samples, samples), 1)};
+  }
   int64_t batch_size;
   int64_t samples;
+  int64_t val_samples;
+  bool second_val;
 };
 
 }  // namespace

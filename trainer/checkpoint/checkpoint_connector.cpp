@@ -3,7 +3,9 @@
 #include <fulgur/trainer/model_checkpoint.hpp>
 #include <fulgur/modules/state_dict.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
+#include <fulgur/trainer/checkpoint/checkpoint_weights.hpp>
 #include <fulgur/trainer/checkpoint/optimizer_state.hpp>
+#include <fulgur/trainer/checkpoint/scheduler_state.hpp>
 #include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
 #include <fulgur/trainer/checkpoint/sharded_state_writer.hpp>
 #include <fulgur/strategies/fsdp_strategy.hpp>
@@ -23,14 +25,6 @@ namespace {
 
 using Dict = c10::impl::GenericDict;
 using List = c10::impl::GenericList;
-
-/// LRScheduler keeps its step count protected and has no setter; a derived
-/// type may name the member, and the pointer works on any scheduler.
-struct SchedulerAccess : torch::optim::LRScheduler {
-  static unsigned& step_count(torch::optim::LRScheduler& scheduler) {
-    return scheduler.*(&SchedulerAccess::step_count_);
-  }
-};
 
 Dict require_dict(const Checkpoint& checkpoint, const std::string& key, const std::string& source) {
   if (!checkpoint.contains(key) || !checkpoint.at(key).isGenericDict()) {
@@ -82,13 +76,7 @@ Checkpoint CheckpointConnector::dump(bool weights_only) {
   // One entry per optimizer, and per scheduler in the same order (Lightning's lists).
   for (const OptimizerConfig& config : trainer_.optimizers()) {
     optimizers.push_back(optimizer_state_dict(*config.optimizer));
-    if (!config.lr_scheduler || !config.lr_scheduler->scheduler) continue;
-    Dict scheduler = new_state_dict();
-    scheduler.insert("_step_count", static_cast<int64_t>(SchedulerAccess::step_count(*config.lr_scheduler->scheduler)));
-    List lrs(c10::AnyType::get());
-    for (const auto& group : config.optimizer->param_groups()) lrs.push_back(group.options().get_lr());
-    scheduler.insert("_last_lr", lrs);
-    schedulers.push_back(scheduler);
+    if (config.lr_scheduler) schedulers.push_back(scheduler_state_dict(*config.lr_scheduler, *config.optimizer));
   }
   c.insert("optimizer_states", optimizers);
   c.insert("lr_schedulers", schedulers);
@@ -306,14 +294,7 @@ std::filesystem::path CheckpointConnector::resolve(const std::string& ckpt_path)
 }
 
 void CheckpointConnector::restore_model(const Checkpoint& checkpoint, const std::string& source) {
-  const Dict saved = require_dict(checkpoint, "state_dict", source);
-  c10::Dict<std::string, torch::Tensor> weights;
-  for (const auto& entry : saved) {
-    if (!entry.key().isString() || !entry.value().isTensor()) {
-      throw CheckpointError(fmt::format("[CheckpointConnector] {}: 'state_dict' holds a non-tensor entry", source));
-    }
-    weights.insert(entry.key().toStringRef(), entry.value().toTensor());
-  }
+  c10::Dict<std::string, torch::Tensor> weights = checkpoint_weights(checkpoint, source);
   Strategy& strategy = trainer_.strategy();
   if (strategy.shards_parameters()) {
     // Parameters hold this rank's rows: take those rows of the whole.
@@ -377,9 +358,7 @@ void CheckpointConnector::restore_training_state(const Checkpoint& checkpoint, c
                                   [&](const torch::Tensor& p) { return strategy.local_tensor(p, p.detach()); });
       }
       if (!configs[i].lr_scheduler || next_scheduler >= schedulers.size()) continue;
-      const Dict scheduler = schedulers.get(next_scheduler++).toGenericDict();
-      SchedulerAccess::step_count(*configs[i].lr_scheduler->scheduler) =
-          static_cast<unsigned>(scheduler.at("_step_count").toInt());
+      load_scheduler_state_dict(*configs[i].lr_scheduler, schedulers.get(next_scheduler++).toGenericDict(), source);
     }
     trainer_.strategy().precision().load_state_dict(checkpoint.at("precision").toGenericDict());
     fit_loop_.load_state_dict(loops.at("fit_loop").toGenericDict());

@@ -43,6 +43,10 @@ constexpr const char* kUsage = R"(usage: {0} <fit|validate|test|predict|lr_find|
                          (LoggerRegistry), csv,tensorboard, false, or
                          '[csv, {{class_path: WandbLogger, init_args: {{project: P}}}}]'
   --model.NAME VALUE     an option of the model
+  --optimizer NAME       replace the model's configure_optimizers by LibTorch's SGD, Adam, AdamW,
+                         RMSprop or Adagrad; --optimizer.NAME VALUE sets its arguments (lr, ...)
+  --lr_scheduler NAME    and a scheduler on it: StepLR or ReduceLROnPlateau (--lr_scheduler.monitor
+                         val_loss); --lr_scheduler.NAME VALUE sets its arguments, interval, frequency
   --data.NAME VALUE      an option of the data module
   --seed_everything N    seed every generator (default: a random seed, printed)
   --test_after_fit BOOL  fit: run the test loop on the trained model, same run folder
@@ -60,7 +64,11 @@ Exit codes: 0 success, 2 bad input (the message names the key or file), 1 other 
 )";
 
 const std::vector<std::string> kTopLevelKeys = {"trainer",   "model",   "data",           "seed_everything", "test_after_fit",
-                                                "ckpt_path", "lr_find", "scale_batch_size"};
+                                                "ckpt_path", "lr_find", "scale_batch_size", "optimizer", "lr_scheduler"};
+
+// Sections that name a class, LightningCLI's way: `--optimizer SGD` sets its
+// class_path and `--optimizer.lr 0.1` its init_args.lr.
+const std::vector<std::string> kClassSections = {"optimizer", "lr_scheduler"};
 
 Stage parse_subcommand(const std::string& word) {
   if (word == "fit") return Stage::Fit;
@@ -110,6 +118,13 @@ void merge_into(YAML::Node target, const YAML::Node& source) {
       target[key] = YAML::Clone(item.second);
     }
   }
+}
+
+// {class_path: NAME} for a bare class name.
+YAML::Node class_section(const YAML::Node& name) {
+  YAML::Node section(YAML::NodeType::Map);
+  section["class_path"] = name;
+  return section;
 }
 
 void check_top_level(const YAML::Node& root) {
@@ -174,6 +189,17 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
   }
   const auto loggers =
       factories.loggers.create(trainer_section.raw("logger", YAML::Node(true)), "trainer.logger", options.default_root_dir());
+  // optimizer: and lr_scheduler: replace configure_optimizers (LightningCLI).
+  auto one_class = [](const auto& registry, YAML::Node node, const char* name) {
+    if (node.IsSequence()) throw ConfigError(fmt::format("{}: expected one {} (class_path, init_args), got a list", name, name));
+    auto built = registry.create(node, name);
+    return built.empty() ? nullptr : built.front();
+  };
+  const auto optimizer = one_class(factories.optimizers, root["optimizer"], "optimizer");
+  const auto scheduler = one_class(factories.schedulers, root["lr_scheduler"], "lr_scheduler");
+  if (scheduler && !optimizer) {
+    throw ConfigError("lr_scheduler: needs an optimizer: section too (the scheduler is built on that optimizer)");
+  }
   options.logger(!loggers.empty());
   // --print_config shows what is missing instead of failing on it; the
   // objects it could not build are not needed to print.
@@ -193,6 +219,20 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
   };
   std::shared_ptr<LightningModule> model = build(model_section, factories.model);
   std::shared_ptr<DataModule> data = build(data_section, factories.data);
+  if (model && optimizer) {
+    const char* rank = std::getenv("RANK");
+    if (!args.print_config && (rank == nullptr || std::string(rank) == "0")) {
+      std::cerr << fmt::format("fulgur: warning: the command line's optimizer:{} section{} replace{} the model's "
+                               "configure_optimizers",
+                               scheduler ? " and lr_scheduler:" : "", scheduler ? "s" : "", scheduler ? "" : "s")
+                << std::endl;
+    }
+    model->override_configure_optimizers([optimizer, scheduler](LightningModule& m) {
+      OptimizerConfig config{optimizer->make(m.parameters()), std::nullopt};
+      if (scheduler) config.lr_scheduler = scheduler->make(*config.optimizer);
+      return config;
+    });
+  }
   for (const ConfigSection* section : {&trainer_section, &model_section, &data_section}) {
     const auto unread = section->unread_keys();
     if (!unread.empty()) throw ConfigError(fmt::format("unknown key '{}'", unread.front()));
@@ -204,6 +244,8 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
   resolved["trainer"] = trainer_section.resolved();
   resolved["model"] = model_section.resolved();
   resolved["data"] = data_section.resolved();
+  if (optimizer) resolved["optimizer"] = root["optimizer"];
+  if (scheduler) resolved["lr_scheduler"] = root["lr_scheduler"];
   if (args.lr_find) resolved["lr_find"] = lr_find_section.resolved();
   if (args.scale_batch_size) resolved["scale_batch_size"] = scale_section.resolved();
   if (args.print_config) {
@@ -343,12 +385,29 @@ YAML::Node merge_configuration(const Arguments& args) {
     if (!loaded.IsMap()) throw ConfigError(fmt::format("--config {}: expected a mapping at the top level", file));
     merge_into(root, loaded);
   }
-  for (const auto& [key, text] : args.overrides) {
+  for (const std::string& section : kClassSections) {
+    if (root[section].IsScalar()) root[section] = class_section(root[section]);
+  }
+  for (const auto& [given, text] : args.overrides) {
+    std::string key = given;
     YAML::Node value;
     try {
       value = YAML::Load(text);
     } catch (const YAML::Exception& e) {
       throw ConfigError(fmt::format("--{}: cannot parse value '{}': {}", key, text, e.msg));
+    }
+    const std::string first = key.substr(0, key.find('.'));
+    if (std::find(kClassSections.begin(), kClassSections.end(), first) != kClassSections.end()) {
+      if (key == first && value.IsScalar()) {
+        // Another class starts with its own defaults; the same one keeps its init_args.
+        if (root[first].IsMap() && root[first]["class_path"].IsScalar() &&
+            root[first]["class_path"].Scalar() == value.Scalar()) {
+          continue;
+        }
+        value = class_section(value);
+      } else if (key != first && key.rfind(first + ".class_path", 0) != 0 && key.rfind(first + ".init_args", 0) != 0) {
+        key = first + ".init_args" + key.substr(first.size());
+      }
     }
     set_dotted(root, key, value);
   }
@@ -356,12 +415,19 @@ YAML::Node merge_configuration(const Arguments& args) {
 }
 
 int run(int argc, const char* const* argv, const Factories& factories) {
+  return run_guarded([&] { return run_checked(parse_arguments(argc, argv), factories, argc > 0 ? argv[0] : "fulgur"); });
+}
+
+int run_guarded(const std::function<int()>& body) {
   auto report = [](const std::exception& e, int exit_code) {
     std::cerr << "error: " << e.what() << std::endl;
     return exit_code;
   };
   try {
-    return run_checked(parse_arguments(argc, argv), factories, argc > 0 ? argv[0] : "fulgur");
+    return body();
+  } catch (const c10::Error& e) {  // LibTorch's own, outside a stage: its message without the backtrace
+    std::cerr << "error: " << e.what_without_backtrace() << std::endl;
+    return 1;
   } catch (const std::invalid_argument& e) {  // ConfigError and invalid options: bad input
     return report(e, 2);
   } catch (const DataError& e) {  // missing folder, corrupt image: bad input too

@@ -5,7 +5,9 @@
 #include <fulgur/trainer/cli/callback_registry.hpp>
 #include <fulgur/trainer/cli/config_section.hpp>
 #include <fulgur/trainer/cli/logger_registry.hpp>
+#include <fulgur/trainer/cli/optimizer_registry.hpp>
 #include <fulgur/trainer/cli/options_yaml.hpp>
+#include <fulgur/trainer/cli/scheduler_registry.hpp>
 
 #include <functional>
 #include <memory>
@@ -35,14 +37,27 @@ Arguments parse_arguments(int argc, const char* const* argv);
 /// naming the file or the key.
 YAML::Node merge_configuration(const Arguments& arguments);
 
-/// How the CLI builds the user's types from their config sections, and the
-/// callback and logger classes `trainer.callbacks` and `trainer.logger` may name.
+/// How the CLI builds the user's types from their config sections, the
+/// callback and logger classes `trainer.callbacks` and `trainer.logger` may
+/// name, and the classes of the `optimizer:` and `lr_scheduler:` sections.
 struct Factories {
   std::function<std::shared_ptr<LightningModule>(ConfigSection&)> model;
   std::function<std::shared_ptr<DataModule>(ConfigSection&)> data;
   CallbackRegistry callbacks = CallbackRegistry::with_builtins();
   LoggerRegistry loggers = LoggerRegistry::with_builtins();
+  OptimizerRegistry optimizers = OptimizerRegistry::with_builtins();
+  SchedulerRegistry schedulers = SchedulerRegistry::with_builtins();
 };
+
+/// Runs a main()'s work and ends it as the command line does: an exception
+/// becomes one line on stderr ("error: <message>", no backtrace) and exit
+/// code 2 for bad input (invalid options or values, missing data, a bad
+/// checkpoint) or 1 for anything else; otherwise `body`'s return value.
+///
+///   int main() {
+///     return fulgur::cli::run_guarded([] { ...; trainer.fit(model, data); return trainer.exit_code(); });
+///   }
+int run_guarded(const std::function<int()>& body);
 
 /// Runs a whole command line; returns the process exit code: 0 success,
 /// 2 bad input (unknown key, wrong type, invalid value, missing data), 1 any

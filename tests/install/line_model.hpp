@@ -1,0 +1,26 @@
+// The consumer's model, shared by the trainer and the inference program:
+// y = w x + b, its layer one unit of the fully sharded strategy.
+#pragma once
+
+#include <fulgur/fulgur.hpp>
+
+#define LINE_OPTIONS(X) X(double, lr, 0.1, "SGD learning rate", fulgur::check::Positive{})
+
+struct LineOptions {
+  FULGUR_OPTIONS(LineOptions, LINE_OPTIONS)
+};
+
+struct Line : fulgur::LightningModule {
+  using Options = LineOptions;
+  explicit Line(const LineOptions& o = {}) : lr(o.lr()) {
+    save_hyperparameters(o);
+    fc = register_module("fc", fulgur::ShardedUnit<torch::nn::Linear>(torch::nn::Linear(1, 1)));
+  }
+  torch::Tensor forward(const torch::Tensor& x) { return fc->forward(x); }
+  torch::Tensor training_step(const fulgur::Batch& b, int64_t) override { return torch::mse_loss(forward(b.input), b.target); }
+  fulgur::OptimizerConfig configure_optimizers() override {
+    return {std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(lr)), std::nullopt};
+  }
+  double lr;
+  fulgur::ShardedUnit<torch::nn::Linear> fc{nullptr};
+};

@@ -1,0 +1,73 @@
+#include <fulgur/trainer/cli/optimizer_registry.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace fulgur::cli {
+namespace {
+
+using Parameters = std::vector<torch::Tensor>;
+
+// PyTorch's `betas`: two numbers.
+std::tuple<double, double> betas(ConfigSection& section) {
+  const auto values = section.get<std::vector<double>>("betas", {0.9, 0.999});
+  if (values.size() != 2) section.fail("betas", "two numbers, as [0.9, 0.999]", fmt::format("[{}]", fmt::join(values, ", ")));
+  return {values[0], values[1]};
+}
+
+template <class Options>
+Options adam_options(ConfigSection& section, double default_weight_decay) {
+  Options o(section.get<double>("lr", 1e-3));
+  o.betas(betas(section));
+  o.eps(section.get<double>("eps", 1e-8));
+  o.weight_decay(section.get<double>("weight_decay", default_weight_decay));
+  o.amsgrad(section.get<bool>("amsgrad", false));
+  return o;
+}
+
+}  // namespace
+
+OptimizerRegistry OptimizerRegistry::with_builtins() {
+  OptimizerRegistry registry;
+  registry.add("SGD", [](ConfigSection& s) {
+    torch::optim::SGDOptions o(s.get<double>("lr", 1e-3));
+    o.momentum(s.get<double>("momentum", 0.0));
+    o.dampening(s.get<double>("dampening", 0.0));
+    o.weight_decay(s.get<double>("weight_decay", 0.0));
+    o.nesterov(s.get<bool>("nesterov", false));
+    return std::make_shared<OptimizerRecipe>(OptimizerRecipe{
+        [o](const Parameters& p) { return std::make_shared<torch::optim::SGD>(p, o); }});
+  });
+  registry.add("Adam", [](ConfigSection& s) {
+    const auto o = adam_options<torch::optim::AdamOptions>(s, 0.0);
+    return std::make_shared<OptimizerRecipe>(OptimizerRecipe{
+        [o](const Parameters& p) { return std::make_shared<torch::optim::Adam>(p, o); }});
+  });
+  registry.add("AdamW", [](ConfigSection& s) {
+    const auto o = adam_options<torch::optim::AdamWOptions>(s, 1e-2);
+    return std::make_shared<OptimizerRecipe>(OptimizerRecipe{
+        [o](const Parameters& p) { return std::make_shared<torch::optim::AdamW>(p, o); }});
+  });
+  registry.add("RMSprop", [](ConfigSection& s) {
+    torch::optim::RMSpropOptions o(s.get<double>("lr", 1e-2));
+    o.alpha(s.get<double>("alpha", 0.99));
+    o.eps(s.get<double>("eps", 1e-8));
+    o.weight_decay(s.get<double>("weight_decay", 0.0));
+    o.momentum(s.get<double>("momentum", 0.0));
+    o.centered(s.get<bool>("centered", false));
+    return std::make_shared<OptimizerRecipe>(OptimizerRecipe{
+        [o](const Parameters& p) { return std::make_shared<torch::optim::RMSprop>(p, o); }});
+  });
+  registry.add("Adagrad", [](ConfigSection& s) {
+    torch::optim::AdagradOptions o(s.get<double>("lr", 1e-2));
+    o.lr_decay(s.get<double>("lr_decay", 0.0));
+    o.weight_decay(s.get<double>("weight_decay", 0.0));
+    o.initial_accumulator_value(s.get<double>("initial_accumulator_value", 0.0));
+    o.eps(s.get<double>("eps", 1e-10));
+    return std::make_shared<OptimizerRecipe>(OptimizerRecipe{
+        [o](const Parameters& p) { return std::make_shared<torch::optim::Adagrad>(p, o); }});
+  });
+  return registry;
+}
+
+}  // namespace fulgur::cli
