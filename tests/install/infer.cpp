@@ -9,10 +9,13 @@
 #include <iomanip>
 #include <iostream>
 
-// The same layer, unwrapped: its weights are "fc.weight", the checkpoint's "fc.module.weight".
+// The same layers, unwrapped: its weights are "fc.weight", the checkpoint's "fc.module.weight".
 struct PlainLine : torch::nn::Module {
-  PlainLine() { fc = register_module("fc", torch::nn::Linear(1, 1)); }
-  torch::nn::Linear fc{nullptr};
+  PlainLine() {
+    fc = register_module("fc", torch::nn::Linear(1, 8));
+    out = register_module("out", torch::nn::Linear(8, 1));
+  }
+  torch::nn::Linear fc{nullptr}, out{nullptr};
 };
 
 int main(int argc, char** argv) {
@@ -26,7 +29,7 @@ int main(int argc, char** argv) {
     const double y = model->forward(torch::tensor({{0.5f}})).item<double>();
     PlainLine plain;
     fulgur::load_checkpoint_weights(plain, argv[1]);
-    const double plain_y = plain.fc->forward(torch::tensor({{0.5f}})).item<double>();
+    const double plain_y = plain.out->forward(plain.fc->forward(torch::tensor({{0.5f}}))).item<double>();
     std::cout << "lr=" << model->lr << std::fixed << std::setprecision(1) << " y(0.5)=" << y
               << " plain y(0.5)=" << plain_y << std::endl;
     try {
