@@ -4,6 +4,7 @@
 BUILD_DIR ?= build
 JOBS ?= 2
 CMAKE_ARGS ?=
+SHELL := /bin/bash
 
 .PHONY: all setup configure build demo test bench bench-check clean
 
@@ -17,8 +18,11 @@ configure: setup
 	  cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_ARGS); \
 	fi
 
+## A compiler warning fails the build (a fresh build of every target has none).
 build: configure
-	@cmake --build $(BUILD_DIR) -j$(JOBS)
+	@set -o pipefail; cmake --build $(BUILD_DIR) -j$(JOBS) 2>&1 | tee $(BUILD_DIR)/build.log
+	@if grep -n "warning:" $(BUILD_DIR)/build.log; then \
+	  echo "error: the build printed the compiler warnings above; fix them"; exit 1; fi
 
 ## Trains the default example (digits in the CINIC-10 layout) and tests it.
 ## The CUDA module is built too only where a CUDA driver could load it.

@@ -13,11 +13,15 @@ void LightningModule::validation_step(const Batch&, int64_t) {}
 
 void LightningModule::test_step(const Batch&, int64_t) {}
 
-void LightningModule::validation_step(const Batch& batch, int64_t batch_idx, int64_t) {
+StepOutput LightningModule::validation_step(const Batch& batch, int64_t batch_idx, int64_t) {
   validation_step(batch, batch_idx);
+  return {};
 }
 
-void LightningModule::test_step(const Batch& batch, int64_t batch_idx, int64_t) { test_step(batch, batch_idx); }
+StepOutput LightningModule::test_step(const Batch& batch, int64_t batch_idx, int64_t) {
+  test_step(batch, batch_idx);
+  return {};
+}
 
 torch::Tensor LightningModule::predict_step(const Batch&, int64_t) {
   throw std::logic_error("[LightningModule::predict_step] not implemented: override predict_step to use predict()");

@@ -10,6 +10,7 @@
 #include <fulgur/modules/module_runtime.hpp>
 #include <fulgur/modules/optimizer_config.hpp>
 #include <fulgur/modules/reduce_op.hpp>
+#include <fulgur/modules/step_output.hpp>
 
 #include <torch/torch.h>
 
@@ -42,11 +43,13 @@ class LightningModule : public torch::nn::Module {
   virtual torch::Tensor training_step(const Batch& batch, int64_t batch_idx) = 0;
   virtual void validation_step(const Batch& batch, int64_t batch_idx);
   virtual void test_step(const Batch& batch, int64_t batch_idx);
-  /// The steps with several loaders (DataModule::val_dataloaders): also the
-  /// index of the batch's loader. The Trainer calls these; by default they
-  /// call the two-argument steps, so override whichever you need.
-  virtual void validation_step(const Batch& batch, int64_t batch_idx, int64_t dataloader_idx);
-  virtual void test_step(const Batch& batch, int64_t batch_idx, int64_t dataloader_idx);
+  /// The steps the Trainer calls: also the index of the batch's loader (with
+  /// several, DataModule::val_dataloaders), and what they return reaches the
+  /// callbacks' on_validation_batch_end / on_test_batch_end as `outputs`.
+  /// By default they call the two-argument steps and return nothing, so
+  /// override whichever you need.
+  virtual StepOutput validation_step(const Batch& batch, int64_t batch_idx, int64_t dataloader_idx);
+  virtual StepOutput test_step(const Batch& batch, int64_t batch_idx, int64_t dataloader_idx);
   /// Default: forward-free; override to return predictions for a batch.
   virtual torch::Tensor predict_step(const Batch& batch, int64_t batch_idx);
   /// One optimizer (and scheduler), or several with OptimizerConfig::list
@@ -84,8 +87,18 @@ class LightningModule : public torch::nn::Module {
   virtual void on_train_batch_end(const torch::Tensor& /*loss*/, const Batch&, int64_t /*batch_idx*/) {}
   virtual void on_validation_batch_start(const Batch&, int64_t /*batch_idx*/) {}
   virtual void on_validation_batch_end(const Batch&, int64_t /*batch_idx*/) {}
+  /// With the step's outputs and its loader's index; by default the overload above.
+  virtual void on_validation_batch_end(const StepOutput& /*outputs*/, const Batch& batch, int64_t batch_idx,
+                                       int64_t /*dataloader_idx*/) {
+    on_validation_batch_end(batch, batch_idx);
+  }
   virtual void on_test_batch_start(const Batch&, int64_t /*batch_idx*/) {}
   virtual void on_test_batch_end(const Batch&, int64_t /*batch_idx*/) {}
+  /// With the step's outputs and its loader's index; by default the overload above.
+  virtual void on_test_batch_end(const StepOutput& /*outputs*/, const Batch& batch, int64_t batch_idx,
+                                 int64_t /*dataloader_idx*/) {
+    on_test_batch_end(batch, batch_idx);
+  }
   virtual void on_before_backward(const torch::Tensor& /*loss*/) {}
   virtual void on_after_backward() {}
   virtual void on_before_optimizer_step(torch::optim::Optimizer&) {}

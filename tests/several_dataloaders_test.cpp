@@ -33,13 +33,15 @@ struct TwoSets : RegressionData {
 
 /// Records which loader each step saw; the plateau scheduler watches the clean set's loss.
 struct TwoSetModule : testing::RecordingModule {
-  void validation_step(const Batch& batch, int64_t, int64_t dataloader_idx) override {
+  StepOutput validation_step(const Batch& batch, int64_t, int64_t dataloader_idx) override {
     seen.push_back(dataloader_idx);
     log("val_loss", torch::mse_loss(linear->forward(batch.input).squeeze(1), batch.target));
+    return {};
   }
-  void test_step(const Batch& batch, int64_t, int64_t dataloader_idx) override {
+  StepOutput test_step(const Batch& batch, int64_t, int64_t dataloader_idx) override {
     seen.push_back(10 + dataloader_idx);
     log("test_loss", torch::mse_loss(linear->forward(batch.input).squeeze(1), batch.target));
+    return {};
   }
   OptimizerConfig configure_optimizers() override {
     auto sgd = std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(0.05));
@@ -181,4 +183,49 @@ TEST_CASE("several dataloaders: from the command line on 2 processes, each loade
   INFO(fit.output);
   REQUIRE(fit.exit_code == 0);
   CHECK(line(fit.output, "fit").find("val_acc/dataloader_idx_1=") != std::string::npos);
+}
+
+TEST_CASE("step outputs: what validation_step and test_step return reaches the callbacks' and the module's batch-end hooks") {
+  TempDir dir("step-outputs");
+  struct Returning : TwoSetModule {
+    StepOutput validation_step(const Batch& batch, int64_t, int64_t) override {
+      const torch::Tensor preds = linear->forward(batch.input).squeeze(1);
+      log("val_loss", torch::mse_loss(preds, batch.target));
+      return StepOutput({{"preds", preds}, {"target", batch.target}});
+    }
+    StepOutput test_step(const Batch& batch, int64_t, int64_t) override { return linear->forward(batch.input); }
+    void on_validation_batch_end(const StepOutput& outputs, const Batch&, int64_t, int64_t dataloader_idx) override {
+      module_saw.push_back(static_cast<int64_t>(outputs.named.size()) * 10 + dataloader_idx);
+    }
+    std::vector<int64_t> module_saw;
+  } model;
+  // A callback that reads outputs (Lightning's on_validation_batch_end(trainer, module, outputs, batch, ...)).
+  struct Reader : Callback {
+    std::string state_key() const override { return "Reader"; }
+    void on_validation_batch_end(Trainer&, LightningModule&, const StepOutput& outputs, const Batch& batch, int64_t,
+                                 int64_t dataloader_idx) override {
+      REQUIRE(outputs.named.count("preds") == 1);
+      CHECK(outputs.named.at("preds").size(0) == batch.size());
+      rows += outputs.named.at("preds").size(0);
+      loaders.push_back(dataloader_idx);
+    }
+    void on_test_batch_end(Trainer&, LightningModule&, const StepOutput& outputs, const Batch&, int64_t,
+                           int64_t) override {
+      CHECK(outputs.tensor.defined());
+      CHECK(outputs.named.empty());
+      ++test_outputs;
+    }
+    int64_t rows = 0, test_outputs = 0;
+    std::vector<int64_t> loaders;
+  };
+  auto reader = std::make_shared<Reader>();
+  TwoSets data;
+  Trainer trainer(quiet_options(dir.path()).logger(false).enable_checkpointing(false),
+                  std::vector<std::shared_ptr<Callback>>{reader});
+  trainer.validate(model, data);
+  trainer.test(model, data);
+  CHECK(reader->rows == 4 * 8);  // 2 loaders of 2 batches of 8
+  CHECK(reader->loaders == std::vector<int64_t>{0, 0, 1, 1});
+  CHECK(reader->test_outputs == 4);
+  CHECK(model.module_saw == std::vector<int64_t>{20, 20, 21, 21});
 }

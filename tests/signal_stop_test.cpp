@@ -431,7 +431,12 @@ TEST_CASE("signal stop: SIGTERM or SIGINT while a rank is held in a collective e
     REQUIRE(std::filesystem::exists(dir / "rc"));
     CHECK(read_file(dir / "rc") == std::to_string(128 + signal) + "\n");
     const std::string name = SignalConnector::name(signal);
-    CHECK(log.find("rank 0: " + name + " not acted on at a step boundary within 2 s; waiting in ") != std::string::npos);
+    // Rank 0 waits in the gradient all_reduce until its grace period ends,
+    // or until rank 1's exit breaks the collective: either way it says so.
+    const std::string rank0 = "rank 0: " + name + " not acted on at a step boundary";
+    const bool waited = log.find(rank0 + " within 2 s; waiting in ") != std::string::npos;
+    const bool broken = log.find(rank0 + "; the run failed meanwhile") != std::string::npos;
+    CHECK((waited || broken));
     CHECK(log.find("rank 1: " + name + " not acted on at a step boundary within 2 s; not waiting in a collective") !=
           std::string::npos);
   }

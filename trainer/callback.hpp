@@ -1,6 +1,7 @@
 #pragma once
 
 #include <fulgur/modules/batch.hpp>
+#include <fulgur/modules/step_output.hpp>
 
 #include <torch/torch.h>
 
@@ -67,8 +68,19 @@ class Callback {
                                   int64_t /*batch_idx*/) {}
   virtual void on_validation_batch_start(Trainer&, LightningModule&, const Batch&, int64_t /*batch_idx*/) {}
   virtual void on_validation_batch_end(Trainer&, LightningModule&, const Batch&, int64_t /*batch_idx*/) {}
+  /// With what validation_step returned (Lightning's `outputs`) and the
+  /// batch's loader index; by default the overload without them.
+  virtual void on_validation_batch_end(Trainer& trainer, LightningModule& module, const StepOutput& /*outputs*/,
+                                       const Batch& batch, int64_t batch_idx, int64_t /*dataloader_idx*/) {
+    on_validation_batch_end(trainer, module, batch, batch_idx);
+  }
   virtual void on_test_batch_start(Trainer&, LightningModule&, const Batch&, int64_t /*batch_idx*/) {}
   virtual void on_test_batch_end(Trainer&, LightningModule&, const Batch&, int64_t /*batch_idx*/) {}
+  /// With what test_step returned and the batch's loader index; by default the overload without them.
+  virtual void on_test_batch_end(Trainer& trainer, LightningModule& module, const StepOutput& /*outputs*/,
+                                 const Batch& batch, int64_t batch_idx, int64_t /*dataloader_idx*/) {
+    on_test_batch_end(trainer, module, batch, batch_idx);
+  }
 
   virtual void on_before_backward(Trainer&, LightningModule&, const torch::Tensor& /*loss*/) {}
   virtual void on_after_backward(Trainer&, LightningModule&) {}

@@ -9,6 +9,17 @@
 #include <fmt/format.h>
 
 namespace fulgur {
+namespace {
+
+// The batch-end hooks with the step's outputs and the loader's index (each
+// is overloaded with the shorter form it calls by default).
+constexpr auto kCallbackBatchEnd = [](void (Callback::*hook)(Trainer&, LightningModule&, const StepOutput&, const Batch&,
+                                                             int64_t, int64_t)) { return hook; };
+constexpr auto kModuleBatchEnd = [](void (LightningModule::*hook)(const StepOutput&, const Batch&, int64_t, int64_t)) {
+  return hook;
+};
+
+}  // namespace
 
 EvaluationLoop::EvaluationLoop(Trainer& trainer, const LoopContext& context, RunningStage stage)
     : trainer_(trainer), context_(context), stage_(stage), results_(stage) {}
@@ -58,6 +69,7 @@ std::map<std::string, double> EvaluationLoop::run(const std::vector<std::shared_
       if (!next) break;
       const Batch batch = strategy.batch_to_device(*next);
       results_.set_batch_size(batch.size());
+      StepOutput output;
       if (validating) {
         context_.hooks.call_hook("on_validation_batch_start", &Callback::on_validation_batch_start,
                            &LightningModule::on_validation_batch_start, batch, batch_idx);
@@ -65,10 +77,11 @@ std::map<std::string, double> EvaluationLoop::run(const std::vector<std::shared_
           ProfileScope scope(profiler, "[Strategy]validation_step");
           Precision::AutocastScope autocast(strategy.precision());
           trainer_.at("validation_step", batch_idx);
-          module.validation_step(batch, batch_idx, dataloader_idx);
+          output = module.validation_step(batch, batch_idx, dataloader_idx);
         }
-        context_.hooks.call_hook("on_validation_batch_end", &Callback::on_validation_batch_end,
-                           &LightningModule::on_validation_batch_end, batch, batch_idx);
+        context_.hooks.call_hook("on_validation_batch_end", kCallbackBatchEnd(&Callback::on_validation_batch_end),
+                                 kModuleBatchEnd(&LightningModule::on_validation_batch_end), output, batch, batch_idx,
+                                 dataloader_idx);
       } else {
         context_.hooks.call_hook("on_test_batch_start", &Callback::on_test_batch_start, &LightningModule::on_test_batch_start,
                            batch, batch_idx);
@@ -76,10 +89,11 @@ std::map<std::string, double> EvaluationLoop::run(const std::vector<std::shared_
           ProfileScope scope(profiler, "[Strategy]test_step");
           Precision::AutocastScope autocast(strategy.precision());
           trainer_.at("test_step", batch_idx);
-          module.test_step(batch, batch_idx, dataloader_idx);
+          output = module.test_step(batch, batch_idx, dataloader_idx);
         }
-        context_.hooks.call_hook("on_test_batch_end", &Callback::on_test_batch_end, &LightningModule::on_test_batch_end, batch,
-                           batch_idx);
+        context_.hooks.call_hook("on_test_batch_end", kCallbackBatchEnd(&Callback::on_test_batch_end),
+                                 kModuleBatchEnd(&LightningModule::on_test_batch_end), output, batch, batch_idx,
+                                 dataloader_idx);
       }
       batch_progress_.increment();
     }

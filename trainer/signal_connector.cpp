@@ -16,6 +16,7 @@
 #include <optional>
 #include <stdexcept>
 #include <stop_token>
+#include <string>
 #include <thread>
 
 namespace fulgur {
@@ -64,6 +65,24 @@ double grace_seconds() {
   return seconds;
 }
 
+// The received SIGTERM or SIGINT that no step boundary acted on.
+int pending_stop() { return g_stop_signal.load() == SIGINT ? SIGINT : SIGTERM; }
+
+// One line saying where the process was, then the exit a signal gives.
+[[noreturn]] void end_on_stop_signal(const std::string& where) {
+  const int signal = pending_stop();
+  const char* rank = std::getenv("RANK");
+  std::cerr << fmt::format("fulgur: rank {}: {} not acted on at a step boundary{}; exiting with {}",
+                           rank != nullptr ? rank : "0", SignalConnector::name(signal), where, 128 + signal)
+            << std::endl;
+  // Local ranks this process started got the signal too: let them say where
+  // they were before their parent's exit takes them down.
+  for (int i = 0; i < 40 && ::waitpid(-1, nullptr, WNOHANG) >= 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::_Exit(128 + signal);
+}
+
 }  // namespace
 
 /// Ends the process when a SIGTERM/SIGINT stays unacted for the grace period.
@@ -91,22 +110,11 @@ class SignalConnector::Watcher {
   }
 
   [[noreturn]] void exit_now() const {
-    const int signal = g_stop_signal.load() == SIGINT ? SIGINT : SIGTERM;
     const auto waiting = CollectiveWait::current();
-    const char* rank = std::getenv("RANK");
-    std::cerr << fmt::format("fulgur: rank {}: {} not acted on at a step boundary within {:g} s; {}; exiting with {}",
-                             rank != nullptr ? rank : "0", SignalConnector::name(signal),
-                             signal == SIGINT && !g_fitting.load() ? 0.0 : grace_,
-                             waiting ? fmt::format("waiting in {} for {:.0f} s", waiting->operation, waiting->seconds)
-                                     : std::string("not waiting in a collective"),
-                             128 + signal)
-              << std::endl;
-    // Local ranks this process started got the signal too: let them say where
-    // they were before their parent's exit takes them down.
-    for (int i = 0; i < 40 && ::waitpid(-1, nullptr, WNOHANG) >= 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    std::_Exit(128 + signal);
+    end_on_stop_signal(fmt::format(
+        " within {:g} s; {}", pending_stop() == SIGINT && !g_fitting.load() ? 0.0 : grace_,
+        waiting ? fmt::format("waiting in {} for {:.0f} s", waiting->operation, waiting->seconds)
+                : std::string("not waiting in a collective")));
   }
 
   double grace_;
@@ -163,6 +171,19 @@ bool SignalConnector::agree_to_stop(Strategy& strategy, int64_t global_step) {
                            name(agreed), global_step)
             << std::endl;
   return true;
+}
+
+void SignalConnector::end_if_stop_pending(const std::exception_ptr& error) {
+  if (g_unacted_stops.load() == 0) return;
+  std::string what = "an unknown error";
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  end_on_stop_signal(fmt::format("; the run failed meanwhile (a peer stopping on it ends collectives): {}",
+                                 what.substr(0, what.find('\n'))));
 }
 
 void SignalConnector::start_fit() {

@@ -2,6 +2,7 @@
 
 #include <csignal>
 #include <cstdint>
+#include <exception>
 #include <memory>
 
 namespace fulgur {
@@ -53,6 +54,11 @@ class SignalConnector {
   bool agree_to_stop(Strategy& strategy, int64_t global_step);
   /// The signal the running or last fit stopped on (0: none).
   int stop_signal() const { return stop_signal_; }
+  /// A failure while a SIGTERM/SIGINT waits to be acted on (typically a
+  /// collective broken by a peer that ended on the same signal) ends the
+  /// process as the signal would: one line with the error, 128 + signal.
+  /// Otherwise returns, and the error takes its usual path.
+  static void end_if_stop_pending(const std::exception_ptr& error);
   /// At the start of a fit: a signal an earlier fit stopped on is done with.
   void start_fit();
   /// At the end of a fit: no step boundary will act on a signal now (a

@@ -301,6 +301,7 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
   } catch (...) {
     // The one exception path: tell callbacks, close loggers as failed, tear down.
     const std::exception_ptr error = with_context(std::current_exception());
+    SignalConnector::end_if_stop_pending(error);
     handling_exception_ = true;
     try {
       if (module_ != nullptr) {
