@@ -4,6 +4,7 @@
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -79,7 +80,8 @@ TEST_CASE("example cifar10: a missing or damaged batch file exits 2 naming it") 
   const std::string common = " --trainer.default_root_dir " + (dir.path() / "runs").string() + " --data.root " + data.string();
   const auto missing = run_command(kBinary + " fit" + common);
   CHECK(missing.exit_code == 2);
-  CHECK(missing.output.find("'" + (data / "data_batch_4.bin").string() + "' cannot be opened") != std::string::npos);
+  CHECK(missing.output.find(fmt::format("'{}' cannot be opened", (data / "data_batch_4.bin").string())) !=
+        std::string::npos);
   std::ofstream(data / "data_batch_4.bin", std::ios::binary) << "short";
   const auto partial = run_command(kBinary + " fit" + common);
   CHECK(partial.exit_code == 2);

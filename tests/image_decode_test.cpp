@@ -10,6 +10,7 @@
 #include <fulgur/datamodules/images/transforms/image_ops.hpp>
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include "support/image_golden.hpp"
 #include "support/test_support.hpp"
@@ -227,7 +228,7 @@ TEST_CASE("decode_image: bad files give one DataError naming the path and the re
     const auto started = std::chrono::steady_clock::now();
     const std::string message = data_error_of([&] { fulgur::read_image(dir / name); });
     CAPTURE(message);
-    CHECK(contains(message, "'" + (dir / name).string() + "': " + reason));
+    CHECK(contains(message, fmt::format("'{}': {}", (dir / name).string(), reason)));
     // One line, no backtrace.
     CHECK(message.find('\n') == std::string::npos);
     // Refused from the header: no 10 GB allocation, no decoding.
@@ -256,8 +257,8 @@ TEST_CASE("class folders: .jpg/.jpeg/.JPEG/.png are images; bad entries fail in 
   CHECK(folder.get(0).input.sizes() == torch::IntArrayRef({3, 375, 500}));
   // Sorted by path: dog/e.png before dog/nested.jpg/d.png.
   CHECK(folder.get(4).input.sizes() == torch::IntArrayRef({3, 45, 61}));
-  CHECK(contains(data_error_of([&] { folder.get(3); }), "'" + (dir / "dog" / "e.png").string() +
-                                                            "': dangling symbolic link"));
+  CHECK(contains(data_error_of([&] { folder.get(3); }),
+                 fmt::format("'{}': dangling symbolic link", (dir / "dog" / "e.png").string())));
   fs::create_directories(dir / "empty_class");
   CHECK(contains(data_error_of([&] { fulgur::ImageFileList::from_class_folders(dir.path()); }),
                  "class folder '" + (dir / "empty_class").string() + "' contains no images (.jpg, .jpeg or .png)"));
@@ -344,7 +345,7 @@ TEST_CASE("cinic10 CLI: every kind of bad input exits 2 with one line naming the
                                         root.string() + " --trainer.default_root_dir " + (dir / "runs").string(),
                                     120);
     CHECK(result.exit_code == 2);
-    CHECK(contains(result.output, "'" + bad.string() + "'"));
+    CHECK(contains(result.output, fmt::format("'{}'", bad.string())));
     CHECK(contains(result.output, c.reason));
     CHECK(result.output.find("Segmentation") == std::string::npos);
   }

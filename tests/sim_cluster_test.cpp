@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <unistd.h>
 
@@ -24,7 +25,7 @@ const std::string kSim = "bash " + std::string(FULGUR_SOURCE_DIR) + "/scripts/si
 
 // The cluster's namespaces live as long as this object.
 struct SimCluster {
-  SimCluster(int nodes, const std::string& rate) : name("t" + std::to_string(::getpid() % 1000000)) {
+  SimCluster(int nodes, const std::string& rate) : name(fmt::format("t{}", ::getpid() % 1000000)) {
     const auto up = run_command(kSim + "up " + name + " " + std::to_string(nodes) + " " + rate, 60);
     INFO(up.output);
     REQUIRE(up.exit_code == 0);
