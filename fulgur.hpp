@@ -32,6 +32,7 @@
 #include <fulgur/datamodules/datasets/cinic10.hpp>
 #include <fulgur/datamodules/datasets/imagenet.hpp>
 #include <fulgur/datamodules/datasets/tensor_dataset.hpp>
+#include <fulgur/datamodules/loading/combined_loader.hpp>
 #include <fulgur/datamodules/loading/dataset.hpp>
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
 #include <fulgur/datamodules/loading/example.hpp>

@@ -37,6 +37,9 @@ class DataModule {
   virtual std::vector<std::shared_ptr<DataLoader>> val_dataloaders() { return one(val_dataloader()); }
   /// Several test loaders, as val_dataloaders(). Default: test_dataloader() alone.
   virtual std::vector<std::shared_ptr<DataLoader>> test_dataloaders() { return one(test_dataloader()); }
+  /// Several predict loaders, run one after the other (predict_step gets
+  /// each one's index). Default: predict_dataloader() alone.
+  virtual std::vector<std::shared_ptr<DataLoader>> predict_dataloaders() { return one(predict_dataloader()); }
 
   /// The batch-size option called `name`, which the loaders made afterwards
   /// use; nullptr when the module has none by that name. Tuner::scale_batch_size

@@ -18,6 +18,10 @@ StepOutput LightningModule::validation_step(const Batch& batch, int64_t batch_id
   return {};
 }
 
+torch::Tensor LightningModule::predict_step(const Batch& batch, int64_t batch_idx, int64_t) {
+  return predict_step(batch, batch_idx);
+}
+
 StepOutput LightningModule::test_step(const Batch& batch, int64_t batch_idx, int64_t) {
   test_step(batch, batch_idx);
   return {};

@@ -50,6 +50,8 @@ class LightningModule : public torch::nn::Module {
   /// override whichever you need.
   virtual StepOutput validation_step(const Batch& batch, int64_t batch_idx, int64_t dataloader_idx);
   virtual StepOutput test_step(const Batch& batch, int64_t batch_idx, int64_t dataloader_idx);
+  /// With the index of the batch's predict loader; by default the two-argument predict_step.
+  virtual torch::Tensor predict_step(const Batch& batch, int64_t batch_idx, int64_t dataloader_idx);
   /// Default: forward-free; override to return predictions for a batch.
   virtual torch::Tensor predict_step(const Batch& batch, int64_t batch_idx);
   /// One optimizer (and scheduler), or several with OptimizerConfig::list

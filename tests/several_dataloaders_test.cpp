@@ -28,6 +28,7 @@ struct TwoSets : RegressionData {
   }
   std::vector<std::shared_ptr<DataLoader>> val_dataloaders() override { return {val_dataloader(), noisy}; }
   std::vector<std::shared_ptr<DataLoader>> test_dataloaders() override { return {noisy, test_dataloader()}; }
+  std::vector<std::shared_ptr<DataLoader>> predict_dataloaders() override { return {noisy, val_dataloader()}; }
   std::shared_ptr<DataLoader> noisy;
 };
 
@@ -85,6 +86,19 @@ TEST_CASE("several dataloaders: each loader's steps get its index and its names 
   CHECK(model.seen == std::vector<int64_t>{10, 10, 11, 11});
   CHECK(tested.at("test_loss/dataloader_idx_0") == doctest::Approx(mse_over(model.linear, *data.noisy)));
   CHECK(tested.at("test_loss/dataloader_idx_1") == doctest::Approx(mse_over(model.linear, *data.val_dataloader())));
+
+  // predict: the first loader's batches first; predict_step gets each one's index.
+  struct Predicting : TwoSetModule {
+    torch::Tensor predict_step(const Batch& batch, int64_t, int64_t dataloader_idx) override {
+      seen.push_back(20 + dataloader_idx);
+      return linear->forward(batch.input);
+    }
+  } predicting;
+  const auto predictions = trainer.predict(predicting, data);
+  CHECK(predicting.seen == std::vector<int64_t>{20, 20, 21, 21});
+  REQUIRE(predictions.size() == 4);
+  auto clean = data.val_dataloader()->iterate(0);
+  CHECK(torch::allclose(predictions[2], predicting.linear->forward(clean->next()->input)));
 }
 
 TEST_CASE("several dataloaders: ReduceLROnPlateau and EarlyStopping watch one loader's metric; a resume is exact") {

@@ -6,19 +6,22 @@
 
 #include <torch/torch.h>
 
+#include <memory>
 #include <vector>
 
 namespace fulgur {
 
 class Trainer;
 
-/// predict_step over a loader, without gradients, in eval mode; collects
-/// the outputs in batch order.
+/// predict_step over each loader in turn, without gradients, in eval mode;
+/// collects the outputs in loader and batch order.
 class PredictLoop {
  public:
   PredictLoop(Trainer& trainer, const LoopContext& context) : trainer_(trainer), hooks_(context.hooks) {}
 
-  std::vector<torch::Tensor> run(DataLoader& loader, int64_t max_batches);
+  /// At most `max_batches[i]` batches of loader i.
+  std::vector<torch::Tensor> run(const std::vector<std::shared_ptr<DataLoader>>& loaders,
+                                 const std::vector<int64_t>& max_batches);
   const Progress& batch_progress() const { return batch_progress_; }
 
  private:

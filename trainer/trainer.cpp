@@ -462,10 +462,10 @@ std::map<std::string, double> Trainer::test(LightningModule& module, DataModule&
 std::vector<torch::Tensor> Trainer::predict(LightningModule& module, DataModule& data,
                                             const std::string& ckpt_path) {
   return run_stage(Stage::Predict, module, data, ckpt_path, [&] {
-    auto loader = prepare_loader(data.predict_dataloader(), /*training=*/false);
-    if (!loader) throw std::invalid_argument("[Trainer::predict] the DataModule returned no predict_dataloader");
-    return predict_loop_->run(*loader,
-                              config_.options.limit_predict_batches().limit(loader->size(), "limit_predict_batches"));
+    const auto loaders = prepare_loaders(data.predict_dataloaders());
+    if (loaders.empty()) throw std::invalid_argument("[Trainer::predict] the DataModule returned no predict_dataloader");
+    return predict_loop_->run(loaders,
+                              batch_limits(loaders, config_.options.limit_predict_batches(), "limit_predict_batches"));
   });
 }
 

@@ -72,7 +72,8 @@ class Trainer {
                                          const std::string& ckpt_path = "");
   /// Returns the epoch metrics the test loop computed.
   std::map<std::string, double> test(LightningModule& module, DataModule& data, const std::string& ckpt_path = "");
-  /// Returns predict_step's output for every batch, in order.
+  /// Returns predict_step's output for every batch, in order (with several
+  /// predict loaders, the first loader's batches first).
   std::vector<torch::Tensor> predict(LightningModule& module, DataModule& data, const std::string& ckpt_path = "");
 
   /// What the program returns once it is done with the Trainer, the same in
