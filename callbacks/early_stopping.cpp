@@ -1,5 +1,6 @@
 #include <fulgur/callbacks/early_stopping.hpp>
 
+#include <fulgur/trainer/monitored_metric.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fmt/format.h>
@@ -103,28 +104,18 @@ std::string EarlyStopping::evaluate(double current, bool announce) {
 }
 
 void EarlyStopping::check(Trainer& trainer) {
-  const auto& metrics = trainer.callback_metrics();
-  const auto found = metrics.find(options_.monitor());
   // Rank 0's value decides for everyone, so no rank stops alone (a hang in DDP).
-  torch::Tensor local = torch::tensor({found != metrics.end() ? 1.0 : 0.0,
-                                       found != metrics.end() ? found->second : 0.0},
-                                      torch::kFloat64);
-  const torch::Tensor shared = trainer.strategy().broadcast(local, 0).cpu();
-  const bool present = shared[0].item<double>() != 0.0;
-  if (!present) {
-    std::vector<std::string> names;
-    for (const auto& [key, value] : metrics) names.push_back(key);
+  const std::optional<double> value = monitored_value(trainer, options_.monitor());
+  if (!value) {
     const std::string message =
-        fmt::format("[EarlyStopping] early stopping conditioned on metric '{}', which is not available; available "
-                    "metrics: {}",
-                    options_.monitor(), names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
+        missing_monitor_message(trainer, "[EarlyStopping] early stopping", options_.monitor());
     if (options_.strict()) throw std::runtime_error(message);
     if (!warned_missing_ && trainer.is_global_zero()) std::cerr << "warning: " << message << std::endl;
     warned_missing_ = true;
     return;
   }
   // Every rank sees the same value; rank 0 alone says so.
-  const std::string reason = evaluate(shared[1].item<double>(), trainer.is_global_zero());
+  const std::string reason = evaluate(*value, trainer.is_global_zero());
   if (reason.empty()) return;
   stopping_reason_ = reason;
   stopped_epoch_ = trainer.current_epoch();

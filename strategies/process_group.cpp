@@ -190,8 +190,7 @@ void ProcessGroup::all_reduce(torch::Tensor& tensor, ReduceOp op) { wait(all_red
 void ProcessGroup::ring_all_reduce(torch::Tensor& tensor, ReduceOp op) {
   all_reduces_.fetch_add(1, std::memory_order_relaxed);
   if (!ring_) ring_ = std::make_unique<RingAllreduce>(*this);
-  const CollectiveWait waiting("all_reduce (ring)");
-  ring_->run(tensor, op);
+  ring_->run(tensor, op);  // its waits mark themselves (ProcessGroup::wait)
 }
 
 void ProcessGroup::broadcast(torch::Tensor& tensor, int64_t source_rank) {

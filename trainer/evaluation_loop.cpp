@@ -11,13 +11,37 @@
 namespace fulgur {
 namespace {
 
-// The batch-end hooks with the step's outputs and the loader's index (each
-// is overloaded with the shorter form it calls by default).
-constexpr auto kCallbackBatchEnd = [](void (Callback::*hook)(Trainer&, LightningModule&, const StepOutput&, const Batch&,
-                                                             int64_t, int64_t)) { return hook; };
-constexpr auto kModuleBatchEnd = [](void (LightningModule::*hook)(const StepOutput&, const Batch&, int64_t, int64_t)) {
-  return hook;
+using BatchStartCallback = void (Callback::*)(Trainer&, LightningModule&, const Batch&, int64_t);
+using BatchStartModule = void (LightningModule::*)(const Batch&, int64_t);
+using Step = StepOutput (LightningModule::*)(const Batch&, int64_t, int64_t);
+using BatchEndCallback = void (Callback::*)(Trainer&, LightningModule&, const StepOutput&, const Batch&, int64_t,
+                                            int64_t);
+using BatchEndModule = void (LightningModule::*)(const StepOutput&, const Batch&, int64_t, int64_t);
+
+// What one batch of validation or of test calls: the steps and batch-end
+// hooks with the loader's index and the step's outputs (each is overloaded
+// with the shorter form it calls by default).
+struct BatchCalls {
+  const char* start_hook;
+  BatchStartCallback callback_start;
+  BatchStartModule module_start;
+  const char* step_name;
+  const char* profile_action;
+  Step step;
+  const char* end_hook;
+  BatchEndCallback callback_end;
+  BatchEndModule module_end;
 };
+
+const BatchCalls kValidationCalls{"on_validation_batch_start", &Callback::on_validation_batch_start,
+                                  &LightningModule::on_validation_batch_start, "validation_step",
+                                  "[Strategy]validation_step", &LightningModule::validation_step,
+                                  "on_validation_batch_end", &Callback::on_validation_batch_end,
+                                  &LightningModule::on_validation_batch_end};
+const BatchCalls kTestCalls{"on_test_batch_start", &Callback::on_test_batch_start,
+                            &LightningModule::on_test_batch_start, "test_step", "[Strategy]test_step",
+                            &LightningModule::test_step, "on_test_batch_end", &Callback::on_test_batch_end,
+                            &LightningModule::on_test_batch_end};
 
 }  // namespace
 
@@ -69,32 +93,17 @@ std::map<std::string, double> EvaluationLoop::run(const std::vector<std::shared_
       if (!next) break;
       const Batch batch = strategy.batch_to_device(*next);
       results_.set_batch_size(batch.size());
+      const BatchCalls& calls = validating ? kValidationCalls : kTestCalls;
+      context_.hooks.call_hook(calls.start_hook, calls.callback_start, calls.module_start, batch, batch_idx);
       StepOutput output;
-      if (validating) {
-        context_.hooks.call_hook("on_validation_batch_start", &Callback::on_validation_batch_start,
-                           &LightningModule::on_validation_batch_start, batch, batch_idx);
-        {
-          ProfileScope scope(profiler, "[Strategy]validation_step");
-          Precision::AutocastScope autocast(strategy.precision());
-          trainer_.at("validation_step", batch_idx);
-          output = module.validation_step(batch, batch_idx, dataloader_idx);
-        }
-        context_.hooks.call_hook("on_validation_batch_end", kCallbackBatchEnd(&Callback::on_validation_batch_end),
-                                 kModuleBatchEnd(&LightningModule::on_validation_batch_end), output, batch, batch_idx,
-                                 dataloader_idx);
-      } else {
-        context_.hooks.call_hook("on_test_batch_start", &Callback::on_test_batch_start, &LightningModule::on_test_batch_start,
-                           batch, batch_idx);
-        {
-          ProfileScope scope(profiler, "[Strategy]test_step");
-          Precision::AutocastScope autocast(strategy.precision());
-          trainer_.at("test_step", batch_idx);
-          output = module.test_step(batch, batch_idx, dataloader_idx);
-        }
-        context_.hooks.call_hook("on_test_batch_end", kCallbackBatchEnd(&Callback::on_test_batch_end),
-                                 kModuleBatchEnd(&LightningModule::on_test_batch_end), output, batch, batch_idx,
-                                 dataloader_idx);
+      {
+        ProfileScope scope(profiler, calls.profile_action);
+        Precision::AutocastScope autocast(strategy.precision());
+        trainer_.at(calls.step_name, batch_idx);
+        output = (module.*calls.step)(batch, batch_idx, dataloader_idx);
       }
+      context_.hooks.call_hook(calls.end_hook, calls.callback_end, calls.module_end, output, batch, batch_idx,
+                               dataloader_idx);
       batch_progress_.increment();
     }
   }

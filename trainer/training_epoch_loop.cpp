@@ -3,6 +3,7 @@
 #include <fulgur/trainer/trainer.hpp>
 #include <fulgur/trainer/hook_dispatcher.hpp>
 #include <fulgur/trainer/logger_connector.hpp>
+#include <fulgur/trainer/monitored_metric.hpp>
 #include <fulgur/trainer/signal_connector.hpp>
 #include <fulgur/modules/scoped_metric_sink.hpp>
 
@@ -254,25 +255,17 @@ void TrainingEpochLoop::step_schedulers(SchedulerInterval interval, int64_t coun
 }
 
 void TrainingEpochLoop::step_plateau(const LRSchedulerConfig& config) {
-  const auto& metrics = trainer_.callback_metrics();
-  const auto found = metrics.find(config.monitor);
   // Rank 0's value steps every rank's scheduler, so their learning rates stay equal.
-  torch::Tensor local = torch::tensor({found != metrics.end() ? 1.0 : 0.0, found != metrics.end() ? found->second : 0.0},
-                                      torch::kFloat64);
-  Strategy& strategy = trainer_.strategy();
-  if (strategy.world_size() > 1) local = strategy.broadcast(local.to(strategy.root_device()), 0).cpu();
-  if (local[0].item<double>() == 0.0) {
-    std::vector<std::string> names;
-    for (const auto& [name, value] : metrics) names.push_back(name);
-    const std::string message = fmt::format(
-        "[Trainer] ReduceLROnPlateau conditioned on metric '{}', which is not available; available metrics: {}. "
-        "Set the lr_scheduler config's monitor to one of them, or strict = false to skip the step",
-        config.monitor, names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
+  const std::optional<double> value = monitored_value(trainer_, config.monitor);
+  if (!value) {
+    const std::string message = missing_monitor_message(trainer_, "[Trainer] ReduceLROnPlateau", config.monitor) +
+                                ". Set the lr_scheduler config's monitor to one of them, or strict = false to skip "
+                                "the step";
     if (config.strict) throw std::runtime_error(message);
     if (trainer_.is_global_zero()) std::cerr << "fulgur: warning: " << message << std::endl;
     return;
   }
-  config.plateau->step(static_cast<float>(local[1].item<double>()));
+  config.plateau->step(static_cast<float>(*value));
 }
 
 }  // namespace fulgur

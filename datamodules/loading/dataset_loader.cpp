@@ -193,7 +193,10 @@ class PooledIterator : public BatchIterator {
 };
 
 std::string range_text(int64_t low, int64_t high) {
-  return "[" + std::to_string(low) + ", " + std::to_string(high) + "]";
+  // Appended: g++ 12 warns (-Wstringop-overflow, a false positive) on "[" + a temporary string.
+  std::string text(1, '[');
+  text += std::to_string(low) + ", " + std::to_string(high) + "]";
+  return text;
 }
 
 int64_t checked_size(const std::shared_ptr<const Dataset>& dataset) {
