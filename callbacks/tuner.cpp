@@ -117,7 +117,7 @@ int64_t Tuner::scale_batch_size(LightningModule& module, DataModule& data, Scale
     } catch (const c10::OutOfMemoryError&) {
       // The caching allocator keeps the freed blocks for the next trial to reuse.
       return false;
-    } catch (const c10::Error& e) {
+    } catch (const std::exception& e) {  // cuDNN's and cuBLAS's, which the Trainer gave a location
       if (!is_out_of_memory(e.what())) throw;
       return false;
     }

@@ -187,6 +187,37 @@ TEST_CASE("scale_batch_size: power doubles up to max_val, binsearch bisects to i
   CHECK(power_data.train_batch_sizes.back() == 32);
 }
 
+TEST_CASE("scale_batch_size: an out-of-memory error thrown inside a step ends that trial, as on a GPU") {
+  TempDir dir("scale-batch-oom");
+  // Above 24 examples a step fails as LibTorch's CUDA allocator (an OutOfMemoryError) or
+  // cuDNN (a plain c10::Error naming its status) fails: the Trainer adds where it failed,
+  // and the search must still see an out-of-memory error.
+  struct Oom : testing::RecordingModule {
+    bool cudnn = false;
+    torch::Tensor training_step(const Batch& batch, int64_t idx) override {
+      const int64_t n = batch.input.size(0);
+      if (cudnn) TORCH_CHECK(n <= 24, "cuDNN error: CUDNN_STATUS_ALLOC_FAILED");
+      TORCH_CHECK_WITH(OutOfMemoryError, n <= 24, "CUDA out of memory. Tried to allocate 4.00 GiB.");
+      return testing::RecordingModule::training_step(batch, idx);
+    }
+  } model;
+  const Tuner tuner(search_fit_options(dir));
+  for (const bool cudnn : {false, true}) {
+    model.cudnn = cudnn;
+    ResizableRegressionData data(100, 8);
+    CHECK(tuner.scale_batch_size(model, data, ScaleBatchSizeOptions().max_val(1000)) == 16);
+    CHECK(data.train_batch_sizes == std::vector<int64_t>{2, 4, 8, 16, 32});
+  }
+  // Outside the search the error keeps its type and gains the place it happened.
+  ResizableRegressionData data(100, 32);
+  model.cudnn = false;
+  Trainer trainer(search_fit_options(dir).max_epochs(1));
+  CHECK_THROWS_WITH_AS(trainer.fit(model, data),
+                       doctest::Contains("[Trainer::fit] rank 0: training_step at batch 0 of epoch 0 failed: CUDA out "
+                                         "of memory. Tried to allocate 4.00 GiB."),
+                       c10::OutOfMemoryError);
+}
+
 TEST_CASE("scale_batch_size: what it cannot search says so") {
   TempDir dir("scale-batch-errors");
   testing::RecordingModule model;

@@ -347,15 +347,21 @@ std::vector<int64_t> Trainer::batch_limits(const std::vector<std::shared_ptr<Dat
 }
 
 std::exception_ptr Trainer::with_context(std::exception_ptr error) const {
-  try {
-    std::rethrow_exception(error);
-  } catch (const c10::Error& e) {
+  auto message = [&](const c10::Error& e) {
     const std::string stage = stage_ ? to_string(*stage_) : "run";
     std::string where = where_ != nullptr ? where_ : "the run";
     if (where_batch_ >= 0) where += fmt::format(" at batch {}", where_batch_);
     if (stage_ == Stage::Fit) where += fmt::format(" of epoch {}", current_epoch());
-    return std::make_exception_ptr(std::runtime_error(fmt::format("[Trainer::{}] rank {}: {} failed: {}", stage,
-                                                                  global_rank(), where, e.what_without_backtrace())));
+    return fmt::format("[Trainer::{}] rank {}: {} failed: {}", stage, global_rank(), where, e.what_without_backtrace());
+  };
+  try {
+    std::rethrow_exception(error);
+  } catch (const c10::OutOfMemoryError& e) {
+    // Stays an out-of-memory error: callers (scale_batch_size, a user's retry) catch it by type.
+    return std::make_exception_ptr(
+        c10::OutOfMemoryError(c10::SourceLocation{__func__, __FILE__, static_cast<uint32_t>(__LINE__)}, message(e)));
+  } catch (const c10::Error& e) {
+    return std::make_exception_ptr(std::runtime_error(message(e)));
   } catch (...) {
     return error;
   }

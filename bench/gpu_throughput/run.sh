@@ -143,7 +143,7 @@ measure torch_bf16 "pytorch loop" bf16-mixed "$python" "$peers" torch --precisio
 measure lightning_bf16 "lightning" bf16-mixed "$python" "$peers" lightning --precision bf16-mixed "${resnet[@]}"
 ratio "fulgur/bare, bf16-mixed" fulgur_bf16 bare_bf16 0.98
 ratio "fulgur/pytorch loop, bf16-mixed" fulgur_bf16 torch_bf16 ""
-ratio "fulgur/lightning, bf16-mixed" fulgur_bf16 lightning_bf16 1
+ratio "fulgur/lightning, bf16-mixed" fulgur_bf16 lightning_bf16 1.1
 
 measure mlp_eager "mlp" 32-true "$bench" "${mlp[@]}"
 measure mlp_graph "mlp, cuda_graph" 32-true "$bench" "${mlp[@]}" --cuda_graph
@@ -159,7 +159,7 @@ measure jpeg "fulgur jpeg, $workers workers" bf16-mixed "$bench" --case jpeg --d
 measure dataloader "torchvision dataloader, $workers workers" bf16-mixed \
   "$python" "$peers" dataloader --data "$work/jpegs" "${jpeg[@]}"
 ratio "fulgur jpeg/in-memory, bf16-mixed" jpeg fulgur_bf16 0.9
-ratio "fulgur jpeg/torchvision dataloader" jpeg dataloader ""
+ratio "fulgur jpeg/torchvision dataloader" jpeg dataloader 1.3
 
 measure fulgur_fp16 "fulgur" 16-mixed "$bench" --case trainer --precision 16-mixed "${resnet[@]}"
 measure bare_fp16 "bare libtorch" 16-mixed "$bench" --case bare --precision 16-mixed "${resnet[@]}"
@@ -167,7 +167,7 @@ measure torch_fp16 "pytorch loop" 16-mixed "$python" "$peers" torch --precision 
 measure lightning_fp16 "lightning" 16-mixed "$python" "$peers" lightning --precision 16-mixed "${resnet[@]}"
 ratio "fulgur/bare, 16-mixed" fulgur_fp16 bare_fp16 0.98
 ratio "fulgur/pytorch loop, 16-mixed" fulgur_fp16 torch_fp16 ""
-ratio "fulgur/lightning, 16-mixed" fulgur_fp16 lightning_fp16 1
+ratio "fulgur/lightning, 16-mixed" fulgur_fp16 lightning_fp16 1.1
 
 {
   echo "ResNet-50 batch 256 ($steps steps timed after $warmup), MLP batch 64 ($mlp_steps after $mlp_warmup); $probe"

@@ -141,7 +141,11 @@ bool run_decoder(JpegDecoder* d) {
   // upsampling at a crop edge replicates the edge instead of reading the
   // neighbour, so keep one iMCU of margin on each side: our pixels then
   // equal those of a full decode.
+#if JPEG_LIB_VERSION >= 70  // libjpeg 7+ API (e.g. libjpeg-turbo8): scaled sizes per axis
+  const int64_t margin = static_cast<int64_t>(d->cinfo.max_h_samp_factor) * d->cinfo.min_DCT_h_scaled_size;
+#else
   const int64_t margin = static_cast<int64_t>(d->cinfo.max_h_samp_factor) * d->cinfo.min_DCT_scaled_size;
+#endif
   const int64_t crop_begin = std::max<int64_t>(0, x0 - margin);
   const int64_t crop_end = std::min(out_width, x1 + margin);
   JDIMENSION crop_x = static_cast<JDIMENSION>(crop_begin);
