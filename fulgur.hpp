@@ -69,6 +69,7 @@
 #include <fulgur/modules/models/resnet.hpp>
 #include <fulgur/modules/models/small_cnn.hpp>
 #include <fulgur/modules/optimizer_config.hpp>
+#include <fulgur/modules/activation_checkpoint.hpp>
 #include <fulgur/modules/sharded_unit.hpp>
 #include <fulgur/modules/state_dict.hpp>
 #include <fulgur/modules/weights_file.hpp>

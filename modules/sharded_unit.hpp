@@ -1,9 +1,11 @@
 #pragma once
 
+#include <fulgur/modules/activation_checkpoint.hpp>
 #include <fulgur/modules/sharded_unit_hooks.hpp>
 
 #include <torch/torch.h>
 
+#include <stdexcept>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -63,7 +65,9 @@ class Forward<Unit, R (C::*)(Args...) const> : public Forward<Unit, R (C::*)(Arg
 /// the module itself. Its forward takes and returns what the wrapped
 /// module's forward does (one forward, not overloaded; default arguments
 /// must be passed). The wrapped module's parameters are named
-/// `<name>.module.<parameter>`.
+/// `<name>.module.<parameter>`. With activation checkpointing on
+/// (`set_activation_checkpointing`, or the Trainer's option) a forward of
+/// tensors to one tensor keeps only its inputs and runs again in backward.
 ///
 ///   blocks->push_back(fulgur::ShardedUnit<Block>(Block(options)));
 template <class Holder>
@@ -84,13 +88,39 @@ class ShardedUnitImpl
   template <class... Args>
   auto call(Args&&... args) {
     if (hooks_ != nullptr) hooks_->before_forward(*this);
-    auto out = module->forward(std::forward<Args>(args)...);
+    auto out = run(std::forward<Args>(args)...);
     if (hooks_ != nullptr) {
       std::vector<torch::Tensor> tensors;
       sharded_unit_detail::collect(out, tensors);
       hooks_->after_forward(*this, tensors);
     }
     return out;
+  }
+
+  /// The wrapped forward, checkpointed where that is on and possible.
+  template <class... Args>
+  auto run(Args&&... args) {
+    using Result = std::decay_t<decltype(module->forward(std::forward<Args>(args)...))>;
+    if constexpr (std::is_same_v<Result, torch::Tensor> &&
+                  (std::is_convertible_v<const std::decay_t<Args>&, const torch::Tensor&> && ...)) {
+      if (checkpointing_ && torch::GradMode::is_enabled()) {
+        const auto forward = [this](const std::vector<torch::Tensor>& in) {
+          return std::vector<torch::Tensor>{forward_from(in, std::index_sequence_for<Args...>{})};
+        };
+        return checkpoint(forward, {torch::Tensor(args)...}, module->parameters()).front();
+      }
+    } else {
+      if (checkpointing_) {
+        throw std::logic_error("[ShardedUnit] activation checkpointing needs a forward that takes tensors and "
+                               "returns one tensor");
+      }
+    }
+    return module->forward(std::forward<Args>(args)...);
+  }
+
+  template <size_t... I>
+  torch::Tensor forward_from(const std::vector<torch::Tensor>& in, std::index_sequence<I...>) {
+    return module->forward(in[I]...);
   }
 };
 

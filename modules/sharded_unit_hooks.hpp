@@ -25,9 +25,16 @@ class ShardedUnitBase {
  public:
   virtual ~ShardedUnitBase() = default;
   void set_sharded_unit_hooks(ShardedUnitHooks* hooks) { hooks_ = hooks; }
+  /// Activation checkpointing (fulgur::checkpoint): the unit's forward runs
+  /// again during backward instead of keeping its activations, under any
+  /// strategy. The Trainer's activation_checkpointing option sets it on
+  /// every unit of the module.
+  void set_activation_checkpointing(bool on) { checkpointing_ = on; }
+  bool activation_checkpointing() const { return checkpointing_; }
 
  protected:
   ShardedUnitHooks* hooks_ = nullptr;
+  bool checkpointing_ = false;
 };
 
 }  // namespace fulgur

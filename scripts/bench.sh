@@ -43,6 +43,8 @@ src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$(dirname "${BASH_SOURCE[0]}")/../bench/ring_vs_gloo.sh" "$build"
 # sharding: ddp vs SHARD_GRAD_OP vs FULL_SHARD on the transformer_lm example.
 bash "$(dirname "${BASH_SOURCE[0]}")/../bench/sharding.sh" "$build"
+# activation checkpointing: memory saved, step time paid (transformer_lm).
+bash "$(dirname "${BASH_SOURCE[0]}")/../bench/activation_checkpointing.sh" "$build"
 # cluster_scaling: DDP buckets vs the Horovod ring on a simulated cluster
 # with tc-limited links, and the scaling model against both (root: netns).
 if [ "$(id -u)" = 0 ]; then

@@ -1,6 +1,7 @@
 // The transformer language model example from its own main(), on the bytes
 // of Python's pydoc topics: trained with FULL_SHARD on 2 processes (each
-// block a ShardedUnit) it must end where ddp ends, and learn.
+// block a ShardedUnit) it must end where ddp ends, and learn; with
+// activation checkpointing it ends where it ends without, under every strategy.
 #include "support/pickled_tensor.hpp"
 #include "support/test_support.hpp"
 
@@ -82,4 +83,24 @@ TEST_CASE("transformer_lm example: with whole_after_fit false each rank keeps on
   CHECK(kept.weights.numel() < whole.weights.numel());
   CHECK(rank1.numel() < whole.weights.numel());
   CHECK(kept.weights.numel() + rank1.numel() == whole.weights.numel());
+}
+
+TEST_CASE("transformer_lm example: activation checkpointing ends where the plain run ends, under single, ddp and fsdp") {
+  REQUIRE(std::filesystem::exists("/usr/lib/python3.11/pydoc_data/topics.py"));
+  TempDir dir("example-transformer-lm-checkpointing");
+  for (const std::string strategy : {"--devices 1 --strategy single_device", "--devices 2 --strategy ddp",
+                                     "--devices 2 --strategy fsdp --sharding_strategy FULL_SHARD"}) {
+    CAPTURE(strategy);
+    const std::string name = strategy.substr(strategy.rfind(' ') + 1);
+    const Run plain = train(dir, name + "-plain", strategy + " --max_steps 4");
+    INFO(plain.output);
+    REQUIRE(plain.exit_code == 0);
+    const Run recomputed = train(dir, name + "-recomputed", strategy + " --max_steps 4 --activation_checkpointing true");
+    INFO(recomputed.output);
+    REQUIRE(recomputed.exit_code == 0);
+    REQUIRE(plain.weights.defined());
+    REQUIRE(recomputed.weights.defined());
+    CHECK(torch::allclose(recomputed.weights, plain.weights, 1e-6, 1e-6));
+    CHECK(!torch::equal(plain.weights, train(dir, name + "-other", strategy + " --max_steps 3").weights));
+  }
 }

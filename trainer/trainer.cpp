@@ -8,6 +8,7 @@
 #include <fulgur/trainer/progress_bar.hpp>
 #include <fulgur/strategies/cluster_environment.hpp>
 #include <fulgur/strategies/subprocess_launcher.hpp>
+#include <fulgur/modules/sharded_unit_hooks.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_weights.hpp>
 #include <fulgur/trainer/create_strategy.hpp>
@@ -252,6 +253,11 @@ void Trainer::setup_run(LightningModule& module) {
   module.trainer_ = this;
   module.attach_runtime(runtime_.get());
   strategy_->setup_environment();
+  if (config_.options.activation_checkpointing()) {
+    for (const auto& child : module.modules(/*include_self=*/false)) {
+      if (auto* unit = dynamic_cast<ShardedUnitBase*>(child.get())) unit->set_activation_checkpointing(true);
+    }
+  }
   strategy_->setup(module);
 }
 

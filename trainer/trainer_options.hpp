@@ -83,6 +83,10 @@ namespace fulgur {
     fulgur::check::Any{})                                                                                     \
   X(int64_t, cuda_graph_warmup, 3, "eager training steps before the CUDA-graph capture",                      \
     fulgur::check::AtLeast{1})                                                                                \
+  X(bool, activation_checkpointing, false,                                                                    \
+    "recompute each ShardedUnit's forward during backward instead of keeping its activations (any strategy): " \
+    "less memory for one more forward per step",                                                              \
+    fulgur::check::Any{})                                                                                     \
   X(bool, benchmark, false, "cuDNN benchmark mode", fulgur::check::Any{})                                     \
   X(std::string, openmp_wait_policy, "launched",                                                              \
     "where OMP_WAIT_POLICY is unset, idle OpenMP threads sleep (PASSIVE) in: launched: the ranks the Trainer " \

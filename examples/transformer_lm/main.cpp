@@ -11,7 +11,8 @@
 // (full, sharded), --text, --layers, --dim, --heads, --context, --lr,
 // --train_batches (per epoch, default 200: a short run), --val_batches (0 = none),
 // --whole_after_fit (false: each rank keeps its shard after fit), --forward_prefetch
-// (true/false), --backward_prefetch (BACKWARD_PRE, NONE).
+// (true/false), --backward_prefetch (BACKWARD_PRE, NONE), --activation_checkpointing
+// (true: each block's forward runs again in backward instead of keeping its activations).
 // Prints the validation perplexity, exp(val_loss), at the end.
 #include "text_data.hpp"
 #include "transformer_lm.hpp"
@@ -29,7 +30,7 @@ int main(int argc, char** argv) {
          {"state_dict_type", "full"}, {"text", "/usr/lib/python3.11/pydoc_data/topics.py"}, {"layers", "4"},
          {"dim", "128"}, {"heads", "4"}, {"context", "128"}, {"lr", "0.001"}, {"val_batches", "20"},
          {"train_batches", "200"}, {"whole_after_fit", "true"},
-         {"forward_prefetch", "false"}, {"backward_prefetch", "BACKWARD_PRE"}});
+         {"forward_prefetch", "false"}, {"backward_prefetch", "BACKWARD_PRE"}, {"activation_checkpointing", "false"}});
     fulgur::seed_everything(7);
     const int64_t context = std::stoll(flags.at("context"));
     examples::TransformerLM model(std::stoll(flags.at("layers")), std::stoll(flags.at("dim")),
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
     fulgur::Trainer trainer(examples::trainer_options(flags)
                                 .limit_train_batches(fulgur::CountOrFraction(std::stoll(flags.at("train_batches"))))
                                 .limit_val_batches(fulgur::CountOrFraction(std::stoll(flags.at("val_batches"))))
+                                .activation_checkpointing(flags.at("activation_checkpointing") == "true")
                                 .fsdp(fulgur::FSDPOptions()
                                           .sharding_strategy(flags.at("sharding_strategy"))
                                           .state_dict_type(flags.at("state_dict_type"))
