@@ -89,9 +89,9 @@ class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
   int64_t whole_numel(const torch::Tensor& param) const override;
 
   ShardingStrategy sharding() const { return options_.sharding; }
-  bool sharded_state_dict() const { return options_.sharded_state_dict; }
+  bool sharded_state_dict() const override { return options_.sharded_state_dict; }
   /// The sharded gradient path; null under NO_SHARD and before setup.
-  const ShardedReducer* sharded_reducer() const { return sharded_; }
+  const ShardedReducer* sharded_reducer() const override { return sharded_; }
 
  protected:
   /// NO_SHARD: DDP's GradientReducer.

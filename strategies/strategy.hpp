@@ -16,6 +16,7 @@
 namespace fulgur {
 
 class LightningModule;
+class ShardedReducer;
 
 /// How training is parallelised: which device this process uses, how
 /// tensors are reduced/broadcast between processes, how gradients are
@@ -114,6 +115,12 @@ class Strategy {
   /// Tensors the gradient path keeps between steps besides the parameters'
   /// own .grad (DDP buckets, gradient shards): counted by training_state_bytes.
   virtual std::vector<torch::Tensor> held_tensors() const { return {}; }
+  /// The shard layout of a sharding strategy's parameters and optimizer
+  /// state, which checkpoints are written and read by; null where every rank
+  /// holds whole tensors.
+  virtual const ShardedReducer* sharded_reducer() const { return nullptr; }
+  /// Whether checkpoints are written one file per rank (fsdp's sharded state dict).
+  virtual bool sharded_state_dict() const { return false; }
 
   Batch batch_to_device(const Batch& batch) const;
   /// Starts moving `batch` to the root device. On CUDA a pinned batch is

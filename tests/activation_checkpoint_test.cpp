@@ -16,6 +16,8 @@
 
 #include <doctest/doctest.h>
 
+#include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -176,4 +178,18 @@ TEST_CASE("Trainer option activation_checkpointing: every ShardedUnit's forward 
     REQUIRE(model.nodes.size() == 2);
     for (const auto& node : model.nodes) CHECK((node.find("CheckpointFunction") != std::string::npos) == on);
   }
+  // A module without units has nothing to recompute: one line says so.
+  fulgur::testing::RecordingModule plain;
+  fulgur::testing::ResizableRegressionData data(16, 8);
+  fulgur::Trainer trainer(fulgur::testing::quiet_options(dir.path().string())
+                              .max_steps(1)
+                              .logger(false)
+                              .enable_checkpointing(false)
+                              .activation_checkpointing(true));
+  std::ostringstream err;
+  auto* old = std::cerr.rdbuf(err.rdbuf());
+  trainer.fit(plain, data);
+  std::cerr.rdbuf(old);
+  CHECK(err.str().find("warning: activation_checkpointing: the module has no fulgur::ShardedUnit") !=
+        std::string::npos);
 }

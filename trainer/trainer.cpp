@@ -254,8 +254,17 @@ void Trainer::setup_run(LightningModule& module) {
   module.attach_runtime(runtime_.get());
   strategy_->setup_environment();
   if (config_.options.activation_checkpointing()) {
+    bool any = false;
     for (const auto& child : module.modules(/*include_self=*/false)) {
-      if (auto* unit = dynamic_cast<ShardedUnitBase*>(child.get())) unit->set_activation_checkpointing(true);
+      if (auto* unit = dynamic_cast<ShardedUnitBase*>(child.get())) {
+        unit->set_activation_checkpointing(true);
+        any = true;
+      }
+    }
+    if (!any && is_global_zero()) {
+      std::cerr << "warning: activation_checkpointing: the module has no fulgur::ShardedUnit, so nothing is "
+                   "recomputed; wrap the blocks whose activations should not be kept"
+                << std::endl;
     }
   }
   strategy_->setup(module);

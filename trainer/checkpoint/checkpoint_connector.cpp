@@ -8,7 +8,6 @@
 #include <fulgur/trainer/checkpoint/scheduler_state.hpp>
 #include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
 #include <fulgur/trainer/checkpoint/sharded_state_writer.hpp>
-#include <fulgur/strategies/fsdp_strategy.hpp>
 #include <fulgur/trainer/fit_loop.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
@@ -132,13 +131,12 @@ void CheckpointConnector::save(const std::filesystem::path& path, bool weights_o
   Strategy& strategy = trainer_.strategy();
   std::string error;
   std::optional<Checkpoint> gathered;
-  const auto* fsdp = dynamic_cast<const FSDPStrategy*>(&strategy);
-  if (fsdp != nullptr && fsdp->sharded_reducer() != nullptr) {
+  if (const ShardedReducer* reducer = strategy.sharded_reducer()) {
     std::vector<const torch::optim::Optimizer*> optimizers;
     for (const auto& config : trainer_.optimizers()) optimizers.push_back(config.optimizer.get());
-    const ShardedStateWriter writer(strategy, *fsdp->sharded_reducer(), trainer_.module(), std::move(optimizers));
+    const ShardedStateWriter writer(strategy, *reducer, trainer_.module(), std::move(optimizers));
     // Every rank dumps its state: the collectives pair up.
-    if (fsdp->sharded_state_dict()) {
+    if (strategy.sharded_state_dict()) {
       writer.save_sharded(dump(weights_only), path);
       return;
     }
