@@ -1,7 +1,6 @@
 #include <fulgur/modules/activation_checkpoint.hpp>
 
 #include <ATen/autocast_mode.h>
-#include <fmt/format.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <optional>
