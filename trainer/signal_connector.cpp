@@ -141,7 +141,14 @@ SignalConnector::SignalConnector() {
 
 SignalConnector::~SignalConnector() {
   watcher_.reset();
-  ::sigaction(SIGUSR1, &old_usr1_, nullptr);
+  // SLURM's warning (--signal=USR1) may come after the run ended, while the
+  // process winds down; its default action would turn a finished job into a
+  // failed one, so the last connector leaves a default SIGUSR1 ignored.
+  struct sigaction usr1 = old_usr1_;
+  if (g_live_connectors.load() == 1 && (usr1.sa_flags & SA_SIGINFO) == 0 && usr1.sa_handler == SIG_DFL) {
+    usr1.sa_handler = SIG_IGN;
+  }
+  ::sigaction(SIGUSR1, &usr1, nullptr);
   ::sigaction(SIGTERM, &old_term_, nullptr);
   ::sigaction(SIGINT, &old_int_, nullptr);
   g_live_connectors.fetch_sub(1);

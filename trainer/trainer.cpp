@@ -10,6 +10,7 @@
 #include <fulgur/strategies/subprocess_launcher.hpp>
 #include <fulgur/modules/sharded_unit_hooks.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>
+#include <fulgur/trainer/checkpoint/checkpoint_locator.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_weights.hpp>
 #include <fulgur/trainer/create_strategy.hpp>
 #include <fulgur/trainer/evaluation_loop.hpp>
@@ -144,31 +145,6 @@ void Trainer::launch_peers(const Platform& platform) {
   launcher_ = SubprocessLauncher::start(launch);
 }
 
-std::string Trainer::auto_resume_path() {
-  if (restart_count() == 0) return "";
-  std::vector<std::string> others;
-  const auto found = checkpoint_connector_->find_newest([&](const Checkpoint& checkpoint,
-                                                            const std::filesystem::path& file) {
-    const auto key = CheckpointConnector::kRunIdentityKey;
-    const std::string theirs =
-        checkpoint.contains(key) && checkpoint.at(key).isString() ? checkpoint.at(key).toStringRef() : "none recorded";
-    if (theirs == run_identity_) return true;
-    others.push_back(fmt::format("{} ({})", file.string(), theirs));
-    return false;
-  });
-  if (is_global_zero()) {
-    if (found) {
-      std::cerr << "fulgur: restarted job: resuming from " << found->string() << std::endl;
-    } else if (!others.empty()) {
-      std::cerr << fmt::format("fulgur: restarted job: starting fresh; no checkpoint of this run ({}) was found, "
-                               "only another run's: {}",
-                               run_identity_, others.front())
-                << std::endl;
-    }
-  }
-  return found ? found->string() : "";
-}
-
 void Trainer::set_accumulate_grad_batches(int64_t batches) {
   if (batches < 1) {
     throw std::invalid_argument(
@@ -281,11 +257,11 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
     if (strategy_->local_rank() == 0) data.prepare_data();
     strategy_->barrier("prepare_data");
     data.setup(stage);
-    if (ckpt_path.empty() && stage == Stage::Fit) ckpt_path = auto_resume_path();
+    if (ckpt_path.empty() && stage == Stage::Fit) ckpt_path = CheckpointLocator(*this).auto_resume_path(run_identity_);
     if (!ckpt_path.empty()) {
       // Every process reads the same file; weights first, and the loggers
       // before they write, so a resumed fit continues the same run folder.
-      const std::filesystem::path path = checkpoint_connector_->resolve(ckpt_path);
+      const std::filesystem::path path = CheckpointLocator(*this).resolve(ckpt_path);
       // A sharded one (any world size) becomes whole; each rank keeps its rows.
       Checkpoint checkpoint = load_whole_checkpoint(path);
       checkpoint_connector_->restore_model(checkpoint, path.string());

@@ -194,8 +194,6 @@ class Trainer {
   std::exception_ptr with_context(std::exception_ptr error) const;
   /// Starts the other local ranks when no launcher did (see the class comment).
   void launch_peers(const Platform& platform);
-  /// A restarted job's own newest checkpoint, or "" (one line says why).
-  std::string auto_resume_path();
 
   TrainerConfig config_;
   std::unique_ptr<Strategy> strategy_;

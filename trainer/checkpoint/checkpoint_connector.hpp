@@ -65,18 +65,6 @@ class CheckpointConnector {
   /// The background writer (created on first use), for tests' hooks.
   AsyncCheckpointIO& async_io();
 
-  /// "last": the newest loadable checkpoint among the run folders and
-  /// ModelCheckpoint folders (a corrupt one is skipped with a warning);
-  /// "best": the ModelCheckpoint's best model (its own after fit in this
-  /// process, else the one its state in "last" records); anything
-  /// else is a path. Throws CheckpointError when nothing is found.
-  std::filesystem::path resolve(const std::string& ckpt_path);
-  /// The newest loadable checkpoint in the places resolve() searches that
-  /// `accept` takes (a corrupt one is skipped with a warning); the one
-  /// finder behind "last", "best" and resuming a restarted job.
-  std::optional<std::filesystem::path> find_newest(
-      const std::function<bool(const Checkpoint&, const std::filesystem::path&)>& accept);
-
   /// Key of the run identity (see run_identity()) in every checkpoint.
   static constexpr const char* kRunIdentityKey = "run_identity";
 
@@ -89,7 +77,6 @@ class CheckpointConnector {
   void restore_training_state(const Checkpoint& checkpoint, const std::string& source);
 
  private:
-  std::vector<std::filesystem::path> search_dirs();
   bool async() const;
   Trainer& trainer_;
   FitLoop& fit_loop_;
