@@ -135,8 +135,7 @@ std::filesystem::path CheckpointLocator::resolve(const std::string& ckpt_path) c
 std::string CheckpointLocator::auto_resume_path(const std::string& run_identity) const {
   if (restart_count() == 0) return "";
   std::vector<std::string> others;
-  const auto found = find_newest([&](const Checkpoint& checkpoint,
-                                                            const std::filesystem::path& file) {
+  const auto found = find_newest([&](const Checkpoint& checkpoint, const std::filesystem::path& file) {
     const auto key = CheckpointConnector::kRunIdentityKey;
     const std::string theirs =
         checkpoint.contains(key) && checkpoint.at(key).isString() ? checkpoint.at(key).toStringRef() : "none recorded";
