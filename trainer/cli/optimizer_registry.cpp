@@ -25,6 +25,13 @@ Options adam_options(ConfigSection& section, double default_weight_decay) {
   return o;
 }
 
+/// A recipe that builds `Optimizer` over the parameters it is given, with options `o`.
+template <class Optimizer, class Options>
+std::shared_ptr<OptimizerRecipe> recipe(const Options& o) {
+  return std::make_shared<OptimizerRecipe>(
+      OptimizerRecipe{[o](const Parameters& p) { return std::make_shared<Optimizer>(p, o); }});
+}
+
 }  // namespace
 
 OptimizerRegistry OptimizerRegistry::with_builtins() {
@@ -35,18 +42,15 @@ OptimizerRegistry OptimizerRegistry::with_builtins() {
     o.dampening(s.get<double>("dampening", 0.0));
     o.weight_decay(s.get<double>("weight_decay", 0.0));
     o.nesterov(s.get<bool>("nesterov", false));
-    return std::make_shared<OptimizerRecipe>(OptimizerRecipe{
-        [o](const Parameters& p) { return std::make_shared<torch::optim::SGD>(p, o); }});
+    return recipe<torch::optim::SGD>(o);
   });
   registry.add("Adam", [](ConfigSection& s) {
     const auto o = adam_options<torch::optim::AdamOptions>(s, 0.0);
-    return std::make_shared<OptimizerRecipe>(OptimizerRecipe{
-        [o](const Parameters& p) { return std::make_shared<torch::optim::Adam>(p, o); }});
+    return recipe<torch::optim::Adam>(o);
   });
   registry.add("AdamW", [](ConfigSection& s) {
     const auto o = adam_options<torch::optim::AdamWOptions>(s, 1e-2);
-    return std::make_shared<OptimizerRecipe>(OptimizerRecipe{
-        [o](const Parameters& p) { return std::make_shared<torch::optim::AdamW>(p, o); }});
+    return recipe<torch::optim::AdamW>(o);
   });
   registry.add("RMSprop", [](ConfigSection& s) {
     torch::optim::RMSpropOptions o(s.get<double>("lr", 1e-2));
@@ -55,8 +59,7 @@ OptimizerRegistry OptimizerRegistry::with_builtins() {
     o.weight_decay(s.get<double>("weight_decay", 0.0));
     o.momentum(s.get<double>("momentum", 0.0));
     o.centered(s.get<bool>("centered", false));
-    return std::make_shared<OptimizerRecipe>(OptimizerRecipe{
-        [o](const Parameters& p) { return std::make_shared<torch::optim::RMSprop>(p, o); }});
+    return recipe<torch::optim::RMSprop>(o);
   });
   registry.add("Adagrad", [](ConfigSection& s) {
     torch::optim::AdagradOptions o(s.get<double>("lr", 1e-2));
@@ -64,8 +67,7 @@ OptimizerRegistry OptimizerRegistry::with_builtins() {
     o.weight_decay(s.get<double>("weight_decay", 0.0));
     o.initial_accumulator_value(s.get<double>("initial_accumulator_value", 0.0));
     o.eps(s.get<double>("eps", 1e-10));
-    return std::make_shared<OptimizerRecipe>(OptimizerRecipe{
-        [o](const Parameters& p) { return std::make_shared<torch::optim::Adagrad>(p, o); }});
+    return recipe<torch::optim::Adagrad>(o);
   });
   return registry;
 }
