@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+namespace activation_checkpoint_test {
+
 namespace {
 
 /// Linear, GELU, dropout, Linear, plus a residual: intermediates worth not keeping.
@@ -193,3 +195,5 @@ TEST_CASE("Trainer option activation_checkpointing: every ShardedUnit's forward 
   CHECK(err.str().find("warning: activation_checkpointing: the module has no fulgur::ShardedUnit") !=
         std::string::npos);
 }
+
+}  // namespace activation_checkpoint_test

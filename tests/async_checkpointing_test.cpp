@@ -15,6 +15,8 @@
 #include <condition_variable>
 #include <mutex>
 
+namespace async_checkpointing_test {
+
 using namespace fulgur;
 using fulgur::testing::quiet_options;
 using fulgur::testing::read_file;
@@ -160,3 +162,5 @@ TEST_CASE("Trainer async_checkpoint: the same checkpoints as synchronous saves, 
   CHECK(torch::equal(sync_resumed->linear->weight, async_resumed->linear->weight));
   CHECK(async_resumed->count("training_step") == 2 * 4);
 }
+
+}  // namespace async_checkpointing_test

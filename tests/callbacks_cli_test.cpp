@@ -18,6 +18,8 @@
 #include <filesystem>
 #include <fstream>
 
+namespace callbacks_cli_test {
+
 using fulgur::testing::csv_column;
 using fulgur::testing::read_file;
 using fulgur::testing::run_command;
@@ -332,3 +334,5 @@ TEST_CASE("callbacks cli: --print_config shows every callback option with its de
   CHECK(printed.output.find("min_delta: 0") != std::string::npos);
   CHECK(printed.output.find("check_finite: true") != std::string::npos);
 }
+
+}  // namespace callbacks_cli_test

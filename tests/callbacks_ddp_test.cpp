@@ -7,6 +7,8 @@
 
 #include <filesystem>
 
+namespace callbacks_ddp_test {
+
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
 
@@ -116,3 +118,5 @@ TEST_CASE("callbacks ddp: one profile per rank in rank 0's run folder; Throughpu
   }
   CHECK(rows >= 1);
 }
+
+}  // namespace callbacks_ddp_test

@@ -17,6 +17,8 @@
 #include <random>
 #include <thread>
 
+namespace checkpoint_io_test {
+
 using namespace fulgur;
 using fulgur::testing::read_file;
 using fulgur::testing::run_command;
@@ -232,3 +234,5 @@ TEST_CASE("CheckpointIO: SIGKILL at random moments during repeated saves leaves 
     CHECK(directory_names(dir.path()) == std::vector<std::string>{"last.ckpt"});
   }
 }
+
+}  // namespace checkpoint_io_test

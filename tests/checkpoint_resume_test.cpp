@@ -11,6 +11,8 @@
 #include <map>
 #include <sstream>
 
+namespace checkpoint_resume_test {
+
 using namespace fulgur;
 using fulgur::testing::read_file;
 using fulgur::testing::run_command;
@@ -188,3 +190,5 @@ TEST_CASE("resume: 'last' skips a corrupt newest checkpoint with a warning; vali
   CHECK(missing.exit_code == 2);
   CHECK(missing.output.find("cannot read checkpoint " + (dir / "nope.ckpt").string()) != std::string::npos);
 }
+
+}  // namespace checkpoint_resume_test

@@ -20,6 +20,8 @@
 
 #include <doctest/doctest.h>
 
+namespace cifar10_test {
+
 using fulgur::CIFAR10;
 using fulgur::CIFAR10Batches;
 using fulgur::CIFAR10Options;
@@ -274,3 +276,5 @@ TEST_CASE("CIFAR10Options: validated at construction and read from YAML") {
       YAML::LoadFile(std::string(FULGUR_SOURCE_DIR) + "/examples/cifar10/config.yaml")["data"], "data");
   CHECK_NOTHROW(fulgur::cli::read_options<CIFAR10Options>(example));
 }
+
+}  // namespace cifar10_test

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+namespace cinic10_test {
+
 namespace fs = std::filesystem;
 using fulgur::Batch;
 using fulgur::CINIC10;
@@ -364,3 +366,5 @@ TEST_CASE("CINIC10Options from YAML: reads every key and rejects invalid values"
   CHECK(data.train_dataloader()->size() == 3);
   CHECK(data.options().batch_size() == 4);
 }
+
+}  // namespace cinic10_test

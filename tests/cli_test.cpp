@@ -12,6 +12,8 @@
 #include <limits>
 #include <sstream>
 
+namespace cli_test {
+
 using namespace fulgur;
 using fulgur::testing::read_file;
 using fulgur::testing::TempDir;
@@ -395,3 +397,5 @@ TEST_CASE("cli: optimizer: and lr_scheduler: sections replace configure_optimize
   CHECK(missing.err.find("ReduceLROnPlateau conditioned on metric 'val_los', which is not available; available "
                          "metrics: ") != std::string::npos);
 }
+
+}  // namespace cli_test

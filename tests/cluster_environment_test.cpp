@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <string>
 
+namespace cluster_environment_test {
+
 using namespace fulgur;
 
 namespace {
@@ -550,3 +552,5 @@ TEST_CASE("cluster environment: a detected but broken launch throws instead of f
   CHECK_THROWS_WITH_AS(detect_cluster_environment(EnvLookup{}),
                        "[detect_cluster_environment] the environment lookup is empty", std::invalid_argument);
 }
+
+}  // namespace cluster_environment_test

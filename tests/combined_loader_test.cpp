@@ -7,6 +7,8 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+namespace combined_loader_test {
+
 using namespace fulgur;
 using fulgur::testing::quiet_options;
 using fulgur::testing::TempDir;
@@ -111,3 +113,5 @@ TEST_CASE("combined loader: a fit whose training_step reads both loaders' batche
   CHECK(trainer.global_step() == 10);  // 5 combined batches per epoch
   CHECK(model.parts_seen == 20);
 }
+
+}  // namespace combined_loader_test

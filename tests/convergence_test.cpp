@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+namespace convergence_test {
+
 using namespace fulgur;
 using fulgur::testing::TempDir;
 
@@ -62,3 +64,5 @@ TEST_CASE("convergence: XOR is learned to 100% with a falling loss") {
   CHECK(trainer.callback_metrics().at("train_loss_epoch") < 0.05);
   CHECK(trainer.global_step() == 300);
 }
+
+}  // namespace convergence_test

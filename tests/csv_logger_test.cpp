@@ -7,6 +7,8 @@
 
 #include <sstream>
 
+namespace csv_logger_test {
+
 using namespace fulgur;
 using fulgur::testing::read_file;
 using fulgur::testing::TempDir;
@@ -72,3 +74,5 @@ TEST_CASE("CSVLogger: a Trainer run writes one row per logged step and epoch") {
   CHECK(lines[6].rfind("1,8,,", 0) == 0);
   CHECK(std::filesystem::exists(trainer.log_dir() / "hparams.yaml"));
 }
+
+}  // namespace csv_logger_test

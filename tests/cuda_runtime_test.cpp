@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <string>
 
+namespace cuda_runtime_test {
+
 using fulgur::testing::run_command;
 
 namespace {
@@ -60,3 +62,5 @@ TEST_CASE("cuda runtime: an NCCL group without CUDA is one error that says why")
   CHECK_THROWS_WITH(fulgur::ProcessGroup{options},
                     doctest::Contains("NCCL needs CUDA, which is not loaded here (no CUDA driver (libcuda.so.1))"));
 }
+
+}  // namespace cuda_runtime_test

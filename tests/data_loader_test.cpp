@@ -12,6 +12,8 @@
 
 #include <doctest/doctest.h>
 
+namespace data_loader_test {
+
 using fulgur::Batch;
 using fulgur::DataError;
 using fulgur::Dataset;
@@ -379,3 +381,5 @@ TEST_CASE("DatasetLoader: shards follow DistributedSampler, padded for training 
   std::iota(expected.begin(), expected.end(), 0);
   CHECK(all == expected);
 }
+
+}  // namespace data_loader_test

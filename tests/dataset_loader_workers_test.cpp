@@ -14,6 +14,8 @@
 #include <set>
 #include <thread>
 
+namespace dataset_loader_workers_test {
+
 using fulgur::Batch;
 using fulgur::DataError;
 using fulgur::Dataset;
@@ -203,3 +205,5 @@ TEST_CASE("DatasetLoader: shard uses DistributedSampler; the loader's order equa
   CHECK(run_epoch(loader, 4) == sampler.indices());
   CHECK(loader.size() == 2);  // 8 examples in batches of 5
 }
+
+}  // namespace dataset_loader_workers_test

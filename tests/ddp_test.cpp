@@ -9,6 +9,8 @@
 
 #include <filesystem>
 
+namespace ddp_test {
+
 using fulgur::testing::load_pickled_tensor;
 using fulgur::testing::read_file;
 using fulgur::testing::run_command;
@@ -197,3 +199,5 @@ TEST_CASE("ddp: launched world size and devices must agree before any group exis
         std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir / "world"));
 }
+
+}  // namespace ddp_test

@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+namespace device_stats_monitor_test {
+
 using namespace fulgur;
 using fulgur::testing::csv_series;
 using fulgur::testing::quiet_options;
@@ -85,3 +87,5 @@ TEST_CASE("device stats monitor: validation and test batches under their hooks' 
     }
   }
 }
+
+}  // namespace device_stats_monitor_test

@@ -14,6 +14,8 @@
 #include <numeric>
 #include <sstream>
 
+namespace distributed_sampler_test {
+
 using fulgur::DistributedSampler;
 using fulgur::DistributedSamplerOptions;
 using fulgur::testing::run_command;
@@ -145,3 +147,5 @@ TEST_CASE("DistributedSampler: invalid arguments are rejected with the value") {
   CHECK_THROWS_WITH_AS(DistributedSampler(-1), "[DistributedSampler::DistributedSampler] dataset size must be >= 0, got -1",
                        std::invalid_argument);
 }
+
+}  // namespace distributed_sampler_test

@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+namespace early_stopping_test {
+
 using namespace fulgur;
 using fulgur::testing::quiet_options;
 using fulgur::testing::RegressionData;
@@ -180,3 +182,5 @@ TEST_CASE("early stopping: invalid options are named") {
   CHECK_THROWS_WITH_AS(EarlyStopping(EarlyStoppingOptions{}),
                        doctest::Contains("[EarlyStoppingOptions] monitor must be given"), std::invalid_argument);
 }
+
+}  // namespace early_stopping_test

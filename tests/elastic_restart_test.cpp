@@ -10,6 +10,8 @@
 
 #include <filesystem>
 
+namespace elastic_restart_test {
+
 using fulgur::testing::last_csv_value;
 using fulgur::testing::load_pickled_tensor;
 using fulgur::testing::read_file;
@@ -54,3 +56,5 @@ TEST_CASE("torchrun --max-restarts: a rank killed mid-epoch restarts the group, 
   CHECK(restarted_csv == straight_csv);
   CHECK_FALSE(std::filesystem::exists(dir / "restarted" / "fulgur_logs" / "version_1"));
 }
+
+}  // namespace elastic_restart_test

@@ -12,6 +12,8 @@
 #include <random>
 #include <string>
 
+namespace example_cifar10_test {
+
 using fulgur::testing::last_csv_value;
 using fulgur::testing::read_file;
 using fulgur::testing::run_command;
@@ -92,3 +94,5 @@ TEST_CASE("example cifar10: a missing or damaged batch file exits 2 naming it") 
   CHECK(printed.output.find("augment: true") != std::string::npos);
   CHECK(printed.output.find("0.4914") != std::string::npos);
 }
+
+}  // namespace example_cifar10_test

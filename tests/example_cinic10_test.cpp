@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+namespace example_cinic10_test {
+
 using fulgur::testing::last_csv_value;
 using fulgur::testing::read_file;
 using fulgur::testing::run_command;
@@ -91,3 +93,5 @@ TEST_CASE("example cinic10: --help and --print_config") {
   CHECK(bad.exit_code == 2);
   CHECK(bad.output == "error: data.batch_size: must be >= 1, got 0\n");
 }
+
+}  // namespace example_cinic10_test

@@ -12,6 +12,8 @@
 
 #include <doctest/doctest.h>
 
+namespace example_gan_test {
+
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
 
@@ -95,3 +97,5 @@ TEST_CASE("gan example: ddp and horovod on 2 processes equal 1 process; two opti
   REQUIRE(rest.exit_code == 0);
   CHECK(torch::equal(load(rest.weights), reference));
 }
+
+}  // namespace example_gan_test

@@ -11,6 +11,8 @@
 #include <map>
 #include <regex>
 
+namespace example_imagenet_test {
+
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
 
@@ -149,3 +151,5 @@ TEST_CASE("example imagenet: a bad image exits 2 naming it; skip_bad_samples kee
   CHECK(reports == 2);
   CHECK(total >= 3);
 }
+
+}  // namespace example_imagenet_test

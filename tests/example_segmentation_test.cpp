@@ -9,6 +9,8 @@
 
 #include <doctest/doctest.h>
 
+namespace example_segmentation_test {
+
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
 
@@ -63,3 +65,5 @@ TEST_CASE("segmentation example: float masks through loader workers, ddp equals 
     CHECK(metrics_line(validated.output) == fitted);
   }
 }
+
+}  // namespace example_segmentation_test

@@ -11,6 +11,8 @@
 
 #include <doctest/doctest.h>
 
+namespace example_sequence_test {
+
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
 
@@ -96,3 +98,5 @@ TEST_CASE("Batch: named tensors move together and name what is missing; pad_sequ
   CHECK(torch::equal(collated["weight"], torch::tensor({{10.0f}, {30.0f}})));
   CHECK(torch::equal(collated.target, torch::tensor({1, 1}, torch::kLong)));
 }
+
+}  // namespace example_sequence_test

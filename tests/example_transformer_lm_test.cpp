@@ -11,6 +11,8 @@
 
 #include <filesystem>
 
+namespace example_transformer_lm_test {
+
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
 
@@ -109,3 +111,5 @@ TEST_CASE("transformer_lm example: activation checkpointing ends where the plain
     CHECK(!torch::equal(plain.weights, train(dir, name + "-other", strategy + " --max_steps 3", one_thread).weights));
   }
 }
+
+}  // namespace example_transformer_lm_test

@@ -6,6 +6,8 @@
 
 #include <doctest/doctest.h>
 
+namespace exception_path_test {
+
 using namespace fulgur;
 using fulgur::testing::FailingModule;
 using fulgur::testing::MemoryLogger;
@@ -81,3 +83,5 @@ TEST_CASE("exception path: the CSV logger of a failed run keeps what was logged"
   CHECK(csv.rfind("epoch,step,train_loss\n", 0) == 0);
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);  // header + steps 0 and 1
 }
+
+}  // namespace exception_path_test

@@ -25,6 +25,8 @@
 #include <map>
 #include <sstream>
 
+namespace fsdp_test {
+
 using fulgur::testing::load_pickled_tensor;
 using fulgur::testing::read_file;
 using fulgur::testing::run_command;
@@ -571,3 +573,5 @@ TEST_CASE("fsdp: FULL_SHARD gathers a ShardedUnit before its forward and again b
   fit(dir, "wrapped_ddp", ranks(2) + "--trainer.strategy ddp --model.wrap true");
   check_same(dir, "ddp2", "wrapped_ddp");
 }
+
+}  // namespace fsdp_test

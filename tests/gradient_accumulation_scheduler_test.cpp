@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+namespace gradient_accumulation_scheduler_test {
+
 using namespace fulgur;
 using fulgur::testing::quiet_options;
 using fulgur::testing::RecordingModule;
@@ -85,3 +87,5 @@ TEST_CASE("gradient accumulation scheduler: bad schedules and a fixed option are
   CHECK_THROWS_WITH_AS(trainer.fit(model, data), doctest::Contains("accumulate_grad_batches is 2"),
                        std::invalid_argument);
 }
+
+}  // namespace gradient_accumulation_scheduler_test

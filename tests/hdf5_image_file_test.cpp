@@ -16,6 +16,8 @@
 
 #include <doctest/doctest.h>
 
+namespace hdf5_image_file_test {
+
 using fulgur::DataError;
 using fulgur::HDF5ImageFile;
 using fulgur::ImageFileList;
@@ -121,3 +123,5 @@ TEST_CASE("HDF5ImageFile: write returns the byte count; read checks the index") 
   CHECK(pack.read(3) == fulgur::testing::file_bytes(files.samples()[3].first));
   CHECK_THROWS_AS(pack.read(4), std::out_of_range);
 }
+
+}  // namespace hdf5_image_file_test

@@ -15,6 +15,8 @@
 #include <chrono>
 #include <filesystem>
 
+namespace horovod_test {
+
 using fulgur::LocalLauncher;
 using fulgur::testing::last_csv_value;
 using fulgur::testing::load_pickled_tensor;
@@ -234,3 +236,5 @@ TEST_CASE("horovod: unknown or bad horovod options fail before any process start
   CHECK(bad.output.find("trainer.horovod.compression: must be one of none, fp16, got int8") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir / "unknown"));
 }
+
+}  // namespace horovod_test

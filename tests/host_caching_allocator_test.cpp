@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+namespace host_caching_allocator_test {
+
 using fulgur::HostCachingAllocator;
 
 namespace {
@@ -135,3 +137,5 @@ TEST_CASE("host caching allocator: installed, a tensor allocated again reuses th
   CHECK(faults < 1000);
   CHECK(again.sum().item<double>() == doctest::Approx(2.0 * static_cast<double>(floats)));
 }
+
+}  // namespace host_caching_allocator_test

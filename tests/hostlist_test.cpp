@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+namespace hostlist_test {
+
 using fulgur::expand_hostlist;
 using Names = std::vector<std::string>;
 
@@ -101,3 +103,5 @@ TEST_CASE("hostlist: absurd sizes are refused instead of exhausting memory") {
   // Exactly at the limit is still fine.
   CHECK(expand_hostlist("a[0-1023]b[0-1023]").size() == 1048576);
 }
+
+}  // namespace hostlist_test

@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+namespace image_decode_test {
+
 namespace fs = std::filesystem;
 using fulgur::DataError;
 using fulgur::DecodeRequest;
@@ -350,3 +352,5 @@ TEST_CASE("cinic10 CLI: every kind of bad input exits 2 with one line naming the
     CHECK(result.output.find("Segmentation") == std::string::npos);
   }
 }
+
+}  // namespace image_decode_test

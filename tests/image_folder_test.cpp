@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+namespace image_folder_test {
+
 namespace fs = std::filesystem;
 using fulgur::DataError;
 using fulgur::ImageDataset;
@@ -414,3 +416,5 @@ TEST_CASE("sample_seed: a function of (seed, epoch, index)") {
   CHECK(fulgur::sample_seed(1, 0, 5) != fulgur::sample_seed(1, 0, 6));
   CHECK(fulgur::sample_seed(1, 0, 5) != fulgur::sample_seed(2, 0, 5));
 }
+
+}  // namespace image_folder_test

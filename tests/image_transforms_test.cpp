@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+namespace image_transforms_test {
+
 namespace fs = std::filesystem;
 using namespace fulgur;
 using fulgur::testing::ImageGolden;
@@ -188,3 +190,5 @@ TEST_CASE("ImageDataset: augmentation depends on (seed, epoch, index), not on lo
   CHECK(torch::equal(dataset->get(7).input, serial[7]));
   CHECK(torch::equal(dataset->at_epoch(1)->get(7).input, epoch1[7]));
 }
+
+}  // namespace image_transforms_test

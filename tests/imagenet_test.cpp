@@ -23,6 +23,8 @@
 #include <fstream>
 #include <functional>
 
+namespace imagenet_test {
+
 using fulgur::DataError;
 using fulgur::ImageNet;
 using fulgur::ImageNetOptions;
@@ -315,3 +317,5 @@ TEST_CASE("ImageNetOptions from YAML: the example config's keys, and errors nami
   CHECK(error_of_yaml("{root: /d, seed: -3}") == "data.seed: must be >= 0, got -3");
   CHECK(error_of_yaml("{root: /d, train_pipeline: x}") == "unknown key 'data.train_pipeline'");
 }
+
+}  // namespace imagenet_test

@@ -6,6 +6,8 @@
 
 #include <filesystem>
 
+namespace launch_scripts_test {
+
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
 
@@ -35,3 +37,5 @@ TEST_CASE("launch scripts: examples/torchrun/train.sh runs 2 processes to the en
 TEST_CASE("launch scripts: examples/mpirun/train.sh runs 2 processes to the end") {
   check_script("mpirun", "examples/mpirun/train.sh", "29683");
 }
+
+}  // namespace launch_scripts_test

@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+namespace learning_rate_monitor_test {
+
 using namespace fulgur;
 using fulgur::testing::MemoryLogger;
 using fulgur::testing::quiet_options;
@@ -84,3 +86,5 @@ TEST_CASE("learning rate monitor: Adam's name and beta1 as momentum; no logger i
                        "[LearningRateMonitorOptions] logging_interval must be one of step, epoch, got batch",
                        std::invalid_argument);
 }
+
+}  // namespace learning_rate_monitor_test

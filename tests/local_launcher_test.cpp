@@ -18,6 +18,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+namespace local_launcher_test {
+
 using namespace fulgur;
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
@@ -301,3 +303,5 @@ TEST_CASE("LocalLauncher: ranks die with a launcher that is killed by SIGKILL") 
   CHECK(probe_lines(result.output).size() == 3);
   CHECK(remaining_after(token, 10) == 0);
 }
+
+}  // namespace local_launcher_test

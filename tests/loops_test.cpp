@@ -6,6 +6,8 @@
 #include <iostream>
 #include <sstream>
 
+namespace loops_test {
+
 using namespace fulgur;
 using fulgur::testing::quiet_options;
 using fulgur::testing::RecordingModule;
@@ -228,3 +230,5 @@ TEST_CASE("loops: training_step must return a loss that requires grad") {
                        "(batch 0), got shape [] requires_grad=false",
                        std::runtime_error);
 }
+
+}  // namespace loops_test

@@ -14,6 +14,8 @@
 
 #include <type_traits>
 
+namespace manual_optimization_test {
+
 using namespace fulgur;
 using fulgur::testing::RegressionData;
 using fulgur::testing::quiet_options;
@@ -239,3 +241,5 @@ TEST_CASE("the module's view of the run: device, ranks and collectives; typed hy
   CHECK(model.hparams().at("name").toStringRef() == "flat");
   CHECK(model.hparams().at("bn").toBool());
 }
+
+}  // namespace manual_optimization_test

@@ -12,6 +12,8 @@
 
 #include <doctest/doctest.h>
 
+namespace metric_collection_test {
+
 namespace M = fulgur::metrics;
 
 namespace {
@@ -178,3 +180,5 @@ TEST_CASE("log_dict(collection): every member's step values and epoch value, und
   }
   CHECK(model.metrics->at("train_f1").update_count() == 0);  // reset at the epoch's end
 }
+
+}  // namespace metric_collection_test

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+namespace metric_state_dict_test {
+
 namespace M = fulgur::metrics;
 using fulgur::testing::TempDir;
 
@@ -195,3 +197,5 @@ TEST_CASE("persistent metric states: saved in a Trainer checkpoint and restored 
   CHECK(fresh.acc->compute().item<double>() == 0.0);
   CHECK(model.acc->compute().item<double>() > 0.0);
 }
+
+}  // namespace metric_state_dict_test

@@ -19,6 +19,8 @@
 #include <sstream>
 #include <string>
 
+namespace metrics_torchmetrics_test {
+
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
 
@@ -162,3 +164,5 @@ TEST_CASE("multilabel and calibration: per-label values, [L, 2, 2] matrix, error
   CHECK_THROWS_WITH(M::calibration_error(p, torch::tensor({0, 0, 1, 3, 1}), M::StatScoresOptions::binary()),
                     doctest::Contains("[CalibrationError::update] target value 3 is outside [0, 2)"));
 }
+
+}  // namespace metrics_torchmetrics_test

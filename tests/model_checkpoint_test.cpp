@@ -8,6 +8,8 @@
 
 #include <doctest/doctest.h>
 
+namespace model_checkpoint_test {
+
 using namespace fulgur;
 using fulgur::testing::quiet_options;
 using fulgur::testing::RecordingModule;
@@ -186,3 +188,5 @@ TEST_CASE("ModelCheckpoint: the default one writes last.ckpt at epoch ends and w
   load_state_dict(restored, weights);
   CHECK(torch::equal(restored.linear->weight, model.linear->weight));
 }
+
+}  // namespace model_checkpoint_test

@@ -6,6 +6,8 @@
 
 #include <doctest/doctest.h>
 
+namespace model_summary_test {
+
 using namespace fulgur;
 using fulgur::testing::quiet_options;
 
@@ -99,3 +101,5 @@ TEST_CASE("model summary: under fsdp on 2 processes it counts the whole model, n
     CHECK(run.output.find("420       Total params") != std::string::npos);
   }
 }
+
+}  // namespace model_summary_test

@@ -6,6 +6,8 @@
 
 #include <filesystem>
 
+namespace model_weights_cli_test {
+
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
 
@@ -57,3 +59,5 @@ TEST_CASE("cinic10 --model.weights: torchvision resnet18 weights fine-tune with 
   CHECK(unknown.exit_code == 2);
   CHECK(unknown.output.find("resnet17") != std::string::npos);
 }
+
+}  // namespace model_weights_cli_test

@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+namespace on_exception_checkpoint_test {
+
 using namespace fulgur;
 using fulgur::testing::FailingModule;
 using fulgur::testing::quiet_options;
@@ -84,3 +86,5 @@ TEST_CASE("model checkpoint save_on_exception: the failing step's checkpoint, an
   CHECK_THROWS(trainer.fit(failing, data));
   CHECK_FALSE(std::filesystem::exists(off / "ck"));
 }
+
+}  // namespace on_exception_checkpoint_test

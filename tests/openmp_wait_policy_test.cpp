@@ -15,6 +15,8 @@
 #include <set>
 #include <string>
 
+namespace openmp_wait_policy_test {
+
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
 
@@ -123,3 +125,5 @@ TEST_CASE("openmp wait policy: main()'s side effects happen once per process; la
     CHECK(ran.output.find("rank 1: OMP_WAIT_POLICY=(unset)") != std::string::npos);
   }
 }
+
+}  // namespace openmp_wait_policy_test

@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+namespace optimization_test {
+
 using namespace fulgur;
 using fulgur::testing::quiet_options;
 using fulgur::testing::RecordingModule;
@@ -175,3 +177,5 @@ TEST_CASE("gradient clipping: norm bounds the total norm, value clamps elements"
     CHECK(torch::allclose(delta, torch::full_like(delta, 1000.0)));
   }
 }
+
+}  // namespace optimization_test

@@ -31,6 +31,8 @@
 #include <filesystem>
 #include <string>
 
+namespace options_test {
+
 using fulgur::testing::read_file;
 
 namespace {
@@ -149,3 +151,5 @@ TEST_CASE("options: the option tables of README.md and docs/ are the declaration
   check_readme_table<fulgur::ImageNetOptions>();
   check_readme_table<examples::LitClassifierOptions>();
 }
+
+}  // namespace options_test

@@ -4,6 +4,8 @@
 #include <ATen/autocast_mode.h>
 #include <doctest/doctest.h>
 
+namespace precision_test {
+
 using namespace fulgur;
 using fulgur::testing::quiet_options;
 using fulgur::testing::RegressionData;
@@ -69,3 +71,5 @@ TEST_CASE("precision: the float16 gradient scaler needs a GPU and says so") {
                        "scaler); on CPU use 'bf16-mixed'",
                        std::invalid_argument);
 }
+
+}  // namespace precision_test

@@ -9,6 +9,8 @@
 
 #include <doctest/doctest.h>
 
+namespace prediction_writer_test {
+
 using namespace fulgur;
 using fulgur::testing::quiet_options;
 using fulgur::testing::TempDir;
@@ -32,3 +34,5 @@ TEST_CASE("PredictionWriter: predictions.pt holds every batch joined; batch file
                        "[PredictionWriterOptions] write_interval must be one of batch, epoch, batch_and_epoch, got step",
                        std::invalid_argument);
 }
+
+}  // namespace prediction_writer_test

@@ -8,6 +8,8 @@
 
 #include <fstream>
 
+namespace profiler_test {
+
 using namespace fulgur;
 using fulgur::testing::quiet_options;
 using fulgur::testing::read_file;
@@ -89,3 +91,5 @@ TEST_CASE("profiler: an unknown name is refused") {
   CHECK_THROWS_WITH_AS(Trainer(quiet_options(".").profiler("advanced")),
                        "[TrainerOptions] profiler must be one of simple, pytorch, got advanced", std::invalid_argument);
 }
+
+}  // namespace profiler_test

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <sstream>
 
+namespace progress_bar_test {
+
 using namespace fulgur;
 using fulgur::testing::quiet_options;
 using fulgur::testing::RecordingModule;
@@ -99,3 +101,5 @@ TEST_CASE("progress bar: invalid rates are named") {
   CHECK_THROWS_WITH_AS(ProgressBar(ProgressBarOptions().line_every_n_steps(0)),
                        "[ProgressBarOptions] line_every_n_steps must be >= 1, got 0", std::invalid_argument);
 }
+
+}  // namespace progress_bar_test

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+namespace quiet_step_test {
+
 using fulgur::testing::read_file;
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
@@ -157,3 +159,5 @@ TEST_CASE("quiet step: on the CPU a batch moves when its step starts, with nothi
   CHECK(ready.target.data_ptr() == batch.target.data_ptr());
   CHECK(ready["mask"].data_ptr() == batch["mask"].data_ptr());
 }
+
+}  // namespace quiet_step_test

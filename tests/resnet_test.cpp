@@ -9,6 +9,8 @@
 
 #include <doctest/doctest.h>
 
+namespace resnet_test {
+
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
 
@@ -201,3 +203,5 @@ TEST_CASE("load_pretrained: a different head keeps its fresh init; other mismatc
                     doctest::Contains("size mismatch for 'conv1.weight': the state dict has [64, 3, 3, 3], the "
                                       "module has [64, 3, 7, 7]"));
 }
+
+}  // namespace resnet_test

@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+namespace result_collection_test {
+
 using namespace fulgur;
 
 namespace {
@@ -99,3 +101,5 @@ TEST_CASE("ResultCollection: bad values are rejected with the metric's name") {
                        "within one epoch",
                        std::invalid_argument);
 }
+
+}  // namespace result_collection_test

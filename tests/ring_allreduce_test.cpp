@@ -15,6 +15,8 @@
 #include <limits>
 #include <string>
 
+namespace ring_allreduce_test {
+
 using fulgur::testing::run_command;
 
 namespace {
@@ -77,3 +79,5 @@ TEST_CASE("ring allreduce: segments grow until every (step, segment) pair has it
   CHECK(steps * ((longest + segment - 1) / segment) <= std::numeric_limits<int>::max());
   CHECK(steps * ((longest + segment - 2) / (segment - 1)) > std::numeric_limits<int>::max() / 2);
 }
+
+}  // namespace ring_allreduce_test

@@ -16,6 +16,8 @@
 #include <set>
 #include <thread>
 
+namespace run_folder_test {
+
 using namespace fulgur;
 using fulgur::testing::quiet_options;
 using fulgur::testing::read_file;
@@ -116,3 +118,5 @@ TEST_CASE("run folders: a run resumed with ckpt_path last continues its own vers
   CHECK(trainer.log_dir() == dir.path() / "fulgur_logs" / "version_0");
   CHECK(versions_in(dir / "fulgur_logs") == std::set<std::string>{"version_0"});
 }
+
+}  // namespace run_folder_test

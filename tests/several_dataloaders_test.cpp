@@ -11,6 +11,8 @@
 #include <iostream>
 #include <sstream>
 
+namespace several_dataloaders_test {
+
 using namespace fulgur;
 using fulgur::testing::quiet_options;
 using fulgur::testing::RegressionData;
@@ -243,3 +245,5 @@ TEST_CASE("step outputs: what validation_step and test_step return reaches the c
   CHECK(reader->test_outputs == 4);
   CHECK(model.module_saw == std::vector<int64_t>{20, 20, 21, 21});
 }
+
+}  // namespace several_dataloaders_test

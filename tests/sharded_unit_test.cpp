@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+namespace sharded_unit_test {
+
 namespace {
 
 /// Records what a strategy's hooks would see.
@@ -89,3 +91,5 @@ TEST_CASE("ShardedUnit: one tensor in and out goes into a Sequential; a result w
   REQUIRE(hooks.calls.size() == 2);
   CHECK(hooks.calls[1].find(" 0") != std::string::npos);
 }
+
+}  // namespace sharded_unit_test

@@ -19,6 +19,8 @@
 #include <map>
 #include <optional>
 
+namespace signal_stop_test {
+
 using namespace fulgur;
 using fulgur::testing::quiet_options;
 using fulgur::testing::read_file;
@@ -448,3 +450,5 @@ TEST_CASE("signal stop: SIGTERM or SIGINT while a rank is held in a collective e
           std::string::npos);
   }
 }
+
+}  // namespace signal_stop_test

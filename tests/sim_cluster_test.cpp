@@ -14,6 +14,8 @@
 
 #include <unistd.h>
 
+namespace sim_cluster_test {
+
 using fulgur::testing::load_pickled_tensor;
 using fulgur::testing::read_file;
 using fulgur::testing::run_command;
@@ -112,3 +114,5 @@ TEST_CASE("simulated cluster: DDP and the Horovod ring over 1 Gbit/s links equal
     CHECK(hybrid_sent * 10 < full_sent * 7);
   }
 }
+
+}  // namespace sim_cluster_test

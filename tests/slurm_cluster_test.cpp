@@ -16,6 +16,8 @@
 #include <thread>
 #include <utility>
 
+namespace slurm_cluster_test {
+
 using fulgur::testing::read_file;
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
@@ -269,3 +271,5 @@ TEST_CASE("slurm: a job stopped by --signal=USR1 resumes after its requeue and e
   INFO(compared.output);
   CHECK(compared.exit_code == 0);
 }
+
+}  // namespace slurm_cluster_test

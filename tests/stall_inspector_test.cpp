@@ -5,6 +5,8 @@
 
 #include <fulgur/strategies/stall_inspector.hpp>
 
+namespace stall_inspector_test {
+
 using fulgur::StallInspector;
 
 namespace {
@@ -51,3 +53,5 @@ TEST_CASE("stall inspector: bad options are rejected by name") {
   CHECK_THROWS_WITH_AS(StallInspector({.warning_s = 1.0, .shutdown_s = -1.0}),
                        "[StallInspector::StallInspector] shutdown_s must be > 0, got -1", std::invalid_argument);
 }
+
+}  // namespace stall_inspector_test

@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 
+namespace state_dict_test {
+
 using fulgur::testing::TempDir;
 
 namespace {
@@ -119,3 +121,5 @@ TEST_CASE("write_state_dict / read_state_dict round trip; bad files are named") 
             .rfind("[read_state_dict] '" + (dir / "junk.pt").string() + "' is not a file written by torch.save", 0) ==
         0);
 }
+
+}  // namespace state_dict_test

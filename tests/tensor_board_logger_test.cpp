@@ -13,6 +13,8 @@
 
 #include <doctest/doctest.h>
 
+namespace tensor_board_logger_test {
+
 using namespace fulgur;
 using fulgur::testing::read_file;
 using fulgur::testing::run_command;
@@ -365,3 +367,5 @@ TEST_CASE("cinic10 fit --trainer.logger csv,tensorboard: tensorboard reads the r
   REQUIRE(read["tab"]["groups"].size() == 1);
   CHECK(read["tab"]["groups"][0]["metrics"]["val_acc"].as<double>() == doctest::Approx(val_acc[1].second));
 }
+
+}  // namespace tensor_board_logger_test

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <thread>
 
+namespace throughput_monitor_test {
+
 using namespace fulgur;
 using fulgur::testing::MemoryLogger;
 using fulgur::testing::quiet_options;
@@ -148,3 +150,5 @@ TEST_CASE("throughput monitor: validate and test stages; validation time stays o
   REQUIRE(test_rate.size() == 2);
   CHECK(test_rate[0].second > 0.0);
 }
+
+}  // namespace throughput_monitor_test

@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+namespace timer_test {
+
 using namespace fulgur;
 using fulgur::testing::MemoryLogger;
 using fulgur::testing::quiet_options;
@@ -82,3 +84,5 @@ TEST_CASE("timer: a restored state continues the same clock") {
   CHECK(trainer.global_step() <= 2);
   CHECK(resumed->state_dict().at("time_elapsed.train").toDouble() >= 0.3);
 }
+
+}  // namespace timer_test

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+namespace trainer_config_test {
+
 using fulgur::CountOrFraction;
 using fulgur::Platform;
 using fulgur::TrainerConfig;
@@ -265,3 +267,5 @@ TEST_CASE("TrainerConfig: a SLURM job of several tasks run without srun is refus
                        "script (see examples/slurm/)",
                        std::invalid_argument);
 }
+
+}  // namespace trainer_config_test

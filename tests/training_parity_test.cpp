@@ -19,6 +19,8 @@
 #include <sstream>
 #include <vector>
 
+namespace training_parity_test {
+
 using fulgur::testing::read_file;
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
@@ -96,3 +98,5 @@ TEST_CASE("training parity: fulgur resnet18 and Lightning + torchvision reach th
   CHECK(theirs_acc > 0.8);
   CHECK(std::abs(ours_acc - theirs_acc) <= 0.01);
 }
+
+}  // namespace training_parity_test

@@ -18,6 +18,8 @@
 #include <cmath>
 #include <iterator>
 
+namespace tuner_test {
+
 using namespace fulgur;
 using fulgur::testing::read_file;
 using fulgur::testing::ResizableRegressionData;
@@ -298,3 +300,5 @@ TEST_CASE("plot_lr_find.py draws a real lr_find curve as a PNG") {
   CHECK(read.exit_code == 0);
   CHECK(read.output.find("(640, 480) RGBA\n") != std::string::npos);
 }
+
+}  // namespace tuner_test

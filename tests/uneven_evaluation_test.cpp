@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+namespace uneven_evaluation_test {
+
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
 
@@ -72,3 +74,5 @@ TEST_CASE("uneven evaluation: a fit whose third rank has nothing to validate fin
   REQUIRE(fit.exit_code == 0);
   CHECK(fit.output.find("val_mean_loss=") != std::string::npos);
 }
+
+}  // namespace uneven_evaluation_test

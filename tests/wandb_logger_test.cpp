@@ -13,6 +13,8 @@
 #include <map>
 #include <sstream>
 
+namespace wandb_logger_test {
+
 using namespace fulgur;
 using fulgur::testing::read_file;
 using fulgur::testing::run_command;
@@ -172,3 +174,5 @@ TEST_CASE("wandb logger: YAML types and non-finite values reach wandb; a failed 
   CHECK_THROWS_WITH(no_wandb.log_metrics({{"loss", 1.0}}, 0),
                     doctest::Contains("'/usr/bin/python3' cannot import wandb: No module named 'wandb'"));
 }
+
+}  // namespace wandb_logger_test

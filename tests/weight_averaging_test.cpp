@@ -16,6 +16,8 @@
 
 #include <cmath>
 
+namespace weight_averaging_test {
+
 using namespace fulgur;
 using fulgur::testing::TempDir;
 
@@ -312,3 +314,5 @@ TEST_CASE("StochasticWeightAveraging with BatchNorm: a run resumed from a mid-ru
   REQUIRE(resumed.size() == whole.size());
   for (size_t i = 0; i < whole.size(); ++i) CHECK(torch::equal(resumed[i], whole[i]));
 }
+
+}  // namespace weight_averaging_test

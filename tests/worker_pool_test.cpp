@@ -9,6 +9,8 @@
 
 #include <future>
 
+namespace worker_pool_test {
+
 namespace {
 int openmp_max_threads() {
   using MaxThreads = int (*)();
@@ -37,3 +39,5 @@ TEST_CASE("WorkerPool: tensor ops in a worker use one OpenMP thread; the caller 
   CHECK(openmp_max_threads() == 2);
   at::set_num_threads(before);
 }
+
+}  // namespace worker_pool_test
