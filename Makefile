@@ -6,17 +6,24 @@ JOBS ?= 2
 CMAKE_ARGS ?=
 SHELL := /bin/bash
 
-.PHONY: all setup configure build demo test bench bench-check clean
+.PHONY: all setup setup-demo configure configure-demo build demo test bench bench-check clean
 
 all: build
 
+## Set-up in two stages: the demo's (LibTorch, the digits) and the tests' (the peers they compare with).
 setup:
 	@bash scripts/setup.sh
 
+setup-demo:
+	@bash scripts/setup.sh demo
+
+CONFIGURE = if [ ! -f $(BUILD_DIR)/build.ninja ]; then cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_ARGS); fi
+
 configure: setup
-	@if [ ! -f $(BUILD_DIR)/build.ninja ]; then \
-	  cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_ARGS); \
-	fi
+	@$(CONFIGURE)
+
+configure-demo: setup-demo
+	@$(CONFIGURE)
 
 ## A compiler warning fails the build (a fresh build of every target has none).
 build: configure
@@ -26,7 +33,7 @@ build: configure
 
 ## Trains the default example (digits in the CINIC-10 layout) and tests it.
 ## The CUDA module is built too only where a CUDA driver could load it.
-demo: configure
+demo: configure-demo
 	@targets=cinic10; \
 	if ldconfig -p | grep -q 'libcuda\.so\.1 ' && grep -q '^build fulgur_cuda:' $(BUILD_DIR)/build.ninja; then \
 	  targets="$$targets fulgur_cuda"; \

@@ -75,6 +75,7 @@
 #include <fulgur/modules/weights_file.hpp>
 #include <fulgur/strategies/strategy.hpp>
 #include <fulgur/trainer/cli/cli.hpp>
+#include <fulgur/trainer/cli/parse_options.hpp>
 #include <fulgur/trainer/seed.hpp>
 #include <fulgur/trainer/trainer.hpp>
 #include <fulgur/trainer/trainer_options.hpp>

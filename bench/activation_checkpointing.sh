@@ -12,10 +12,10 @@ build="$(cd "${1:-build}" && pwd)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 model=(--layers "${LAYERS:-8}" --dim "${DIM:-128}" --heads 4 --context 256 --batch_size 16
-       --max_steps "${STEPS:-20}" --val_batches 0 --train_batches 100)
+       --max_steps "${STEPS:-20}" --limit_val_batches 0 --limit_train_batches 100)
 
 run() {  # $1 = true|false; prints "peak_rss_mib step_s"
-  "$build/bin/transformer_lm" --activation_checkpointing "$1" --root "$work/$1" "${model[@]}" > "$work/out" 2>&1 ||
+  "$build/bin/transformer_lm" --activation_checkpointing "$1" --default_root_dir "$work/$1" "${model[@]}" > "$work/out" 2>&1 ||
     { cat "$work/out"; exit 1; }
   sed -n 's/^transformer_lm rank 0: .* peak_rss_mib \([0-9]*\) step_s \([0-9.e-]*\)$/\1 \2/p' "$work/out"
 }

@@ -13,15 +13,15 @@ build="$(cd "${1:-build}" && pwd)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 model=(--layers "${LAYERS:-8}" --dim "${DIM:-512}" --heads 8 --context 64 --batch_size 2
-       --max_steps "${STEPS:-10}" --val_batches 0)
+       --max_steps "${STEPS:-10}" --limit_val_batches 0)
 
 run() {  # $1 = ranks, $2 = strategy, $3 = sharding strategy; prints "state_mb rss_mib step_s" (worst rank)
   # The run ends with a checkpoint: fsdp writes it sharded, as a big model would
   # (a full one gathers the whole state on rank 0).
   local type=full
   [ "$2" = fsdp ] && type=sharded
-  OMP_NUM_THREADS=1 "$build/bin/transformer_lm" --devices "$1" --strategy "$2" --sharding_strategy "$3" \
-    --forward_prefetch true --state_dict_type "$type" --root "$work/$1-$2-$3" "${model[@]}" > "$work/out" 2>&1 || { cat "$work/out"; exit 1; }
+  OMP_NUM_THREADS=1 "$build/bin/transformer_lm" --devices "$1" --strategy "$2" --fsdp.sharding_strategy "$3" \
+    --fsdp.forward_prefetch true --fsdp.state_dict_type "$type" --default_root_dir "$work/$1-$2-$3" "${model[@]}" > "$work/out" 2>&1 || { cat "$work/out"; exit 1; }
   grep "^transformer_lm rank" "$work/out" |
     awk '{ if ($5 > s) s = $5; if ($7 > r) r = $7; t += $9; n++ } END { printf "%.1f %d %.3f", s / 1e6, r, t / n }'
 }
@@ -54,10 +54,10 @@ trains() {  # $1 = strategy, $2 = sharding strategy, $3 = layers
   local type=full
   [ "$1" = fsdp ] && type=sharded
   OMP_NUM_THREADS=1 timeout 600 prlimit --data=$((limit_mib << 20)) "$build/bin/transformer_lm" --devices 4 \
-    --strategy "$1" --sharding_strategy "$2" --state_dict_type "$type" --whole_after_fit false \
-    --forward_prefetch false --backward_prefetch NONE \
-    --root "$work/limit-$1-$2-$3" --layers "$3" --dim "${DIM:-512}" --heads 8 --context 64 --batch_size 2 \
-    --max_steps 2 --val_batches 0 > "$work/out" 2>&1
+    --strategy "$1" --fsdp.sharding_strategy "$2" --fsdp.state_dict_type "$type" --fsdp.whole_after_fit false \
+    --fsdp.forward_prefetch false --fsdp.backward_prefetch NONE \
+    --default_root_dir "$work/limit-$1-$2-$3" --layers "$3" --dim "${DIM:-512}" --heads 8 --context 64 --batch_size 2 \
+    --max_steps 2 --limit_val_batches 0 > "$work/out" 2>&1
 }
 deepest() {  # $1 = strategy, $2 = sharding strategy: the most layers that train
   local fits=0 fails=1

@@ -4,7 +4,7 @@ rate marked (a dashed line and the point on the curve).
 
     .venv/bin/python scripts/plot_lr_find.py runs/digits/lr_find.csv [SUGGESTED_LR]
 
-Prints the PNG's path. Needs matplotlib (scripts/requirements-extra.txt,
+Prints the PNG's path. Needs matplotlib (scripts/requirements.txt,
 installed into the venv by scripts/setup.sh); without it this says so and
 exits 3 (the CSV holds the whole curve).
 """

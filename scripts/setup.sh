@@ -2,19 +2,21 @@
 # Brings a fresh Debian 12 machine to the point where fulgur builds and its
 # tests run. Idempotent: every step checks whether it is already done.
 #
-#   scripts/setup.sh          apt packages + Python venv (+ demo data)
+#   scripts/setup.sh demo     apt packages + the demo's venv + the demo data (make demo)
+#   scripts/setup.sh          all of that + what the tests and benchmarks add (make test)
 #
-# The venv is large (the torch wheel is a CUDA build), so it lives outside the
-# clone under $FULGUR_CACHE (default ~/.cache/fulgur), keyed by the hash of
-# scripts/requirements.txt; .venv at the repository root is a symlink to it.
-# scripts/requirements-extra.txt (wandb, matplotlib) is installed into that same venv when
-# missing, so adding to it does not build a new venv.
+# The venv lives outside the clone under $FULGUR_CACHE (default
+# ~/.cache/fulgur), keyed by the hash of scripts/requirements-demo.txt; .venv
+# at the repository root is a symlink to it. The second stage installs
+# scripts/requirements.txt into the same venv (again when that file changes).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="${FULGUR_CACHE:-$HOME/.cache/fulgur}"
-req="$root/scripts/requirements.txt"
-req_extra="$root/scripts/requirements-extra.txt"
+req_demo="$root/scripts/requirements-demo.txt"
+req_test="$root/scripts/requirements.txt"
+stage="${1:-all}"
+[[ "$stage" == demo || "$stage" == all ]] || { echo "usage: scripts/setup.sh [demo]" >&2; exit 2; }
 
 apt_packages=(
   build-essential cmake ninja-build ccache pkg-config
@@ -44,17 +46,17 @@ install_apt() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# Both files pin every package, so pip installs exactly them (--no-deps).
 install_venv() {
   local key venv
-  key="$(sha256sum "$req" | cut -c1-16)"
+  key="$(sha256sum "$req_demo" | cut -c1-16)"
   venv="$cache/venv-$key"
   if [[ ! -f "$venv/.complete" ]]; then
-    log "creating Python venv $venv (first time: downloads the torch wheel, several GB)"
+    log "creating Python venv $venv (the demo's part: the torch wheel, ~1.5 GB)"
     rm -rf "$venv"
     mkdir -p "$cache"
     python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --upgrade pip
-    "$venv/bin/pip" install -q --no-cache-dir -r "$req"
+    "$venv/bin/pip" install -q --no-cache-dir --no-deps -r "$req_demo"
     touch "$venv/.complete"
   else
     log "Python venv present: $venv"
@@ -62,19 +64,17 @@ install_venv() {
   ln -sfn "$venv" "$root/.venv"
 }
 
-# Installs requirements-extra.txt when one of its direct requirements is
-# missing or at another version (pip show is local; pip install -r would ask the index).
-install_extra() {
-  local want missing=()
-  while read -r want; do
-    "$root/.venv/bin/pip" show "${want%%==*}" 2>/dev/null | grep -x "Version: ${want#*==}" >/dev/null || missing+=("$want")
-  done < <(sed -n '/^# Their dependencies/q;/^[A-Za-z]/p' "$req_extra")
-  if ((${#missing[@]} == 0)); then
-    log "extra Python packages present"
+install_test_packages() {
+  local marker
+  marker="$root/.venv/.tests-$(sha256sum "$req_test" | cut -c1-16)"
+  if [[ -f "$marker" ]]; then
+    log "test packages present"
     return
   fi
-  log "installing extra Python packages into the venv: ${missing[*]}"
-  "$root/.venv/bin/pip" install -q --no-cache-dir -r "$req_extra"
+  log "installing the tests' Python packages into the venv (~3.5 GB)"
+  "$root/.venv/bin/pip" install -q --no-cache-dir --no-deps -r "$req_test"
+  rm -f "$root"/.venv/.tests-*
+  touch "$marker"
 }
 
 make_demo_data() {
@@ -89,6 +89,6 @@ make_demo_data() {
 
 install_apt
 install_venv
-install_extra
+[[ "$stage" == demo ]] || install_test_packages
 make_demo_data
 log "done"

@@ -236,9 +236,9 @@ void DataParallelStrategy::before_training_step() {
   }
 }
 
-void DataParallelStrategy::backward(const torch::Tensor& loss, bool sync_gradients) {
-  if (synchronizer_ && automatic_) synchronizer_->prepare(sync_gradients);
-  Strategy::backward(loss, sync_gradients);
+void DataParallelStrategy::backward(const torch::Tensor& loss) {
+  if (synchronizer_ && automatic_) synchronizer_->prepare(sync_gradients());
+  Strategy::backward(loss);
 }
 
 void DataParallelStrategy::synchronize_gradients() {

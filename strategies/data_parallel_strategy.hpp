@@ -57,8 +57,7 @@ class DataParallelStrategy : public Strategy {
   void barrier(const std::string& name) override;
 
   void before_training_step() override;
-  void backward(const torch::Tensor& loss, bool sync_gradients) override;
-  void synchronize_gradients() override;
+  void backward(const torch::Tensor& loss) override;
   void average_gradients(const std::vector<torch::Tensor>& parameters) override;
   std::vector<torch::Tensor> held_tensors() const override {
     return synchronizer_ ? synchronizer_->held_tensors() : std::vector<torch::Tensor>{};
@@ -67,6 +66,7 @@ class DataParallelStrategy : public Strategy {
   ProcessGroup& process_group();
 
  protected:
+  void synchronize_gradients() override;
   /// The gradient path for the module's trainable parameters (in order, with their names).
   virtual std::unique_ptr<GradientSynchronizer> make_synchronizer(std::vector<torch::Tensor> parameters,
                                                                   std::vector<std::string> names) = 0;

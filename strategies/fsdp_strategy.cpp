@@ -208,22 +208,22 @@ void FSDPStrategy::synchronize_gradients() {
   if (sharded_) order_recorded_ = true;  // the first step showed the order of the units' forwards
 }
 
-bool FSDPStrategy::optimizer_step(torch::optim::Optimizer& optimizer) {
-  if (!sharded_) return Strategy::optimizer_step(optimizer);
+bool FSDPStrategy::step(torch::optim::Optimizer& optimizer) {
+  if (!sharded_) return Strategy::step(optimizer);
   // Manual optimization: gradients were averaged whole; slice them now.
   std::unordered_set<const void*> stepped;
   for (const auto& group : optimizer.param_groups()) {
     for (const auto& p : group.params()) stepped.insert(p.unsafeGetTensorImpl());
   }
   sharded_->shard_from_whole(stepped);
-  const bool result = Strategy::optimizer_step(optimizer);
+  const bool result = Strategy::step(optimizer);
   sharded_->gather();
   return result;
 }
 
-void FSDPStrategy::clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) {
+void FSDPStrategy::clip_unscaled_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) {
   if (!sharded_ || algorithm == ClipAlgorithm::Value) {
-    Strategy::clip_gradients(optimizer, value, algorithm);
+    Strategy::clip_unscaled_gradients(optimizer, value, algorithm);
     return;
   }
   torch::NoGradGuard no_grad;

@@ -74,9 +74,6 @@ class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
   void setup(LightningModule& module) override;
   void teardown() override;
 
-  void synchronize_gradients() override;
-  bool optimizer_step(torch::optim::Optimizer& optimizer) override;
-  void clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) override;
   void before_training_step() override;
   void before_evaluation(int64_t num_batches) override;
   void evaluation_batches_done() override;
@@ -94,6 +91,9 @@ class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
   const ShardedReducer* sharded_reducer() const override { return sharded_; }
 
  protected:
+  void synchronize_gradients() override;
+  bool step(torch::optim::Optimizer& optimizer) override;
+  void clip_unscaled_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) override;
   /// NO_SHARD: DDP's GradientReducer.
   std::unique_ptr<GradientSynchronizer> make_synchronizer(std::vector<torch::Tensor> parameters,
                                                           std::vector<std::string> names) override;

@@ -4,7 +4,6 @@
 #include <fulgur/strategies/timeline.hpp>
 
 #include <fmt/format.h>
-#include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
@@ -12,29 +11,15 @@
 #include <stdexcept>
 
 namespace fulgur {
-namespace {
-
-/// Calls back into the reducer once a parameter's .grad holds this step's sum.
-class ReadyHook : public torch::autograd::PostAccumulateGradHook {
- public:
-  explicit ReadyHook(std::function<void()> on_ready) : on_ready_(std::move(on_ready)) {}
-  void operator()(const torch::autograd::Variable&) override { on_ready_(); }
-
- private:
-  std::function<void()> on_ready_;
-};
-
-}  // namespace
-
 GradientReducer::GradientReducer(std::vector<torch::Tensor> parameters, std::vector<std::string> names,
                                  ProcessGroup& group, Options options, Timeline* timeline)
     : parameters_(std::move(parameters)),
       names_(std::move(names)),
       group_(group),
       options_(options),
-      timeline_(timeline) {
+      timeline_(timeline),
+      hooks_(parameters_, [this](size_t k) { on_gradient_ready(k); }, "ddp.find_unused_parameters") {
   bucket_of_.resize(parameters_.size());
-  ready_.assign(parameters_.size(), false);
   // Reverse order: the last layers' gradients are ready first in backward.
   int64_t bucket_bytes = 0;
   for (size_t k = parameters_.size(); k-- > 0;) {
@@ -69,25 +54,16 @@ GradientReducer::GradientReducer(std::vector<torch::Tensor> parameters, std::vec
       offset += p.numel();
     }
   }
-  for (size_t k = 0; k < parameters_.size(); ++k) {
-    if (!parameters_[k].requires_grad()) continue;
-    torch::autograd::impl::set_post_acc_grad_hooks(
-        parameters_[k], std::make_unique<ReadyHook>([this, k] { on_gradient_ready(k); }));
-  }
 }
 
-GradientReducer::~GradientReducer() {
-  for (auto& p : parameters_) {
-    if (p.requires_grad()) torch::autograd::impl::set_post_acc_grad_hooks(p, nullptr);
-  }
-}
+GradientReducer::~GradientReducer() = default;
 
 void GradientReducer::prepare(bool sync) {
   syncing_ = sync;
   in_backward_ = true;
   launched_in_backward_ = 0;
   next_to_launch_ = 0;
-  std::fill(ready_.begin(), ready_.end(), false);
+  hooks_.reset();
   torch::NoGradGuard no_grad;
   for (auto& bucket : buckets_) {
     bucket.pending = static_cast<int64_t>(bucket.params.size());
@@ -114,8 +90,7 @@ void GradientReducer::prepare(bool sync) {
 }
 
 void GradientReducer::on_gradient_ready(size_t k) {
-  if (!syncing_ || ready_[k]) return;
-  ready_[k] = true;
+  if (!syncing_ || !hooks_.mark_ready(k)) return;
   Bucket& bucket = buckets_[bucket_of_[k]];
   if (bucket.pending == static_cast<int64_t>(bucket.params.size())) bucket.first_ready = std::chrono::steady_clock::now();
   if (--bucket.pending == 0) launch_ready_buckets();
@@ -159,14 +134,8 @@ void GradientReducer::finish() {
   for (auto& bucket : buckets_) {
     if (bucket.pending == 0) continue;
     for (size_t k : bucket.params) {
-      if (ready_[k]) continue;
-      if (!options_.find_unused_parameters) {
-        throw std::runtime_error(fmt::format(
-            "[GradientReducer::finish] parameter '{}' received no gradient in this step (rank {}); set "
-            "find_unused_parameters=true if the model does not use every parameter every step",
-            names_[k], group_.rank()));
-      }
-      ready_[k] = true;
+      if (hooks_.is_ready(k)) continue;
+      hooks_.mark_missing(k, options_.find_unused_parameters, "GradientReducer::finish", names_[k], group_.rank());
     }
     bucket.pending = 0;
   }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <fulgur/strategies/gradient_ready_hooks.hpp>
 #include <fulgur/strategies/gradient_synchronizer.hpp>
 
 #include <torch/torch.h>
@@ -97,12 +98,12 @@ class GradientReducer : public GradientSynchronizer {
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;  // parameter index -> bucket index
   std::vector<torch::Tensor> views_;  // parameter index -> its gradient's place in the bucket
-  std::vector<bool> ready_;
   size_t next_to_launch_ = 0;
   bool syncing_ = false;
   bool in_backward_ = false;
   int64_t launched_in_backward_ = 0;
   double total_wait_seconds_ = 0.0;
+  GradientReadyHooks hooks_;  // by parameter index; last, so its hooks go first
 };
 
 }  // namespace fulgur

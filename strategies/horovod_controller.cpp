@@ -7,7 +7,6 @@
 #include <fulgur/strategies/timeline.hpp>
 
 #include <fmt/format.h>
-#include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
 #include <algorithm>
@@ -22,14 +21,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 /// Calls back into the controller once a parameter's .grad holds this step's sum.
-class SubmitHook : public torch::autograd::PostAccumulateGradHook {
- public:
-  explicit SubmitHook(std::function<void()> on_ready) : on_ready_(std::move(on_ready)) {}
-  void operator()(const torch::autograd::Variable&) override { on_ready_(); }
-
- private:
-  std::function<void()> on_ready_;
-};
 
 }  // namespace
 
@@ -51,12 +42,10 @@ HorovodController::HorovodController(std::vector<torch::Tensor> parameters, std:
     position_[k] = static_cast<int64_t>(order_.size());
     order_.push_back(k);
   }
-  ready_.assign(order_.size(), false);
   ready_at_.assign(order_.size(), Clock::now());
-  for (size_t k : order_) {
-    torch::autograd::impl::set_post_acc_grad_hooks(
-        parameters_[k], std::make_unique<SubmitHook>([this, k] { on_gradient_ready(k); }));
-  }
+  std::vector<torch::Tensor> by_position;
+  for (size_t k : order_) by_position.push_back(parameters_[k]);
+  hooks_.emplace(by_position, [this](size_t pos) { on_gradient_ready(pos); }, "ddp.find_unused_parameters");
   ring_ = std::make_unique<RingAllreduce>(group_, RingAllreduce::Options{.segment_bytes = options_.segment_bytes});
   thread_ = std::thread([this] { run(); });
 }
@@ -68,7 +57,6 @@ HorovodController::~HorovodController() {
   }
   changed_.notify_all();
   thread_.join();
-  for (size_t k : order_) torch::autograd::impl::set_post_acc_grad_hooks(parameters_[k], nullptr);
 }
 
 std::string HorovodController::tensor_name(int64_t running_index) const {
@@ -91,22 +79,19 @@ void HorovodController::prepare(bool sync) {
   if (!sync) return;
   ++steps_begun_;
   prefix_ = 0;
-  std::fill(ready_.begin(), ready_.end(), false);
+  hooks_->reset();
   submitted_ = (steps_begun_ - 1) * num_tensors();
 }
 
-void HorovodController::on_gradient_ready(size_t k) {
+void HorovodController::on_gradient_ready(size_t pos) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!syncing_) return;
-  const int64_t pos = position_[k];
-  if (pos < 0 || ready_[static_cast<size_t>(pos)]) return;
-  ready_[static_cast<size_t>(pos)] = true;
-  ready_at_[static_cast<size_t>(pos)] = Clock::now();
+  if (!syncing_ || !hooks_->mark_ready(pos)) return;
+  ready_at_[pos] = Clock::now();
   advance_prefix();
 }
 
 void HorovodController::advance_prefix() {
-  while (prefix_ < num_tensors() && ready_[static_cast<size_t>(prefix_)]) ++prefix_;
+  while (prefix_ < num_tensors() && hooks_->is_ready(static_cast<size_t>(prefix_))) ++prefix_;
   submitted_ = (steps_begun_ - 1) * num_tensors() + prefix_;
   // A fully submitted step need not wait out the rest of the cycle.
   if (prefix_ == num_tensors()) changed_.notify_all();
@@ -118,14 +103,9 @@ void HorovodController::finish() {
   syncing_ = false;
   // Parameters that took no part in this step's graph.
   for (int64_t pos = 0; pos < num_tensors(); ++pos) {
-    if (ready_[static_cast<size_t>(pos)]) continue;
-    if (!options_.find_unused_parameters) {
-      throw std::runtime_error(fmt::format(
-          "[HorovodController::finish] parameter '{}' received no gradient in this step (rank {}); set "
-          "find_unused_parameters=true if the model does not use every parameter every step",
-          names_[order_[static_cast<size_t>(pos)]], group_.rank()));
-    }
-    ready_[static_cast<size_t>(pos)] = true;
+    if (hooks_->is_ready(static_cast<size_t>(pos))) continue;
+    hooks_->mark_missing(static_cast<size_t>(pos), options_.find_unused_parameters, "HorovodController::finish",
+                         names_[order_[static_cast<size_t>(pos)]], group_.rank());
     ready_at_[static_cast<size_t>(pos)] = Clock::now();
   }
   advance_prefix();

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <fulgur/strategies/gradient_ready_hooks.hpp>
 #include <fulgur/strategies/gradient_synchronizer.hpp>
 #include <fulgur/strategies/stall_inspector.hpp>
 
@@ -75,7 +76,7 @@ class HorovodController : public GradientSynchronizer {
   int64_t num_tensors() const { return static_cast<int64_t>(order_.size()); }
 
  private:
-  void on_gradient_ready(size_t param_index);
+  void on_gradient_ready(size_t position);
   void advance_prefix();
   void run();
   void reduce(int64_t first, int64_t last);
@@ -96,7 +97,6 @@ class HorovodController : public GradientSynchronizer {
   std::condition_variable changed_;
   bool syncing_ = false;
   int64_t steps_begun_ = 0;         // steps whose gradients are communicated
-  std::vector<bool> ready_;         // by position, current step
   std::vector<std::chrono::steady_clock::time_point> ready_at_;
   int64_t prefix_ = 0;              // positions 0..prefix_-1 of this step are submitted
   int64_t submitted_ = 0;           // running count over all steps
@@ -110,6 +110,7 @@ class HorovodController : public GradientSynchronizer {
   std::unique_ptr<FusionBuffer> fusion_;  // used by the thread only
   std::unique_ptr<RingAllreduce> ring_;   // used by the thread only; its scratch is reused
   std::thread thread_;
+  std::optional<GradientReadyHooks> hooks_;  // by position, current step
 };
 
 }  // namespace fulgur

@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
@@ -16,14 +15,6 @@ namespace fulgur {
 namespace {
 
 /// Calls back into the reducer once a parameter's .grad holds this step's sum.
-class ShardReadyHook : public torch::autograd::PostAccumulateGradHook {
- public:
-  explicit ShardReadyHook(std::function<void()> on_ready) : on_ready_(std::move(on_ready)) {}
-  void operator()(const torch::autograd::Variable&) override { on_ready_(); }
-
- private:
-  std::function<void()> on_ready_;
-};
 
 /// Frees (0) or re-allocates a tensor's memory while keeping its storage
 /// object, the way FSDP frees a flat parameter: views of it (autograd saved
@@ -100,14 +91,9 @@ ShardedReducer::ShardedReducer(std::vector<torch::Tensor> parameters, std::vecto
     params_.push_back(std::move(info));
   }
   build_units(world);
-  ready_.assign(params_.size(), false);
-
-  if (options_.hooks) {
-    for (size_t k = 0; k < params_.size(); ++k) {
-      torch::autograd::impl::set_post_acc_grad_hooks(
-          params_[k].tensor, std::make_unique<ShardReadyHook>([this, k] { on_gradient_ready(k); }));
-    }
-  }
+  std::vector<torch::Tensor> tensors;
+  for (const auto& p : params_) tensors.push_back(p.tensor);
+  hooks_.emplace(tensors, [this](size_t k) { on_gradient_ready(k); }, "ddp.find_unused_parameters", options_.hooks);
   if (options_.reshard_parameters) {
     for (auto& unit : units_) unit.sharded = true;
   }
@@ -125,7 +111,6 @@ void ShardedReducer::allocate_gradient(Unit& unit) {
 
 ShardedReducer::~ShardedReducer() {
   for (auto& p : params_) {
-    if (options_.hooks) torch::autograd::impl::set_post_acc_grad_hooks(p.tensor, nullptr);
     // Left mid-step by an error: the parameter is whole again (its own
     // rows may be newer than the others'). FULL_SHARD keeps no whole to
     // return to without a collective: the parameter keeps its rows.
@@ -227,7 +212,7 @@ void ShardedReducer::prepare(bool sync) {
   launched_in_backward_ = 0;
   next_to_launch_ = 0;
   reducing_.clear();
-  std::fill(ready_.begin(), ready_.end(), false);
+  hooks_->reset();
   for (auto& unit : units_) {
     unit.pending = static_cast<int64_t>(unit.params.size());
     unit.work.reset();
@@ -235,8 +220,7 @@ void ShardedReducer::prepare(bool sync) {
 }
 
 void ShardedReducer::on_gradient_ready(size_t k) {
-  if (!syncing_ || ready_[k]) return;
-  ready_[k] = true;
+  if (!syncing_ || !hooks_->mark_ready(k)) return;
   if (--units_[params_[k].unit].pending == 0) launch_ready_units();
 }
 
@@ -299,14 +283,10 @@ void ShardedReducer::finish() {
   for (auto& unit : units_) {
     if (unit.pending == 0) continue;
     for (size_t k : unit.params) {
-      if (ready_[k]) continue;
-      if (!options_.find_unused_parameters && !params_[k].tensor.grad().defined()) {
-        throw std::runtime_error(fmt::format(
-            "[ShardedReducer::finish] parameter '{}' received no gradient in this step (rank {}); set "
-            "ddp.find_unused_parameters=true if the model does not use every parameter every step",
-            params_[k].name, group_.rank()));
-      }
-      ready_[k] = true;  // unused (zero) or accumulated without a hook call
+      if (hooks_->is_ready(k)) continue;
+      // Unused (zero) or accumulated without a hook call.
+      hooks_->mark_missing(k, options_.find_unused_parameters || params_[k].tensor.grad().defined(),
+                           "ShardedReducer::finish", params_[k].name, group_.rank());
     }
     unit.pending = 0;
   }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <fulgur/strategies/gradient_ready_hooks.hpp>
 #include <fulgur/strategies/gradient_synchronizer.hpp>
 
 #include <torch/torch.h>
@@ -198,7 +199,6 @@ class ShardedReducer : public GradientSynchronizer {
   Options options_;
   std::vector<Unit> units_;
   std::map<std::string, size_t> module_units_;
-  std::vector<bool> ready_;
   size_t next_to_launch_ = 0;
   std::deque<size_t> reducing_;  // units whose reduce-scatter runs, oldest first
   int64_t peak_reductions_ = 0;
@@ -206,6 +206,7 @@ class ShardedReducer : public GradientSynchronizer {
   bool in_backward_ = false;
   int64_t launched_in_backward_ = 0;
   int64_t peak_whole_units_ = 0;
+  std::optional<GradientReadyHooks> hooks_;  // by parameter index
 };
 
 }  // namespace fulgur

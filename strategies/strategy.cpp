@@ -16,11 +16,26 @@ void Strategy::setup_environment() { accelerator_.setup_device(root_device_); }
 
 void Strategy::setup(LightningModule& module) { module.to(root_device_); }
 
-void Strategy::backward(const torch::Tensor& loss, bool /*sync_gradients*/) { precision_.backward(loss); }
+void Strategy::backward(const torch::Tensor& loss) { precision_.backward(loss); }
 
-bool Strategy::optimizer_step(torch::optim::Optimizer& optimizer) { return precision_.optimizer_step(optimizer); }
+bool Strategy::optimizer_step(torch::optim::Optimizer& optimizer, const std::function<void()>& before_step,
+                              std::optional<Clip> clip) {
+  // Gradients must be averaged and in true units before anyone reads or clips them.
+  synchronize_gradients();
+  precision_.unscale_gradients(optimizer);
+  if (before_step) before_step();
+  if (clip) clip_unscaled_gradients(optimizer, clip->value, clip->algorithm);
+  return step(optimizer);
+}
 
 void Strategy::clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) {
+  precision_.unscale_gradients(optimizer);
+  clip_unscaled_gradients(optimizer, value, algorithm);
+}
+
+bool Strategy::step(torch::optim::Optimizer& optimizer) { return precision_.optimizer_step(optimizer); }
+
+void Strategy::clip_unscaled_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) {
   clip_optimizer_gradients(optimizer, value, algorithm);
 }
 

@@ -10,6 +10,8 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,22 +70,44 @@ class Strategy {
   // --- the gradient path ----------------------------------------------------------
   /// Before each training_step (DDP: copy rank 0's buffers).
   virtual void before_training_step() {}
-  /// Backward through the precision plugin; `sync_gradients` is false on
-  /// accumulation steps, where a distributed strategy skips communication.
-  virtual void backward(const torch::Tensor& loss, bool sync_gradients);
-  /// Waits until gradients are the same on every process (DDP: averaged);
-  /// called on optimizer steps, before anyone reads or clips them.
-  virtual void synchronize_gradients() {}
-  /// Steps through the precision plugin. Returns whether the optimizer
-  /// stepped (a gradient scaler may skip a step).
-  virtual bool optimizer_step(torch::optim::Optimizer& optimizer);
+  /// Backward through the precision plugin. Inside a NoSync scope a
+  /// distributed strategy leaves the gradients unsynchronised.
+  virtual void backward(const torch::Tensor& loss);
+
+  /// While alive, backward() does not synchronise gradients: the batches of
+  /// an accumulation window before its last (DDP's no_sync()).
+  class NoSync {
+   public:
+    explicit NoSync(Strategy& strategy) : strategy_(strategy) { strategy_.sync_gradients_ = false; }
+    ~NoSync() { strategy_.sync_gradients_ = true; }
+    NoSync(const NoSync&) = delete;
+    NoSync& operator=(const NoSync&) = delete;
+
+   private:
+    Strategy& strategy_;
+  };
+
+  /// Gradient clipping for one optimizer step.
+  struct Clip {
+    double value;
+    ClipAlgorithm algorithm;
+  };
+  /// The one optimizer step, for automatic and manual optimization alike:
+  /// waits until gradients are the same on every process, unscales them once
+  /// (float16), runs `before_step` (the on_before_optimizer_step hooks) on
+  /// gradients in true units, clips them when `clip` is given, then steps
+  /// through the precision plugin; a sharding strategy slices and gathers
+  /// around the step. Returns whether the optimizer stepped (a gradient
+  /// scaler skips steps with inf/NaN gradients).
+  bool optimizer_step(torch::optim::Optimizer& optimizer, const std::function<void()>& before_step,
+                      std::optional<Clip> clip = std::nullopt);
   /// Averages the gradients of `parameters` (those that have one) over the
   /// processes now, in one collective per dtype: manual optimization's
   /// manual_backward, where the strategy's backward hooks are not set up.
   virtual void average_gradients(const std::vector<torch::Tensor>& /*parameters*/) {}
-  /// Clips the gradients `optimizer` updates (synchronised and unscaled); a
+  /// Unscales, then clips the gradients `optimizer` updates (synchronised); a
   /// sharding strategy takes the norm over every rank's shard.
-  virtual void clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm);
+  void clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm);
 
   /// Around an evaluation or prediction loop that runs `num_batches`
   /// batches on this rank: a strategy that shards parameters between steps
@@ -136,10 +160,21 @@ class Strategy {
   const Accelerator& accelerator() const { return accelerator_; }
   Precision& precision() { return precision_; }
 
+ protected:
+  /// Whether backward() synchronises gradients (false inside NoSync).
+  bool sync_gradients() const { return sync_gradients_; }
+  /// Waits until gradients are the same on every process (DDP: averaged).
+  virtual void synchronize_gradients() {}
+  /// The step itself, through the precision plugin.
+  virtual bool step(torch::optim::Optimizer& optimizer);
+  /// Clips gradients in true units.
+  virtual void clip_unscaled_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm);
+
  private:
   Accelerator accelerator_;
   torch::Device root_device_;
   Precision precision_;
+  bool sync_gradients_ = true;
 };
 
 }  // namespace fulgur

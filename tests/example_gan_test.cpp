@@ -30,7 +30,7 @@ struct Run {
 Run train(const TempDir& dir, const std::string& name, const std::string& flags) {
   const auto weights = dir / (name + ".pt");
   const auto result = run_command(
-      kGan + " --root " + (dir / name).string() + " --weights " + weights.string() + " " + flags, 300);
+      kGan + " --default_root_dir " + (dir / name).string() + " --weights " + weights.string() + " " + flags, 300);
   return {result.exit_code, result.output, weights};
 }
 

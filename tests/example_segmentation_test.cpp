@@ -30,7 +30,7 @@ std::string metrics_line(const std::string& output) {
 
 TEST_CASE("segmentation example: float masks through loader workers, ddp equals 1 process, IoU exact on 1-3 ranks") {
   TempDir dir("example-segmentation");
-  const auto one = run("--devices 1 --batch_size 32 --max_epochs 3 --root " + (dir / "one").string());
+  const auto one = run("--devices 1 --batch_size 32 --max_epochs 3 --default_root_dir " + (dir / "one").string());
   INFO(one.output);
   REQUIRE(one.exit_code == 0);
   const std::string fitted = metrics_line(one.output);
@@ -39,11 +39,11 @@ TEST_CASE("segmentation example: float masks through loader workers, ddp equals 
 
   // One epoch (32 Adam steps) on 1 and 2 processes: Adam turns rounding
   // differences in near-zero gradients into full steps, so longer runs drift.
-  const auto first = run("--devices 1 --batch_size 32 --max_epochs 1 --root " + (dir / "first").string() +
+  const auto first = run("--devices 1 --batch_size 32 --max_epochs 1 --default_root_dir " + (dir / "first").string() +
                          " --weights " + (dir / "first.pt").string());
   INFO(first.output);
   REQUIRE(first.exit_code == 0);
-  const auto two = run("--devices 2 --strategy ddp --batch_size 16 --max_epochs 1 --root " + (dir / "two").string() +
+  const auto two = run("--devices 2 --strategy ddp --batch_size 16 --max_epochs 1 --default_root_dir " + (dir / "two").string() +
                        " --weights " + (dir / "two.pt").string());
   INFO(two.output);
   REQUIRE(two.exit_code == 0);
@@ -57,8 +57,8 @@ TEST_CASE("segmentation example: float masks through loader workers, ddp equals 
   const auto ckpt = dir / "one" / "fulgur_logs" / "version_0" / "checkpoints" / "last.ckpt";
   for (const int devices : {1, 2, 3}) {
     CAPTURE(devices);
-    const auto validated = run("--validate 1 --ckpt_path " + ckpt.string() + " --devices " + std::to_string(devices) +
-                               " --strategy " + (devices == 1 ? "auto" : "ddp") + " --root " +
+    const auto validated = run("--validate_only true --ckpt_path " + ckpt.string() + " --devices " + std::to_string(devices) +
+                               " --strategy " + (devices == 1 ? "auto" : "ddp") + " --default_root_dir " +
                                (dir / ("validate" + std::to_string(devices))).string());
     INFO(validated.output);
     REQUIRE(validated.exit_code == 0);

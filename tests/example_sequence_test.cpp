@@ -28,7 +28,7 @@ struct Run {
 
 Run train(const TempDir& dir, const std::string& name, const std::string& flags) {
   const auto weights = dir / (name + ".pt");
-  const auto result = run_command(kExample + " --max_epochs 3 --root " + (dir / name).string() + " --weights " +
+  const auto result = run_command(kExample + " --max_epochs 3 --default_root_dir " + (dir / name).string() + " --weights " +
                                       weights.string() + " " + flags,
                                   240);
   torch::Tensor loaded;

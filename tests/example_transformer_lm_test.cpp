@@ -30,7 +30,7 @@ struct Run {
 Run train(const TempDir& dir, const std::string& name, const std::string& flags, const std::string& env = "") {
   const auto weights = dir / (name + ".pt");
   const auto result = run_command(env + kExample + " --layers 2 --dim 32 --heads 2 --context 32 --batch_size 8 " +
-                                      "--train_batches 30 --val_batches 4 --root " + (dir / name).string() +
+                                      "--limit_train_batches 30 --limit_val_batches 4 --default_root_dir " + (dir / name).string() +
                                       " --weights " + weights.string() + " " + flags,
                                   300);
   torch::Tensor loaded;
@@ -53,7 +53,7 @@ TEST_CASE("transformer_lm example: FULL_SHARD on 2 processes ends where ddp ends
   const Run ddp = train(dir, "ddp", "--devices 2 --strategy ddp");
   INFO(ddp.output);
   REQUIRE(ddp.exit_code == 0);
-  const Run full = train(dir, "full", "--devices 2 --strategy fsdp --sharding_strategy FULL_SHARD --state_dict_type sharded");
+  const Run full = train(dir, "full", "--devices 2 --strategy fsdp --fsdp.sharding_strategy FULL_SHARD --fsdp.state_dict_type sharded");
   INFO(full.output);
   REQUIRE(full.exit_code == 0);
   REQUIRE(ddp.weights.defined());
@@ -74,11 +74,11 @@ TEST_CASE("transformer_lm example: with whole_after_fit false each rank keeps on
   // The corpus comes with Debian's libpython3.11-stdlib (scripts/setup.sh installs it).
   REQUIRE(std::filesystem::exists("/usr/lib/python3.11/pydoc_data/topics.py"));
   TempDir dir("example-transformer-lm-shards");
-  const std::string sharded = "--devices 2 --strategy fsdp --sharding_strategy FULL_SHARD --max_steps 3 ";
+  const std::string sharded = "--devices 2 --strategy fsdp --fsdp.sharding_strategy FULL_SHARD --max_steps 3 ";
   const Run whole = train(dir, "whole", sharded);
   INFO(whole.output);
   REQUIRE(whole.exit_code == 0);
-  const Run kept = train(dir, "kept", sharded + "--whole_after_fit false");
+  const Run kept = train(dir, "kept", sharded + "--fsdp.whole_after_fit false");
   INFO(kept.output);
   REQUIRE(kept.exit_code == 0);
   const torch::Tensor rank1 = fulgur::testing::load_pickled_tensor(dir / "kept.pt.rank1");
@@ -95,7 +95,7 @@ TEST_CASE("transformer_lm example: activation checkpointing ends where the plain
   // differently (seen about once in 20 pairs, with AdamW scaling the difference up).
   const std::string one_thread = "OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 ";
   for (const std::string strategy : {"--devices 1 --strategy single_device", "--devices 2 --strategy ddp",
-                                     "--devices 2 --strategy fsdp --sharding_strategy FULL_SHARD"}) {
+                                     "--devices 2 --strategy fsdp --fsdp.sharding_strategy FULL_SHARD"}) {
     CAPTURE(strategy);
     const std::string name = strategy.substr(strategy.rfind(' ') + 1);
     const Run plain = train(dir, name + "-plain", strategy + " --max_steps 4", one_thread);

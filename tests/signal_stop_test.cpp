@@ -387,7 +387,7 @@ TEST_CASE("signal stop: an own main() returning trainer.exit_code() exits as the
   // from construction on), long before its 1000 epochs end.
   const std::string gan = std::string(FULGUR_BINARY_DIR) + "/bin/gan";
   const std::string log = (dir / "log").string();
-  const std::string command = gan + " --max_epochs 1000 --root " + dir.path().string() + " > " + log + " 2>&1 & pid=$!; " +
+  const std::string command = gan + " --max_epochs 1000 --default_root_dir " + dir.path().string() + " > " + log + " 2>&1 & pid=$!; " +
                               "for i in $(seq 600); do grep -q 'run folder' " + log + " && break; sleep 0.1; done; " +
                               "kill -TERM $pid; wait $pid; echo \"rc=$?\"";
   const auto result = run_command(command, 180);
@@ -404,7 +404,7 @@ TEST_CASE("own main(): a peer killed mid-run fails the program with one line nam
   const std::string gan = std::string(FULGUR_BINARY_DIR) + "/bin/gan";
   const std::string log = (dir / "log").string();
   // The Trainer started rank 1 as a child of this process; kill it once training runs.
-  const std::string command = gan + " --devices 2 --strategy ddp --max_epochs 1000 --root " + dir.path().string() +
+  const std::string command = gan + " --devices 2 --strategy ddp --max_epochs 1000 --default_root_dir " + dir.path().string() +
                               " > " + log + " 2>&1 & pid=$!; " + "for i in $(seq 600); do grep -q 'run folder' " + log +
                               " && break; sleep 0.1; done; sleep 0.5; kill -KILL $(pgrep -P $pid); wait $pid; "
                               "echo \"rc=$?\"";

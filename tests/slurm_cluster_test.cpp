@@ -170,63 +170,11 @@ TEST_CASE("slurm: a batch script that forgets srun: refused with several tasks, 
         std::string::npos);
 }
 
-TEST_CASE("slurm: --time and --signal=USR1: every rank stops at the same step and the job requeues itself") {
-  require_cluster();
-  TempDir dir("slurm-requeue");
-  // A run far longer than the 1-minute limit: SLURM sends SIGUSR1 20 s before
-  // the limit (its timer ticks every 30 s, so 10-40 s after the start).
-  const auto submitted = run_command(
-      sbatch(dir, "cinic10-1node.sbatch", "FULGUR_DEVICES=2", "--time=1 --signal=USR1@20", "--trainer.max_epochs 1000"),
-      60);
-  INFO(submitted.output);
-  REQUIRE(submitted.exit_code == 0);
-  const std::string job = std::regex_replace(submitted.output, std::regex("\\s+"), "");
-  REQUIRE(std::regex_match(job, std::regex("[0-9]+")));
-  struct Cancel {
-    std::string job;
-    ~Cancel() { run_command("scancel " + job, 30); }
-  } cancel{job};
-
-  // First attempt: signalled, stopped, requeued (SLURM counts a restart).
-  const bool requeued = wait_for([&] { return job_field(job, "Restarts") == "1"; }, 120);
-  std::string out = job_output(dir);
-  INFO(out);
-  REQUIRE(requeued);
-  const std::smatch stop = [&] {
-    std::smatch m;
-    std::regex_search(out, m, std::regex("rank 0: SIGUSR1 received, stopping after step ([0-9]+)"));
-    return m;
-  }();
-  REQUIRE(!stop.empty());
-  CHECK(out.find("rank 1: SIGUSR1 received, stopping after step " + stop[1].str() + "\n") != std::string::npos);
-  CHECK(out.find("fulgur: requeueing SLURM job " + job + " (scontrol requeue " + job + ")") != std::string::npos);
-  CHECK(std::filesystem::exists(dir / "runs" / "fulgur_logs" / "version_0" / "metrics.csv"));
-
-  // SLURM holds a requeued job for two minutes; start it now instead of
-  // waiting. The second attempt appends to the same job.out
-  // (--open-mode=append in the script).
-  HeldJobStarter starter(job);
-  const bool restarted = wait_for(
-      [&] {
-        starter.poll();
-        return count(job_output(dir), "fulgur: run folder ") >= 2;
-      },
-      120);
-  out = job_output(dir);
-  INFO(out);
-  CHECK(restarted);
-  // The second attempt continues from the checkpoint the first one wrote when
-  // it stopped, and in the same run folder: a resumed fit restores the CSV
-  // logger's version from the checkpoint (see "Checkpointing and resume"), so
-  // there is no version_1.
-  const auto run = dir / "runs" / "fulgur_logs" / "version_0";
-  CHECK(count(out, "fulgur: run folder " + run.string() + "\n") == 2);
-  CHECK(count(out, "fulgur: restarted job: resuming from " + (run / "checkpoints" / "last.ckpt").string() + "\n") ==
-        1);
-  CHECK_FALSE(std::filesystem::exists(dir / "runs" / "fulgur_logs" / "version_1"));
-}
-
-TEST_CASE("slurm: a job stopped by --signal=USR1 resumes after its requeue and ends equal to an uninterrupted run") {
+// One job covers the whole path (SLURM's warning comes on a 30 s timer, so
+// every job that waits for it costs about a minute): every rank stops at the
+// same step, the job requeues itself, resumes in the same run folder and
+// ends equal to an uninterrupted run.
+TEST_CASE("slurm: --time and --signal=USR1: ranks stop at one step, the job requeues, resumes and equals an uninterrupted run") {
   require_cluster();
   TempDir dir("slurm-resume");
   // SLURM's warning comes 10-40 s after the start (its timer ticks every 30 s
@@ -259,7 +207,22 @@ TEST_CASE("slurm: a job stopped by --signal=USR1 resumes after its requeue and e
   INFO(out);
   REQUIRE(finished);
   CHECK(job_field(job, "JobState") == "COMPLETED");
-  CHECK(std::stoi(job_field(job, "Restarts")) >= 1);
+  const int restarts = std::stoi(job_field(job, "Restarts"));
+  CHECK(restarts >= 1);
+
+  // The first attempt: both ranks stopped after the same step, and the job requeued itself.
+  std::smatch stop;
+  REQUIRE(std::regex_search(out, stop, std::regex("rank 0: SIGUSR1 received, stopping after step ([0-9]+)")));
+  CHECK(out.find("rank 1: SIGUSR1 received, stopping after step " + stop[1].str() + "\n") != std::string::npos);
+  CHECK(out.find("fulgur: requeueing SLURM job " + job + " (scontrol requeue " + job + ")") != std::string::npos);
+  // Every later attempt continues from the checkpoint the one before wrote
+  // when it stopped, in the same run folder: a resumed fit restores the CSV
+  // logger's version from the checkpoint, so there is no version_1.
+  const auto run = dir / "runs" / "fulgur_logs" / "version_0";
+  CHECK(count(out, "fulgur: run folder " + run.string() + "\n") == static_cast<size_t>(restarts) + 1);
+  CHECK(count(out, "fulgur: restarted job: resuming from " + (run / "checkpoints" / "last.ckpt").string() + "\n") ==
+        static_cast<size_t>(restarts));
+  CHECK_FALSE(std::filesystem::exists(dir / "runs" / "fulgur_logs" / "version_1"));
 
   // The final checkpoints' state_dicts, compared in Python torch.
   const std::string compare = std::string(FULGUR_PYTHON) + " -c \"import glob,sys,torch\n"

@@ -49,12 +49,7 @@ void ModuleRuntimeConnector::set_optimizers(const OptimizerConfig& config) {
           entries.size()));
     }
   } else {
-    if (o.accumulate_grad_batches() != 1) {
-      throw std::invalid_argument(fmt::format(
-          "[Trainer::fit] accumulate_grad_batches={} is not supported with manual optimization; "
-          "accumulate in training_step (step the optimizer every N batches)",
-          o.accumulate_grad_batches()));
-    }
+    check_manual_accumulation(o.accumulate_grad_batches());
     if (o.gradient_clip_val() && *o.gradient_clip_val() > 0.0) {
       throw std::invalid_argument(fmt::format(
           "[Trainer::fit] gradient_clip_val={} is not supported with manual optimization; "
@@ -67,6 +62,14 @@ void ModuleRuntimeConnector::set_optimizers(const OptimizerConfig& config) {
     optimizers_.push_back(std::make_shared<LightningOptimizer>(entries[i].optimizer, i, this));
   }
   configs_ = std::move(entries);
+}
+
+void ModuleRuntimeConnector::check_manual_accumulation(int64_t accumulate_grad_batches) {
+  if (accumulate_grad_batches == 1) return;
+  throw std::invalid_argument(fmt::format(
+      "[Trainer::fit] accumulate_grad_batches={} is not supported with manual optimization; "
+      "accumulate in training_step (step the optimizer every N batches)",
+      accumulate_grad_batches));
 }
 
 void ModuleRuntimeConnector::clear_optimizers() {
@@ -113,7 +116,7 @@ void ModuleRuntimeConnector::manual_backward(const torch::Tensor& loss) {
   }
   Strategy& strategy = trainer_.strategy();
   hooks_.call_hook("on_before_backward", &Callback::on_before_backward, &LightningModule::on_before_backward, loss);
-  strategy.backward(loss, /*sync_gradients=*/true);
+  strategy.backward(loss);
   // Every rank runs the same steps, so every rank averages the same set.
   std::vector<torch::Tensor> params;
   for (const auto& p : module.parameters()) {
@@ -127,17 +130,15 @@ void ModuleRuntimeConnector::optimizer_step(size_t index) {
   if (index >= configs_.size()) {
     throw std::out_of_range(fmt::format("[LightningOptimizer::step] optimizer {} is not part of the running fit", index));
   }
-  Strategy& strategy = trainer_.strategy();
   torch::optim::Optimizer& optimizer = *configs_[index].optimizer;
-  strategy.precision().unscale_gradients(optimizer);
-  hooks_.call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
+  trainer_.strategy().optimizer_step(optimizer, [&] {
+    hooks_.call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
                      &LightningModule::on_before_optimizer_step, optimizer);
-  strategy.optimizer_step(optimizer);
+  });
   count_step_();
 }
 
 void ModuleRuntimeConnector::clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) {
-  trainer_.strategy().precision().unscale_gradients(optimizer);
   trainer_.strategy().clip_gradients(optimizer, value, algorithm);
 }
 

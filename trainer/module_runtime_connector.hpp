@@ -24,6 +24,9 @@ class ModuleRuntimeConnector final : public ModuleRuntime {
   /// optimization mode and the Trainer's options, then hands every
   /// optimizer to the strategy (Horovod broadcasts its state).
   void set_optimizers(const OptimizerConfig& config);
+  /// Manual optimization steps in training_step, so the Trainer cannot
+  /// accumulate for it: throws for any accumulate_grad_batches but 1.
+  static void check_manual_accumulation(int64_t accumulate_grad_batches);
   /// Drops the optimizers (a stage other than fit, or a new fit).
   void clear_optimizers();
   std::vector<OptimizerConfig>& optimizer_configs() { return configs_; }

@@ -3,6 +3,7 @@
 #include <fulgur/trainer/trainer.hpp>
 #include <fulgur/trainer/hook_dispatcher.hpp>
 #include <fulgur/trainer/logger_connector.hpp>
+#include <fulgur/trainer/module_runtime_connector.hpp>
 #include <fulgur/trainer/monitored_metric.hpp>
 #include <fulgur/trainer/signal_connector.hpp>
 #include <fulgur/modules/scoped_metric_sink.hpp>
@@ -152,12 +153,8 @@ void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_l
   strategy.before_training_step();
   const bool manual = !module.automatic_optimization();
   if (manual) {
-    if (trainer_.accumulate_grad_batches() != 1) {
-      throw std::invalid_argument(fmt::format(
-          "[TrainingEpochLoop::advance] accumulate_grad_batches={} (GradientAccumulationScheduler) is not supported "
-          "with manual optimization",
-          trainer_.accumulate_grad_batches()));
-    }
+    // A GradientAccumulationScheduler may raise it during the fit.
+    ModuleRuntimeConnector::check_manual_accumulation(trainer_.accumulate_grad_batches());
     // training_step does backward and steps; the Trainer only reports.
     const torch::Tensor loss = training_step(batch, batch_idx);
     batch_progress_.increment();
@@ -214,7 +211,9 @@ torch::Tensor TrainingEpochLoop::forward_backward_step(const Batch& batch, int64
   context_.hooks.call_hook("on_before_backward", &Callback::on_before_backward, &LightningModule::on_before_backward, scaled);
   {
     ProfileScope scope(trainer_.profiler(), "[Strategy]backward");
-    trainer_.strategy().backward(scaled, step_now);
+    std::optional<Strategy::NoSync> no_sync;  // inside an accumulation window
+    if (!step_now) no_sync.emplace(trainer_.strategy());
+    trainer_.strategy().backward(scaled);
   }
   context_.hooks.call_hook("on_after_backward", &Callback::on_after_backward, &LightningModule::on_after_backward);
   if (step_now) {
@@ -227,18 +226,18 @@ torch::Tensor TrainingEpochLoop::forward_backward_step(const Batch& batch, int64
 void TrainingEpochLoop::optimizer_step() {
   const TrainerConfig& c = trainer_.config();
   const TrainerOptions& o = c.options;
-  Strategy& strategy = trainer_.strategy();
   torch::optim::Optimizer& optimizer = *trainer_.optimizers().front().optimizer;
-
-  // Gradients must be averaged and in true units before anyone reads or clips them.
-  strategy.synchronize_gradients();
-  strategy.precision().unscale_gradients(optimizer);
-  context_.hooks.call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
-                     &LightningModule::on_before_optimizer_step, optimizer);
+  std::optional<Strategy::Clip> clip;
   if (o.gradient_clip_val() && *o.gradient_clip_val() > 0.0) {
-    strategy.clip_gradients(optimizer, *o.gradient_clip_val(), c.gradient_clip_algorithm);
+    clip = Strategy::Clip{*o.gradient_clip_val(), c.gradient_clip_algorithm};
   }
-  strategy.optimizer_step(optimizer);
+  trainer_.strategy().optimizer_step(
+      optimizer,
+      [&] {
+        context_.hooks.call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
+                                 &LightningModule::on_before_optimizer_step, optimizer);
+      },
+      clip);
 }
 
 void TrainingEpochLoop::step_schedulers(SchedulerInterval interval, int64_t count) {

@@ -3,31 +3,36 @@
 //
 //   build/bin/gan --strategy ddp --devices 2 --max_epochs 8
 //
-// Flags: --strategy, --devices, --batch_size (per process), --max_epochs,
-// --max_steps (optimizer steps: two per batch), --root, --ckpt_path,
-// --weights (see examples/common/example_flags.hpp).
+// Flags: every TrainerOptions field (--devices, --strategy, --max_epochs,
+// --max_steps: optimizer steps, two per batch; --default_root_dir, ...),
+// --batch_size (per process), --ckpt_path, --weights; --help lists them.
 #include "gan.hpp"
 
-#include "../common/example_flags.hpp"
+#include "../common/run_flags.hpp"
 
 #include <iostream>
 
+#define GAN_FLAGS(X) X(int64_t, batch_size, 64, "samples per process and batch", fulgur::check::Positive{})
+
+struct GanFlags {
+  FULGUR_OPTIONS(GanFlags, GAN_FLAGS)
+};
+
 int main(int argc, char** argv) {
-  try {
-    const auto flags = examples::parse_flags(argc, argv, {{"batch_size", "64"}, {"max_epochs", "8"}, {"root", "runs/gan"}});
+  return fulgur::cli::run_guarded([&] {
+    const auto [trainer_options, run, flags] = fulgur::cli::parse_options(
+        argc, argv, examples::example_trainer_options().max_epochs(8).default_root_dir("runs/gan"),
+        examples::RunFlags(), GanFlags());
     fulgur::seed_everything(7);
     examples::GAN model;
-    examples::RingData data(std::stoll(flags.at("batch_size")), /*latent_dim=*/8);
-    fulgur::Trainer trainer(examples::trainer_options(flags));
-    trainer.fit(model, data, flags.at("ckpt_path"));
-    examples::write_weights(flags, model, trainer.global_rank());
+    examples::RingData data(flags.batch_size(), /*latent_dim=*/8);
+    fulgur::Trainer trainer(trainer_options);
+    trainer.fit(model, data, run.ckpt_path());
+    examples::write_weights(run, model, trainer.global_rank());
     const auto& m = trainer.callback_metrics();
     if (trainer.is_global_zero() && m.count("val_modes") != 0) {  // a run stopped before validation has none
       std::cout << "val_modes " << m.at("val_modes") << " val_quality " << m.at("val_quality") << std::endl;
     }
     return trainer.exit_code();  // 143 after SIGTERM, a failed peer's code
-  } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << std::endl;
-    return 1;
-  }
+  });
 }

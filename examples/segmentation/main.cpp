@@ -2,39 +2,45 @@
 // through DatasetLoader worker threads, and an exact IoU over every rank.
 //
 //   build/bin/segmentation --strategy ddp --devices 2 --max_epochs 4
-//   build/bin/segmentation --validate 1 --ckpt_path runs/segmentation/.../last.ckpt --devices 3
+//   build/bin/segmentation --validate_only true --ckpt_path runs/segmentation/.../last.ckpt --devices 3
 //
-// Flags: --strategy, --devices, --batch_size (per process), --max_epochs,
-// --max_steps, --root, --ckpt_path, --weights (see
-// examples/common/example_flags.hpp); --num_workers N (loader threads),
-// --validate 1 (only validate the --ckpt_path checkpoint).
+// Flags: every TrainerOptions field (--devices, --strategy, --max_epochs,
+// --default_root_dir, ...), --batch_size (per process), --num_workers
+// (loader threads), --validate_only (only validate the --ckpt_path checkpoint),
+// --ckpt_path, --weights; --help lists them.
 #include "segmenter.hpp"
 #include "shapes_data.hpp"
 
-#include "../common/example_flags.hpp"
+#include "../common/run_flags.hpp"
 
 #include <fmt/format.h>
 
 #include <iostream>
 
+#define SEGMENTATION_FLAGS(X)                                                                         \
+  X(int64_t, batch_size, 32, "images per process and batch", fulgur::check::Positive{})               \
+  X(int64_t, num_workers, 2, "loader threads", fulgur::check::AtLeast{0})                             \
+  X(bool, validate_only, false, "only validate the --ckpt_path checkpoint", fulgur::check::Any{})
+
+struct SegmentationFlags {
+  FULGUR_OPTIONS(SegmentationFlags, SEGMENTATION_FLAGS)
+};
+
 int main(int argc, char** argv) {
-  try {
-    const auto flags = examples::parse_flags(argc, argv,
-                                             {{"batch_size", "32"},
-                                              {"max_epochs", "4"},
-                                              {"root", "runs/segmentation"},
-                                              {"num_workers", "2"},
-                                              {"validate", "0"}});
+  return fulgur::cli::run_guarded([&] {
+    const auto [trainer_options, run, flags] = fulgur::cli::parse_options(
+        argc, argv, examples::example_trainer_options().max_epochs(4).default_root_dir("runs/segmentation"),
+        examples::RunFlags(), SegmentationFlags());
     fulgur::seed_everything(7);
     examples::Segmenter model;
-    examples::ShapesData data(std::stoll(flags.at("batch_size")), std::stoll(flags.at("num_workers")));
-    fulgur::Trainer trainer(examples::trainer_options(flags));
+    examples::ShapesData data(flags.batch_size(), flags.num_workers());
+    fulgur::Trainer trainer(trainer_options);
     std::map<std::string, double> metrics;
-    if (flags.at("validate") == "1") {
-      metrics = trainer.validate(model, data, flags.at("ckpt_path"));
+    if (flags.validate_only()) {
+      metrics = trainer.validate(model, data, run.ckpt_path());
     } else {
-      trainer.fit(model, data, flags.at("ckpt_path"));
-      examples::write_weights(flags, model, trainer.global_rank());
+      trainer.fit(model, data, run.ckpt_path());
+      examples::write_weights(run, model, trainer.global_rank());
       metrics = trainer.callback_metrics();
     }
     if (trainer.is_global_zero()) {
@@ -43,8 +49,5 @@ int main(int argc, char** argv) {
                 << std::endl;
     }
     return trainer.exit_code();  // 143 after SIGTERM, a failed peer's code
-  } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << std::endl;
-    return 1;
-  }
+  });
 }

@@ -4,30 +4,34 @@
 //
 //   build/bin/sequence_classifier --devices 2 --strategy horovod --max_epochs 3
 //
-// Flags: --strategy, --devices, --batch_size (per process), --max_epochs,
-// --max_steps, --root, --ckpt_path, --weights (see
-// examples/common/example_flags.hpp).
+// Flags: every TrainerOptions field (--devices, --strategy, --max_epochs,
+// --default_root_dir, ...), --batch_size (per process), --ckpt_path,
+// --weights; --help lists them.
 #include "sequence_classifier.hpp"
 #include "sequence_data.hpp"
 
-#include "../common/example_flags.hpp"
+#include "../common/run_flags.hpp"
 
 #include <iostream>
 
+#define SEQUENCE_FLAGS(X) X(int64_t, batch_size, 32, "sequences per process and batch", fulgur::check::Positive{})
+
+struct SequenceFlags {
+  FULGUR_OPTIONS(SequenceFlags, SEQUENCE_FLAGS)
+};
+
 int main(int argc, char** argv) {
-  try {
-    const auto flags =
-        examples::parse_flags(argc, argv, {{"batch_size", "32"}, {"max_epochs", "4"}, {"root", "runs/sequence"}});
+  return fulgur::cli::run_guarded([&] {
+    const auto [trainer_options, run, flags] = fulgur::cli::parse_options(
+        argc, argv, examples::example_trainer_options().max_epochs(4).default_root_dir("runs/sequence"),
+        examples::RunFlags(), SequenceFlags());
     fulgur::seed_everything(7);
     examples::SequenceClassifier model(/*vocab=*/8, /*dim=*/16, /*lr=*/0.02);
-    examples::SequenceData data(std::stoll(flags.at("batch_size")), /*vocab=*/8);
-    fulgur::Trainer trainer(examples::trainer_options(flags));
-    trainer.fit(model, data, flags.at("ckpt_path"));
-    examples::write_weights(flags, model, trainer.global_rank());
+    examples::SequenceData data(flags.batch_size(), /*vocab=*/8);
+    fulgur::Trainer trainer(trainer_options);
+    trainer.fit(model, data, run.ckpt_path());
+    examples::write_weights(run, model, trainer.global_rank());
     if (trainer.is_global_zero()) std::cout << "val_acc " << trainer.callback_metrics().at("val_acc") << std::endl;
     return trainer.exit_code();  // 143 after SIGTERM, a failed peer's code
-  } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << std::endl;
-    return 1;
-  }
+  });
 }

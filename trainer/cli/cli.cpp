@@ -4,6 +4,7 @@
 #include <fulgur/callbacks/tuner.hpp>
 #include <fulgur/trainer/cli/callback_registry.hpp>
 #include <fulgur/trainer/cli/did_you_mean.hpp>
+#include <fulgur/trainer/cli/dotted_key.hpp>
 #include <fulgur/datamodules/data_error.hpp>
 #include <fulgur/strategies/subprocess_launcher.hpp>
 #include <fulgur/trainer/cli/trainer_options_reader.hpp>
@@ -77,34 +78,6 @@ Stage parse_subcommand(const std::string& word) {
   if (word == "predict") return Stage::Predict;
   throw ConfigError(
       fmt::format("subcommand: expected one of fit, validate, test, predict, lr_find, scale_batch_size, got '{}'", word));
-}
-
-// Sets root[a][b][c] = value for the dotted key "a.b.c".
-void set_dotted(YAML::Node root, const std::string& key, const YAML::Node& value) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (true) {
-    const size_t dot = key.find('.', start);
-    parts.push_back(key.substr(start, dot - start));
-    if (dot == std::string::npos) break;
-    start = dot + 1;
-  }
-  for (const auto& part : parts) {
-    if (part.empty()) throw ConfigError(fmt::format("--{}: empty component in the dotted key", key));
-  }
-  std::vector<YAML::Node> chain{root};
-  for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    YAML::Node child = chain.back()[parts[i]];
-    if (child.IsDefined() && !child.IsNull() && !child.IsMap()) {
-      throw ConfigError(fmt::format("--{}: '{}' is not a section", key, parts[i]));
-    }
-    if (!child.IsDefined() || child.IsNull()) {
-      chain.back()[parts[i]] = YAML::Node(YAML::NodeType::Map);
-      child = chain.back()[parts[i]];
-    }
-    chain.push_back(child);
-  }
-  chain.back()[parts.back()] = value;
 }
 
 // Deep merge: mappings merge key by key, anything else replaces.
