@@ -17,7 +17,7 @@
 #include <fulgur/callbacks/throughput_monitor.hpp>
 #include <fulgur/trainer/model_checkpoint.hpp>
 #include <fulgur/trainer/model_summary.hpp>
-#include <fulgur/trainer/profiler.hpp>
+#include <fulgur/trainer/profilers/profiler.hpp>
 #include <fulgur/trainer/loggers/csv_logger.hpp>
 #include <fulgur/trainer/loggers/logger.hpp>
 #include <fulgur/callbacks/loggers/wandb_logger.hpp>

@@ -13,10 +13,10 @@
 // --segment_mb messages whose receives are all announced first, so the
 // ring's data movement without its reduction or step dependencies (busbw =
 // S / time: a 2-rank ring moves S bytes each way per allreduce).
-#include <fulgur/strategies/detect_cluster_environment.hpp>
-#include <fulgur/strategies/local_launcher.hpp>
-#include <fulgur/strategies/process_group.hpp>
-#include <fulgur/strategies/ring_allreduce.hpp>
+#include <fulgur/strategies/environments/detect_cluster_environment.hpp>
+#include <fulgur/strategies/launchers/local_launcher.hpp>
+#include <fulgur/strategies/sync/process_group.hpp>
+#include <fulgur/strategies/sync/ring_allreduce.hpp>
 
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>

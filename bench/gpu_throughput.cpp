@@ -29,7 +29,7 @@
 #include <fulgur/datamodules/loading/tensor_batch_loader.hpp>
 #include <fulgur/fulgur.hpp>
 #include <fulgur/modules/models/create_model.hpp>
-#include <fulgur/strategies/cuda_runtime.hpp>
+#include <fulgur/strategies/cuda/cuda_runtime.hpp>
 
 #include <fmt/format.h>
 

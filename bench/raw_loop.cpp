@@ -16,7 +16,7 @@
 
 #include <fulgur/fulgur.hpp>
 #include <fulgur/modules/models/create_model.hpp>
-#include <fulgur/strategies/host_caching_allocator.hpp>
+#include <fulgur/strategies/cuda/host_caching_allocator.hpp>
 
 #include <fmt/format.h>
 

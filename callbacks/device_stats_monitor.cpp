@@ -1,6 +1,6 @@
 #include <fulgur/callbacks/device_stats_monitor.hpp>
 
-#include <fulgur/strategies/cuda_device_stats.hpp>
+#include <fulgur/strategies/cuda/cuda_device_stats.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fstream>

@@ -2,7 +2,7 @@
 
 #include <fulgur/callbacks/timer_duration.hpp>
 #include <fulgur/modules/options.hpp>
-#include <fulgur/trainer/running_stage.hpp>
+#include <fulgur/trainer/loops/running_stage.hpp>
 #include <fulgur/trainer/callback.hpp>
 
 #include <chrono>

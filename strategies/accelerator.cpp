@@ -1,7 +1,7 @@
 #include <fulgur/strategies/accelerator.hpp>
 
-#include <fulgur/strategies/cuda_runtime.hpp>
-#include <fulgur/strategies/host_caching_allocator.hpp>
+#include <fulgur/strategies/cuda/cuda_runtime.hpp>
+#include <fulgur/strategies/cuda/host_caching_allocator.hpp>
 
 #include <c10/core/DeviceGuard.h>
 #include <torch/cuda.h>

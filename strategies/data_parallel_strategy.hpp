@@ -1,9 +1,9 @@
 #pragma once
 
-#include <fulgur/strategies/gradient_synchronizer.hpp>
-#include <fulgur/strategies/process_group.hpp>
+#include <fulgur/strategies/sync/gradient_synchronizer.hpp>
+#include <fulgur/strategies/sync/process_group.hpp>
 #include <fulgur/strategies/strategy.hpp>
-#include <fulgur/strategies/timeline.hpp>
+#include <fulgur/strategies/sync/timeline.hpp>
 
 #include <memory>
 #include <string>

@@ -1,24 +1,20 @@
 #pragma once
 
 #include <fulgur/strategies/data_parallel_strategy.hpp>
-#include <fulgur/strategies/gradient_reducer.hpp>
+#include <fulgur/strategies/sync/gradient_reducer.hpp>
 
 #include <memory>
 
 namespace fulgur {
-
-struct DDPStrategyOptions {
-  /// Process group, ranks, buffer broadcast and timeline.
-  DataParallelOptions data_parallel;
-  GradientReducer::Options reducer;
-};
 
 /// Distributed data parallel as torch's DDP: each process holds a full copy
 /// of the model; gradients are averaged by bucketed allreduce overlapping
 /// backward (GradientReducer).
 class DDPStrategy : public DataParallelStrategy {
  public:
-  DDPStrategy(Accelerator accelerator, PrecisionMode precision, DDPStrategyOptions options);
+  /// `data_parallel`: process group, ranks, buffer broadcast and timeline;
+  /// `options`: the ddp section (the gradient buckets, unused parameters).
+  DDPStrategy(Accelerator accelerator, PrecisionMode precision, DataParallelOptions data_parallel, DDPOptions options);
 
   std::string name() const override { return "ddp"; }
 
@@ -30,7 +26,7 @@ class DDPStrategy : public DataParallelStrategy {
                                                           std::vector<std::string> names) override;
 
  private:
-  GradientReducer::Options reducer_options_;
+  DDPOptions options_;
 };
 
 }  // namespace fulgur

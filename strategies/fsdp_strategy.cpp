@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <functional>
 #include <numeric>
+#include <sstream>
 #include <exception>
 #include <stdexcept>
 #include <unordered_set>
@@ -24,8 +25,13 @@ ShardingStrategy sharding_strategy(const std::string& name) {
                                           name));
 }
 
-FSDPStrategy::FSDPStrategy(Accelerator accelerator, PrecisionMode precision, FSDPStrategyOptions options)
-    : DataParallelStrategy(accelerator, precision, options.data_parallel), options_(std::move(options)) {}
+FSDPStrategy::FSDPStrategy(Accelerator accelerator, PrecisionMode precision, DataParallelOptions data_parallel,
+                           FSDPOptions options, DDPOptions ddp, int64_t shard_group_size)
+    : DataParallelStrategy(accelerator, precision, std::move(data_parallel)),
+      options_(std::move(options)),
+      ddp_(std::move(ddp)),
+      shard_group_size_(shard_group_size),
+      sharding_(sharding_strategy(options_.sharding_strategy())) {}
 
 FSDPStrategy::~FSDPStrategy() {
   set_synchronizer(nullptr);  // the sharded reducer uses shard_group_ and replica_group_
@@ -33,8 +39,8 @@ FSDPStrategy::~FSDPStrategy() {
 
 void FSDPStrategy::setup_environment() {
   DataParallelStrategy::setup_environment();
-  if (options_.sharding != ShardingStrategy::HybridShard || shard_group_) return;
-  const int64_t size = options_.shard_group_size;
+  if (sharding_ != ShardingStrategy::HybridShard || shard_group_) return;
+  const int64_t size = shard_group_size_;
   if (size < 1 || world_size() % size != 0) {
     throw std::invalid_argument(fmt::format("[FSDPStrategy] HYBRID_SHARD needs the world size ({}) to be a multiple of "
                                             "the ranks per node ({})",
@@ -51,17 +57,23 @@ void FSDPStrategy::setup_environment() {
 }
 
 void FSDPStrategy::setup(LightningModule& module) {
-  if (options_.sharding == ShardingStrategy::NoShard) {
+  if (sharding_ == ShardingStrategy::NoShard) {
     DataParallelStrategy::setup(module);
     return;
   }
   setup_replicas(module);
   const bool automatic = module.automatic_optimization();
   auto [params, names] = named_parameters_of(module);
-  ShardedReducer::Options o = options_.sharded;
+  ShardedReducer::Options o;
+  o.min_unit_numel = options_.min_num_params();
+  o.find_unused_parameters = ddp_.find_unused_parameters();
+  std::stringstream wrap(options_.wrap_modules());
+  for (std::string name; std::getline(wrap, name, ',');) {
+    if (!name.empty()) o.unit_modules.push_back(name);
+  }
   o.hooks = automatic;  // manual_backward averages whole gradients (average_gradients)
-  const bool hybrid = options_.sharding == ShardingStrategy::HybridShard;
-  o.reshard_parameters = options_.sharding == ShardingStrategy::FullShard || hybrid;
+  const bool hybrid = sharding_ == ShardingStrategy::HybridShard;
+  o.reshard_parameters = sharding_ == ShardingStrategy::FullShard || hybrid;
   o.replicas = hybrid ? replica_group_.get() : nullptr;
   // Every ShardedUnit with trainable parameters is a unit of its own.
   std::vector<std::pair<std::string, ShardedUnitBase*>> wrapped;
@@ -78,9 +90,9 @@ void FSDPStrategy::setup(LightningModule& module) {
   set_synchronizer(std::move(sharded));
   if (!o.reshard_parameters || !automatic) return;  // only FULL_SHARD gathers per forward
   for (const auto& [name, unit] : wrapped) {
-    const auto index = sharded_->unit_of_module(name);
+    const auto index = sharded_->layout().unit_of_module(name);
     if (!index) continue;
-    sharded_->set_forward_gathered(*index);
+    sharded_->residency().set_forward_gathered(*index);
     hooked_units_[dynamic_cast<const torch::nn::Module*>(unit)] = *index;
     unit->set_sharded_unit_hooks(this);
     hooked_.push_back(unit);
@@ -92,36 +104,36 @@ void FSDPStrategy::before_forward(const torch::nn::Module& unit) {
   const size_t index = hooked_units_.at(&unit);
   if (!torch::GradMode::is_enabled()) {  // evaluation
     if (unit_evaluation_) evaluation_sequence_.push_back(index);
-    sharded_->unshard_unit(index);
+    sharded_->residency().unshard_unit(index);
     return;
   }
-  sharded_->unshard_unit(index);
+  sharded_->residency().unshard_unit(index);
   if (!order_recorded_) {
     if (std::find(forward_order_.begin(), forward_order_.end(), index) == forward_order_.end()) {
       forward_order_.push_back(index);
     }
     return;
   }
-  if (!options_.forward_prefetch) return;
+  if (!options_.forward_prefetch()) return;
   // The next unit of the first step's forward starts gathering now.
   const auto at = std::find(forward_order_.begin(), forward_order_.end(), index);
-  if (at != forward_order_.end() && std::next(at) != forward_order_.end()) sharded_->prefetch_unit(*std::next(at));
+  if (at != forward_order_.end() && std::next(at) != forward_order_.end()) sharded_->residency().prefetch_unit(*std::next(at));
 }
 
 void FSDPStrategy::before_unit_backward(size_t index) {
   if (!sharded_) return;
-  sharded_->unshard_unit(index);
-  if (!order_recorded_ || !options_.backward_prefetch) return;
+  sharded_->residency().unshard_unit(index);
+  if (!order_recorded_ || options_.backward_prefetch() != "BACKWARD_PRE") return;
   // Backward runs the forward order backwards: the unit before this one is next.
   const auto at = std::find(forward_order_.begin(), forward_order_.end(), index);
-  if (at != forward_order_.end() && at != forward_order_.begin()) sharded_->prefetch_unit(*std::prev(at));
+  if (at != forward_order_.end() && at != forward_order_.begin()) sharded_->residency().prefetch_unit(*std::prev(at));
 }
 
 void FSDPStrategy::after_forward(const torch::nn::Module& unit, const std::vector<torch::Tensor>& outputs) {
   if (!sharded_) return;
   const size_t index = hooked_units_.at(&unit);
   if (!torch::GradMode::is_enabled()) {  // evaluation: no backward needs it again
-    if (unit_evaluation_) sharded_->free_unit(index);
+    if (unit_evaluation_) sharded_->residency().free_unit(index);
     return;
   }
   // Outputs the hooks cannot see: the unit stays whole until its gradients
@@ -133,7 +145,7 @@ void FSDPStrategy::after_forward(const torch::nn::Module& unit, const std::vecto
       torch::Tensor(out).register_hook([this, index](const torch::Tensor&) { before_unit_backward(index); });
     }
   }
-  sharded_->free_unit(index);
+  sharded_->residency().free_unit(index);
 }
 
 void FSDPStrategy::teardown() {
@@ -146,8 +158,8 @@ void FSDPStrategy::teardown() {
   hooked_units_.clear();
   forward_order_.clear();
   order_recorded_ = false;
-  if (sharded_ && options_.whole_after_fit && std::current_exception() == nullptr) {
-    sharded_->unshard_all();
+  if (sharded_ && options_.whole_after_fit() && std::current_exception() == nullptr) {
+    sharded_->residency().unshard_all();
   }
   sharded_ = nullptr;
   DataParallelStrategy::teardown();
@@ -156,9 +168,9 @@ void FSDPStrategy::teardown() {
 void FSDPStrategy::before_training_step() {
   DataParallelStrategy::before_training_step();
   if (!sharded_) return;
-  sharded_->unshard();
-  if (options_.forward_prefetch && order_recorded_ && !forward_order_.empty()) {
-    sharded_->prefetch_unit(forward_order_.front());
+  sharded_->residency().unshard();
+  if (options_.forward_prefetch() && order_recorded_ && !forward_order_.empty()) {
+    sharded_->residency().prefetch_unit(forward_order_.front());
   }
 }
 
@@ -177,12 +189,12 @@ void FSDPStrategy::before_evaluation(int64_t num_batches) {
     unit_evaluation_ = -counts[1].item<int64_t>() > 0;
   }
   if (!unit_evaluation_) {
-    sharded_->unshard_all();
+    sharded_->residency().unshard_all();
     return;
   }
   evaluation_batches_ = num_batches;
   evaluation_sequence_.clear();
-  sharded_->unshard();
+  sharded_->residency().unshard();
 }
 
 void FSDPStrategy::evaluation_batches_done() {
@@ -192,15 +204,15 @@ void FSDPStrategy::evaluation_batches_done() {
   const size_t per_batch = evaluation_sequence_.size() / static_cast<size_t>(evaluation_batches_);
   for (int64_t batch = evaluation_batches_; batch < most_evaluation_batches_; ++batch) {
     for (size_t k = 0; k < per_batch; ++k) {
-      sharded_->unshard_unit(evaluation_sequence_[k]);
-      sharded_->free_unit(evaluation_sequence_[k]);
+      sharded_->residency().unshard_unit(evaluation_sequence_[k]);
+      sharded_->residency().free_unit(evaluation_sequence_[k]);
     }
   }
   unit_evaluation_ = false;
 }
 
 void FSDPStrategy::after_evaluation() {
-  if (sharded_) sharded_->reshard();
+  if (sharded_) sharded_->residency().reshard();
 }
 
 void FSDPStrategy::synchronize_gradients() {
@@ -237,7 +249,7 @@ void FSDPStrategy::clip_unscaled_gradients(torch::optim::Optimizer& optimizer, d
     for (const auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       grads.push_back(p.grad());
-      if (sharded_->holds_shard(p) || shards.rank() == 0) squares += p.grad().to(torch::kDouble).pow(2).sum();
+      if (sharded_->residency().holds_shard(p) || shards.rank() == 0) squares += p.grad().to(torch::kDouble).pow(2).sum();
     }
   }
   shards.all_reduce(squares, ReduceOp::Sum);
@@ -249,22 +261,22 @@ void FSDPStrategy::clip_unscaled_gradients(torch::optim::Optimizer& optimizer, d
 }
 
 torch::Tensor FSDPStrategy::whole_tensor(const torch::Tensor& param, const torch::Tensor& tensor) {
-  return sharded_ ? sharded_->whole_of(param, tensor) : tensor;
+  return sharded_ ? sharded_->residency().whole_of(param, tensor) : tensor;
 }
 
 int64_t FSDPStrategy::whole_numel(const torch::Tensor& param) const {
-  const auto shape = sharded_ ? sharded_->whole_shape(param) : std::nullopt;
+  const auto shape = sharded_ ? sharded_->layout().whole_shape(param) : std::nullopt;
   if (!shape) return param.numel();
   return std::accumulate(shape->begin(), shape->end(), int64_t{1}, std::multiplies<>());
 }
 
 torch::Tensor FSDPStrategy::local_tensor(const torch::Tensor& param, const torch::Tensor& whole) const {
-  return sharded_ ? sharded_->shard_of(param, whole) : whole;
+  return sharded_ ? sharded_->layout().shard_of(param, whole) : whole;
 }
 
 std::unique_ptr<GradientSynchronizer> FSDPStrategy::make_synchronizer(std::vector<torch::Tensor> parameters,
                                                                       std::vector<std::string> names) {
-  return std::make_unique<GradientReducer>(std::move(parameters), std::move(names), process_group(), options_.reducer,
+  return std::make_unique<GradientReducer>(std::move(parameters), std::move(names), process_group(), ddp_,
                                            timeline());
 }
 

@@ -2,8 +2,9 @@
 
 #include <fulgur/modules/sharded_unit_hooks.hpp>
 #include <fulgur/strategies/data_parallel_strategy.hpp>
-#include <fulgur/strategies/gradient_reducer.hpp>
-#include <fulgur/strategies/sharded_reducer.hpp>
+#include <fulgur/strategies/options/fsdp_options.hpp>
+#include <fulgur/strategies/sync/gradient_reducer.hpp>
+#include <fulgur/strategies/sync/sharded_reducer.hpp>
 
 #include <map>
 #include <memory>
@@ -29,28 +30,6 @@ enum class ShardingStrategy {
 /// "FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD" or "HYBRID_SHARD"; throws std::invalid_argument naming the allowed ones.
 ShardingStrategy sharding_strategy(const std::string& name);
 
-struct FSDPStrategyOptions {
-  /// Process group, ranks, buffer broadcast and timeline.
-  DataParallelOptions data_parallel;
-  /// NO_SHARD's gradient path: DDP's.
-  GradientReducer::Options reducer;
-  /// HYBRID_SHARD: ranks per shard group (the ranks of a node); it must divide the world size.
-  int64_t shard_group_size = 1;
-  ShardingStrategy sharding = ShardingStrategy::FullShard;
-  /// The wrap policy and unused-parameter handling of the sharded path.
-  ShardedReducer::Options sharded;
-  /// Checkpoints: every rank writes its shard (state_dict_type sharded)
-  /// instead of rank 0 writing the gathered whole (full).
-  bool sharded_state_dict = false;
-  /// FULL_SHARD: the module is whole again after a run (every rank gathers
-  /// it); false leaves each rank's parameters holding their rows.
-  bool whole_after_fit = true;
-  /// FULL_SHARD: gather the next ShardedUnit during a unit's forward, and
-  /// the one before during a unit's backward (PyTorch FSDP's prefetches).
-  bool forward_prefetch = false;
-  bool backward_prefetch = true;
-};
-
 /// Fully sharded data parallelism: a DataParallelStrategy whose gradient
 /// synchroniser is a ShardedReducer. Each
 /// rank reduce-scatters gradients to its shard of every parameter and
@@ -65,7 +44,13 @@ struct FSDPStrategyOptions {
 /// before the step's forward. Results equal DDP's. Under NO_SHARD it is DDP.
 class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
  public:
-  FSDPStrategy(Accelerator accelerator, PrecisionMode precision, FSDPStrategyOptions options);
+  /// `data_parallel`: process group, ranks, buffer broadcast and timeline;
+  /// `options`: the fsdp section; `ddp`: NO_SHARD's gradient buckets and the
+  /// unused-parameter switch every sharding strategy shares;
+  /// `shard_group_size`: HYBRID_SHARD's ranks per shard group (a node's),
+  /// which must divide the world size.
+  FSDPStrategy(Accelerator accelerator, PrecisionMode precision, DataParallelOptions data_parallel,
+               FSDPOptions options, DDPOptions ddp, int64_t shard_group_size);
   ~FSDPStrategy() override;
 
   std::string name() const override { return "fsdp"; }
@@ -79,14 +64,14 @@ class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
   void evaluation_batches_done() override;
   void after_evaluation() override;
 
-  bool shards_parameters() const override { return sharded_ != nullptr && sharded_->reshards_parameters(); }
+  bool shards_parameters() const override { return sharded_ != nullptr && sharded_->residency().reshards(); }
   bool shards_optimizer_state() const override { return sharded_ != nullptr; }
   torch::Tensor whole_tensor(const torch::Tensor& param, const torch::Tensor& tensor) override;
   torch::Tensor local_tensor(const torch::Tensor& param, const torch::Tensor& whole) const override;
   int64_t whole_numel(const torch::Tensor& param) const override;
 
-  ShardingStrategy sharding() const { return options_.sharding; }
-  bool sharded_state_dict() const override { return options_.sharded_state_dict; }
+  ShardingStrategy sharding() const { return sharding_; }
+  bool sharded_state_dict() const override { return options_.state_dict_type() == "sharded"; }
   /// The sharded gradient path; null under NO_SHARD and before setup.
   const ShardedReducer* sharded_reducer() const override { return sharded_; }
 
@@ -104,7 +89,10 @@ class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
   /// A ShardedUnit's output received its gradient: gather the unit, prefetch the one before it.
   void before_unit_backward(size_t index);
 
-  FSDPStrategyOptions options_;
+  FSDPOptions options_;
+  DDPOptions ddp_;
+  int64_t shard_group_size_;
+  ShardingStrategy sharding_;
   std::map<const torch::nn::Module*, size_t> hooked_units_;  // ShardedUnit -> its unit
   std::vector<ShardedUnitBase*> hooked_;
   // FULL_SHARD prefetch: the ShardedUnits' units in the order the first

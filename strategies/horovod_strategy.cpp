@@ -7,8 +7,11 @@
 
 namespace fulgur {
 
-HorovodStrategy::HorovodStrategy(Accelerator accelerator, PrecisionMode precision, HorovodStrategyOptions options)
-    : DataParallelStrategy(accelerator, precision, options.data_parallel), options_(std::move(options)) {}
+HorovodStrategy::HorovodStrategy(Accelerator accelerator, PrecisionMode precision, DataParallelOptions data_parallel,
+                                 HorovodOptions options, bool find_unused_parameters)
+    : DataParallelStrategy(accelerator, precision, std::move(data_parallel)),
+      options_(std::move(options)),
+      find_unused_parameters_(find_unused_parameters) {}
 
 HorovodStrategy::~HorovodStrategy() {
   set_synchronizer(nullptr);  // the controller's thread uses gradient_group_
@@ -24,11 +27,11 @@ void HorovodStrategy::setup_environment() {
 std::unique_ptr<GradientSynchronizer> HorovodStrategy::make_synchronizer(std::vector<torch::Tensor> parameters,
                                                                          std::vector<std::string> names) {
   return std::make_unique<HorovodController>(std::move(parameters), std::move(names), *gradient_group_,
-                                             options_.controller, timeline());
+                                             options_, find_unused_parameters_, timeline());
 }
 
 void HorovodStrategy::setup_optimizers(torch::optim::Optimizer& optimizer) {
-  if (!options_.broadcast_optimizer_state || world_size() == 1) return;
+  if (!options_.broadcast_optimizer_state() || world_size() == 1) return;
   torch::NoGradGuard no_grad;
   // configure_optimizers may have changed parameters on some ranks.
   for (auto& group : optimizer.param_groups()) {

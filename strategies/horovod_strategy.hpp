@@ -1,18 +1,11 @@
 #pragma once
 
 #include <fulgur/strategies/data_parallel_strategy.hpp>
-#include <fulgur/strategies/horovod_controller.hpp>
+#include <fulgur/strategies/sync/horovod_controller.hpp>
 
 #include <memory>
 
 namespace fulgur {
-
-struct HorovodStrategyOptions {
-  /// Process group, ranks, buffer broadcast and timeline.
-  DataParallelOptions data_parallel;
-  HorovodController::Options controller;
-  bool broadcast_optimizer_state = true;
-};
 
 /// Horovod's data parallelism done natively: parameters (and, once the
 /// optimizer exists, its state) are broadcast from rank 0; gradients are
@@ -23,7 +16,11 @@ struct HorovodStrategyOptions {
 /// the learning rate by the world size is left to the user.
 class HorovodStrategy : public DataParallelStrategy {
  public:
-  HorovodStrategy(Accelerator accelerator, PrecisionMode precision, HorovodStrategyOptions options);
+  /// `data_parallel`: process group, ranks, buffer broadcast and timeline;
+  /// `options`: the horovod section; `find_unused_parameters`: ddp's option,
+  /// which horovod shares.
+  HorovodStrategy(Accelerator accelerator, PrecisionMode precision, DataParallelOptions data_parallel,
+                  HorovodOptions options, bool find_unused_parameters);
   ~HorovodStrategy() override;
 
   std::string name() const override { return "horovod"; }
@@ -39,7 +36,8 @@ class HorovodStrategy : public DataParallelStrategy {
                                                           std::vector<std::string> names) override;
 
  private:
-  HorovodStrategyOptions options_;
+  HorovodOptions options_;
+  bool find_unused_parameters_;
   std::unique_ptr<ProcessGroup> gradient_group_;
 };
 

@@ -1,7 +1,7 @@
 #include <fulgur/strategies/strategy.hpp>
 
 #include <fulgur/modules/lightning_module.hpp>
-#include <fulgur/strategies/cuda_runtime.hpp>
+#include <fulgur/strategies/cuda/cuda_runtime.hpp>
 
 #include <cstring>
 #include <string>

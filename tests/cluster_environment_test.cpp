@@ -1,9 +1,9 @@
-#include <fulgur/strategies/cluster_environment.hpp>
-#include <fulgur/strategies/detect_cluster_environment.hpp>
-#include <fulgur/strategies/local_environment.hpp>
-#include <fulgur/strategies/mpi_environment.hpp>
-#include <fulgur/strategies/slurm_environment.hpp>
-#include <fulgur/strategies/torchrun_environment.hpp>
+#include <fulgur/strategies/environments/cluster_environment.hpp>
+#include <fulgur/strategies/environments/detect_cluster_environment.hpp>
+#include <fulgur/strategies/environments/local_environment.hpp>
+#include <fulgur/strategies/environments/mpi_environment.hpp>
+#include <fulgur/strategies/environments/slurm_environment.hpp>
+#include <fulgur/strategies/environments/torchrun_environment.hpp>
 
 #include <doctest/doctest.h>
 

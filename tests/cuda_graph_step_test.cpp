@@ -8,7 +8,7 @@
 
 #include <fulgur/modules/metrics/mean_squared_error.hpp>
 #include <fulgur/modules/scoped_metric_sink.hpp>
-#include <fulgur/trainer/cuda_graph_step.hpp>
+#include <fulgur/trainer/loops/cuda_graph_step.hpp>
 
 #include <doctest/doctest.h>
 

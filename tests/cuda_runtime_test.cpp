@@ -3,8 +3,8 @@
 #include "support/test_support.hpp"
 
 #include <fulgur/strategies/accelerator.hpp>
-#include <fulgur/strategies/cuda_runtime.hpp>
-#include <fulgur/strategies/process_group.hpp>
+#include <fulgur/strategies/cuda/cuda_runtime.hpp>
+#include <fulgur/strategies/sync/process_group.hpp>
 
 #include <doctest/doctest.h>
 

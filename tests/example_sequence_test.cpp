@@ -62,9 +62,10 @@ TEST_CASE("sequence example: ddp and horovod on 2 processes equal 1 process; the
     CHECK(std::filesystem::exists(dir / strategy / "fulgur_logs" / "version_0" / "metrics.csv"));
     CHECK_FALSE(std::filesystem::exists(dir / strategy / "fulgur_logs" / "version_1"));
   }
-  // single_device cannot use 2 processes: one clear error, nothing started.
+  // single_device cannot use 2 processes: one clear error, nothing started,
+  // and the command line's exit code for bad input.
   const Run bad = train(dir, "bad", "--devices 2 --strategy single_device");
-  CHECK(bad.exit_code == 1);
+  CHECK(bad.exit_code == 2);
   CHECK(bad.output.find("strategy 'single_device' needs devices=1 and num_nodes=1") != std::string::npos);
 }
 

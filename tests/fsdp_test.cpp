@@ -7,9 +7,9 @@
 
 #include <fulgur/fulgur.hpp>
 #include <fulgur/strategies/fsdp_strategy.hpp>
-#include <fulgur/strategies/network.hpp>
-#include <fulgur/strategies/process_group.hpp>
-#include <fulgur/strategies/sharded_reducer.hpp>
+#include <fulgur/strategies/launchers/network.hpp>
+#include <fulgur/strategies/sync/process_group.hpp>
+#include <fulgur/strategies/sync/sharded_reducer.hpp>
 
 #include <torch/torch.h>
 
@@ -337,19 +337,19 @@ TEST_CASE("fsdp: the wrap policy groups parameters into units by size at module 
     fulgur::ShardedReducer::Options o;
     o.min_unit_numel = 100;  // a Linear(10, 10) is 110: one unit each, never split inside a module
     fulgur::ShardedReducer reducer(params, names, group, o);
-    const auto units = reducer.unit_parameter_names();
+    const auto units = reducer.layout().unit_parameter_names();
     REQUIRE(units.size() == 3);
     // Launch order: the last layers first, as backward produces them.
     CHECK(units[0] == std::vector<std::string>{"2.weight", "2.bias"});
     CHECK(units[2] == std::vector<std::string>{"0.weight", "0.bias"});
-    CHECK(reducer.largest_unit_numel() == 110);
+    CHECK(reducer.layout().largest_unit_numel() == 110);
   }
   {
     fulgur::ShardedReducer::Options o;
     o.min_unit_numel = 1000000;
     o.unit_modules = {"1"};
     fulgur::ShardedReducer reducer(params, names, group, o);
-    const auto units = reducer.unit_parameter_names();
+    const auto units = reducer.layout().unit_parameter_names();
     REQUIRE(units.size() == 2);
     CHECK(units[0] == std::vector<std::string>{"1.weight", "1.bias"});
     CHECK(units[1] == std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias"});
@@ -366,14 +366,14 @@ TEST_CASE("fsdp: FULL_SHARD parameters are whole from unshard to the end of back
     fulgur::ShardedReducer::Options o;
     o.reshard_parameters = true;
     fulgur::ShardedReducer reducer({layer->weight, layer->bias}, {"weight", "bias"}, group, o);
-    CHECK(reducer.holds_shard(layer->weight));
-    reducer.unshard();
-    CHECK_FALSE(reducer.holds_shard(layer->weight));
+    CHECK(reducer.residency().holds_shard(layer->weight));
+    reducer.residency().unshard();
+    CHECK_FALSE(reducer.residency().holds_shard(layer->weight));
     CHECK(torch::equal(layer->weight.detach(), before));
     reducer.prepare(true);
     layer->forward(torch::ones({2, 4})).sum().backward();
     reducer.finish();
-    CHECK(reducer.holds_shard(layer->weight));
+    CHECK(reducer.residency().holds_shard(layer->weight));
     // A group of one: the "shard" is every row, the gradient its mean over one rank.
     CHECK(torch::allclose(layer->weight.grad(), torch::full({3, 4}, 2.0)));
     CHECK(reducer.held_tensors().size() == 1);

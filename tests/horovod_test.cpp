@@ -4,8 +4,8 @@
 #include "support/pickled_tensor.hpp"
 #include "support/test_support.hpp"
 
-#include <fulgur/strategies/local_launcher.hpp>
-#include <fulgur/strategies/network.hpp>
+#include <fulgur/strategies/launchers/local_launcher.hpp>
+#include <fulgur/strategies/launchers/network.hpp>
 
 #include <fmt/format.h>
 #include <torch/torch.h>

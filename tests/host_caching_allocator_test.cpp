@@ -1,7 +1,7 @@
 // HostCachingAllocator: large host blocks freed by one step are handed back
 // to the next instead of being mapped (and page-faulted) again, without the
 // process growing past the most it ever had in use.
-#include <fulgur/strategies/host_caching_allocator.hpp>
+#include <fulgur/strategies/cuda/host_caching_allocator.hpp>
 
 #include <doctest/doctest.h>
 #include <sys/resource.h>

@@ -1,4 +1,4 @@
-#include <fulgur/strategies/hostlist.hpp>
+#include <fulgur/strategies/environments/hostlist.hpp>
 
 #include <doctest/doctest.h>
 

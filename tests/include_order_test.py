@@ -7,7 +7,8 @@ import pathlib
 import re
 import sys
 
-ORDER = ["modules", "datamodules", "strategies", "trainer", "callbacks", "trainer/cli"]
+ORDER = ["modules", "datamodules", "strategies/options", "strategies/environments", "strategies/cuda", "strategies/launchers",
+         "strategies/sync", "strategies", "trainer", "callbacks", "trainer/cli"]
 
 INCLUDE = re.compile(r"^\s*#\s*include\s*<fulgur/([^>]+)>", re.MULTILINE)
 

@@ -14,7 +14,7 @@
 // The word `stubborn` among the args makes every rank ignore SIGINT and
 // SIGTERM (before it prints), so only SIGKILL stops a hanging one. Other
 // args (the test's unique token, which finds leftover processes) are ignored.
-#include <fulgur/strategies/local_launcher.hpp>
+#include <fulgur/strategies/launchers/local_launcher.hpp>
 
 #include <csignal>
 #include <cstdio>

@@ -1,7 +1,7 @@
 #include "support/test_support.hpp"
 
-#include <fulgur/strategies/local_launcher.hpp>
-#include <fulgur/strategies/network.hpp>
+#include <fulgur/strategies/launchers/local_launcher.hpp>
+#include <fulgur/strategies/launchers/network.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,8 +1,8 @@
 #include "support/tiny_modules.hpp"
 #include "support/test_support.hpp"
 
-#include <fulgur/trainer/pytorch_profiler.hpp>
-#include <fulgur/trainer/simple_profiler.hpp>
+#include <fulgur/trainer/profilers/pytorch_profiler.hpp>
+#include <fulgur/trainer/profilers/simple_profiler.hpp>
 
 #include <doctest/doctest.h>
 

@@ -2,8 +2,8 @@
 // and awkward lengths, and a rank killed mid-ring does not hang the others.
 #include "support/test_support.hpp"
 
-#include <fulgur/strategies/network.hpp>
-#include <fulgur/strategies/ring_allreduce.hpp>
+#include <fulgur/strategies/launchers/network.hpp>
+#include <fulgur/strategies/sync/ring_allreduce.hpp>
 
 #include <torch/torch.h>
 

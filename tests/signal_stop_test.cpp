@@ -5,9 +5,9 @@
 #include "support/tiny_modules.hpp"
 
 #include <fulgur/datamodules/loading/default_num_workers.hpp>
-#include <fulgur/strategies/slurm_environment.hpp>
+#include <fulgur/strategies/environments/slurm_environment.hpp>
 #include <fulgur/trainer/run_identity.hpp>
-#include <fulgur/trainer/signal_connector.hpp>
+#include <fulgur/trainer/connectors/signal_connector.hpp>
 #include <fulgur/trainer/slurm_requeue.hpp>
 
 #include <doctest/doctest.h>

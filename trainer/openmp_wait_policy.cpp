@@ -1,6 +1,6 @@
 #include <fulgur/trainer/openmp_wait_policy.hpp>
 
-#include <fulgur/strategies/process_supervisor.hpp>
+#include <fulgur/strategies/launchers/process_supervisor.hpp>
 
 #include <unistd.h>
 

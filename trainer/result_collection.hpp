@@ -1,7 +1,7 @@
 #pragma once
 
 #include <fulgur/modules/metric_sink.hpp>
-#include <fulgur/trainer/running_stage.hpp>
+#include <fulgur/trainer/loops/running_stage.hpp>
 
 #include <torch/torch.h>
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <fulgur/strategies/cluster_environment.hpp>
+#include <fulgur/strategies/environments/cluster_environment.hpp>
 
 #include <yaml-cpp/yaml.h>
 

@@ -2,7 +2,7 @@
 
 #include <fulgur/trainer/callback.hpp>
 #include <fulgur/trainer/loggers/logger.hpp>
-#include <fulgur/trainer/profiler.hpp>
+#include <fulgur/trainer/profilers/profiler.hpp>
 #include <fulgur/datamodules/data_module.hpp>
 #include <fulgur/modules/lightning_module.hpp>
 #include <fulgur/strategies/strategy.hpp>

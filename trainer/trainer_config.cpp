@@ -1,7 +1,7 @@
 #include <fulgur/trainer/trainer_config.hpp>
 
-#include <fulgur/strategies/detect_cluster_environment.hpp>
-#include <fulgur/strategies/slurm_environment.hpp>
+#include <fulgur/strategies/environments/detect_cluster_environment.hpp>
+#include <fulgur/strategies/environments/slurm_environment.hpp>
 
 #include <fmt/format.h>
 #include <torch/cuda.h>

@@ -1,9 +1,9 @@
 #pragma once
 
 #include <fulgur/modules/options.hpp>
-#include <fulgur/strategies/ddp_options.hpp>
-#include <fulgur/strategies/fsdp_options.hpp>
-#include <fulgur/strategies/horovod_options.hpp>
+#include <fulgur/strategies/options/ddp_options.hpp>
+#include <fulgur/strategies/options/fsdp_options.hpp>
+#include <fulgur/strategies/options/horovod_options.hpp>
 #include <fulgur/strategies/strategy_kind.hpp>
 #include <fulgur/trainer/count_or_fraction.hpp>
 

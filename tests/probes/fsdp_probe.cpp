@@ -11,7 +11,8 @@
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
 #include <fulgur/fulgur.hpp>
 #include <fulgur/modules/sharded_unit.hpp>
-#include <fulgur/strategies/fsdp_strategy.hpp>
+#include <fulgur/strategies/data_parallel_strategy.hpp>
+#include <fulgur/strategies/sync/sharded_reducer.hpp>
 #include <fulgur/trainer/training_state_bytes.hpp>
 
 #include <fstream>
@@ -97,13 +98,13 @@ struct FSDPProbeModel : fulgur::LightningModule {
         }
         out << item.key() << " " << item.value().numel() << " " << state << "\n";
       }
-      if (auto* fsdp = dynamic_cast<fulgur::FSDPStrategy*>(&trainer()->strategy());
-          fsdp != nullptr && fsdp->sharded_reducer() != nullptr) {
-        out << "units " << fsdp->sharded_reducer()->num_units() << "\n";
-        out << "largest_unit " << fsdp->sharded_reducer()->largest_unit_numel() << "\n";
-        out << "peak_whole_units " << fsdp->sharded_reducer()->peak_whole_units() << "\n";
-        out << "all_gathers " << fsdp->process_group().counts().all_gather << "\n";
-        out << "reductions_in_flight " << fsdp->sharded_reducer()->peak_reductions_in_flight() << "\n";
+      if (const fulgur::ShardedReducer* sharded = trainer()->strategy().sharded_reducer(); sharded != nullptr) {
+        auto& parallel = dynamic_cast<fulgur::DataParallelStrategy&>(trainer()->strategy());
+        out << "units " << sharded->layout().units().size() << "\n";
+        out << "largest_unit " << sharded->layout().largest_unit_numel() << "\n";
+        out << "peak_whole_units " << sharded->residency().peak_whole_units() << "\n";
+        out << "all_gathers " << parallel.process_group().counts().all_gather << "\n";
+        out << "reductions_in_flight " << sharded->peak_reductions_in_flight() << "\n";
       }
       out << "bytes " << fulgur::training_state_bytes(trainer()->strategy(), *this, trainer()->optimizers()) << "\n";
     }

@@ -12,10 +12,10 @@
 //
 // A rank prints "ring_probe rank R: ok, C checks" or the first mismatch and
 // exits 1. FULGUR_RING_TIMEOUT_S bounds every wait (default 60).
-#include <fulgur/strategies/detect_cluster_environment.hpp>
-#include <fulgur/strategies/local_launcher.hpp>
-#include <fulgur/strategies/process_group.hpp>
-#include <fulgur/strategies/ring_allreduce.hpp>
+#include <fulgur/strategies/environments/detect_cluster_environment.hpp>
+#include <fulgur/strategies/launchers/local_launcher.hpp>
+#include <fulgur/strategies/sync/process_group.hpp>
+#include <fulgur/strategies/sync/ring_allreduce.hpp>
 
 #include <csignal>
 #include <cstdio>

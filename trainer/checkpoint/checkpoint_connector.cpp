@@ -8,7 +8,8 @@
 #include <fulgur/trainer/checkpoint/scheduler_state.hpp>
 #include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
 #include <fulgur/trainer/checkpoint/sharded_state_writer.hpp>
-#include <fulgur/trainer/fit_loop.hpp>
+#include <fulgur/strategies/sync/sharded_reducer.hpp>
+#include <fulgur/trainer/loops/fit_loop.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -113,7 +114,7 @@ void CheckpointConnector::save(const std::filesystem::path& path, bool weights_o
   if (const ShardedReducer* reducer = strategy.sharded_reducer()) {
     std::vector<const torch::optim::Optimizer*> optimizers;
     for (const auto& config : trainer_.optimizers()) optimizers.push_back(config.optimizer.get());
-    const ShardedStateWriter writer(strategy, *reducer, trainer_.module(), std::move(optimizers));
+    const ShardedStateWriter writer(strategy, reducer->layout(), trainer_.module(), std::move(optimizers));
     // Every rank dumps its state: the collectives pair up.
     if (strategy.sharded_state_dict()) {
       writer.save_sharded(dump(weights_only), path);

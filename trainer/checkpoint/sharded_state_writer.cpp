@@ -1,8 +1,8 @@
 #include <fulgur/trainer/checkpoint/sharded_state_writer.hpp>
 
 #include <fulgur/modules/state_dict.hpp>
-#include <fulgur/strategies/process_group.hpp>
-#include <fulgur/strategies/sharded_reducer.hpp>
+#include <fulgur/strategies/sync/process_group.hpp>
+#include <fulgur/strategies/sync/shard_layout.hpp>
 #include <fulgur/strategies/strategy.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
 #include <fulgur/trainer/checkpoint/optimizer_state.hpp>
@@ -24,9 +24,9 @@ using List = c10::impl::GenericList;
 
 }  // namespace
 
-ShardedStateWriter::ShardedStateWriter(Strategy& strategy, const ShardedReducer& reducer, const torch::nn::Module& module,
+ShardedStateWriter::ShardedStateWriter(Strategy& strategy, const ShardLayout& layout, const torch::nn::Module& module,
                                        std::vector<const torch::optim::Optimizer*> optimizers)
-    : strategy_(strategy), reducer_(reducer), module_(module), optimizers_(std::move(optimizers)) {}
+    : strategy_(strategy), layout_(layout), module_(module), optimizers_(std::move(optimizers)) {}
 
 void ShardedStateWriter::gather_whole(Checkpoint& checkpoint) const {
   const bool keep = strategy_.is_global_zero();
@@ -64,8 +64,8 @@ void ShardedStateWriter::save_sharded(Checkpoint checkpoint, const std::filesyst
   const std::string id = fmt::format("{:016x}", static_cast<uint64_t>(agreed));
   // The ranks the model is sharded over: every rank, but under HYBRID_SHARD
   // a node's; then the first node writes (the others hold the same rows).
-  const int64_t rank = reducer_.group().rank();
-  const int64_t world = reducer_.group().size();
+  const int64_t rank = layout_.rank();
+  const int64_t world = layout_.world();
   const bool writes = strategy_.global_rank() < world;
 
   Checkpoint shard = new_state_dict();
@@ -77,9 +77,9 @@ void ShardedStateWriter::save_sharded(Checkpoint checkpoint, const std::filesyst
   std::map<const void*, std::string> names;
   for (const auto& item : module_.named_parameters()) {
     names[item.value().unsafeGetTensorImpl()] = item.key();
-    const auto shape = reducer_.whole_shape(item.value());
+    const auto shape = layout_.whole_shape(item.value());
     if (!shape) continue;
-    rows.insert(item.key(), reducer_.shard_of(item.value(), item.value().detach()));
+    rows.insert(item.key(), layout_.shard_of(item.value(), item.value().detach()));
     List dims(c10::AnyType::get());
     for (int64_t d : *shape) dims.push_back(d);
     shapes.insert(item.key(), dims);

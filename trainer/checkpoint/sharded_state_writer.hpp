@@ -9,7 +9,7 @@
 
 namespace fulgur {
 
-class ShardedReducer;
+class ShardLayout;
 class Strategy;
 
 /// The checkpoints of a run whose strategy shards parameters and optimizer
@@ -23,8 +23,8 @@ class Strategy;
 class ShardedStateWriter {
  public:
   /// `module`'s parameters and `optimizers` (in the checkpoint's order) are
-  /// those `reducer` shards over the strategy's ranks.
-  ShardedStateWriter(Strategy& strategy, const ShardedReducer& reducer, const torch::nn::Module& module,
+  /// those `layout` shards over the strategy's ranks.
+  ShardedStateWriter(Strategy& strategy, const ShardLayout& layout, const torch::nn::Module& module,
                      std::vector<const torch::optim::Optimizer*> optimizers);
 
   /// Replaces the sharded tensors of `checkpoint` by whole ones; only rank 0 keeps them.
@@ -36,7 +36,7 @@ class ShardedStateWriter {
 
  private:
   Strategy& strategy_;
-  const ShardedReducer& reducer_;
+  const ShardLayout& layout_;
   const torch::nn::Module& module_;
   std::vector<const torch::optim::Optimizer*> optimizers_;
 };

@@ -6,7 +6,7 @@
 #include <fulgur/trainer/cli/did_you_mean.hpp>
 #include <fulgur/trainer/cli/dotted_key.hpp>
 #include <fulgur/datamodules/data_error.hpp>
-#include <fulgur/strategies/subprocess_launcher.hpp>
+#include <fulgur/strategies/launchers/subprocess_launcher.hpp>
 #include <fulgur/trainer/cli/trainer_options_reader.hpp>
 #include <fulgur/trainer/hparams_yaml.hpp>
 #include <fulgur/trainer/seed.hpp>

@@ -1,0 +1,35 @@
+#include <fulgur/strategies/launchers/local_launcher.hpp>
+
+#include <fulgur/strategies/launchers/network.hpp>
+#include <fulgur/strategies/launchers/process_supervisor.hpp>
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace fulgur {
+
+LocalLauncher::LocalLauncher(LocalLauncherOptions options) : options_(std::move(options)) {
+  options_.check("[LocalLauncher::LocalLauncher]");
+}
+
+int LocalLauncher::launch(int argc, const char* const* argv) {
+  if (argc < 1 || argv == nullptr || argv[0] == nullptr) {
+    throw std::invalid_argument(
+        fmt::format("[LocalLauncher::launch] argv must hold at least argv[0], got argc {}", argc));
+  }
+  const auto& o = options_;
+  const int64_t port = o.main_port() != 0 ? o.main_port() : pick_free_port(o.main_address());
+  const std::vector<std::string> args(argv, argv + argc);
+
+  ProcessSupervisor::StopSignals signals;
+  ProcessSupervisor ranks("LocalLauncher", o.grace_period_s());
+  for (int64_t local_rank = 0; local_rank < o.nprocs(); ++local_rank) {
+    // Interrupted during start-up: start no more; wait() forwards the signal.
+    if (signals.pending()) break;
+    ranks.start(o.global_rank(local_rank), args, o.rank_environment(local_rank, port), &signals);
+  }
+  return ranks.wait(&signals);
+}
+
+}  // namespace fulgur

@@ -1,0 +1,72 @@
+#pragma once
+
+#include <fulgur/modules/lightning_module.hpp>
+#include <fulgur/trainer/callback.hpp>
+#include <fulgur/trainer/profilers/profiler.hpp>
+#include <fulgur/trainer/trainer.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fulgur {
+
+/// The one place hooks are dispatched: every callback's hook, then the
+/// module's, each timed by the profiler when one runs. Owned by the Trainer
+/// and handed to its loops and connectors; not part of the Trainer's face.
+class HookDispatcher {
+ public:
+  HookDispatcher(Trainer& trainer, const std::vector<std::shared_ptr<Callback>>& callbacks)
+      : trainer_(trainer), callbacks_(callbacks) {}
+
+  /// The profiler (null when off) and the module whose hooks run, set when a run starts.
+  void start_run(Profiler* profiler, LightningModule& module);
+
+  /// Calls `callback_hook` on every callback, then `module_hook` on the
+  /// module, with the same trailing arguments. `hook` names it for the profiler.
+  template <class... CallbackArgs, class... ModuleArgs, class... Args>
+  void call_hook(const char* hook, void (Callback::*callback_hook)(Trainer&, LightningModule&, CallbackArgs...),
+                 void (LightningModule::*module_hook)(ModuleArgs...), Args&&... args) {
+    call_callback_hook(hook, callback_hook, args...);
+    ProfileScope scope(profiler_, [&] { return "[LightningModule]" + module_name_ + "." + hook; });
+    trainer_.at(hook);
+    (module_->*module_hook)(args...);
+  }
+
+  /// Calls a hook that exists on callbacks only.
+  template <class... CallbackArgs, class... Args>
+  void call_callback_hook(const char* hook,
+                          void (Callback::*callback_hook)(Trainer&, LightningModule&, CallbackArgs...),
+                          Args&&... args) {
+    for (auto& callback : callbacks_) call_one(*callback, hook, callback_hook, args...);
+  }
+
+  /// Calls a hook on the callbacks that monitor metrics (`monitoring` true)
+  /// or on the others; see Callback::monitors_metrics.
+  template <class... CallbackArgs, class... Args>
+  void call_callback_hook_where(bool monitoring, const char* hook,
+                                void (Callback::*callback_hook)(Trainer&, LightningModule&, CallbackArgs...),
+                                Args&&... args) {
+    for (auto& callback : callbacks_) {
+      if (callback->monitors_metrics() == monitoring) call_one(*callback, hook, callback_hook, args...);
+    }
+  }
+
+ private:
+  template <class... CallbackArgs, class... Args>
+  void call_one(Callback& callback, const char* hook,
+                void (Callback::*callback_hook)(Trainer&, LightningModule&, CallbackArgs...), Args&&... args) {
+    ProfileScope scope(profiler_, [&] { return "[Callback]" + callback.state_key() + "." + hook; });
+    trainer_.at(hook);
+    (callback.*callback_hook)(trainer_, *module_, args...);
+  }
+
+  Trainer& trainer_;
+  const std::vector<std::shared_ptr<Callback>>& callbacks_;
+  Profiler* profiler_ = nullptr;
+  LightningModule* module_ = nullptr;
+  /// The module's class name, for the profiler's action names.
+  std::string module_name_;
+};
+
+}  // namespace fulgur

@@ -1,0 +1,145 @@
+#include <fulgur/trainer/connectors/module_runtime_connector.hpp>
+
+#include <fulgur/trainer/trainer.hpp>
+#include <fulgur/trainer/connectors/hook_dispatcher.hpp>
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace fulgur {
+
+ModuleRuntimeConnector::ModuleRuntimeConnector(Trainer& trainer, HookDispatcher& hooks,
+                                               std::function<void()> count_step)
+    : trainer_(trainer), hooks_(hooks), count_step_(std::move(count_step)) {}
+
+void ModuleRuntimeConnector::set_optimizers(const OptimizerConfig& config) {
+  clear_optimizers();
+  std::vector<OptimizerConfig> entries = config.entries();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (!entries[i].optimizer) {
+      throw std::invalid_argument(fmt::format("[Trainer::fit] configure_optimizers returned no optimizer{}",
+                                              entries.size() > 1 ? fmt::format(" at position {}", i) : ""));
+    }
+    if (entries[i].lr_scheduler) {
+      const LRSchedulerConfig& s = *entries[i].lr_scheduler;
+      if (!s.scheduler && !s.plateau) throw std::invalid_argument("[Trainer::fit] lr_scheduler config has no scheduler");
+      if (s.scheduler && s.plateau) {
+        throw std::invalid_argument("[Trainer::fit] lr_scheduler config sets both scheduler and plateau; set one");
+      }
+      if (s.plateau && s.monitor.empty()) {
+        throw std::invalid_argument(
+            "[Trainer::fit] a ReduceLROnPlateauScheduler needs the metric it watches: set the config's monitor "
+            "(e.g. \"val_loss\")");
+      }
+      if (s.frequency < 1) {
+        throw std::invalid_argument(
+            fmt::format("[Trainer::fit] lr_scheduler frequency must be >= 1, got {}", s.frequency));
+      }
+    }
+  }
+  const LightningModule& module = trainer_.module();
+  const TrainerOptions& o = trainer_.config().options;
+  if (module.automatic_optimization()) {
+    if (entries.size() > 1) {
+      throw std::invalid_argument(fmt::format(
+          "[Trainer::fit] configure_optimizers returned {} optimizers, but automatic optimization steps one; "
+          "with several optimizers use manual optimization: automatic_optimization(false) in the module's "
+          "constructor, then manual_backward() and optimizers()[i]->step() in training_step",
+          entries.size()));
+    }
+  } else {
+    check_manual_accumulation(o.accumulate_grad_batches());
+    if (o.gradient_clip_val() && *o.gradient_clip_val() > 0.0) {
+      throw std::invalid_argument(fmt::format(
+          "[Trainer::fit] gradient_clip_val={} is not supported with manual optimization; "
+          "call clip_gradients(optimizer, value) in training_step",
+          *o.gradient_clip_val()));
+    }
+  }
+  for (size_t i = 0; i < entries.size(); ++i) {
+    trainer_.strategy().setup_optimizers(*entries[i].optimizer);
+    optimizers_.push_back(std::make_shared<LightningOptimizer>(entries[i].optimizer, i, this));
+  }
+  configs_ = std::move(entries);
+}
+
+void ModuleRuntimeConnector::check_manual_accumulation(int64_t accumulate_grad_batches) {
+  if (accumulate_grad_batches == 1) return;
+  throw std::invalid_argument(fmt::format(
+      "[Trainer::fit] accumulate_grad_batches={} is not supported with manual optimization; "
+      "accumulate in training_step (step the optimizer every N batches)",
+      accumulate_grad_batches));
+}
+
+void ModuleRuntimeConnector::clear_optimizers() {
+  configs_.clear();
+  optimizers_.clear();
+}
+
+torch::Device ModuleRuntimeConnector::device() const { return trainer_.strategy().root_device(); }
+
+int64_t ModuleRuntimeConnector::global_rank() const { return trainer_.global_rank(); }
+
+int64_t ModuleRuntimeConnector::world_size() const { return trainer_.world_size(); }
+
+torch::Tensor ModuleRuntimeConnector::all_reduce(const torch::Tensor& tensor, ReduceOp op) {
+  if (world_size() == 1) return tensor.detach().clone();
+  return trainer_.strategy().all_reduce(tensor, op);
+}
+
+torch::Tensor ModuleRuntimeConnector::all_gather(const torch::Tensor& tensor) {
+  return trainer_.strategy().all_gather(tensor);
+}
+
+std::vector<std::shared_ptr<LightningOptimizer>> ModuleRuntimeConnector::optimizers() {
+  if (optimizers_.empty()) {
+    throw std::logic_error("[LightningModule::optimizers] there are none: optimizers exist while fit() runs");
+  }
+  return optimizers_;
+}
+
+std::vector<std::shared_ptr<torch::optim::LRScheduler>> ModuleRuntimeConnector::lr_schedulers() {
+  std::vector<std::shared_ptr<torch::optim::LRScheduler>> out;
+  for (const auto& config : configs_) {
+    if (config.lr_scheduler && config.lr_scheduler->scheduler) out.push_back(config.lr_scheduler->scheduler);
+  }
+  return out;
+}
+
+void ModuleRuntimeConnector::manual_backward(const torch::Tensor& loss) {
+  LightningModule& module = trainer_.module();
+  if (module.automatic_optimization()) {
+    throw std::logic_error(
+        "[LightningModule::manual_backward] is for manual optimization: call automatic_optimization(false) in the "
+        "module's constructor, or return the loss from training_step and let the Trainer run backward");
+  }
+  Strategy& strategy = trainer_.strategy();
+  hooks_.call_hook("on_before_backward", &Callback::on_before_backward, &LightningModule::on_before_backward, loss);
+  strategy.backward(loss);
+  // Every rank runs the same steps, so every rank averages the same set.
+  std::vector<torch::Tensor> params;
+  for (const auto& p : module.parameters()) {
+    if (p.requires_grad() && p.grad().defined()) params.push_back(p);
+  }
+  strategy.average_gradients(params);
+  hooks_.call_hook("on_after_backward", &Callback::on_after_backward, &LightningModule::on_after_backward);
+}
+
+void ModuleRuntimeConnector::optimizer_step(size_t index) {
+  if (index >= configs_.size()) {
+    throw std::out_of_range(fmt::format("[LightningOptimizer::step] optimizer {} is not part of the running fit", index));
+  }
+  torch::optim::Optimizer& optimizer = *configs_[index].optimizer;
+  trainer_.strategy().optimizer_step(optimizer, [&] {
+    hooks_.call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
+                     &LightningModule::on_before_optimizer_step, optimizer);
+  });
+  count_step_();
+}
+
+void ModuleRuntimeConnector::clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) {
+  trainer_.strategy().clip_gradients(optimizer, value, algorithm);
+}
+
+}  // namespace fulgur
