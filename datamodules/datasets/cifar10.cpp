@@ -33,22 +33,13 @@ std::shared_ptr<DataLoader> CIFAR10::train_dataloader() {
   if (!train_) throw std::logic_error("[CIFAR10::train_dataloader] the train split is not set up; call setup(Stage::Fit) first");
   const uint64_t seed = ImageDataset::seed_or_draw(options_.seed());
   return std::make_shared<DatasetLoader>(std::make_shared<const ImageDataset>(train_, train_pipeline(options_), seed),
-                                         DatasetLoaderOptions(options_.batch_size())
-                                             .shuffle(options_.shuffle())
-                                             .num_workers(options_.num_workers())
-                                             .pin_memory(options_.pin_memory())
-                                             .seed(seed));
+                                         image_loader_options(options_, seed));
 }
 
 std::shared_ptr<DataLoader> CIFAR10::val_dataloader() {
   if (!test_) throw std::logic_error("[CIFAR10::val_dataloader] the test split is not set up; call setup() first");
-  // A fixed seed: evaluation never shuffles, and drawing one would advance
-  // torch's default generator as a side effect.
   return std::make_shared<DatasetLoader>(std::make_shared<const ImageDataset>(test_, eval_pipeline(options_)),
-                                         DatasetLoaderOptions(options_.batch_size())
-                                             .num_workers(options_.num_workers())
-                                             .pin_memory(options_.pin_memory())
-                                             .seed(0));
+                                         image_loader_options(options_, std::nullopt));
 }
 
 }  // namespace fulgur

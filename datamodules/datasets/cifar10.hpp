@@ -4,7 +4,7 @@
 #include <fulgur/datamodules/datasets/channel_stats_check.hpp>
 #include <fulgur/datamodules/datasets/cifar10_batches.hpp>
 #include <fulgur/datamodules/images/transforms/compose.hpp>
-#include <fulgur/datamodules/loading/default_num_workers.hpp>
+#include <fulgur/datamodules/images/image_loader_options.hpp>
 #include <fulgur/modules/options.hpp>
 
 #include <cstdint>
@@ -20,18 +20,12 @@ namespace fulgur {
 #define FULGUR_CIFAR10_OPTIONS(X)                                                                                 \
   X(std::string, root, "", "folder holding data_batch_1.bin .. data_batch_5.bin and test_batch.bin",             \
     check::NotEmpty{})                                                                                            \
-  X(int64_t, batch_size, 128, "samples per batch", check::AtLeast{1})                                             \
-  X(int64_t, num_workers, default_num_workers(2), "loader threads per split (0: in the training thread)",         \
-    check::AtLeast{0})                                                                                            \
   X(bool, augment, true, "RandomCrop(32, padding 4) + horizontal flip of training images", check::Any{})          \
-  X(bool, shuffle, true, "reshuffle the training split every epoch", check::Any{})                                \
-  X(bool, pin_memory, false, "page-locked batches for an asynchronous copy to the GPU", check::Any{})             \
   X(std::vector<double>, mean, (std::vector<double>{0.4914, 0.4822, 0.4465}), "per-channel mean (RGB)",           \
     check::ChannelStats{})                                                                                        \
   X(std::vector<double>, std, (std::vector<double>{0.2470, 0.2435, 0.2616}), "per-channel std (RGB)",             \
     check::ChannelStats{true})                                                                                    \
-  X(std::optional<int64_t>, seed, std::nullopt, "seed of the training order and crops; null: from torch's seed", \
-    check::AtLeast{0})
+  FULGUR_IMAGE_LOADER_OPTIONS(X, 128, 2, false, false)
 
 /// Options of the CIFAR10 DataModule (config section `data`).
 struct CIFAR10Options {

@@ -84,12 +84,7 @@ std::shared_ptr<DataLoader> CINIC10::train_dataloader() {
   const uint64_t seed = ImageDataset::seed_or_draw(options_.seed());
   // The loader's set_epoch selects the epoch's augmentation (ImageDataset::at_epoch).
   return std::make_shared<DatasetLoader>(std::make_shared<const ImageDataset>(train_, train_pipeline(options_), seed),
-                                         DatasetLoaderOptions(options_.batch_size())
-                                             .shuffle(options_.shuffle())
-                                             .num_workers(options_.num_workers())
-                                             .pin_memory(options_.pin_memory())
-                                             .skip_bad_samples(options_.skip_bad_samples())
-                                             .seed(seed));
+                                         image_loader_options(options_, seed));
 }
 
 std::shared_ptr<DataLoader> CINIC10::eval_loader(const std::shared_ptr<const ImageFileList>& source,
@@ -97,14 +92,8 @@ std::shared_ptr<DataLoader> CINIC10::eval_loader(const std::shared_ptr<const Ima
   if (!source) {
     throw std::logic_error(std::string(caller) + " the split is not set up; call setup(Stage::" + stage + ") first");
   }
-  // A fixed seed: evaluation never shuffles, and drawing one would advance
-  // torch's default generator as a side effect.
   return std::make_shared<DatasetLoader>(std::make_shared<const ImageDataset>(source, eval_pipeline(options_)),
-                                         DatasetLoaderOptions(options_.batch_size())
-                                             .num_workers(options_.num_workers())
-                                             .pin_memory(options_.pin_memory())
-                                             .skip_bad_samples(options_.skip_bad_samples())
-                                             .seed(0));
+                                         image_loader_options(options_, std::nullopt));
 }
 
 std::shared_ptr<DataLoader> CINIC10::val_dataloader() {

@@ -4,7 +4,7 @@
 #include <fulgur/datamodules/datasets/channel_stats_check.hpp>
 #include <fulgur/datamodules/images/image_file_list.hpp>
 #include <fulgur/datamodules/images/transforms/compose.hpp>
-#include <fulgur/datamodules/loading/default_num_workers.hpp>
+#include <fulgur/datamodules/images/image_loader_options.hpp>
 #include <fulgur/modules/options.hpp>
 
 #include <cstdint>
@@ -20,20 +20,13 @@ namespace fulgur {
 // training-set statistics.
 #define FULGUR_CINIC10_OPTIONS(X)                                                                                   \
   X(std::string, root, "", "folder holding train/, valid/ and test/", check::NotEmpty{})                            \
-  X(int64_t, batch_size, 128, "samples per batch", check::AtLeast{1})                                               \
-  X(int64_t, num_workers, default_num_workers(2), "loader threads per split (0: in the training thread)",           \
-    check::AtLeast{0})                                                                                              \
   X(bool, augment, false, "random crop (padding crop_size / 8) + horizontal flip of training images", check::Any{})  \
   X(int64_t, crop_size, 32, "side of the training crop with augment (the images' side)", check::AtLeast{1})          \
-  X(bool, shuffle, true, "reshuffle the training split every epoch", check::Any{})                                  \
-  X(bool, skip_bad_samples, false, "log, count and replace unreadable images instead of stopping", check::Any{})    \
-  X(bool, pin_memory, false, "page-locked batches for an asynchronous copy to the GPU", check::Any{})               \
   X(std::vector<double>, mean, (std::vector<double>{0.47889522, 0.47227842, 0.43047404}), "per-channel mean (RGB)", \
     check::ChannelStats{})                                                                                          \
   X(std::vector<double>, std, (std::vector<double>{0.24205776, 0.23828046, 0.25874835}), "per-channel std (RGB)",   \
     check::ChannelStats{true})                                                                                      \
-  X(std::optional<int64_t>, seed, std::nullopt, "seed of the training order and crops; null: from torch's seed",    \
-    check::AtLeast{0})
+  FULGUR_IMAGE_LOADER_OPTIONS(X, 128, 2, false, false)
 
 /// Options of the CINIC10 DataModule (config section `data`).
 struct CINIC10Options {

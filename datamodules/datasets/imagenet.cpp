@@ -92,13 +92,7 @@ std::shared_ptr<DataLoader> ImageNet::train_dataloader() {
   // The augmentation draws from (seed, epoch, index); the Trainer's set_epoch
   // selects the epoch (ImageDataset::at_epoch).
   auto dataset = std::make_shared<const ImageDataset>(train_, options_.train_pipeline(), seed);
-  auto loader = std::make_shared<DatasetLoader>(dataset, DatasetLoaderOptions(options_.batch_size())
-                                                             .shuffle(options_.shuffle())
-                                                             .num_workers(options_.num_workers())
-                                                             .persistent_workers(options_.persistent_workers())
-                                                             .pin_memory(options_.pin_memory())
-                                                             .skip_bad_samples(options_.skip_bad_samples())
-                                                             .seed(seed));
+  auto loader = std::make_shared<DatasetLoader>(dataset, image_loader_options(options_, seed));
   loader->share_bad_samples(train_bad_);
   return loader;
 }
@@ -106,14 +100,7 @@ std::shared_ptr<DataLoader> ImageNet::train_dataloader() {
 std::shared_ptr<DataLoader> ImageNet::val_dataloader() {
   if (!val_) throw std::logic_error("[ImageNet::val_dataloader] the val split is not set up; call setup() first");
   auto dataset = std::make_shared<const ImageDataset>(val_, options_.val_pipeline());
-  // A fixed seed: evaluation never shuffles, and drawing one would advance
-  // torch's default generator as a side effect.
-  auto loader = std::make_shared<DatasetLoader>(dataset, DatasetLoaderOptions(options_.batch_size())
-                                                             .num_workers(options_.num_workers())
-                                                             .persistent_workers(options_.persistent_workers())
-                                                             .pin_memory(options_.pin_memory())
-                                                             .skip_bad_samples(options_.skip_bad_samples())
-                                                             .seed(0));
+  auto loader = std::make_shared<DatasetLoader>(dataset, image_loader_options(options_, std::nullopt));
   loader->share_bad_samples(val_bad_);
   return loader;
 }

@@ -5,7 +5,7 @@
 #include <fulgur/datamodules/images/encoded_image_source.hpp>
 #include <fulgur/datamodules/images/transforms/compose.hpp>
 #include <fulgur/datamodules/loading/bad_sample_log.hpp>
-#include <fulgur/datamodules/loading/default_num_workers.hpp>
+#include <fulgur/datamodules/images/image_loader_options.hpp>
 #include <fulgur/modules/options.hpp>
 
 #include <torch/arg.h>
@@ -29,15 +29,8 @@ namespace fulgur {
   X(std::string, root, "", "the dataset folder; what it holds depends on format", check::NotEmpty{})             \
   X(std::string, format, "folder", "layout of root: class folders, HDF5 packs or csv index files",               \
     (check::OneOf{{"folder", "hdf5", "index"}}))                                                                 \
-  X(int64_t, batch_size, 256, "samples per batch", check::AtLeast{1})                                            \
-  X(int64_t, num_workers, default_num_workers(8), "loader threads per split (0: in the training thread)",        \
-    check::AtLeast{0})                                                                                           \
   X(bool, augment, true, "RandomResizedCrop + horizontal flip of training images; false: the val recipe",        \
     check::Any{})                                                                                                \
-  X(bool, shuffle, true, "reshuffle the training split every epoch", check::Any{})                               \
-  X(bool, persistent_workers, true, "keep loader threads alive across epochs", check::Any{})                     \
-  X(bool, pin_memory, true, "page-locked batches for an asynchronous copy to the GPU", check::Any{})             \
-  X(bool, skip_bad_samples, false, "log, count and replace unreadable images instead of stopping", check::Any{}) \
   X(std::vector<double>, mean, (std::vector<double>{0.485, 0.456, 0.406}), "per-channel mean (RGB)",             \
     check::ChannelStats{})                                                                                       \
   X(std::vector<double>, std, (std::vector<double>{0.229, 0.224, 0.225}), "per-channel std (RGB)",               \
@@ -45,8 +38,7 @@ namespace fulgur {
   X(int64_t, crop_size, 224, "side of the square images of every batch", check::AtLeast{1})                      \
   X(int64_t, resize_size, 256, "shorter side after the evaluation Resize, before the CenterCrop (>= crop_size)", \
     check::Any{})                                                                                                \
-  X(std::optional<int64_t>, seed, std::nullopt, "seed of the training order and crops; null: from torch's seed", \
-    check::AtLeast{0})
+  FULGUR_IMAGE_LOADER_OPTIONS(X, 256, 8, true, true)
 
 /// Options of the ImageNet DataModule (config section `data`).
 struct ImageNetOptions {
