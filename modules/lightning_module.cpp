@@ -63,6 +63,8 @@ void LightningModule::attach_runtime(ModuleRuntime* runtime) {
   }
 }
 
+Trainer* LightningModule::trainer() const { return runtime_ != nullptr ? runtime_->trainer() : nullptr; }
+
 ModuleRuntime& LightningModule::runtime(const char* method) const {
   if (runtime_ == nullptr) {
     throw std::logic_error(

@@ -181,16 +181,15 @@ class LightningModule : public torch::nn::Module {
   const HParams& hparams() const { return hparams_; }
 
   /// The Trainer running this module, or nullptr outside a run.
-  Trainer* trainer() const { return trainer_; }
+  Trainer* trainer() const;
 
  private:
-  friend class Trainer;
   friend class ScopedMetricSink;
+  friend class ScopedModuleRuntime;
   ModuleRuntime& runtime(const char* method) const;
   /// Sets the runtime of the module and of every Metric among its children.
   void attach_runtime(ModuleRuntime* runtime);
 
-  Trainer* trainer_ = nullptr;
   MetricSink* results_ = nullptr;
   ModuleRuntime* runtime_ = nullptr;
   HParams hparams_ = empty_hparams();

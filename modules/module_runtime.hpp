@@ -12,6 +12,8 @@
 
 namespace fulgur {
 
+class Trainer;
+
 /// What a LightningModule sees of the run it is part of: its device, its
 /// rank, collectives over every process, and the gradient path of manual
 /// optimization. The Trainer attaches one while it runs a module; kept here
@@ -20,6 +22,8 @@ class ModuleRuntime {
  public:
   virtual ~ModuleRuntime() = default;
 
+  /// The Trainer running the module (LightningModule::trainer()).
+  virtual Trainer* trainer() = 0;
   virtual torch::Device device() const = 0;
   virtual int64_t global_rank() const = 0;
   virtual int64_t world_size() const = 0;

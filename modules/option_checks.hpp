@@ -4,6 +4,8 @@
 // nothing when the value is fine, else the rule it breaks ("must be > 0"),
 // which validate_options() completes into "[Options] name must be > 0, got -1".
 
+#include <fulgur/modules/did_you_mean.hpp>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -121,5 +123,16 @@ struct NotEmpty {
     return value.empty() ? Result("must be given (it has no default)") : std::nullopt;
   }
 };
+
+/// How a broken check reads in an error: "<rule>, got <value>", and for a
+/// choice the allowed value closest to it ("; did you mean 'max'?").
+template <class Check, class T>
+std::optional<std::string> failure(const Check& check, const T& value) {
+  const Result rule = apply(check, value);
+  if (!rule) return std::nullopt;
+  std::string message = *rule + ", got " + text(value);
+  if constexpr (std::same_as<Check, OneOf>) message += did_you_mean(text(value), check.allowed);
+  return message;
+}
 
 }  // namespace fulgur::check

@@ -62,9 +62,8 @@ void validate_options(const Options& options) {
     using Value = std::decay_t<decltype(value)>;
     if constexpr (DeclaredOptions<Value>) {
       validate_options(value);
-    } else if (auto broken = check::apply(check, value)) {
-      throw std::invalid_argument("[" + std::string(Options::options_name) + "] " + name + " " + *broken + ", got " +
-                                  check::text(value));
+    } else if (auto broken = check::failure(check, value)) {
+      throw std::invalid_argument("[" + std::string(Options::options_name) + "] " + name + " " + *broken);
     }
   });
 }

@@ -35,8 +35,11 @@ std::string describe_shape(const std::vector<int64_t>& sig, size_t& pos) {
 
 }  // namespace
 
-DataParallelStrategy::DataParallelStrategy(Accelerator accelerator, PrecisionMode precision, DataParallelOptions options)
-    : Strategy(accelerator, precision, accelerator.device(options.local_rank)), options_(std::move(options)) {
+DataParallelStrategy::DataParallelStrategy(Accelerator accelerator, PrecisionMode precision, DataParallelOptions options,
+                                           DDPOptions ddp)
+    : Strategy(accelerator, precision, accelerator.device(options.local_rank)),
+      options_(std::move(options)),
+      ddp_(std::move(ddp)) {
   options_.process_group.device_type = root_device().type();
   const char* debug = std::getenv("TORCH_DISTRIBUTED_DEBUG");
   check_shapes_ = debug != nullptr && std::string(debug) == "DETAIL";
@@ -220,7 +223,7 @@ void DataParallelStrategy::average_gradients(const std::vector<torch::Tensor>& p
 void DataParallelStrategy::barrier(const std::string&) { process_group().barrier(); }
 
 void DataParallelStrategy::before_training_step() {
-  if (!options_.broadcast_buffers || !flat_buffers_.defined()) return;
+  if (!ddp_.broadcast_buffers() || !flat_buffers_.defined()) return;
   torch::NoGradGuard no_grad;
   // One broadcast of every buffer's bytes, whatever their dtypes.
   if (is_global_zero()) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <fulgur/strategies/options/ddp_options.hpp>
 #include <fulgur/strategies/sync/gradient_synchronizer.hpp>
 #include <fulgur/strategies/sync/process_group.hpp>
 #include <fulgur/strategies/strategy.hpp>
@@ -18,10 +19,6 @@ struct DataParallelOptions {
   ProcessGroupOptions process_group;
   int64_t local_rank = 0;
   int64_t node_rank = 0;
-  /// Copy rank 0's buffers (BatchNorm running statistics) before every
-  /// training step, as torch's DDP does by default: one broadcast of all
-  /// buffers' bytes.
-  bool broadcast_buffers = true;
   /// Chrome-trace file of the gradient collectives ("" = none); ranks other
   /// than 0 write beside it (Timeline::path_for_rank).
   std::string timeline_path;
@@ -38,7 +35,9 @@ struct DataParallelOptions {
 /// (average_gradients).
 class DataParallelStrategy : public Strategy {
  public:
-  DataParallelStrategy(Accelerator accelerator, PrecisionMode precision, DataParallelOptions options);
+  /// `ddp`: the section every data-parallel strategy reads (buffer
+  /// broadcast, the unused-parameter switch; ddp's buckets).
+  DataParallelStrategy(Accelerator accelerator, PrecisionMode precision, DataParallelOptions options, DDPOptions ddp);
   ~DataParallelStrategy() override;
 
   int64_t world_size() const override { return options_.process_group.world_size; }
@@ -80,12 +79,14 @@ class DataParallelStrategy : public Strategy {
   const GradientSynchronizer* synchronizer() const { return synchronizer_.get(); }
   /// The timeline file, or null when none was asked for.
   Timeline* timeline() { return timeline_.get(); }
+  const DDPOptions& ddp_options() const { return ddp_; }
 
  private:
   void check_same_shapes(LightningModule& module);
   void check_same_shape(const torch::Tensor& tensor, const char* operation);
 
   DataParallelOptions options_;
+  DDPOptions ddp_;
   std::unique_ptr<ProcessGroup> group_;
   std::unique_ptr<Timeline> timeline_;
   std::unique_ptr<GradientSynchronizer> synchronizer_;

@@ -4,12 +4,12 @@ namespace fulgur {
 
 DDPStrategy::DDPStrategy(Accelerator accelerator, PrecisionMode precision, DataParallelOptions data_parallel,
                          DDPOptions options)
-    : DataParallelStrategy(accelerator, precision, std::move(data_parallel)), options_(std::move(options)) {}
+    : DataParallelStrategy(accelerator, precision, std::move(data_parallel), std::move(options)) {}
 
 std::unique_ptr<GradientSynchronizer> DDPStrategy::make_synchronizer(std::vector<torch::Tensor> parameters,
                                                                      std::vector<std::string> names) {
   return std::make_unique<GradientReducer>(std::move(parameters), std::move(names), process_group(),
-                                           options_, timeline());
+                                           ddp_options(), timeline());
 }
 
 }  // namespace fulgur

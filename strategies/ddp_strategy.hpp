@@ -12,8 +12,8 @@ namespace fulgur {
 /// backward (GradientReducer).
 class DDPStrategy : public DataParallelStrategy {
  public:
-  /// `data_parallel`: process group, ranks, buffer broadcast and timeline;
-  /// `options`: the ddp section (the gradient buckets, unused parameters).
+  /// `data_parallel`: process group, ranks and timeline;
+  /// `options`: the ddp section (buffer broadcast, gradient buckets, unused parameters).
   DDPStrategy(Accelerator accelerator, PrecisionMode precision, DataParallelOptions data_parallel, DDPOptions options);
 
   std::string name() const override { return "ddp"; }
@@ -24,9 +24,6 @@ class DDPStrategy : public DataParallelStrategy {
  protected:
   std::unique_ptr<GradientSynchronizer> make_synchronizer(std::vector<torch::Tensor> parameters,
                                                           std::vector<std::string> names) override;
-
- private:
-  DDPOptions options_;
 };
 
 }  // namespace fulgur

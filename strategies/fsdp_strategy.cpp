@@ -27,9 +27,8 @@ ShardingStrategy sharding_strategy(const std::string& name) {
 
 FSDPStrategy::FSDPStrategy(Accelerator accelerator, PrecisionMode precision, DataParallelOptions data_parallel,
                            FSDPOptions options, DDPOptions ddp, int64_t shard_group_size)
-    : DataParallelStrategy(accelerator, precision, std::move(data_parallel)),
+    : DataParallelStrategy(accelerator, precision, std::move(data_parallel), std::move(ddp)),
       options_(std::move(options)),
-      ddp_(std::move(ddp)),
       shard_group_size_(shard_group_size),
       sharding_(sharding_strategy(options_.sharding_strategy())) {}
 
@@ -66,7 +65,7 @@ void FSDPStrategy::setup(LightningModule& module) {
   auto [params, names] = named_parameters_of(module);
   ShardedReducer::Options o;
   o.min_unit_numel = options_.min_num_params();
-  o.find_unused_parameters = ddp_.find_unused_parameters();
+  o.find_unused_parameters = ddp_options().find_unused_parameters();
   std::stringstream wrap(options_.wrap_modules());
   for (std::string name; std::getline(wrap, name, ',');) {
     if (!name.empty()) o.unit_modules.push_back(name);
@@ -276,7 +275,7 @@ torch::Tensor FSDPStrategy::local_tensor(const torch::Tensor& param, const torch
 
 std::unique_ptr<GradientSynchronizer> FSDPStrategy::make_synchronizer(std::vector<torch::Tensor> parameters,
                                                                       std::vector<std::string> names) {
-  return std::make_unique<GradientReducer>(std::move(parameters), std::move(names), process_group(), ddp_,
+  return std::make_unique<GradientReducer>(std::move(parameters), std::move(names), process_group(), ddp_options(),
                                            timeline());
 }
 

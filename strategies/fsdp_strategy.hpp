@@ -44,9 +44,9 @@ ShardingStrategy sharding_strategy(const std::string& name);
 /// before the step's forward. Results equal DDP's. Under NO_SHARD it is DDP.
 class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
  public:
-  /// `data_parallel`: process group, ranks, buffer broadcast and timeline;
-  /// `options`: the fsdp section; `ddp`: NO_SHARD's gradient buckets and the
-  /// unused-parameter switch every sharding strategy shares;
+  /// `data_parallel`: process group, ranks and timeline;
+  /// `options`: the fsdp section; `ddp`: the buffer broadcast, NO_SHARD's
+  /// gradient buckets and the unused-parameter switch;
   /// `shard_group_size`: HYBRID_SHARD's ranks per shard group (a node's),
   /// which must divide the world size.
   FSDPStrategy(Accelerator accelerator, PrecisionMode precision, DataParallelOptions data_parallel,
@@ -90,7 +90,6 @@ class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
   void before_unit_backward(size_t index);
 
   FSDPOptions options_;
-  DDPOptions ddp_;
   int64_t shard_group_size_;
   ShardingStrategy sharding_;
   std::map<const torch::nn::Module*, size_t> hooked_units_;  // ShardedUnit -> its unit

@@ -8,10 +8,9 @@
 namespace fulgur {
 
 HorovodStrategy::HorovodStrategy(Accelerator accelerator, PrecisionMode precision, DataParallelOptions data_parallel,
-                                 HorovodOptions options, bool find_unused_parameters)
-    : DataParallelStrategy(accelerator, precision, std::move(data_parallel)),
-      options_(std::move(options)),
-      find_unused_parameters_(find_unused_parameters) {}
+                                 HorovodOptions options, DDPOptions ddp)
+    : DataParallelStrategy(accelerator, precision, std::move(data_parallel), std::move(ddp)),
+      options_(std::move(options)) {}
 
 HorovodStrategy::~HorovodStrategy() {
   set_synchronizer(nullptr);  // the controller's thread uses gradient_group_
@@ -27,7 +26,7 @@ void HorovodStrategy::setup_environment() {
 std::unique_ptr<GradientSynchronizer> HorovodStrategy::make_synchronizer(std::vector<torch::Tensor> parameters,
                                                                          std::vector<std::string> names) {
   return std::make_unique<HorovodController>(std::move(parameters), std::move(names), *gradient_group_,
-                                             options_, find_unused_parameters_, timeline());
+                                             options_, ddp_options().find_unused_parameters(), timeline());
 }
 
 void HorovodStrategy::setup_optimizers(torch::optim::Optimizer& optimizer) {

@@ -16,11 +16,11 @@ namespace fulgur {
 /// the learning rate by the world size is left to the user.
 class HorovodStrategy : public DataParallelStrategy {
  public:
-  /// `data_parallel`: process group, ranks, buffer broadcast and timeline;
-  /// `options`: the horovod section; `find_unused_parameters`: ddp's option,
-  /// which horovod shares.
+  /// `data_parallel`: process group, ranks and timeline; `options`: the
+  /// horovod section; `ddp`: the buffer broadcast and the unused-parameter
+  /// switch, which horovod shares.
   HorovodStrategy(Accelerator accelerator, PrecisionMode precision, DataParallelOptions data_parallel,
-                  HorovodOptions options, bool find_unused_parameters);
+                  HorovodOptions options, DDPOptions ddp);
   ~HorovodStrategy() override;
 
   std::string name() const override { return "horovod"; }
@@ -37,7 +37,6 @@ class HorovodStrategy : public DataParallelStrategy {
 
  private:
   HorovodOptions options_;
-  bool find_unused_parameters_;
   std::unique_ptr<ProcessGroup> gradient_group_;
 };
 

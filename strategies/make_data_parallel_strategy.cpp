@@ -21,8 +21,7 @@ std::unique_ptr<DataParallelStrategy> make_data_parallel_strategy(StrategyKind k
       return std::make_unique<FSDPStrategy>(accelerator, precision, std::move(data_parallel), fsdp, ddp,
                                             local_world_size);
     case StrategyKind::Horovod:
-      return std::make_unique<HorovodStrategy>(accelerator, precision, std::move(data_parallel), horovod,
-                                               ddp.find_unused_parameters());
+      return std::make_unique<HorovodStrategy>(accelerator, precision, std::move(data_parallel), horovod, ddp);
     default:
       throw std::invalid_argument("[make_data_parallel_strategy] not a data-parallel strategy: " + to_string(kind));
   }

@@ -1,5 +1,7 @@
 #include <fulgur/strategies/strategy_kind.hpp>
 
+#include <fulgur/modules/did_you_mean.hpp>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -17,7 +19,8 @@ StrategyKind strategy_kind(const std::string& name) {
     if (names[i] == name) return static_cast<StrategyKind>(i);
   }
   throw std::invalid_argument(
-      fmt::format("[strategy_kind] strategy must be one of {}, got '{}'", fmt::join(names, ", "), name));
+      fmt::format("[strategy_kind] strategy must be one of {}, got '{}'{}", fmt::join(names, ", "), name,
+                  did_you_mean(name, names)));
 }
 
 }  // namespace fulgur

@@ -203,7 +203,11 @@ TEST_CASE("cli: bad input exits 2 with one message naming the key, and writes no
        "point), got 'lots'\n"},
       {{"--trainer.precision", "64"},
        "error: trainer.precision: must be one of 32-true, 32, bf16-mixed, 16-mixed, got 64\n"},
-      {{"--trainer.accelerator", "tpu"}, "error: trainer.accelerator: must be one of auto, cpu, gpu, cuda, got tpu\n"},
+      {{"--trainer.accelerator", "tpu"},
+       "error: trainer.accelerator: must be one of auto, cpu, gpu, cuda, got tpu; did you mean 'cpu'?\n"},
+      {{"--trainer.precision", "16mixed"},
+       "error: trainer.precision: must be one of 32-true, 32, bf16-mixed, 16-mixed, got 16mixed; did you mean "
+       "'16-mixed'?\n"},
       {{"--trainer.ddp.bucket_cap_mb", "0"}, "error: trainer.ddp.bucket_cap_mb: must be > 0, got 0\n"},
       {{"--trainer.strategy", "deepspeed"},
        "error: trainer.strategy: expected one of auto, single_device, ddp, horovod, fsdp, got 'deepspeed'\n"},

@@ -100,12 +100,14 @@ TEST_CASE("options: declared checks, defaults and the YAML reader name the key")
   CHECK(read_back.ddp().bucket_cap_mb() == 2.0);
   CHECK(read_back.ddp().broadcast_buffers());  // untouched fields keep their default
 
-  CHECK(message_of("{mode: mid}") == "model.mode: must be one of min, max, got mid");
+  CHECK(message_of("{mode: mid}") == "model.mode: must be one of min, max, got mid; did you mean 'min'?");
   CHECK(message_of("{clip: -1}") == "model.clip: must be > 0, got -1");
   CHECK(message_of("{epochs: many}") == "model.epochs: expected an integer, got 'many'");
   CHECK(message_of("{clip: big}") == "model.clip: expected a number or null, got 'big'");
   CHECK(message_of("{strategy: deepspeed}") ==
         "model.strategy: expected one of auto, single_device, ddp, horovod, fsdp, got 'deepspeed'");
+  CHECK(message_of("{strategy: fsdb}") ==
+        "model.strategy: expected one of auto, single_device, ddp, horovod, fsdp, got 'fsdb'; did you mean 'fsdp'?");
   CHECK(message_of("{ddp: {bucket_cap_mb: -2}}") == "model.ddp.bucket_cap_mb: must be > 0, got -2");
   CHECK(message_of("{ddp: {bucket_cap: 2}}") ==
         "unknown key 'model.ddp.bucket_cap'; did you mean 'model.ddp.bucket_cap_mb'?");

@@ -7,6 +7,7 @@
 
 namespace stall_inspector_test {
 
+using fulgur::HorovodOptions;
 using fulgur::StallInspector;
 
 namespace {
@@ -16,7 +17,7 @@ std::string name_of(int64_t i) { return "tensor" + std::to_string(i); }
 }  // namespace
 
 TEST_CASE("stall inspector: warns once per stall, naming missing and waiting ranks, then shuts down") {
-  StallInspector inspector({.warning_s = 2.0, .shutdown_s = 5.0});
+  StallInspector inspector(HorovodOptions().stall_warning_s(2.0).stall_shutdown_s(5.0));
   const auto t0 = StallInspector::Clock::now();
   auto at = [&](double s) { return t0 + std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
   CHECK((inspector.check({4, 4, 4}, at(0), name_of).verdict == StallInspector::Verdict::Ok));
@@ -34,7 +35,7 @@ TEST_CASE("stall inspector: warns once per stall, naming missing and waiting ran
 }
 
 TEST_CASE("stall inspector: a slow rank that keeps submitting resets the clock") {
-  StallInspector inspector({.warning_s = 1.0});
+  StallInspector inspector(HorovodOptions().stall_warning_s(1.0));
   const auto t0 = StallInspector::Clock::now();
   auto at = [&](double s) { return t0 + std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
   CHECK((inspector.check({8, 4}, at(0), name_of).verdict == StallInspector::Verdict::Ok));
@@ -48,10 +49,10 @@ TEST_CASE("stall inspector: a slow rank that keeps submitting resets the clock")
 }
 
 TEST_CASE("stall inspector: bad options are rejected by name") {
-  CHECK_THROWS_WITH_AS(StallInspector({.warning_s = 0.0}),
-                       "[StallInspector::StallInspector] warning_s must be > 0, got 0", std::invalid_argument);
-  CHECK_THROWS_WITH_AS(StallInspector({.warning_s = 1.0, .shutdown_s = -1.0}),
-                       "[StallInspector::StallInspector] shutdown_s must be > 0, got -1", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(StallInspector(HorovodOptions().stall_warning_s(0.0)),
+                       "[HorovodOptions] stall_warning_s must be > 0, got 0", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(StallInspector(HorovodOptions().stall_shutdown_s(-1.0)),
+                       "[HorovodOptions] stall_shutdown_s must be > 0, got -1", std::invalid_argument);
 }
 
 }  // namespace stall_inspector_test

@@ -115,7 +115,7 @@ TEST_CASE("TrainerConfig: exact error messages") {
     return std::string("no error");
   };
   CHECK(message(TrainerOptions().accelerator("tpu")) ==
-        "[TrainerOptions] accelerator must be one of auto, cpu, gpu, cuda, got tpu");
+        "[TrainerOptions] accelerator must be one of auto, cpu, gpu, cuda, got tpu; did you mean 'cpu'?");
   CHECK(message(TrainerOptions().accelerator("gpu")) ==
         "[TrainerConfig::resolve] accelerator 'gpu' was requested but no CUDA device is available (use 'cpu' or "
         "'auto')");

@@ -26,7 +26,6 @@ std::unique_ptr<Strategy> create_strategy(const TrainerConfig& config, const Pla
   data_parallel.process_group = process_group_options(*env, config.options.process_group_timeout());
   data_parallel.local_rank = env->local_rank();
   data_parallel.node_rank = env->node_rank();
-  data_parallel.broadcast_buffers = config.options.ddp().broadcast_buffers();
   data_parallel.timeline_path = config.options.timeline();
   return make_data_parallel_strategy(config.strategy, accelerator, config.precision, std::move(data_parallel),
                                      env->local_world_size(), config.options.ddp(), config.options.fsdp(),

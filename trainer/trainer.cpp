@@ -8,6 +8,7 @@
 #include <fulgur/trainer/progress_bar.hpp>
 #include <fulgur/strategies/environments/cluster_environment.hpp>
 #include <fulgur/strategies/launchers/subprocess_launcher.hpp>
+#include <fulgur/modules/scoped_module_runtime.hpp>
 #include <fulgur/modules/sharded_unit_hooks.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_locator.hpp>
@@ -226,8 +227,6 @@ void Trainer::setup_run(LightningModule& module) {
   module_ = &module;
   hooks_->start_run(profiler_.get(), module);
   last_module_ = &module;
-  module.trainer_ = this;
-  module.attach_runtime(runtime_.get());
   strategy_->setup_environment();
   if (config_.options.activation_checkpointing()) {
     bool any = false;
@@ -250,6 +249,7 @@ template <class Body>
 auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
                         std::string ckpt_path, Body&& body) {
   stage_ = stage;
+  const ScopedModuleRuntime attached(module, *runtime_);  // detached on both paths out
   try {
     setup_run(module);
     run_identity_ = fulgur::run_identity(hparams_to_yaml(module.hparams()), typeid(module).name());
@@ -285,8 +285,6 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
     }
     strategy_->teardown();
     stage_.reset();
-    module.trainer_ = nullptr;
-    module.attach_runtime(nullptr);
     module_ = nullptr;
     return result;
   } catch (...) {
@@ -313,8 +311,6 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
     }
     handling_exception_ = false;
     stage_.reset();
-    module.trainer_ = nullptr;
-    module.attach_runtime(nullptr);
     module_ = nullptr;
     std::rethrow_exception(error);
   }

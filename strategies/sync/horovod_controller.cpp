@@ -34,7 +34,7 @@ HorovodController::HorovodController(std::vector<torch::Tensor> parameters, std:
       cycle_time_(static_cast<int64_t>(options.cycle_time_ms() * 1000.0)),
       fp16_compression_(options.compression() == "fp16"),
       timeline_(timeline),
-      inspector_(StallInspector::Options{options.stall_warning_s(), options.stall_shutdown_s()}) {
+      inspector_(options) {
   options_.validate();
   position_.assign(parameters_.size(), -1);
   for (size_t k = parameters_.size(); k-- > 0;) {

@@ -8,15 +8,9 @@
 
 namespace fulgur {
 
-StallInspector::StallInspector(Options options) : options_(options) {
-  if (!(options_.warning_s > 0)) {
-    throw std::invalid_argument(
-        fmt::format("[StallInspector::StallInspector] warning_s must be > 0, got {}", options_.warning_s));
-  }
-  if (options_.shutdown_s && !(*options_.shutdown_s > 0)) {
-    throw std::invalid_argument(
-        fmt::format("[StallInspector::StallInspector] shutdown_s must be > 0, got {}", *options_.shutdown_s));
-  }
+StallInspector::StallInspector(const HorovodOptions& options)
+    : warning_s_(options.stall_warning_s()), shutdown_s_(options.stall_shutdown_s()) {
+  validate_options(options);
 }
 
 StallInspector::Report StallInspector::check(const std::vector<int64_t>& submitted, Clock::time_point now,
@@ -34,8 +28,8 @@ StallInspector::Report StallInspector::check(const std::vector<int64_t>& submitt
     warned_ = false;
   }
   const double waited = std::chrono::duration<double>(now - *stalled_since_).count();
-  const bool shutdown = options_.shutdown_s && waited >= *options_.shutdown_s;
-  if (!shutdown && (waited < options_.warning_s || warned_)) return {};
+  const bool shutdown = shutdown_s_ && waited >= *shutdown_s_;
+  if (!shutdown && (waited < warning_s_ || warned_)) return {};
   warned_ = true;
 
   std::vector<int64_t> missing, waiting;
@@ -47,7 +41,7 @@ StallInspector::Report StallInspector::check(const std::vector<int64_t>& submitt
       "for {:.1f} s (ranks doing different steps, or one is stuck)",
       fmt::join(missing, ", "), tensor_name(*low), fmt::join(waiting, ", "), waited);
   if (shutdown) {
-    message += fmt::format("; shutting down after stall_shutdown_s = {}", *options_.shutdown_s);
+    message += fmt::format("; shutting down after stall_shutdown_s = {}", *shutdown_s_);
     return {Verdict::Shutdown, message};
   }
   return {Verdict::Warn, message};

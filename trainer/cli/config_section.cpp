@@ -1,5 +1,6 @@
 #include <fulgur/trainer/cli/config_section.hpp>
 
+#include <fulgur/modules/did_you_mean.hpp>
 #include <fulgur/trainer/cli/options_yaml.hpp>
 
 #include <fmt/format.h>
@@ -94,8 +95,9 @@ YAML::Node ConfigSection::lookup(const std::string& key) {
   return node_[key];
 }
 
-void ConfigSection::fail(const std::string& key, const std::string& expected, const std::string& got) const {
-  throw ConfigError(fmt::format("{}: expected {}, got '{}'", dotted(key), expected, got));
+void ConfigSection::fail(const std::string& key, const std::string& expected, const std::string& got,
+                         const std::string& hint) const {
+  throw ConfigError(fmt::format("{}: expected {}, got '{}'{}", dotted(key), expected, got, hint));
 }
 
 template <class T>
@@ -125,7 +127,7 @@ std::string ConfigSection::choice(const std::string& key, const std::string& def
                                   const std::vector<std::string>& allowed) {
   const std::string value = get<std::string>(key, default_value);
   if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
-    fail(key, fmt::format("one of {}", fmt::join(allowed, ", ")), value);
+    fail(key, fmt::format("one of {}", fmt::join(allowed, ", ")), value, did_you_mean(value, allowed));
   }
   return value;
 }

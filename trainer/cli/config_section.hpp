@@ -47,8 +47,10 @@ class ConfigSection {
   /// Sets what --print_config shows for `key` (a nested section's resolved map).
   void record(const std::string& key, const YAML::Node& value) { resolved_[key] = value; }
 
-  /// Throws ConfigError: "<path.key>: expected <expected>, got '<value>'".
-  [[noreturn]] void fail(const std::string& key, const std::string& expected, const std::string& got) const;
+  /// Throws ConfigError: "<path.key>: expected <expected>, got '<value>'<hint>"
+  /// (the hint: did_you_mean's).
+  [[noreturn]] void fail(const std::string& key, const std::string& expected, const std::string& got,
+                         const std::string& hint = "") const;
 
   /// Dotted names of the keys the user gave that no get/require/choice read.
   std::vector<std::string> unread_keys() const;

@@ -7,7 +7,7 @@
 
 #include <fulgur/modules/options.hpp>
 #include <fulgur/trainer/cli/config_section.hpp>
-#include <fulgur/trainer/cli/did_you_mean.hpp>
+#include <fulgur/modules/did_you_mean.hpp>
 #include <fulgur/trainer/count_or_fraction.hpp>
 #include <fulgur/trainer/yaml_value.hpp>
 
@@ -160,7 +160,9 @@ void read_option(ConfigSection& section, const std::string& key, T& value) {
     const YAML::Node node = section.raw(key, detail::to_node(value));
     T decoded = value;
     if (!detail::decode(node, decoded)) {
-      section.fail(key, detail::expected(static_cast<const T*>(nullptr)), detail::node_text(node));
+      std::string hint;
+      if constexpr (OptionEnum<T>) hint = did_you_mean(detail::node_text(node), option_choices(T{}));
+      section.fail(key, detail::expected(static_cast<const T*>(nullptr)), detail::node_text(node), hint);
     }
     value = decoded;
   }
@@ -179,9 +181,9 @@ Options read_options(ConfigSection& section, Options options, const std::set<std
     read_option(section, name, field);
     using Field = std::decay_t<decltype(field)>;
     if constexpr (!DeclaredOptions<Field>) {
-      if (auto broken = check::apply(check, field)) {
+      if (auto broken = check::failure(check, field)) {
         if (!given && section.shows_missing_as_required()) return section.mark_required(name);
-        throw ConfigError(section.dotted(name) + ": " + *broken + ", got " + check::text(field));
+        throw ConfigError(section.dotted(name) + ": " + *broken);
       }
     }
   });

@@ -1,6 +1,6 @@
 #include <fulgur/trainer/cli/parse_options.hpp>
 
-#include <fulgur/trainer/cli/did_you_mean.hpp>
+#include <fulgur/modules/did_you_mean.hpp>
 #include <fulgur/trainer/cli/dotted_key.hpp>
 
 #include <fmt/format.h>

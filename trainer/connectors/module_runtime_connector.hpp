@@ -31,6 +31,7 @@ class ModuleRuntimeConnector final : public ModuleRuntime {
   void clear_optimizers();
   std::vector<OptimizerConfig>& optimizer_configs() { return configs_; }
 
+  Trainer* trainer() override { return &trainer_; }
   torch::Device device() const override;
   int64_t global_rank() const override;
   int64_t world_size() const override;

@@ -3,11 +3,12 @@
 #include <string>
 #include <vector>
 
-namespace fulgur::cli {
+namespace fulgur {
 
 /// "; did you mean 'X'?" naming the candidate closest to `key` (by edit
-/// distance, at most 2 edits or a third of the key's length), else "": what
-/// an unknown-key error appends, so a typo names its fix.
+/// distance, at most 2 edits or a third of the key's length, and fewer than
+/// its letters), else "":
+/// what an unknown key or choice error appends, so a typo names its fix.
 std::string did_you_mean(const std::string& key, const std::vector<std::string>& candidates);
 
-}  // namespace fulgur::cli
+}  // namespace fulgur

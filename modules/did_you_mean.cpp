@@ -1,11 +1,11 @@
-#include <fulgur/trainer/cli/did_you_mean.hpp>
+#include <fulgur/modules/did_you_mean.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <numeric>
 
-namespace fulgur::cli {
+namespace fulgur {
 namespace {
 
 size_t edit_distance(const std::string& a, const std::string& b) {
@@ -27,7 +27,8 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 std::string did_you_mean(const std::string& key, const std::vector<std::string>& candidates) {
   const std::string* best = nullptr;
-  size_t best_distance = std::max<size_t>(2, key.size() / 3) + 1;
+  // Short keys: fewer edits than letters ("64" is not a typo of "32").
+  size_t best_distance = std::min(std::max<size_t>(2, key.size() / 3), std::max<size_t>(key.size(), 1) - 1) + 1;
   for (const auto& candidate : candidates) {
     const size_t distance = edit_distance(key, candidate);
     if (distance < best_distance) {
@@ -38,4 +39,4 @@ std::string did_you_mean(const std::string& key, const std::vector<std::string>&
   return best == nullptr ? "" : fmt::format("; did you mean '{}'?", *best);
 }
 
-}  // namespace fulgur::cli
+}  // namespace fulgur
