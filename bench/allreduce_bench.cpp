@@ -29,6 +29,9 @@
 #include <string>
 #include <vector>
 
+// One of the programs in a multi-call binary (started through bin/allreduce_bench).
+namespace allreduce_bench {
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -123,3 +126,5 @@ int main(int argc, char** argv) {
     return 1;
   }
 }
+
+}  // namespace allreduce_bench

@@ -20,6 +20,9 @@
 #include <cstring>
 #include <iostream>
 
+// One of the programs in a multi-call binary (started through bin/checkpoint_save).
+namespace checkpoint_save {
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -150,3 +153,5 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(work);
   return 0;
 }
+
+}  // namespace checkpoint_save

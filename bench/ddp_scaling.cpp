@@ -11,22 +11,25 @@
 #include <chrono>
 #include <fstream>
 
+// One of the programs in a multi-call binary (started through bin/ddp_scaling).
+namespace ddp_scaling {
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-#define SCALING_MODEL_OPTIONS(X)                                                                   \
+#define DDP_SCALING_MODEL_OPTIONS(X)                                                              \
   X(std::string, report, "", "file rank 0 appends its timings to", fulgur::check::Any{})          \
   X(int64_t, width, 1024, "hidden width of the MLP", fulgur::check::AtLeast{1})
 struct ScalingModelOptions {
-  FULGUR_OPTIONS(ScalingModelOptions, SCALING_MODEL_OPTIONS)
+  FULGUR_OPTIONS(ScalingModelOptions, DDP_SCALING_MODEL_OPTIONS)
 };
 
-#define SCALING_DATA_OPTIONS(X)                                                         \
+#define DDP_SCALING_DATA_OPTIONS(X)                                                    \
   X(int64_t, batch_size, 64, "examples per batch", fulgur::check::AtLeast{1})          \
   X(int64_t, batches, 30, "batches per epoch (each rank's own)", fulgur::check::AtLeast{1})
 struct ScalingDataOptions {
-  FULGUR_OPTIONS(ScalingDataOptions, SCALING_DATA_OPTIONS)
+  FULGUR_OPTIONS(ScalingDataOptions, DDP_SCALING_DATA_OPTIONS)
 };
 
 struct ScalingModel : fulgur::LightningModule {
@@ -92,3 +95,5 @@ struct ScalingData : fulgur::DataModule {
 }  // namespace
 
 int main(int argc, char** argv) { return fulgur::cli::run<ScalingModel, ScalingData>(argc, argv); }
+
+}  // namespace ddp_scaling

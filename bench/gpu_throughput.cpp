@@ -39,6 +39,9 @@
 #include <string>
 #include <thread>
 
+// One of the programs in a multi-call binary (started through bin/gpu_throughput).
+namespace gpu_throughput {
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -256,3 +259,5 @@ int main(int argc, char** argv) {
             << std::endl;
   return 0;
 }
+
+}  // namespace gpu_throughput

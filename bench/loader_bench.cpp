@@ -23,6 +23,9 @@
 #include <memory>
 #include <string>
 
+// One of the programs in a multi-call binary (started through bin/loader_bench).
+namespace loader_bench {
+
 using namespace fulgur;
 
 namespace {
@@ -99,3 +102,5 @@ int main(int argc, char** argv) {
     return 2;
   }
 }
+
+}  // namespace loader_bench

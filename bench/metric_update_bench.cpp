@@ -18,6 +18,9 @@
 #include <iostream>
 #include <vector>
 
+// One of the programs in a multi-call binary (started through bin/metric_update_bench).
+namespace metric_update_bench {
+
 int main(int argc, char** argv) {
   const int64_t batches = argc > 1 ? std::stoll(argv[1]) : 2000;
   const int rounds = argc > 2 ? std::stoi(argv[2]) : 11;
@@ -66,3 +69,5 @@ int main(int argc, char** argv) {
             << std::endl;
   return 0;
 }
+
+}  // namespace metric_update_bench

@@ -24,6 +24,9 @@
 #include <iostream>
 #include <string>
 
+// One of the programs in a multi-call binary (started through bin/raw_loop).
+namespace raw_loop {
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -85,3 +88,5 @@ int main(int argc, char** argv) {
             << std::endl;
   return 0;
 }
+
+}  // namespace raw_loop

@@ -21,6 +21,9 @@
 #include <ctime>
 #include <iostream>
 
+// One of the programs in a multi-call binary (started through bin/tensorboard_overhead).
+namespace tensorboard_overhead {
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -124,3 +127,5 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(logs);
   return 0;
 }
+
+}  // namespace tensorboard_overhead

@@ -15,6 +15,9 @@
 #include <chrono>
 #include <iostream>
 
+// One of the programs in a multi-call binary (started through bin/trainer_overhead).
+namespace trainer_overhead {
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -108,3 +111,5 @@ int main(int argc, char** argv) {
             << std::endl;
   return 0;
 }
+
+}  // namespace trainer_overhead

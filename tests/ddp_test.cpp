@@ -3,6 +3,7 @@
 #include "support/pickled_tensor.hpp"
 #include "support/test_support.hpp"
 
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <doctest/doctest.h>
@@ -100,8 +101,9 @@ void check_matches_own_launcher(const std::string& name, const std::string& laun
 }  // namespace
 
 TEST_CASE("ddp: real torchrun starts the ranks and gives the same result") {
-  check_matches_own_launcher("torchrun", std::string(FULGUR_SOURCE_DIR) +
-                                             "/.venv/bin/torchrun --no-python --nproc-per-node 2 --master-port 29617");
+  check_matches_own_launcher(
+      "torchrun", fmt::format("{}/.venv/bin/torchrun --no-python --nproc-per-node 2 --master-port 29617",
+                              FULGUR_SOURCE_DIR));
 }
 
 TEST_CASE("ddp: real mpirun (OpenMPI) starts the ranks and gives the same result") {

@@ -15,7 +15,7 @@
 namespace fulgur {
 namespace {
 
-[[noreturn]] void invalid(const std::string& message) {
+[[noreturn]] void config_error(const std::string& message) {
   throw std::invalid_argument("[TrainerConfig::resolve] " + message);
 }
 
@@ -27,7 +27,7 @@ int64_t parse_devices(const std::string& devices, int64_t available) {
     if (used == devices.size() && (n >= 1 || n == -1)) return n == -1 ? available : n;
   } catch (const std::exception&) {
   }
-  invalid(fmt::format("devices must be 'auto', -1 (all) or a count >= 1, got '{}'", devices));
+  config_error(fmt::format("devices must be 'auto', -1 (all) or a count >= 1, got '{}'", devices));
 }
 
 }  // namespace
@@ -80,7 +80,7 @@ TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& pl
     c.accelerator = AcceleratorKind::Cpu;
   } else {
     if (platform.cuda_device_count == 0) {
-      invalid("accelerator 'gpu' was requested but no CUDA device is available (use 'cpu' or 'auto')");
+      config_error("accelerator 'gpu' was requested but no CUDA device is available (use 'cpu' or 'auto')");
     }
     c.accelerator = AcceleratorKind::Cuda;
   }
@@ -89,47 +89,47 @@ TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& pl
   const int64_t devices = parse_devices(o.devices(), available);
   c.devices = devices == -1 ? (c.accelerator == AcceleratorKind::Cuda ? available : 1) : devices;
   if (c.accelerator == AcceleratorKind::Cuda && c.devices > platform.cuda_device_count) {
-    invalid(fmt::format("devices={} but only {} CUDA device(s) are visible", c.devices, platform.cuda_device_count));
+    config_error(fmt::format("devices={} but only {} CUDA device(s) are visible", c.devices, platform.cuda_device_count));
   }
   c.world_size = c.devices * o.num_nodes();
 
   c.strategy = o.strategy() != StrategyKind::Auto ? o.strategy()
                                                   : (c.world_size == 1 ? StrategyKind::SingleDevice : StrategyKind::DDP);
   if (c.strategy == StrategyKind::SingleDevice && c.world_size != 1) {
-    invalid(fmt::format("strategy 'single_device' needs devices=1 and num_nodes=1, got devices={} num_nodes={}",
+    config_error(fmt::format("strategy 'single_device' needs devices=1 and num_nodes=1, got devices={} num_nodes={}",
                         c.devices, o.num_nodes()));
   }
   // Started by srun: the job's shape must be the one the options describe.
   if (platform.slurm_tasks_without_srun) {
-    invalid(fmt::format("SLURM_NTASKS={} but this process was not started by srun (no SLURM_STEP_ID), so the other "
+    config_error(fmt::format("SLURM_NTASKS={} but this process was not started by srun (no SLURM_STEP_ID), so the other "
                         "tasks will never start; run the program with srun in the batch script (see examples/slurm/)",
                         *platform.slurm_tasks_without_srun));
   }
   if (platform.ntasks_without_ntasks_per_node) {
-    invalid(fmt::format(
+    config_error(fmt::format(
         "SLURM_NTASKS={} comes from --ntasks (or srun -n) without --ntasks-per-node, so SLURM may place the tasks "
         "unevenly over the nodes; use '#SBATCH --ntasks-per-node=<devices per node>' (one task per device) instead",
         *platform.ntasks_without_ntasks_per_node));
   }
   if (platform.num_nodes && *platform.num_nodes != o.num_nodes()) {
-    invalid(fmt::format("num_nodes={} but the SLURM job has SLURM_NNODES={} node(s) (pass --trainer.num_nodes "
+    config_error(fmt::format("num_nodes={} but the SLURM job has SLURM_NNODES={} node(s) (pass --trainer.num_nodes "
                         "$SLURM_NNODES, or change '#SBATCH --nodes')",
                         o.num_nodes(), *platform.num_nodes));
   }
   // Started by torchrun/srun/mpirun: the launch must agree with the options.
   if (platform.processes_external || platform.world_size > 1) {
     if (c.world_size != platform.world_size) {
-      invalid(fmt::format("num_nodes * devices = {} * {} = {} does not match the world size {} reported by {}",
+      config_error(fmt::format("num_nodes * devices = {} * {} = {} does not match the world size {} reported by {}",
                           o.num_nodes(), c.devices, c.world_size, platform.world_size, platform.world_size_source));
     }
     if (platform.tasks_per_node && *platform.tasks_per_node != c.devices) {
-      invalid(fmt::format("devices={} but {} starts {} processes per node (one process per device is needed)",
+      config_error(fmt::format("devices={} but {} starts {} processes per node (one process per device is needed)",
                           c.devices, platform.tasks_per_node_source, *platform.tasks_per_node));
     }
   }
   c.needs_launch = c.world_size > 1 && !platform.processes_external;
   if (o.node_rank() >= o.num_nodes()) {
-    invalid(fmt::format("node_rank must be in [0, num_nodes), got {} with num_nodes={}", o.node_rank(), o.num_nodes()));
+    config_error(fmt::format("node_rank must be in [0, num_nodes), got {} with num_nodes={}", o.node_rank(), o.num_nodes()));
   }
   c.num_threads = platform.cpus_per_task;
   if (!c.num_threads && c.devices > 1 && !platform.omp_num_threads_set) {
@@ -141,7 +141,7 @@ TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& pl
     c.precision = PrecisionMode::BF16Mixed;
   } else if (p == "16-mixed") {
     if (c.accelerator != AcceleratorKind::Cuda) {
-      invalid("precision '16-mixed' needs a GPU (float16 autocast with a gradient scaler); on CPU use 'bf16-mixed'");
+      config_error("precision '16-mixed' needs a GPU (float16 autocast with a gradient scaler); on CPU use 'bf16-mixed'");
     }
     c.precision = PrecisionMode::FP16Mixed;
   }
@@ -149,12 +149,12 @@ TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& pl
   // Loop lengths. Lightning: max_epochs defaults to 1000 unless max_steps is set.
   c.max_epochs = o.max_epochs().value_or(o.max_steps() == -1 ? 1000 : -1);
   if (c.max_epochs != -1 && o.min_epochs() > c.max_epochs) {
-    invalid(fmt::format("min_epochs ({}) must not exceed max_epochs ({})", o.min_epochs(), c.max_epochs));
+    config_error(fmt::format("min_epochs ({}) must not exceed max_epochs ({})", o.min_epochs(), c.max_epochs));
   }
   // Horovod's backward_passes_per_step is gradient accumulation under another name.
   if (const int64_t passes = o.horovod().backward_passes_per_step(); passes > 1) {
     if (o.accumulate_grad_batches() != 1 && o.accumulate_grad_batches() != passes) {
-      invalid(fmt::format("horovod.backward_passes_per_step ({}) and accumulate_grad_batches ({}) disagree; set one",
+      config_error(fmt::format("horovod.backward_passes_per_step ({}) and accumulate_grad_batches ({}) disagree; set one",
                           passes, o.accumulate_grad_batches()));
     }
     c.options.accumulate_grad_batches(passes);

@@ -1,5 +1,7 @@
 #include <fulgur/strategies/cuda/cuda_runtime.hpp>
 
+#include <fulgur_cuda_module_paths.hpp>
+
 #include <dlfcn.h>
 #include <unistd.h>
 

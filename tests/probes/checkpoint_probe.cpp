@@ -23,16 +23,19 @@
 #include <iostream>
 #include <string>
 
+// One of the programs in a multi-call binary (started through bin/checkpoint_probe).
+namespace checkpoint_probe {
+
 namespace {
 
 namespace check = fulgur::check;
 
-#define PROBE_MODEL_OPTIONS(X)                                                       \
+#define CHECKPOINT_PROBE_MODEL_OPTIONS(X)                                            \
   X(std::string, output, "", "the final parameters are written there", check::Any{}) \
   X(int64_t, save_at_step, -1, "save <run folder>/checkpoints/step=K.ckpt at that step", check::Any{})
 
 struct ProbeModelOptions {
-  FULGUR_OPTIONS(ProbeModelOptions, PROBE_MODEL_OPTIONS)
+  FULGUR_OPTIONS(ProbeModelOptions, CHECKPOINT_PROBE_MODEL_OPTIONS)
 };
 
 struct ProbeModel : fulgur::LightningModule {
@@ -70,12 +73,12 @@ struct ProbeModel : fulgur::LightningModule {
   torch::nn::Sequential net{nullptr};
 };
 
-#define PROBE_DATA_OPTIONS(X)                                                           \
+#define CHECKPOINT_PROBE_DATA_OPTIONS(X)                                                \
   X(int64_t, num_workers, 0, "loader threads of the training split", check::AtLeast{0}) \
   X(int64_t, examples, 80, "examples in the dataset", check::AtLeast{1})
 
 struct ProbeDataOptions {
-  FULGUR_OPTIONS(ProbeDataOptions, PROBE_DATA_OPTIONS)
+  FULGUR_OPTIONS(ProbeDataOptions, CHECKPOINT_PROBE_DATA_OPTIONS)
 };
 
 struct ProbeData : fulgur::DataModule {
@@ -151,3 +154,5 @@ int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "write-sample") return write_sample(argv[2]);
   return fulgur::cli::run<ProbeModel, ProbeData>(argc, argv);
 }
+
+}  // namespace checkpoint_probe

@@ -20,12 +20,15 @@
 #include <sstream>
 #include <thread>
 
+// One of the programs in a multi-call binary (started through bin/ddp_probe).
+namespace ddp_probe {
+
 namespace {
 
 namespace check = fulgur::check;
 
 // The `model` section; -1 for a rank means none.
-#define PROBE_MODEL_OPTIONS(X)                                                                                \
+#define DDP_PROBE_MODEL_OPTIONS(X)                                                                            \
   X(std::string, output, "", "rank 0 writes the final parameters there", check::Any{})                        \
   X(int64_t, hidden, 32, "hidden units", check::AtLeast{1})                                                   \
   X(int64_t, depth, 0, "hidden x hidden layers after the first (a communication-heavy model)", check::AtLeast{0}) \
@@ -51,7 +54,7 @@ namespace check = fulgur::check;
     check::Any{})
 
 struct ProbeModelOptions {
-  FULGUR_OPTIONS(ProbeModelOptions, PROBE_MODEL_OPTIONS)
+  FULGUR_OPTIONS(ProbeModelOptions, DDP_PROBE_MODEL_OPTIONS)
 };
 
 struct ProbeModel : fulgur::LightningModule {
@@ -201,14 +204,14 @@ struct ProbeModel : fulgur::LightningModule {
   int64_t last_reads = 0;
 };
 
-#define PROBE_DATA_OPTIONS(X)                                        \
+#define DDP_PROBE_DATA_OPTIONS(X)                                    \
   X(int64_t, batch_size, 16, "samples per batch", check::AtLeast{1}) \
   X(int64_t, samples, 64, "samples in the dataset", check::AtLeast{1}) \
   X(int64_t, val_samples, -1, "samples in the validation set (-1: the training set)", check::AtLeast{-1}) \
   X(bool, second_val, false, "a second validation loader: the same inputs, each target one class on", check::Any{})
 
 struct ProbeDataOptions {
-  FULGUR_OPTIONS(ProbeDataOptions, PROBE_DATA_OPTIONS)
+  FULGUR_OPTIONS(ProbeDataOptions, DDP_PROBE_DATA_OPTIONS)
 };
 
 struct ProbeData : fulgur::DataModule {
@@ -240,3 +243,5 @@ struct ProbeData : fulgur::DataModule {
 }  // namespace
 
 int main(int argc, char** argv) { return fulgur::cli::run<ProbeModel, ProbeData>(argc, argv); }
+
+}  // namespace ddp_probe

@@ -17,6 +17,9 @@
 
 #include <fstream>
 
+// One of the programs in a multi-call binary (started through bin/fsdp_probe).
+namespace fsdp_probe {
+
 namespace {
 
 namespace check = fulgur::check;
@@ -150,3 +153,5 @@ struct FSDPProbeData : fulgur::DataModule {
 }  // namespace
 
 int main(int argc, char** argv) { return fulgur::cli::run<FSDPProbeModel, FSDPProbeData>(argc, argv); }
+
+}  // namespace fsdp_probe

@@ -16,6 +16,9 @@
 #include <map>
 #include <string>
 
+// One of the programs in a multi-call binary (started through bin/metrics_probe).
+namespace metrics_probe {
+
 namespace {
 
 namespace M = fulgur::metrics;
@@ -281,3 +284,5 @@ int main(int argc, char** argv) {
     return 1;
   }
 }
+
+}  // namespace metrics_probe

@@ -30,6 +30,9 @@
 #include <thread>
 #include <vector>
 
+// One of the programs in a multi-call binary (started through bin/openmp_probe).
+namespace openmp_probe {
+
 namespace {
 
 double cpu_ms() {
@@ -99,3 +102,5 @@ int main(int argc, char** argv) {
   }
   return trainer.exit_code();
 }
+
+}  // namespace openmp_probe

@@ -24,6 +24,9 @@
 #include <string>
 #include <thread>
 
+// One of the programs in a multi-call binary (started through bin/ring_probe).
+namespace ring_probe {
+
 namespace {
 
 int check(fulgur::ProcessGroup& group) {
@@ -117,3 +120,5 @@ int main(int argc, char** argv) {
     return 1;
   }
 }
+
+}  // namespace ring_probe

@@ -26,6 +26,9 @@
 
 #include <unistd.h>
 
+// One of the programs in a multi-call binary (started through bin/launcher_probe).
+namespace launcher_probe {
+
 namespace {
 
 std::string env_or(const char* name, const char* fallback) {
@@ -110,3 +113,5 @@ int main(int argc, char** argv) {
   if (std::getenv("FULGUR_LAUNCHED") == nullptr) return run_launcher(argc, argv);
   return run_rank(std::vector<std::string>(argv + 1, argv + argc));
 }
+
+}  // namespace launcher_probe

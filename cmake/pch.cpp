@@ -1,1 +1,0 @@
-// Carrier translation unit for the precompiled header shared by executables.
