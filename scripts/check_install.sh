@@ -29,7 +29,7 @@ out="$(timeout 120 "$work/build/consumer" fsdp 2 "$ckpt" 2>&1)" || { echo "$out"
 ls "$work"/line.ckpt.*shard-1-of-2 > /dev/null || { echo "consumer fsdp 2: expected a sharded checkpoint"; exit 1; }
 "$work/prefix/bin/fulgur_consolidate" "$ckpt" "$work/whole.ckpt"
 for file in "$ckpt" "$work/whole.ckpt"; do
-  out="$("$work/build/infer" "$file" 2>&1)" || { echo "infer $file: $out"; exit 1; }
+  out="$("$work/build/consumer" infer "$file" 2>&1)" || { echo "infer $file: $out"; exit 1; }
   echo "$out"
   grep -q "lr=0.1 y(0.5)=2.5" <<< "$out" || { echo "infer $file: expected lr=0.1 and y(0.5)=2.5"; exit 1; }
   grep -q "is a training checkpoint .*fulgur::load_from_checkpoint<Model>(path)" <<< "$out" \

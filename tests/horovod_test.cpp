@@ -202,7 +202,8 @@ TEST_CASE("horovod: real mpirun (OpenMPI) starts the ranks and gives fulgur's la
 }
 
 TEST_CASE("horovod: float16 compression trains the demo digits to within 1 % of float32") {
-  // The demo's own schedule (15 epochs, step decay at 10): both runs converge.
+  // The demo's schedule, shortened (6 epochs, step decay at 4): both runs
+  // converge (0.9926 each; 0.9852 each in 8 epochs).
   const std::string digits = std::string(FULGUR_SOURCE_DIR) + "/data/digits-cinic";
   REQUIRE_MESSAGE(std::filesystem::exists(digits + "/train"), "demo data missing: run scripts/setup.sh");
   TempDir dir("horovod-fp16");
@@ -211,7 +212,8 @@ TEST_CASE("horovod: float16 compression trains the demo digits to within 1 % of 
                                         FULGUR_SOURCE_DIR + "/examples/cinic10/digits.yaml " +
                                         "--trainer.enable_progress_bar false --data.num_workers 0 --data.root " +
                                         digits + " --trainer.devices 2 --trainer.strategy horovod " +
-                                        "--data.batch_size 16 --trainer.default_root_dir " +
+                                        "--data.batch_size 16 --trainer.max_epochs 6 --model.lr_step_size 4 " +
+                                        "--trainer.default_root_dir " +
                                         (dir.path() / name).string() + " " + extra,
                                     600);
     INFO(result.output);

@@ -30,15 +30,13 @@ std::vector<std::string> keys(const c10::Dict<std::string, torch::Tensor>& state
   return names;
 }
 
-// torchvision writes the model, fulgur loads it and must reproduce its
-// eval logits, train logits, gradients and updated batch-norm buffers.
-void check_torchvision_to_fulgur(const std::string& arch) {
-  TempDir dir("resnet-" + arch);
-  const auto made = run_command(kParity + " make " + arch + " " + dir.path().string(), 600);
-  INFO(made.output);
-  REQUIRE(made.exit_code == 0);
-  const auto weights = fulgur::read_state_dict((dir / "weights.pt").string());
-  const auto expected = fulgur::read_state_dict((dir / "expected.pt").string());
+// torchvision wrote the model into `dir` (tests/python/torchvision_parity.py
+// make); fulgur loads it and must reproduce its eval logits, train logits,
+// gradients and updated batch-norm buffers.
+void check_torchvision_to_fulgur(const TempDir& dir, const std::string& arch) {
+  INFO(arch);
+  const auto weights = fulgur::read_state_dict((dir / (arch + ".weights.pt")).string());
+  const auto expected = fulgur::read_state_dict((dir / (arch + ".expected.pt")).string());
 
   auto model = make(arch);
   CHECK(keys(fulgur::state_dict(*model)) == keys(weights));
@@ -70,10 +68,10 @@ void check_torchvision_to_fulgur(const std::string& arch) {
   CHECK(compared == static_cast<int64_t>(model->parameters().size()));
 }
 
-// fulgur writes its weights and its eval logits; torchvision loads them
-// (strict, weights_only) and must produce the same logits.
-void check_fulgur_to_torchvision(const std::string& arch, int64_t side) {
-  TempDir dir("resnet-out-" + arch);
+// fulgur writes its weights and its eval logits into `dir`; torchvision loads
+// them (strict, weights_only) and must produce the same logits
+// (tests/python/torchvision_parity.py check, once for every arch).
+void write_fulgur_model(const TempDir& dir, const std::string& arch, int64_t side) {
   torch::manual_seed(3);
   auto model = make(arch);
   {
@@ -90,14 +88,8 @@ void check_fulgur_to_torchvision(const std::string& arch, int64_t side) {
     torch::NoGradGuard no_grad;
     io.insert("output", model->forward(input));
   }
-  fulgur::write_state_dict(fulgur::state_dict(*model), (dir / "weights.pt").string());
-  fulgur::write_state_dict(io, (dir / "io.pt").string());
-  const auto checked = run_command(kParity + " check " + arch + " " + (dir / "weights.pt").string() + " " +
-                                       (dir / "io.pt").string(),
-                                   600);
-  INFO(checked.output);
-  CHECK(checked.exit_code == 0);
-  CHECK(checked.output.find("max |torchvision - fulgur|") != std::string::npos);
+  fulgur::write_state_dict(fulgur::state_dict(*model), (dir / (arch + ".weights.pt")).string());
+  fulgur::write_state_dict(io, (dir / (arch + ".io.pt")).string());
 }
 
 }  // namespace
@@ -170,18 +162,23 @@ TEST_CASE("resnet: zero_init_residual zeroes each block's last BN; channels_last
   CHECK(torch::allclose(plain->forward(x), nhwc->forward(x), 1e-4, 1e-5));
 }
 
-TEST_CASE("resnet18: torchvision weights give torchvision's outputs and gradients") {
-  check_torchvision_to_fulgur("resnet18");
+TEST_CASE("resnet18, resnet50 and resnet18_cifar: torchvision weights give torchvision's outputs and gradients") {
+  TempDir dir("resnet-from-torchvision");
+  const auto made = run_command(kParity + " make " + dir.path().string() + " resnet18 resnet50 resnet18_cifar", 600);
+  INFO(made.output);
+  REQUIRE(made.exit_code == 0);
+  for (const std::string arch : {"resnet18", "resnet50", "resnet18_cifar"}) check_torchvision_to_fulgur(dir, arch);
 }
-TEST_CASE("resnet50: torchvision weights give torchvision's outputs and gradients") {
-  check_torchvision_to_fulgur("resnet50");
-}
-TEST_CASE("resnet18_cifar: torchvision weights give torchvision's outputs and gradients") {
-  check_torchvision_to_fulgur("resnet18_cifar");
-}
+
 TEST_CASE("resnet18 and resnet50: fulgur weights load into torchvision with the same outputs") {
-  check_fulgur_to_torchvision("resnet18", 64);
-  check_fulgur_to_torchvision("resnet50", 64);
+  TempDir dir("resnet-to-torchvision");
+  write_fulgur_model(dir, "resnet18", 64);
+  write_fulgur_model(dir, "resnet50", 64);
+  const auto checked = run_command(kParity + " check " + dir.path().string() + " resnet18 resnet50", 600);
+  INFO(checked.output);
+  CHECK(checked.exit_code == 0);
+  CHECK(checked.output.find("resnet18: max |torchvision - fulgur|") != std::string::npos);
+  CHECK(checked.output.find("resnet50: max |torchvision - fulgur|") != std::string::npos);
 }
 
 TEST_CASE("load_pretrained: a different head keeps its fresh init; other mismatches are errors") {

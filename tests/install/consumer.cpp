@@ -1,7 +1,10 @@
 // Trains a linear model for a few steps through the installed fulgur: its own
-// Dataset with float targets, read by DatasetLoader worker threads.
+// Dataset with float targets, read by DatasetLoader worker threads. After
+// training, `consumer infer CHECKPOINT` predicts from a checkpoint without a
+// Trainer (one program, so the install test compiles LibTorch's headers once).
 #include "line_model.hpp"
 
+#include <iomanip>
 #include <iostream>
 
 // y = 3x + 1 at 16 points of [-1, 1]; the target is a float tensor [1].
@@ -28,10 +31,45 @@ struct SaveAtEnd : fulgur::Callback {
   std::string path;
 };
 
+// The same layers, unwrapped: its weights are "fc.weight", the checkpoint's "fc.module.weight".
+struct PlainLine : torch::nn::Module {
+  PlainLine() {
+    fc = register_module("fc", torch::nn::Linear(1, 8));
+    out = register_module("out", torch::nn::Linear(8, 1));
+  }
+  torch::nn::Linear fc{nullptr}, out{nullptr};
+};
+
+// `consumer infer CHECKPOINT`: rebuilds the model from a checkpoint (full or
+// sharded) and predicts; loads the same weights into a model without the
+// ShardedUnit wrapper; shows what a weights-file reader says about a checkpoint.
+int infer(const char* path) {
+  try {
+    const auto model = fulgur::load_from_checkpoint<Line>(path);
+    torch::NoGradGuard no_grad;
+    const double y = model->forward(torch::tensor({{0.5f}})).item<double>();
+    PlainLine plain;
+    fulgur::load_checkpoint_weights(plain, path);
+    const double plain_y = plain.out->forward(plain.fc->forward(torch::tensor({{0.5f}}))).item<double>();
+    std::cout << "lr=" << model->lr << std::fixed << std::setprecision(1) << " y(0.5)=" << y
+              << " plain y(0.5)=" << plain_y << std::endl;
+    try {
+      fulgur::read_state_dict(path);
+    } catch (const std::invalid_argument& e) {
+      std::cout << e.what() << std::endl;
+    }
+    return std::abs(y - 2.5) < 0.05 && y == plain_y ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::cerr << "infer: " << e.what() << std::endl;
+    return 1;
+  }
+}
+
 // `consumer [STRATEGY DEVICES [CHECKPOINT]]`: the Trainer starts the other
 // ranks itself; with CHECKPOINT the trained model is saved there (under
 // fsdp as a sharded checkpoint: one file per rank).
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "infer") return infer(argv[2]);
   Line model(LineOptions().lr(0.1));
   Points data;
   const std::string strategy = argc > 2 ? argv[1] : "auto";

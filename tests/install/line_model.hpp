@@ -1,4 +1,4 @@
-// The consumer's model, shared by the trainer and the inference program:
+// The consumer's model, shared by its training and its inference:
 // y = out(fc(x)), a line through 8 hidden units; `fc` is one unit of the
 // fully sharded strategy (its 8 rows are split over the ranks).
 #pragma once

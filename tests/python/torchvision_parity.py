@@ -1,14 +1,17 @@
 """The torchvision side of the ResNet parity tests (tests/resnet_test.cpp).
 
-  make <arch> <dir>         writes <dir>/weights.pt (torch.save of a random
-                            torchvision model's state_dict) and
-                            <dir>/expected.pt: the input, targets, eval-mode
-                            logits, train-mode logits, gradients after a
-                            cross-entropy backward, and the batch-norm
-                            buffers after that train-mode forward.
-  check <arch> <weights> <io>  loads a state dict written by fulgur into
-                            torchvision's model (strict) and checks its
-                            eval-mode logits on io["input"] equal io["output"].
+  make <dir> <arch>...      for each arch writes <dir>/<arch>.weights.pt
+                            (torch.save of a random torchvision model's
+                            state_dict) and <dir>/<arch>.expected.pt: the
+                            input, targets, eval-mode logits, train-mode
+                            logits, gradients after a cross-entropy backward,
+                            and the batch-norm buffers after that forward.
+  check <dir> <arch>...     for each arch loads <dir>/<arch>.weights.pt,
+                            written by fulgur, into torchvision's model
+                            (strict) and checks its eval-mode logits on
+                            io["input"] equal io["output"] (<dir>/<arch>.io.pt).
+
+Several archs per call: Python imports torch and torchvision once.
 
 arch: resnet18, resnet50 (ImageNet stem) or resnet18_cifar (3x3 stem, no
 max-pool, as fulgur's "_cifar" models).
@@ -44,7 +47,7 @@ def make(arch: str, out: str) -> None:
     torch.manual_seed(0)
     model = build(arch)
     randomize_batch_norms(model)
-    torch.save(dict(model.state_dict()), f"{out}/weights.pt")
+    torch.save(dict(model.state_dict()), f"{out}/{arch}.weights.pt")
     side = 16 if arch.endswith("_cifar") else 64
     x = torch.randn(4, 3, side, side)
     target = torch.tensor([1, 3, 5, 7])
@@ -60,23 +63,25 @@ def make(arch: str, out: str) -> None:
         expected["grad." + name] = p.grad
     for name, b in model.named_buffers():
         expected["after." + name] = b
-    torch.save(expected, f"{out}/expected.pt")
+    torch.save(expected, f"{out}/{arch}.expected.pt")
 
 
-def check(arch: str, weights: str, io: str) -> int:
+def check(arch: str, out: str) -> bool:
     model = build(arch)
-    model.load_state_dict(torch.load(weights, weights_only=True), strict=True)
+    model.load_state_dict(torch.load(f"{out}/{arch}.weights.pt", weights_only=True), strict=True)
     model.eval()
-    data = torch.load(io, weights_only=True)
+    data = torch.load(f"{out}/{arch}.io.pt", weights_only=True)
     with torch.no_grad():
-        out = model(data["input"])
-    diff = (out - data["output"]).abs().max().item()
-    print(f"max |torchvision - fulgur| = {diff:.3g}")
-    return 0 if torch.allclose(out, data["output"], rtol=1e-4, atol=1e-4) else 1
+        logits = model(data["input"])
+    diff = (logits - data["output"]).abs().max().item()
+    print(f"{arch}: max |torchvision - fulgur| = {diff:.3g}")
+    return torch.allclose(logits, data["output"], rtol=1e-4, atol=1e-4)
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "make":
-        make(sys.argv[2], sys.argv[3])
+    command, out, archs = sys.argv[1], sys.argv[2], sys.argv[3:]
+    if command == "make":
+        for arch in archs:
+            make(arch, out)
     else:
-        sys.exit(check(sys.argv[2], sys.argv[3], sys.argv[4]))
+        sys.exit(0 if all([check(arch, out) for arch in archs]) else 1)
