@@ -157,7 +157,7 @@ double run_trainer(fulgur::LightningModule& module, std::shared_ptr<fulgur::Data
   LoaderData data(std::move(loader));
   auto clock = std::make_shared<StepClock>(warmup);
   fulgur::Trainer trainer(fulgur::TrainerOptions()
-                              .accelerator("gpu")
+                              .accelerator(fulgur::AcceleratorKind::Cuda)
                               .devices("1")
                               .precision(precision)
                               .max_steps(warmup + steps)

@@ -29,7 +29,7 @@ Platform one_gpu() {
 }
 
 std::string refusal(TrainerOptions options, LightningModule& module) {
-  const TrainerConfig config = TrainerConfig::resolve(options.accelerator("gpu"), one_gpu());
+  const TrainerConfig config = TrainerConfig::resolve(options.accelerator(AcceleratorKind::Cuda), one_gpu());
   const auto optimizers = module.configure_optimizers().entries();
   return CudaGraphStep::refusal(config, module, optimizers).value_or("");
 }
@@ -82,8 +82,8 @@ using namespace cuda_graph_step_test;
 TEST_CASE("cuda_graph: each reason a step cannot be captured is named") {
   RecordingModule module;
   CHECK(refusal(TrainerOptions(), module).empty());
-  CHECK(refusal(TrainerOptions().precision("bf16-mixed"), module).empty());
-  CHECK(refusal(TrainerOptions().precision("16-mixed"), module).find("16-mixed's gradient scaler") != std::string::npos);
+  CHECK(refusal(TrainerOptions().precision(PrecisionMode::BF16Mixed), module).empty());
+  CHECK(refusal(TrainerOptions().precision(PrecisionMode::FP16Mixed), module).find("16-mixed's gradient scaler") != std::string::npos);
   CHECK(refusal(TrainerOptions().strategy(StrategyKind::DDP), module).find("needs strategy single_device; ddp") !=
         std::string::npos);
   CHECK(refusal(TrainerOptions().accumulate_grad_batches(2), module).find("accumulate_grad_batches=2") !=
@@ -104,7 +104,7 @@ TEST_CASE("cuda_graph: each reason a step cannot be captured is named") {
   } adam;
   CHECK(refusal(TrainerOptions(), adam).find("only SGD's step can be captured") != std::string::npos);
 
-  const TrainerConfig cpu = TrainerConfig::resolve(TrainerOptions().accelerator("cpu"), Platform());
+  const TrainerConfig cpu = TrainerConfig::resolve(TrainerOptions().accelerator(AcceleratorKind::Cpu), Platform());
   CHECK(CudaGraphStep::refusal(cpu, module, {}).value_or("") == "needs a GPU (accelerator is cpu)");
 }
 

@@ -26,7 +26,7 @@ Outcome run_with(std::vector<double> values, EarlyStoppingOptions options, int64
   ScriptedScoreModule model(std::move(values));
   RegressionData data(4, 2);
   auto stop = std::make_shared<EarlyStopping>(options);
-  trainer_options.default_root_dir(dir.path()).enable_progress_bar(false).accelerator("cpu").logger(false);
+  trainer_options.default_root_dir(dir.path()).enable_progress_bar(false).accelerator(AcceleratorKind::Cpu).logger(false);
   trainer_options.max_epochs(max_epochs).num_sanity_val_steps(0);
   Trainer trainer(trainer_options, {stop});
   trainer.fit(model, data);
@@ -62,7 +62,7 @@ TEST_CASE("early stopping: min_delta ignores small improvements") {
 
 TEST_CASE("early stopping: mode max with a stopping threshold") {
   const auto out =
-      run_with({0.5, 0.7, 0.9, 0.95}, EarlyStoppingOptions("val_score").mode("max").patience(5).stopping_threshold(0.85));
+      run_with({0.5, 0.7, 0.9, 0.95}, EarlyStoppingOptions("val_score").mode(MonitorMode::Max).patience(5).stopping_threshold(0.85));
   CHECK(out.epochs_run == 3);
   CHECK(out.callback->stopping_reason().find("Stopping threshold reached") != std::string::npos);
 }

@@ -308,8 +308,8 @@ TEST_CASE("fsdp: a bad sharding_strategy or wrap module is one clear error namin
 }
 
 TEST_CASE("fsdp: from a program's own main, TrainerOptions name the strategy and its options") {
-  const auto options = fulgur::TrainerOptions().strategy("fsdp").fsdp(
-      fulgur::FSDPOptions().sharding_strategy("SHARD_GRAD_OP").min_num_params(100000).wrap_modules("encoder,head"));
+  const auto options = fulgur::TrainerOptions().strategy(fulgur::StrategyKind::FSDP).fsdp(
+      fulgur::FSDPOptions().sharding_strategy(fulgur::ShardingStrategy::ShardGradOp).min_num_params(100000).wrap_modules("encoder,head"));
   CHECK(options.strategy() == fulgur::StrategyKind::FSDP);
   CHECK(options.fsdp().wrap_modules() == "encoder,head");
   CHECK(fulgur::FSDPOptions().sharding_strategy() == "FULL_SHARD");  // Lightning's default

@@ -54,7 +54,7 @@ TEST_CASE("learning rate monitor: epoch interval, parameter groups and momentum"
   auto logger = std::make_shared<MemoryLogger>(dir.path());
   Trainer trainer(quiet_options(dir.path()).max_epochs(2),
                   {std::make_shared<LearningRateMonitor>(
-                      LearningRateMonitorOptions().logging_interval("epoch").log_momentum(true).log_weight_decay(true))},
+                      LearningRateMonitorOptions().logging_interval(Interval::Epoch).log_momentum(true).log_weight_decay(true))},
                   {logger});
   trainer.fit(model, data);
   const auto pg1 = logger->series("lr-SGD/pg1");

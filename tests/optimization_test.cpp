@@ -163,7 +163,7 @@ TEST_CASE("gradient clipping: norm bounds the total norm, value clamps elements"
     BigGradient model;
     const torch::Tensor before = model.linear->weight.detach().clone();
     Trainer trainer(
-        quiet_options(dir.path()).max_epochs(1).gradient_clip_val(0.1).gradient_clip_algorithm("value").logger(false));
+        quiet_options(dir.path()).max_epochs(1).gradient_clip_val(0.1).gradient_clip_algorithm(ClipAlgorithm::Value).logger(false));
     trainer.fit(model, data);
     const torch::Tensor delta = before - model.linear->weight.detach();
     CHECK(torch::allclose(delta, torch::full_like(delta, 0.1)));

@@ -19,7 +19,7 @@ TEST_CASE("PredictionWriter: predictions.pt holds every batch joined; batch file
   TempDir dir("prediction-writer");
   testing::RegressionData data(2, 3);
   testing::RecordingModule model;
-  auto writer = std::make_shared<PredictionWriter>(PredictionWriterOptions().write_interval("batch_and_epoch"));
+  auto writer = std::make_shared<PredictionWriter>(PredictionWriterOptions().write_interval(WriteInterval::BatchAndEpoch));
   Trainer trainer(quiet_options(dir.path()), {writer});
   const auto outputs = trainer.predict(model, data);
   REQUIRE(outputs.size() == 3);

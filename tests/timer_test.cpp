@@ -53,7 +53,7 @@ TEST_CASE("timer: epoch interval finishes the epoch before stopping") {
   TempDir dir("timer-epoch");
   SlowModule model(20);
   RegressionData data(10, 2);
-  auto timer = std::make_shared<Timer>(TimerOptions().duration(0.05).interval("epoch").verbose(false));
+  auto timer = std::make_shared<Timer>(TimerOptions().duration(0.05).interval(Interval::Epoch).verbose(false));
   Trainer trainer(quiet_options(dir.path()).max_epochs(5).logger(false), {timer});
   trainer.fit(model, data);
   CHECK(trainer.global_step() == 10);

@@ -30,7 +30,7 @@ namespace {
 TrainerOptions search_fit_options(const TempDir& dir) {
   return TrainerOptions()
       .default_root_dir(dir.path().string())
-      .accelerator("cpu")
+      .accelerator(AcceleratorKind::Cpu)
       .enable_progress_bar(false)
       .logger(false)
       .enable_checkpointing(false);
@@ -42,7 +42,7 @@ TEST_CASE("lr_find: the sweep stops on divergence; the module is left as it was"
   TempDir dir("tuner");
   const auto options = TrainerOptions()
                            .default_root_dir(dir.path().string())
-                           .accelerator("cpu")
+                           .accelerator(AcceleratorKind::Cpu)
                            .enable_progress_bar(false)
                            .logger(false)
                            .enable_checkpointing(false);
@@ -78,7 +78,7 @@ TEST_CASE("lr_find: the sweep stops on divergence; the module is left as it was"
 }
 
 TEST_CASE("LRFinder: the sweep's learning rates and its option checks") {
-  LRFinder linear(LRFinderOptions().min_lr(0.1).max_lr(1.1).num_training_steps(10).mode("linear"));
+  LRFinder linear(LRFinderOptions().min_lr(0.1).max_lr(1.1).num_training_steps(10).mode(LRFinderMode::Linear));
   CHECK(linear.learning_rate(0) == doctest::Approx(0.1));
   CHECK(linear.learning_rate(5) == doctest::Approx(0.6));
   LRFinder exponential(LRFinderOptions().min_lr(1e-4).max_lr(1).num_training_steps(4));
@@ -159,7 +159,7 @@ TEST_CASE("scale_batch_size: power doubles up to max_val, binsearch bisects to i
   unchanged();
 
   ResizableRegressionData binsearch_data(100, 8);
-  CHECK(tuner.scale_batch_size(model, binsearch_data, ScaleBatchSizeOptions().mode("binsearch").max_val(40)) ==
+  CHECK(tuner.scale_batch_size(model, binsearch_data, ScaleBatchSizeOptions().mode(ScaleBatchSizeMode::BinSearch).max_val(40)) ==
         40);
   // 64 fails without a loader (as does every size above max_val); then bisection between 32 and 41.
   CHECK(binsearch_data.train_batch_sizes == Sizes{2, 4, 8, 16, 32, 36, 38, 39, 40});
@@ -236,7 +236,7 @@ TEST_CASE("scale_batch_size: what it cannot search says so") {
   testing::RegressionData prepared(4, 0);  // batches made in advance: no size to change
   CHECK_THROWS_AS(tuner.scale_batch_size(model, prepared, ScaleBatchSizeOptions().max_val(8)),
                   std::invalid_argument);
-  CHECK_THROWS_WITH_AS(tuner.scale_batch_size(model, data, ScaleBatchSizeOptions().mode("linear")),
+  CHECK_THROWS_WITH_AS(tuner.scale_batch_size(model, data, ScaleBatchSizeOptions().mode(LRFinderMode::Linear)),
                        doctest::Contains("mode must be one of power, binsearch"), std::invalid_argument);
   // Only size 1 is under max_val 1: init_val 2 fails and is halved.
   CHECK(tuner.scale_batch_size(model, data, ScaleBatchSizeOptions().max_val(1)) == 1);
