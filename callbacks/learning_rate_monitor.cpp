@@ -48,7 +48,7 @@ void LearningRateMonitor::on_train_start(Trainer& trainer, LightningModule&) {
   }
   bool any_step_scheduler = false;
   for (const auto& config : trainer.optimizers()) {
-    any_step_scheduler |= config.lr_scheduler && config.lr_scheduler->interval == SchedulerInterval::Step;
+    any_step_scheduler |= config.lr_scheduler && config.lr_scheduler->interval == Interval::Step;
   }
   interval_ = options_.logging_interval().value_or(any_step_scheduler ? Interval::Step : Interval::Epoch);
 }

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <fulgur/callbacks/interval.hpp>
+#include <fulgur/modules/interval.hpp>
 #include <fulgur/modules/options.hpp>
 #include <fulgur/trainer/callback.hpp>
 

@@ -1,7 +1,7 @@
 #pragma once
 
-#include <fulgur/callbacks/interval.hpp>
 #include <fulgur/callbacks/timer_duration.hpp>
+#include <fulgur/modules/interval.hpp>
 #include <fulgur/modules/options.hpp>
 #include <fulgur/trainer/loops/running_stage.hpp>
 #include <fulgur/trainer/callback.hpp>

@@ -89,9 +89,9 @@ TEST_CASE("cuda_graph: each reason a step cannot be captured is named") {
   CHECK(refusal(TrainerOptions().accumulate_grad_batches(2), module).find("accumulate_grad_batches=2") !=
         std::string::npos);
   CHECK(refusal(TrainerOptions().gradient_clip_val(1.0), module).find("gradient clipping") != std::string::npos);
-  module.scheduler_interval = SchedulerInterval::Step;
+  module.scheduler_interval = Interval::Step;
   CHECK(refusal(TrainerOptions(), module).find("an LR scheduler with interval step") != std::string::npos);
-  module.scheduler_interval = SchedulerInterval::Epoch;  // captured again when it changes the LR
+  module.scheduler_interval = Interval::Epoch;  // captured again when it changes the LR
   CHECK(refusal(TrainerOptions(), module).empty());
   module.scheduler_interval.reset();
   module.automatic_optimization(false);

@@ -175,11 +175,9 @@ TEST_CASE("early stopping: state_dict carries wait count, best score and stopped
 }
 
 TEST_CASE("early stopping: invalid options are named") {
-  CHECK_THROWS_WITH_AS(EarlyStopping(EarlyStoppingOptions("x").mode("low")),
-                       "[EarlyStoppingOptions] mode must be one of min, max, got low", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(parse_choice<MonitorMode>("low"), "must be one of min, max, got 'low'", std::invalid_argument);
   // A near miss names the choice it was probably meant to be.
-  CHECK_THROWS_WITH_AS(EarlyStopping(EarlyStoppingOptions("x").mode("mx")),
-                       "[EarlyStoppingOptions] mode must be one of min, max, got mx; did you mean 'max'?",
+  CHECK_THROWS_WITH_AS(parse_choice<MonitorMode>("mx"), "must be one of min, max, got 'mx'; did you mean 'max'?",
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(EarlyStopping(EarlyStoppingOptions("x").patience(-1)),
                        "[EarlyStoppingOptions] patience must be >= 0, got -1", std::invalid_argument);

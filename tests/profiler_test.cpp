@@ -88,8 +88,8 @@ print("trace ok", len(names))
 }
 
 TEST_CASE("profiler: an unknown name is refused") {
-  CHECK_THROWS_WITH_AS(Trainer(quiet_options(".").profiler("advanced")),
-                       "[TrainerOptions] profiler must be one of simple, pytorch, got advanced", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(parse_choice<ProfilerKind>("advanced"), "must be one of simple, pytorch, got 'advanced'",
+                       std::invalid_argument);
 }
 
 }  // namespace profiler_test

@@ -20,8 +20,7 @@ TEST_CASE("timer: parses DD:HH:MM:SS and rejects anything else, naming the text"
     const std::string expected = "got '" + bad + "'";
     CHECK_THROWS_WITH_AS(Timer::parse_duration(bad), doctest::Contains(expected.c_str()), std::invalid_argument);
   }
-  CHECK_THROWS_WITH_AS(Timer(TimerOptions().interval("hour")),
-                       "[TimerOptions] interval must be one of step, epoch, got hour", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(parse_choice<Interval>("hour"), "must be one of step, epoch, got 'hour'", std::invalid_argument);
   CHECK_THROWS_WITH_AS(Timer(TimerOptions().duration(0)), "[TimerOptions] duration must be > 0, got 0",
                        std::invalid_argument);
 }

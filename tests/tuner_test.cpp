@@ -86,7 +86,7 @@ TEST_CASE("LRFinder: the sweep's learning rates and its option checks") {
   CHECK_FALSE(exponential.suggestion());  // no points yet
   CHECK_THROWS_WITH_AS(LRFinder(LRFinderOptions().min_lr(1).max_lr(0.5)), "[LRFinder] max_lr (0.5) must be > min_lr (1)",
                        std::invalid_argument);
-  CHECK_THROWS_WITH_AS(LRFinder(LRFinderOptions().mode("cyclic")), doctest::Contains("mode must be one of"),
+  CHECK_THROWS_WITH_AS(parse_choice<LRFinderMode>("cyclic"), doctest::Contains("must be one of exponential, linear"),
                        std::invalid_argument);
 }
 
@@ -133,7 +133,7 @@ TEST_CASE("lr_find on the digits: the suggestion lets a short fit reach a good a
                                                     "/bin/cinic10 lr_find --data.root x --lr_find.mode cyclic",
                                                 60);
   CHECK(bad.exit_code == 2);
-  CHECK(bad.output == "error: lr_find.mode: must be one of exponential, linear, got cyclic\n");
+  CHECK(bad.output == "error: lr_find.mode: must be one of exponential, linear, got 'cyclic'\n");
 }
 
 TEST_CASE("scale_batch_size: power doubles up to max_val, binsearch bisects to it; the module is left as it was") {
@@ -171,7 +171,7 @@ TEST_CASE("scale_batch_size: power doubles up to max_val, binsearch bisects to i
   CHECK(halving.train_batch_sizes == Sizes{40});
 
   // Never beyond the training set: 128 becomes 100, in both modes.
-  for (const std::string mode : {"power", "binsearch"}) {
+  for (const ScaleBatchSizeMode mode : {ScaleBatchSizeMode::Power, ScaleBatchSizeMode::BinSearch}) {
     ResizableRegressionData small(100, 8);
     CHECK(tuner.scale_batch_size(model, small, ScaleBatchSizeOptions().mode(mode).max_val(1000)) == 100);
     CHECK(small.train_batch_sizes == Sizes{2, 4, 8, 16, 32, 64, 100});
@@ -236,8 +236,8 @@ TEST_CASE("scale_batch_size: what it cannot search says so") {
   testing::RegressionData prepared(4, 0);  // batches made in advance: no size to change
   CHECK_THROWS_AS(tuner.scale_batch_size(model, prepared, ScaleBatchSizeOptions().max_val(8)),
                   std::invalid_argument);
-  CHECK_THROWS_WITH_AS(tuner.scale_batch_size(model, data, ScaleBatchSizeOptions().mode(LRFinderMode::Linear)),
-                       doctest::Contains("mode must be one of power, binsearch"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(parse_choice<ScaleBatchSizeMode>("linear"), doctest::Contains("must be one of power, binsearch"),
+                       std::invalid_argument);
   // Only size 1 is under max_val 1: init_val 2 fails and is halved.
   CHECK(tuner.scale_batch_size(model, data, ScaleBatchSizeOptions().max_val(1)) == 1);
   CHECK(data.train_batch_sizes == std::vector<int64_t>{1});

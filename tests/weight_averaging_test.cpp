@@ -210,7 +210,7 @@ TEST_CASE("weight averaging: both are named in YAML with Lightning's options") {
   CHECK(ema->options().decay() == 0.99);
   CHECK(ema->options().update_every_n_steps() == 1);
   CHECK(swa->options().swa_lrs() == std::vector<double>{0.05});
-  CHECK(swa->options().annealing_strategy() == "cos");
+  CHECK(swa->options().annealing_strategy() == AnnealingStrategy::Cos);
   CHECK_THROWS_WITH_AS(registry.create(YAML::Load("{class_path: EMAWeightAveraging, init_args: {decay: 1.5}}"),
                                        "trainer.callbacks"),
                        "trainer.callbacks.init_args.decay: must be in [0, 1], got 1.5", cli::ConfigError);

@@ -7,8 +7,9 @@
 
 namespace fulgur {
 
-/// When a callback acts: after optimizer steps or at epoch ends (the
-/// `logging_interval` of LearningRateMonitor, the `interval` of Timer).
+/// After every optimizer step, or at the end of every training epoch: when a
+/// learning-rate scheduler steps (LRSchedulerConfig), LearningRateMonitor
+/// logs and Timer checks the time.
 enum class Interval { Step, Epoch };
 
 inline std::vector<std::string> option_choices(Interval) { return {"step", "epoch"}; }
