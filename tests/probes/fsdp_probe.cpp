@@ -96,7 +96,7 @@ struct FSDPProbeModel : fulgur::LightningModule {
         const auto found = optimizer.state().find(item.value().unsafeGetTensorImpl());
         int64_t state = -1;
         if (found != optimizer.state().end()) {
-          if (o.optimizer() == "adam") {
+          if (o.optimizer() == ProbeOptimizer::Adam) {
             state = static_cast<torch::optim::AdamParamState&>(*found->second).exp_avg().numel();
           } else {
             state = static_cast<torch::optim::SGDParamState&>(*found->second).momentum_buffer().numel();

@@ -268,7 +268,7 @@ int main(int argc, char** argv) {
     fulgur::Trainer trainer(fulgur::TrainerOptions()
                                 .accelerator(fulgur::AcceleratorKind::Cpu)
                                 .devices(std::to_string(devices))
-                                .strategy(devices == 1 ? "auto" : "ddp")
+                                .strategy(devices == 1 ? fulgur::StrategyKind::Auto : fulgur::StrategyKind::DDP)
                                 .default_root_dir(flags.at("root"))
                                 .enable_progress_bar(false)
                                 .enable_model_summary(false)
