@@ -1,4 +1,5 @@
 #pragma once
+
 #include <fulgur/strategies/accelerator_kind.hpp>
 
 #include <torch/torch.h>

@@ -1,4 +1,5 @@
 #pragma once
+
 #include <fulgur/strategies/precision_mode.hpp>
 
 #include <torch/torch.h>
