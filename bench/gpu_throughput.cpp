@@ -55,13 +55,6 @@ bool has_flag(int argc, char** argv, const char* name) {
   return false;
 }
 
-fulgur::PrecisionMode precision_mode(const std::string& name) {
-  if (name == "bf16-mixed") return fulgur::PrecisionMode::BF16Mixed;
-  if (name == "16-mixed") return fulgur::PrecisionMode::FP16Mixed;
-  if (name == "32-true") return fulgur::PrecisionMode::Full32;
-  throw std::invalid_argument("--precision: expected bf16-mixed, 16-mixed or 32-true, got '" + name + "'");
-}
-
 torch::nn::AnyModule resnet50() {
   return fulgur::models::create_model("resnet50", 1000, 3, {.channels_last = true});
 }
@@ -153,11 +146,11 @@ struct StepClock : fulgur::Callback {
 };
 
 double run_trainer(fulgur::LightningModule& module, std::shared_ptr<fulgur::DataLoader> loader,
-                   const std::string& precision, int64_t steps, int64_t warmup, bool cuda_graph) {
+                   fulgur::PrecisionMode precision, int64_t steps, int64_t warmup, bool cuda_graph) {
   LoaderData data(std::move(loader));
   auto clock = std::make_shared<StepClock>(warmup);
   fulgur::Trainer trainer(fulgur::TrainerOptions()
-                              .accelerator("gpu")
+                              .accelerator(fulgur::AcceleratorKind::Cuda)
                               .devices("1")
                               .precision(precision)
                               .max_steps(warmup + steps)
@@ -172,7 +165,7 @@ double run_trainer(fulgur::LightningModule& module, std::shared_ptr<fulgur::Data
   return static_cast<double>(clock->images) / clock->seconds;
 }
 
-double run_bare(const std::vector<fulgur::Batch>& batches, const std::string& precision, int64_t steps,
+double run_bare(const std::vector<fulgur::Batch>& batches, fulgur::PrecisionMode precision, int64_t steps,
                 int64_t warmup) {
   const torch::Device device(torch::kCUDA, 0);
   torch::nn::AnyModule model = resnet50();
@@ -180,7 +173,7 @@ double run_bare(const std::vector<fulgur::Batch>& batches, const std::string& pr
   model.ptr()->train();
   torch::optim::SGD optimizer(model.ptr()->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   // Autocast and (16-mixed) the dynamic loss scaler, as the Trainer uses them.
-  fulgur::Precision amp(precision_mode(precision), device);
+  fulgur::Precision amp(precision, device);
   Clock::time_point start;
   int64_t images = 0;
   for (int64_t step = 0; step < warmup + steps; ++step) {
@@ -216,12 +209,13 @@ int main(int argc, char** argv) {
               << ")" << std::endl;
     return 0;
   }
-  const std::string precision = flag(argc, argv, "--precision", std::string("bf16-mixed"));
+  // A clear error before any work.
+  const auto precision =
+      fulgur::parse_choice<fulgur::PrecisionMode>(flag(argc, argv, "--precision", std::string("bf16-mixed")));
   const int64_t batch_size = flag(argc, argv, "--batch_size", which == "mlp" ? 64 : 256);
   const int64_t steps = flag(argc, argv, "--steps", 50);
   const int64_t warmup = flag(argc, argv, "--warmup", 10);
   const bool cuda_graph = has_flag(argc, argv, "--cuda_graph");
-  precision_mode(precision);  // a clear error before any work
   torch::manual_seed(0);
   double rate = 0.0;
   if (which == "trainer" || which == "bare") {
@@ -254,7 +248,8 @@ int main(int argc, char** argv) {
     std::cerr << "error: --case: expected trainer, bare, jpeg, mlp or probe, got '" << which << "'\n";
     return 2;
   }
-  std::cout << fmt::format("gpu_throughput[{}{}, {}]: {:.1f} {}/s", which, cuda_graph ? ", cuda_graph" : "", precision,
+  std::cout << fmt::format("gpu_throughput[{}{}, {}]: {:.1f} {}/s", which, cuda_graph ? ", cuda_graph" : "",
+                           fulgur::to_string(precision),
                            rate, which == "mlp" ? "samples" : "img")
             << std::endl;
   return 0;

@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   auto run_epoch = [&](bool tensorboard) {
     auto options = fulgur::TrainerOptions()
                        .max_epochs(1)
-                       .accelerator("cpu")
+                       .accelerator(fulgur::AcceleratorKind::Cpu)
                        .enable_progress_bar(false)
                        .num_sanity_val_steps(0)
                        .limit_val_batches(int64_t{0})

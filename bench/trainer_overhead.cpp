@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
     raw_seconds.push_back(raw_epoch(raw_net, raw_optimizer, batches));
     fulgur::Trainer trainer(fulgur::TrainerOptions()
                                 .max_epochs(1)
-                                .accelerator("cpu")
+                                .accelerator(fulgur::AcceleratorKind::Cpu)
                                 .logger(false)
                                 .enable_progress_bar(false)
                                 .num_sanity_val_steps(0),

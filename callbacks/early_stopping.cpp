@@ -16,12 +16,12 @@ namespace fulgur {
 EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : options_(std::move(options)) {
   options_.validate();
   options_.min_delta(std::abs(options_.min_delta()));
-  best_score_ = options_.mode() == "min" ? std::numeric_limits<double>::infinity()
+  best_score_ = options_.mode() == MonitorMode::Min ? std::numeric_limits<double>::infinity()
                                          : -std::numeric_limits<double>::infinity();
 }
 
 std::string EarlyStopping::state_key() const {
-  return fmt::format("EarlyStopping{{'monitor': '{}', 'mode': '{}'}}", options_.monitor(), options_.mode());
+  return fmt::format("EarlyStopping{{'monitor': '{}', 'mode': '{}'}}", options_.monitor(), to_string(options_.mode()));
 }
 
 CallbackState EarlyStopping::state_dict() const {
@@ -64,7 +64,7 @@ void EarlyStopping::on_train_epoch_end(Trainer& trainer, LightningModule&) {
 }
 
 bool EarlyStopping::improves(double current, double reference) const {
-  return options_.mode() == "min" ? current < reference : current > reference;
+  return options_.mode() == MonitorMode::Min ? current < reference : current > reference;
 }
 
 std::string EarlyStopping::evaluate(double current, bool announce) {
@@ -75,13 +75,13 @@ std::string EarlyStopping::evaluate(double current, bool announce) {
   }
   if (options_.stopping_threshold() && improves(current, *options_.stopping_threshold())) {
     return fmt::format("Stopping threshold reached: {} = {:.6g} {} {:.6g}. Signaling Trainer to stop.", name, current,
-                       options_.mode() == "min" ? "<" : ">", *options_.stopping_threshold());
+                       options_.mode() == MonitorMode::Min ? "<" : ">", *options_.stopping_threshold());
   }
   if (options_.divergence_threshold() && improves(*options_.divergence_threshold(), current)) {
     return fmt::format("Divergence threshold reached: {} = {:.6g} {} {:.6g}. Signaling Trainer to stop.", name, current,
-                       options_.mode() == "min" ? ">" : "<", *options_.divergence_threshold());
+                       options_.mode() == MonitorMode::Min ? ">" : "<", *options_.divergence_threshold());
   }
-  const double delta = options_.mode() == "min" ? -options_.min_delta() : options_.min_delta();
+  const double delta = options_.mode() == MonitorMode::Min ? -options_.min_delta() : options_.min_delta();
   if (improves(current - delta, best_score_)) {
     if (options_.verbose() && announce) {
       std::cout << (std::isfinite(best_score_)

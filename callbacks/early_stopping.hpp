@@ -2,6 +2,7 @@
 
 #include <fulgur/modules/options.hpp>
 #include <fulgur/trainer/callback.hpp>
+#include <fulgur/trainer/monitor_mode.hpp>
 
 #include <optional>
 #include <string>
@@ -11,8 +12,8 @@ namespace fulgur {
 /// Options of EarlyStopping, with Lightning's names and defaults.
 #define FULGUR_EARLY_STOPPING_OPTIONS(X)                                                                        \
   X(std::string, monitor, "", "name of the metric in Trainer::callback_metrics()", fulgur::check::NotEmpty{})   \
-  X(std::string, mode, "min", "min: lower is better; max: higher is better",                                    \
-    (fulgur::check::OneOf{{"min", "max"}}))                                                                     \
+  X(fulgur::MonitorMode, mode, fulgur::MonitorMode::Min, "min: lower is better; max: higher is better",       \
+    fulgur::check::Any{})                                                                                       \
   X(int64_t, patience, 3, "checks without improvement before training stops", fulgur::check::AtLeast{0})        \
   X(double, min_delta, 0.0, "smallest change that counts as an improvement (its sign is ignored)",              \
     fulgur::check::Any{})                                                                                       \

@@ -48,9 +48,9 @@ void LearningRateMonitor::on_train_start(Trainer& trainer, LightningModule&) {
   }
   bool any_step_scheduler = false;
   for (const auto& config : trainer.optimizers()) {
-    any_step_scheduler |= config.lr_scheduler && config.lr_scheduler->interval == SchedulerInterval::Step;
+    any_step_scheduler |= config.lr_scheduler && config.lr_scheduler->interval == Interval::Step;
   }
-  interval_ = options_.logging_interval().value_or(any_step_scheduler ? "step" : "epoch");
+  interval_ = options_.logging_interval().value_or(any_step_scheduler ? Interval::Step : Interval::Epoch);
 }
 
 std::map<std::string, double> LearningRateMonitor::extract(Trainer& trainer) const {
@@ -83,7 +83,7 @@ void LearningRateMonitor::log(Trainer& trainer) {
 }
 
 void LearningRateMonitor::on_train_batch_start(Trainer& trainer, LightningModule&, const Batch&, int64_t) {
-  if (interval_ != "step") return;
+  if (interval_ != Interval::Step) return;
   // The rate the coming optimizer step uses, once per step and every log_every_n_steps.
   const int64_t step = trainer.global_step();
   if (step == last_logged_step_ || step % trainer.config().options.log_every_n_steps() != 0) return;
@@ -91,7 +91,7 @@ void LearningRateMonitor::on_train_batch_start(Trainer& trainer, LightningModule
 }
 
 void LearningRateMonitor::on_train_epoch_start(Trainer& trainer, LightningModule&) {
-  if (interval_ == "epoch") log(trainer);
+  if (interval_ == Interval::Epoch) log(trainer);
 }
 
 }  // namespace fulgur

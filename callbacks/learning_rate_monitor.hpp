@@ -1,5 +1,6 @@
 #pragma once
 
+#include <fulgur/modules/interval.hpp>
 #include <fulgur/modules/options.hpp>
 #include <fulgur/trainer/callback.hpp>
 
@@ -11,9 +12,8 @@ namespace fulgur {
 
 /// Options of LearningRateMonitor, with Lightning's names.
 #define FULGUR_LEARNING_RATE_MONITOR_OPTIONS(X)                                                            \
-  X(std::optional<std::string>, logging_interval, std::nullopt,                                            \
-    "step, epoch, or null: the LR scheduler's interval (epoch without a scheduler)",                       \
-    (fulgur::check::OneOf{{"step", "epoch"}}))                                                             \
+  X(std::optional<fulgur::Interval>, logging_interval, std::nullopt,                                        \
+    "step, epoch, or null: the LR scheduler's interval (epoch without a scheduler)", fulgur::check::Any{})  \
   X(bool, log_momentum, false, "also log the momentum (SGD's momentum, Adam's beta1, RMSprop's momentum)", \
     fulgur::check::Any{})                                                                                  \
   X(bool, log_weight_decay, false, "also log the weight decay", fulgur::check::Any{})
@@ -47,7 +47,7 @@ class LearningRateMonitor : public Callback {
   void log(Trainer& trainer);
 
   LearningRateMonitorOptions options_;
-  std::string interval_;  // resolved at train start
+  Interval interval_ = Interval::Epoch;  // resolved at train start
   int64_t last_logged_step_ = -1;
 };
 

@@ -21,7 +21,7 @@ LRFinder::LRFinder(LRFinderOptions options) : options_(std::move(options)) {
 
 double LRFinder::learning_rate(int64_t step) const {
   const double r = static_cast<double>(step) / static_cast<double>(options_.num_training_steps());
-  if (options_.mode() == "linear") return options_.min_lr() + r * (options_.max_lr() - options_.min_lr());
+  if (options_.mode() == LRFinderMode::Linear) return options_.min_lr() + r * (options_.max_lr() - options_.min_lr());
   return options_.min_lr() * std::pow(options_.max_lr() / options_.min_lr(), r);
 }
 

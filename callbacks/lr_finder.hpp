@@ -1,5 +1,6 @@
 #pragma once
 
+#include <fulgur/modules/option_enum.hpp>
 #include <fulgur/modules/options.hpp>
 #include <fulgur/trainer/callback.hpp>
 
@@ -10,14 +11,18 @@
 
 namespace fulgur {
 
+/// How the range test's learning rate grows from min_lr to max_lr.
+enum class LRFinderMode { Exponential, Linear };
+inline std::vector<std::string> option_choices(LRFinderMode) { return {"exponential", "linear"}; }
+
 /// Options of the learning-rate range test, with Lightning's names and
 /// defaults (LearningRateFinder, Tuner.lr_find).
 #define FULGUR_LR_FINDER_OPTIONS(X)                                                                              \
   X(double, min_lr, 1e-8, "learning rate of the first step", fulgur::check::Positive{})                          \
   X(double, max_lr, 1.0, "learning rate of the last step", fulgur::check::Positive{})                            \
   X(int64_t, num_training_steps, 100, "optimizer steps of the sweep", fulgur::check::AtLeast{2})                 \
-  X(std::string, mode, "exponential", "exponential or linear: how the learning rate grows between the two",     \
-    (fulgur::check::OneOf{{"exponential", "linear"}}))                                                           \
+  X(fulgur::LRFinderMode, mode, fulgur::LRFinderMode::Exponential,                                              \
+    "exponential or linear: how the learning rate grows between the two", fulgur::check::Any{})                  \
   X(std::optional<double>, early_stop_threshold, 4.0,                                                            \
     "stop once the smoothed loss exceeds this many times its best; null: run every step",                        \
     fulgur::check::Positive{})

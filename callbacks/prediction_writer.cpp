@@ -37,12 +37,12 @@ std::filesystem::path PredictionWriter::file_for(Trainer& trainer, const std::st
 
 void PredictionWriter::on_predict_batch_end(Trainer& trainer, LightningModule& module, const torch::Tensor& prediction,
                                             const Batch& batch, int64_t batch_idx) {
-  if (options_.write_interval() != "epoch") write_on_batch_end(trainer, module, prediction, batch, batch_idx);
+  if (options_.write_interval() != WriteInterval::Epoch) write_on_batch_end(trainer, module, prediction, batch, batch_idx);
 }
 
 void PredictionWriter::on_predict_epoch_end(Trainer& trainer, LightningModule& module,
                                             const std::vector<torch::Tensor>& predictions) {
-  if (options_.write_interval() != "batch") write_on_epoch_end(trainer, module, predictions);
+  if (options_.write_interval() != WriteInterval::Batch) write_on_epoch_end(trainer, module, predictions);
 }
 
 void PredictionWriter::write_on_batch_end(Trainer& trainer, LightningModule&, const torch::Tensor& prediction,

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <fulgur/modules/option_enum.hpp>
 #include <fulgur/modules/options.hpp>
 #include <fulgur/trainer/callback.hpp>
 
@@ -9,11 +10,15 @@
 
 namespace fulgur {
 
+/// When PredictionWriter writes: after every batch, at the epoch's end, or both.
+enum class WriteInterval { Batch, Epoch, BatchAndEpoch };
+inline std::vector<std::string> option_choices(WriteInterval) { return {"batch", "epoch", "batch_and_epoch"}; }
+
 /// Options of PredictionWriter, with Lightning's names.
 #define FULGUR_PREDICTION_WRITER_OPTIONS(X)                                                                   \
-  X(std::string, write_interval, "epoch",                                                                   \
+  X(fulgur::WriteInterval, write_interval, fulgur::WriteInterval::Epoch,                                    \
     "when predictions are written: epoch (one file), batch (one file per batch) or batch_and_epoch",        \
-    (fulgur::check::OneOf{{"batch", "epoch", "batch_and_epoch"}}))                                          \
+    fulgur::check::Any{})                                                                                   \
   X(std::string, output_dir, "", "folder of the files; empty: the run folder", fulgur::check::Any{})
 
 struct PredictionWriterOptions {

@@ -82,7 +82,7 @@ double StochasticWeightAveraging::learning_rate(size_t group, int64_t epoch) con
                                   static_cast<double>(std::max<int64_t>(1, options_.annealing_epochs())),
                               0.0, 1.0);
   const double alpha = options_.annealing_epochs() == 0 ? 1.0
-                       : options_.annealing_strategy() == "cos" ? (1.0 - std::cos(M_PI * t)) / 2.0
+                       : options_.annealing_strategy() == AnnealingStrategy::Cos ? (1.0 - std::cos(M_PI * t)) / 2.0
                                                                 : t;
   return swa_lr * alpha + initial_lrs_.at(group) * (1.0 - alpha);
 }

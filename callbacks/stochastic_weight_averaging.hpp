@@ -1,6 +1,7 @@
 #pragma once
 
 #include <fulgur/callbacks/weight_averaging.hpp>
+#include <fulgur/modules/option_enum.hpp>
 #include <fulgur/modules/options.hpp>
 
 #include <optional>
@@ -8,6 +9,10 @@
 #include <vector>
 
 namespace fulgur {
+
+/// The shape of SWA's move of the learning rate to swa_lrs.
+enum class AnnealingStrategy { Cos, Linear };
+inline std::vector<std::string> option_choices(AnnealingStrategy) { return {"cos", "linear"}; }
 
 /// Options of StochasticWeightAveraging, with Lightning's names and defaults.
 #define FULGUR_STOCHASTIC_WEIGHT_AVERAGING_OPTIONS(X)                                                          \
@@ -18,8 +23,8 @@ namespace fulgur {
     fulgur::check::Positive{})                                                                                 \
   X(int64_t, annealing_epochs, 10, "epochs over which the learning rate moves to swa_lrs",                     \
     fulgur::check::AtLeast{0})                                                                                 \
-  X(std::string, annealing_strategy, "cos", "cos or linear: the shape of that move",                          \
-    (fulgur::check::OneOf{{"cos", "linear"}}))
+  X(fulgur::AnnealingStrategy, annealing_strategy, fulgur::AnnealingStrategy::Cos,                           \
+    "cos or linear: the shape of that move", fulgur::check::Any{})
 
 struct StochasticWeightAveragingOptions {
   StochasticWeightAveragingOptions() = default;

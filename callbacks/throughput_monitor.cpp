@@ -35,8 +35,8 @@ ThroughputMonitor::ThroughputMonitor(ThroughputMonitorOptions options) : options
   options_.validate();
 }
 
-std::optional<double> ThroughputMonitor::peak_flops(const std::string& device_name, const std::string& precision) {
-  const bool half = precision == "bf16-mixed" || precision == "16-mixed";
+std::optional<double> ThroughputMonitor::peak_flops(const std::string& device_name, PrecisionMode precision) {
+  const bool half = precision != PrecisionMode::Full32;
   for (const Peak& peak : kPeaks) {
     if (device_name.find(peak.name_part) != std::string::npos) return half ? peak.half : peak.fp32;
   }
@@ -53,7 +53,7 @@ void ThroughputMonitor::start(Trainer& trainer, const std::string& stage) {
   available_flops_ = options_.available_flops();
   if (!available_flops_ && device.is_cuda()) {
     if (const auto name = CudaDeviceStats::name(device.index())) {
-      available_flops_ = peak_flops(*name, to_string(trainer.config().precision));
+      available_flops_ = peak_flops(*name, trainer.config().precision);
     }
   }
   meter.t0 = Clock::now();

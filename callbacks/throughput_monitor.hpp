@@ -1,6 +1,7 @@
 #pragma once
 
 #include <fulgur/modules/options.hpp>
+#include <fulgur/strategies/precision_mode.hpp>
 #include <fulgur/trainer/callback.hpp>
 
 #include <chrono>
@@ -54,8 +55,8 @@ class ThroughputMonitor : public Callback {
   /// logged now (without the stage prefix); empty before its first batch.
   std::map<std::string, double> compute(const std::string& stage = "train") const;
   /// Dense peak FLOP/s of a CUDA device by its name ("NVIDIA H100 80GB HBM3")
-  /// for `precision` ("32-true", "bf16-mixed", ...); nullopt when not known.
-  static std::optional<double> peak_flops(const std::string& device_name, const std::string& precision);
+  /// for `precision`; nullopt when not known.
+  static std::optional<double> peak_flops(const std::string& device_name, PrecisionMode precision);
   const ThroughputMonitorOptions& options() const { return options_; }
 
  private:

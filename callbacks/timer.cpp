@@ -99,11 +99,11 @@ void Timer::on_train_batch_end(Trainer& trainer, LightningModule&, const torch::
                                int64_t batch_idx) {
   // With several processes the ranks agree on the Trainer's stop-check schedule, not every step.
   const bool last_batch = batch_idx + 1 == trainer.num_training_batches();
-  if (options_.interval() == "step" && trainer.stop_check_due(last_batch)) check_time_remaining(trainer);
+  if (options_.interval() == Interval::Step && trainer.stop_check_due(last_batch)) check_time_remaining(trainer);
 }
 
 void Timer::on_train_epoch_end(Trainer& trainer, LightningModule&) {
-  if (options_.interval() == "epoch") check_time_remaining(trainer);
+  if (options_.interval() == Interval::Epoch) check_time_remaining(trainer);
 }
 
 void Timer::check_time_remaining(Trainer& trainer) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <fulgur/callbacks/timer_duration.hpp>
+#include <fulgur/modules/interval.hpp>
 #include <fulgur/modules/options.hpp>
 #include <fulgur/trainer/loops/running_stage.hpp>
 #include <fulgur/trainer/callback.hpp>
@@ -17,10 +18,10 @@ namespace fulgur {
     "longest training time in seconds (YAML also takes \"DD:HH:MM:SS\" or {days, hours, minutes, seconds}); " \
     "null: only measure",                                                                                     \
     fulgur::check::Positive{})                                                                                \
-  X(std::string, interval, "step",                                                                            \
+  X(fulgur::Interval, interval, fulgur::Interval::Step,                                                       \
     "check the time after every optimizer step (step; with several processes on the trainer's "              \
     "stop_check_every_n_steps schedule) or epoch (epoch)",                                                    \
-    (fulgur::check::OneOf{{"step", "epoch"}}))                                                                \
+    fulgur::check::Any{})                                                                                     \
   X(bool, verbose, true, "print a line on rank 0 when the time is up", fulgur::check::Any{})
 
 struct TimerOptions {

@@ -131,7 +131,7 @@ int64_t Tuner::scale_batch_size(LightningModule& module, DataModule& data, Scale
     found = restoring(module, [&]() -> std::optional<int64_t> {
       std::optional<int64_t> ran;  // the last size that ran
       int64_t size = options.init_val();
-      if (options.mode() == "power") {
+      if (options.mode() == ScaleBatchSizeMode::Power) {
         for (int64_t i = 0; i < options.max_trials(); ++i) {
           if (trial(size)) {
             ran = size;

@@ -1,13 +1,18 @@
 #pragma once
 
+#include <fulgur/modules/option_enum.hpp>
+
 #include <torch/torch.h>
 
+#include <string>
 #include <vector>
 
 namespace fulgur {
 
 /// How gradients are clipped: their total norm bounded, or each element clamped.
 enum class ClipAlgorithm { Norm, Value };
+
+inline std::vector<std::string> option_choices(ClipAlgorithm) { return {"norm", "value"}; }
 
 /// Clips the gradients of every parameter `optimizer` updates. Gradients must
 /// already be synchronised and unscaled, so the norm is the global one.

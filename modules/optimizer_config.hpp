@@ -1,5 +1,7 @@
 #pragma once
 
+#include <fulgur/modules/interval.hpp>
+
 #include <torch/optim.h>
 
 #include <cstdint>
@@ -10,10 +12,6 @@
 
 namespace fulgur {
 
-/// When a learning-rate scheduler steps: after every optimizer step, or at
-/// the end of every training epoch.
-enum class SchedulerInterval { Step, Epoch };
-
 /// A learning-rate scheduler and when it steps (Lightning's lr_scheduler
 /// dict). Set one of `scheduler` (any torch::optim::LRScheduler, your own
 /// subclass included) or `plateau` (LibTorch's ReduceLROnPlateauScheduler,
@@ -23,7 +21,7 @@ enum class SchedulerInterval { Step, Epoch };
 ///   return {sgd, fulgur::LRSchedulerConfig{.plateau = plateau, .monitor = "val_loss"}};
 struct LRSchedulerConfig {
   std::shared_ptr<torch::optim::LRScheduler> scheduler;
-  SchedulerInterval interval = SchedulerInterval::Epoch;
+  Interval interval = Interval::Epoch;
   /// Step the scheduler once every `frequency` intervals.
   int64_t frequency = 1;
   /// Stepped with callback_metrics()[monitor] (rank 0's value on every rank).

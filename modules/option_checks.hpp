@@ -5,6 +5,7 @@
 // which validate_options() completes into "[Options] name must be > 0, got -1".
 
 #include <fulgur/modules/did_you_mean.hpp>
+#include <fulgur/modules/option_enum.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -31,7 +32,7 @@ std::string text(const T& value) {
   } else if constexpr (requires { value.to_string(); }) {
     return value.to_string();
   } else if constexpr (std::is_enum_v<T>) {
-    return to_string(value);  // found beside the enum
+    return to_string(value);  // an OptionEnum's name, or one declared beside the enum
   } else if constexpr (requires { typename T::mapped_type; }) {  // a std::map, as YAML writes it
     std::string items;
     for (const auto& [key, item] : value) items += (items.empty() ? "" : ", ") + text(key) + ": " + text(item);
@@ -101,7 +102,8 @@ struct NoLimitOrAtLeast {
   }
 };
 
-/// A string from a fixed list.
+/// A string from a list known only at run time (a registry's names); a
+/// fixed list is an enum (modules/option_enum.hpp).
 struct OneOf {
   std::vector<std::string> allowed;
   Result operator()(const std::string& value) const {

@@ -8,8 +8,6 @@
 
 namespace fulgur {
 
-const char* to_string(AcceleratorKind kind) { return kind == AcceleratorKind::Cuda ? "gpu" : "cpu"; }
-
 torch::Device Accelerator::device(int64_t local_rank) const {
   if (kind_ == AcceleratorKind::Cuda) return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
   return torch::Device(torch::kCPU);

@@ -1,19 +1,17 @@
 #pragma once
 
+#include <fulgur/strategies/accelerator_kind.hpp>
 
 #include <torch/torch.h>
 
 namespace fulgur {
-
-enum class AcceleratorKind { Cpu, Cuda };
-/// "cpu" or "gpu".
-const char* to_string(AcceleratorKind kind);
 
 /// Which hardware runs the math: the CPU, or one CUDA device per process.
 /// Builds that lack CUDA (or machines without a GPU) still compile every
 /// CUDA path; is_available() decides at run time.
 class Accelerator {
  public:
+  /// `kind` is Cpu or Cuda (Auto is decided before).
   explicit Accelerator(AcceleratorKind kind) : kind_(kind) {}
 
   AcceleratorKind kind() const { return kind_; }

@@ -15,22 +15,12 @@
 
 namespace fulgur {
 
-ShardingStrategy sharding_strategy(const std::string& name) {
-  if (name == "FULL_SHARD") return ShardingStrategy::FullShard;
-  if (name == "SHARD_GRAD_OP") return ShardingStrategy::ShardGradOp;
-  if (name == "NO_SHARD") return ShardingStrategy::NoShard;
-  if (name == "HYBRID_SHARD") return ShardingStrategy::HybridShard;
-  throw std::invalid_argument(fmt::format("[sharding_strategy] fsdp.sharding_strategy must be one of FULL_SHARD, "
-                                          "SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, got '{}'",
-                                          name));
-}
-
 FSDPStrategy::FSDPStrategy(Accelerator accelerator, PrecisionMode precision, DataParallelOptions data_parallel,
                            FSDPOptions options, DDPOptions ddp, int64_t shard_group_size)
     : DataParallelStrategy(accelerator, precision, std::move(data_parallel), std::move(ddp)),
       options_(std::move(options)),
       shard_group_size_(shard_group_size),
-      sharding_(sharding_strategy(options_.sharding_strategy())) {}
+      sharding_(options_.sharding_strategy()) {}
 
 FSDPStrategy::~FSDPStrategy() {
   set_synchronizer(nullptr);  // the sharded reducer uses shard_group_ and replica_group_
@@ -122,7 +112,7 @@ void FSDPStrategy::before_forward(const torch::nn::Module& unit) {
 void FSDPStrategy::before_unit_backward(size_t index) {
   if (!sharded_) return;
   sharded_->residency().unshard_unit(index);
-  if (!order_recorded_ || options_.backward_prefetch() != "BACKWARD_PRE") return;
+  if (!order_recorded_ || options_.backward_prefetch() != BackwardPrefetch::BackwardPre) return;
   // Backward runs the forward order backwards: the unit before this one is next.
   const auto at = std::find(forward_order_.begin(), forward_order_.end(), index);
   if (at != forward_order_.end() && at != forward_order_.begin()) sharded_->residency().prefetch_unit(*std::prev(at));

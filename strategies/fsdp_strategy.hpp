@@ -12,24 +12,6 @@
 
 namespace fulgur {
 
-/// What the fully sharded strategy splits over the ranks (Lightning's names).
-enum class ShardingStrategy {
-  /// ZeRO-3: parameters, gradients and optimizer state sharded; parameters
-  /// are whole only from a step's forward to the end of its backward.
-  FullShard,
-  /// ZeRO-2: gradients and optimizer state sharded; parameters stay whole.
-  ShardGradOp,
-  /// Nothing sharded: DDP's gradient path.
-  NoShard,
-  /// FULL_SHARD within each group of `shard_group_size` consecutive ranks
-  /// (a node's), replicated across the groups: gradient shards are averaged
-  /// over the replicas, so only 1/group of the gradients crosses nodes.
-  HybridShard,
-};
-
-/// "FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD" or "HYBRID_SHARD"; throws std::invalid_argument naming the allowed ones.
-ShardingStrategy sharding_strategy(const std::string& name);
-
 /// Fully sharded data parallelism: a DataParallelStrategy whose gradient
 /// synchroniser is a ShardedReducer. Each
 /// rank reduce-scatters gradients to its shard of every parameter and
@@ -71,7 +53,7 @@ class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
   int64_t whole_numel(const torch::Tensor& param) const override;
 
   ShardingStrategy sharding() const { return sharding_; }
-  bool sharded_state_dict() const override { return options_.state_dict_type() == "sharded"; }
+  bool sharded_state_dict() const override { return options_.state_dict_type() == StateDictType::Sharded; }
   /// The sharded gradient path; null under NO_SHARD and before setup.
   const ShardedReducer* sharded_reducer() const override { return sharded_; }
 

@@ -4,14 +4,6 @@
 
 namespace fulgur {
 
-const char* to_string(PrecisionMode mode) {
-  switch (mode) {
-    case PrecisionMode::Full32: return "32-true";
-    case PrecisionMode::BF16Mixed: return "bf16-mixed";
-    case PrecisionMode::FP16Mixed: return "16-mixed";
-  }
-  return "?";
-}
 namespace {
 
 // torch.amp.GradScaler's defaults.

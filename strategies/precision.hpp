@@ -1,5 +1,6 @@
 #pragma once
 
+#include <fulgur/strategies/precision_mode.hpp>
 
 #include <torch/torch.h>
 
@@ -7,10 +8,6 @@
 #include <optional>
 
 namespace fulgur {
-
-enum class PrecisionMode { Full32, BF16Mixed, FP16Mixed };
-/// Lightning's names: "32-true", "bf16-mixed", "16-mixed".
-const char* to_string(PrecisionMode mode);
 
 /// Mixed precision: autocast around the forward pass, and for float16 a
 /// dynamic gradient scaler (scale the loss, unscale before clipping, skip the

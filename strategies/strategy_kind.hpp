@@ -1,5 +1,7 @@
 #pragma once
 
+#include <fulgur/modules/option_enum.hpp>
+
 #include <string>
 #include <vector>
 
@@ -9,10 +11,8 @@ namespace fulgur {
 /// single_device for one process and ddp for more.
 enum class StrategyKind { Auto, SingleDevice, DDP, Horovod, FSDP };
 
-/// "auto", "single_device", "ddp", "horovod", "fsdp", in the enum's order.
-std::vector<std::string> option_choices(StrategyKind);
-std::string to_string(StrategyKind kind);
-/// The kind named `name`; throws std::invalid_argument listing the names.
-StrategyKind strategy_kind(const std::string& name);
+inline std::vector<std::string> option_choices(StrategyKind) {
+  return {"auto", "single_device", "ddp", "horovod", "fsdp"};
+}
 
 }  // namespace fulgur

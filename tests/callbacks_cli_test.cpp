@@ -315,7 +315,7 @@ TEST_CASE("callbacks cli: unknown classes, keys and bad values exit 2 with one m
   CHECK(missing.output == "error: trainer.callbacks.init_args.monitor: must be given (it has no default), got \"\"\n");
   const auto bad_mode = run_command(fit + "'{class_path: EarlyStopping, init_args: {monitor: x, mode: up}}'");
   CHECK(bad_mode.exit_code == 2);
-  CHECK(bad_mode.output == "error: trainer.callbacks.init_args.mode: must be one of min, max, got up\n");
+  CHECK(bad_mode.output == "error: trainer.callbacks.init_args.mode: must be one of min, max, got 'up'\n");
   const auto bad_duration = run_command(fit + "'[Timer, {class_path: Timer, init_args: {duration: \"1:99\"}}]'");
   CHECK(bad_duration.exit_code == 2);
   CHECK(bad_duration.output.find("error: trainer.callbacks[1].init_args.duration: expected seconds") == 0);

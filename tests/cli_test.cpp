@@ -191,7 +191,7 @@ TEST_CASE("cli: bad input exits 2 with one message naming the key, and writes no
        "error: lr_scheduler: needs an optimizer: section too (the scheduler is built on that optimizer)\n"},
       {{"--optimizer", "SGD", "--lr_scheduler", "ReduceLROnPlateau", "--lr_scheduler.mode", "lowest",
         "--lr_scheduler.monitor", "val_loss"},
-       "error: lr_scheduler.init_args.mode: expected one of min, max, got 'lowest'\n"},
+       "error: lr_scheduler.init_args.mode: must be one of min, max, got 'lowest'\n"},
       {{"--trainer.max_epochs", "abc"}, "error: trainer.max_epochs: expected an integer or null, got 'abc'\n"},
       {{"--trainer.deterministic", "maybe"},
        "error: trainer.deterministic: expected a boolean (true/false), got 'maybe'\n"},
@@ -202,15 +202,15 @@ TEST_CASE("cli: bad input exits 2 with one message naming the key, and writes no
        "error: trainer.limit_train_batches: expected a batch count (integer) or a fraction (number with a decimal "
        "point), got 'lots'\n"},
       {{"--trainer.precision", "64"},
-       "error: trainer.precision: must be one of 32-true, 32, bf16-mixed, 16-mixed, got 64\n"},
+       "error: trainer.precision: must be one of 32-true, bf16-mixed, 16-mixed, got '64'\n"},
       {{"--trainer.accelerator", "tpu"},
-       "error: trainer.accelerator: must be one of auto, cpu, gpu, cuda, got tpu; did you mean 'cpu'?\n"},
+       "error: trainer.accelerator: must be one of auto, cpu, gpu, got 'tpu'; did you mean 'cpu'?\n"},
       {{"--trainer.precision", "16mixed"},
-       "error: trainer.precision: must be one of 32-true, 32, bf16-mixed, 16-mixed, got 16mixed; did you mean "
+       "error: trainer.precision: must be one of 32-true, bf16-mixed, 16-mixed, got '16mixed'; did you mean "
        "'16-mixed'?\n"},
       {{"--trainer.ddp.bucket_cap_mb", "0"}, "error: trainer.ddp.bucket_cap_mb: must be > 0, got 0\n"},
       {{"--trainer.strategy", "deepspeed"},
-       "error: trainer.strategy: expected one of auto, single_device, ddp, horovod, fsdp, got 'deepspeed'\n"},
+       "error: trainer.strategy: must be one of auto, single_device, ddp, horovod, fsdp, got 'deepspeed'\n"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"fit", "--trainer.default_root_dir", root};

@@ -53,7 +53,7 @@ TEST_CASE("convergence: XOR is learned to 100% with a falling loss") {
   XorData data;
   Trainer trainer(TrainerOptions()
                       .max_epochs(300)
-                      .accelerator("cpu")
+                      .accelerator(AcceleratorKind::Cpu)
                       .enable_progress_bar(false)
                       .log_every_n_steps(1)
                       .default_root_dir(dir.path()));

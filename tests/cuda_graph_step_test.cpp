@@ -29,7 +29,7 @@ Platform one_gpu() {
 }
 
 std::string refusal(TrainerOptions options, LightningModule& module) {
-  const TrainerConfig config = TrainerConfig::resolve(options.accelerator("gpu"), one_gpu());
+  const TrainerConfig config = TrainerConfig::resolve(options.accelerator(AcceleratorKind::Cuda), one_gpu());
   const auto optimizers = module.configure_optimizers().entries();
   return CudaGraphStep::refusal(config, module, optimizers).value_or("");
 }
@@ -82,16 +82,16 @@ using namespace cuda_graph_step_test;
 TEST_CASE("cuda_graph: each reason a step cannot be captured is named") {
   RecordingModule module;
   CHECK(refusal(TrainerOptions(), module).empty());
-  CHECK(refusal(TrainerOptions().precision("bf16-mixed"), module).empty());
-  CHECK(refusal(TrainerOptions().precision("16-mixed"), module).find("16-mixed's gradient scaler") != std::string::npos);
+  CHECK(refusal(TrainerOptions().precision(PrecisionMode::BF16Mixed), module).empty());
+  CHECK(refusal(TrainerOptions().precision(PrecisionMode::FP16Mixed), module).find("16-mixed's gradient scaler") != std::string::npos);
   CHECK(refusal(TrainerOptions().strategy(StrategyKind::DDP), module).find("needs strategy single_device; ddp") !=
         std::string::npos);
   CHECK(refusal(TrainerOptions().accumulate_grad_batches(2), module).find("accumulate_grad_batches=2") !=
         std::string::npos);
   CHECK(refusal(TrainerOptions().gradient_clip_val(1.0), module).find("gradient clipping") != std::string::npos);
-  module.scheduler_interval = SchedulerInterval::Step;
+  module.scheduler_interval = Interval::Step;
   CHECK(refusal(TrainerOptions(), module).find("an LR scheduler with interval step") != std::string::npos);
-  module.scheduler_interval = SchedulerInterval::Epoch;  // captured again when it changes the LR
+  module.scheduler_interval = Interval::Epoch;  // captured again when it changes the LR
   CHECK(refusal(TrainerOptions(), module).empty());
   module.scheduler_interval.reset();
   module.automatic_optimization(false);
@@ -104,7 +104,7 @@ TEST_CASE("cuda_graph: each reason a step cannot be captured is named") {
   } adam;
   CHECK(refusal(TrainerOptions(), adam).find("only SGD's step can be captured") != std::string::npos);
 
-  const TrainerConfig cpu = TrainerConfig::resolve(TrainerOptions().accelerator("cpu"), Platform());
+  const TrainerConfig cpu = TrainerConfig::resolve(TrainerOptions().accelerator(AcceleratorKind::Cpu), Platform());
   CHECK(CudaGraphStep::refusal(cpu, module, {}).value_or("") == "needs a GPU (accelerator is cpu)");
 }
 

@@ -26,7 +26,7 @@ Outcome run_with(std::vector<double> values, EarlyStoppingOptions options, int64
   ScriptedScoreModule model(std::move(values));
   RegressionData data(4, 2);
   auto stop = std::make_shared<EarlyStopping>(options);
-  trainer_options.default_root_dir(dir.path()).enable_progress_bar(false).accelerator("cpu").logger(false);
+  trainer_options.default_root_dir(dir.path()).enable_progress_bar(false).accelerator(AcceleratorKind::Cpu).logger(false);
   trainer_options.max_epochs(max_epochs).num_sanity_val_steps(0);
   Trainer trainer(trainer_options, {stop});
   trainer.fit(model, data);
@@ -62,7 +62,7 @@ TEST_CASE("early stopping: min_delta ignores small improvements") {
 
 TEST_CASE("early stopping: mode max with a stopping threshold") {
   const auto out =
-      run_with({0.5, 0.7, 0.9, 0.95}, EarlyStoppingOptions("val_score").mode("max").patience(5).stopping_threshold(0.85));
+      run_with({0.5, 0.7, 0.9, 0.95}, EarlyStoppingOptions("val_score").mode(MonitorMode::Max).patience(5).stopping_threshold(0.85));
   CHECK(out.epochs_run == 3);
   CHECK(out.callback->stopping_reason().find("Stopping threshold reached") != std::string::npos);
 }
@@ -175,11 +175,9 @@ TEST_CASE("early stopping: state_dict carries wait count, best score and stopped
 }
 
 TEST_CASE("early stopping: invalid options are named") {
-  CHECK_THROWS_WITH_AS(EarlyStopping(EarlyStoppingOptions("x").mode("low")),
-                       "[EarlyStoppingOptions] mode must be one of min, max, got low", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(parse_choice<MonitorMode>("low"), "must be one of min, max, got 'low'", std::invalid_argument);
   // A near miss names the choice it was probably meant to be.
-  CHECK_THROWS_WITH_AS(EarlyStopping(EarlyStoppingOptions("x").mode("mx")),
-                       "[EarlyStoppingOptions] mode must be one of min, max, got mx; did you mean 'max'?",
+  CHECK_THROWS_WITH_AS(parse_choice<MonitorMode>("mx"), "must be one of min, max, got 'mx'; did you mean 'max'?",
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(EarlyStopping(EarlyStoppingOptions("x").patience(-1)),
                        "[EarlyStoppingOptions] patience must be >= 0, got -1", std::invalid_argument);

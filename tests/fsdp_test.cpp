@@ -303,17 +303,19 @@ TEST_CASE("fsdp: a bad sharding_strategy or wrap module is one clear error namin
 }
 
 TEST_CASE("fsdp: from a program's own main, TrainerOptions name the strategy and its options") {
-  const auto options = fulgur::TrainerOptions().strategy("fsdp").fsdp(
-      fulgur::FSDPOptions().sharding_strategy("SHARD_GRAD_OP").min_num_params(100000).wrap_modules("encoder,head"));
+  const auto options = fulgur::TrainerOptions().strategy(fulgur::StrategyKind::FSDP).fsdp(
+      fulgur::FSDPOptions()
+          .sharding_strategy(fulgur::ShardingStrategy::ShardGradOp)
+          .min_num_params(100000)
+          .wrap_modules("encoder,head"));
   CHECK(options.strategy() == fulgur::StrategyKind::FSDP);
   CHECK(options.fsdp().wrap_modules() == "encoder,head");
-  CHECK(fulgur::FSDPOptions().sharding_strategy() == "FULL_SHARD");  // Lightning's default
-  CHECK(fulgur::FSDPOptions().state_dict_type() == "full");
-  CHECK_THROWS_WITH_AS(fulgur::FSDPOptions().sharding_strategy("FULL").validate(),
-                       doctest::Contains("sharding_strategy must be one of FULL_SHARD, SHARD_GRAD_OP, NO_SHARD"),
-                       std::invalid_argument);
-  CHECK_THROWS_WITH_AS(fulgur::FSDPOptions().state_dict_type("local").validate(),
-                       doctest::Contains("state_dict_type must be one of full, sharded"), std::invalid_argument);
+  CHECK(fulgur::FSDPOptions().sharding_strategy() == fulgur::ShardingStrategy::FullShard);  // Lightning's default
+  CHECK(fulgur::FSDPOptions().state_dict_type() == fulgur::StateDictType::Full);
+  CHECK_THROWS_WITH_AS(fulgur::parse_choice<fulgur::ShardingStrategy>("FULL"),
+                       doctest::Contains("must be one of FULL_SHARD, SHARD_GRAD_OP, NO_SHARD"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(fulgur::parse_choice<fulgur::StateDictType>("local"),
+                       doctest::Contains("must be one of full, sharded"), std::invalid_argument);
 }
 
 TEST_CASE("fsdp: the wrap policy groups parameters into units by size at module boundaries and by name") {

@@ -235,7 +235,7 @@ TEST_CASE("horovod: unknown or bad horovod options fail before any process start
   CHECK(unknown.output.find("unknown key 'trainer.horovod.fusion'") != std::string::npos);
   const auto bad = run_command(fit_command(dir, "bad", "--trainer.strategy horovod --trainer.horovod.compression int8"), 60);
   CHECK(bad.exit_code == 2);
-  CHECK(bad.output.find("trainer.horovod.compression: must be one of none, fp16, got int8") != std::string::npos);
+  CHECK(bad.output.find("trainer.horovod.compression: must be one of none, fp16, got 'int8'") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir / "unknown"));
 }
 

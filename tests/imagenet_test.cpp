@@ -27,6 +27,7 @@ namespace imagenet_test {
 
 using fulgur::DataError;
 using fulgur::ImageNet;
+using fulgur::ImageNetFormat;
 using fulgur::ImageNetOptions;
 using fulgur::Stage;
 using fulgur::testing::TempDir;
@@ -206,7 +207,7 @@ TEST_CASE("ImageNet: index files `path,label` relative to root") {
   for (size_t c = 0; c < 3; ++c) train << "train/" << kWnids[c] << "/img_0.png," << c << "\n";
   train.close();
   std::ofstream(dir / "val.csv") << "val/" << kWnids[2] << "/img_1.png,2\n\n" << (dir / "val" / kWnids[0] / "img_0.png").string() << ",0\n";
-  ImageNet data(options(dir.path()).format("index"));
+  ImageNet data(options(dir.path()).format(ImageNetFormat::Index));
   data.setup(Stage::Fit);
   CHECK(data.classes() == std::vector<std::string>{"0", "1", "2"});
   CHECK(data.train_source()->size() == 3);
@@ -214,7 +215,7 @@ TEST_CASE("ImageNet: index files `path,label` relative to root") {
   CHECK(data.val_source()->label(0) == 2);
   CHECK(epoch(*data.val_dataloader(), 0).size() == 1);
   std::ofstream(dir / "val.csv") << "val/a.png,2\nval/b.png,x\n";
-  CHECK(error_of([&] { ImageNet(options(dir.path()).format("index")).setup(Stage::Fit); }) ==
+  CHECK(error_of([&] { ImageNet(options(dir.path()).format(ImageNetFormat::Index)).setup(Stage::Fit); }) ==
         "[ImageFileList::from_index_file] '" + (dir / "val.csv").string() +
             "' line 2: expected 'path,label' with an integer label >= 0, got 'val/b.png,x'");
 }
@@ -228,7 +229,7 @@ TEST_CASE("ImageNet: HDF5 packs give the same batches as the folders they were p
   fs::create_directories(dir / "packs");
   fulgur::HDF5ImageFile::write(*folders.train_source(), dir / "packs" / "train.h5");
   fulgur::HDF5ImageFile::write(*folders.val_source(), dir / "packs" / "val.h5");
-  ImageNet packs(options(dir / "packs").format("hdf5"));
+  ImageNet packs(options(dir / "packs").format(ImageNetFormat::HDF5));
   packs.setup(Stage::Fit);
   CHECK(packs.classes() == kWnids);
   CHECK(same(epoch(*packs.train_dataloader(), 2), epoch(*folders.train_dataloader(), 2)));
@@ -238,7 +239,7 @@ TEST_CASE("ImageNet: HDF5 packs give the same batches as the folders they were p
 TEST_CASE("ImageNet: format hdf5 in a build without HDF5 is one error naming the pack") {
   TempDir dir("imagenet-no-hdf5");
   write_imagenet(dir.path());
-  CHECK(error_of([&] { ImageNet(options(dir.path()).format("hdf5")).setup(Stage::Fit); }) ==
+  CHECK(error_of([&] { ImageNet(options(dir.path()).format(ImageNetFormat::HDF5)).setup(Stage::Fit); }) ==
         "[HDF5ImageFile] '" + (dir / "train.h5").string() +
             "': fulgur was built without HDF5 (FULGUR_WITH_HDF5=OFF), so it cannot read or write HDF5 image packs; "
             "rebuild with libhdf5 installed (Debian: libhdf5-dev) and -DFULGUR_WITH_HDF5=ON");
@@ -278,8 +279,8 @@ TEST_CASE("ImageNet: a missing split and invalid options are clear errors") {
         "[ImageNet::setup] split folder '" + (dir / "val").string() +
             "' does not exist; expected root/train/<wnid>/ and root/val/");
   CHECK_THROWS_AS(ImageNet(options(dir.path())).setup(Stage::Fit), DataError);
-  CHECK(error_of([&] { ImageNet(options(dir.path()).format("lmdb")); }) ==
-        "[ImageNetOptions] format must be one of folder, hdf5, index, got lmdb");
+  CHECK(error_of([] { fulgur::parse_choice<ImageNetFormat>("lmdb"); }) ==
+        "must be one of folder, hdf5, index, got 'lmdb'");
   CHECK(error_of([&] { ImageNet(options(dir.path()).crop_size(32)); }) ==
         "[ImageNetOptions] resize_size must be >= crop_size (32), got 16");
   CHECK(error_of([&] { ImageNet(options(dir.path()).crop_size(0)); }) == "[ImageNetOptions] crop_size must be >= 1, got 0");
@@ -287,7 +288,7 @@ TEST_CASE("ImageNet: a missing split and invalid options are clear errors") {
         "[ImageNetOptions] mean must be a list of 3 numbers (one per RGB channel), got [0.5]");
   CHECK(error_of([] { ImageNet{ImageNetOptions{}}; }) ==
         "[ImageNetOptions] root must be given (it has no default), got \"\"");
-  CHECK_THROWS_AS(ImageNet(options(dir.path()).format("hdf5")).setup(Stage::Fit), DataError);
+  CHECK_THROWS_AS(ImageNet(options(dir.path()).format(ImageNetFormat::HDF5)).setup(Stage::Fit), DataError);
 }
 
 TEST_CASE("ImageNetOptions from YAML: the example config's keys, and errors naming the dotted key") {
@@ -295,7 +296,7 @@ TEST_CASE("ImageNetOptions from YAML: the example config's keys, and errors nami
       YAML::LoadFile(std::string(FULGUR_SOURCE_DIR) + "/examples/imagenet/config.yaml")["data"], "data");
   const auto read = fulgur::cli::read_options<ImageNet::Options>(example);
   CHECK(read.root() == "/data/imagenet");
-  CHECK(read.format() == "folder");
+  CHECK(read.format() == ImageNetFormat::Folder);
   CHECK(read.batch_size() == 256);
   CHECK(read.crop_size() == 224);
   CHECK(read.resize_size() == 256);
@@ -310,7 +311,7 @@ TEST_CASE("ImageNetOptions from YAML: the example config's keys, and errors nami
     }
     return "<no ConfigError>";
   };
-  CHECK(error_of_yaml("{root: /d, format: lmdb}") == "data.format: must be one of folder, hdf5, index, got lmdb");
+  CHECK(error_of_yaml("{root: /d, format: lmdb}") == "data.format: must be one of folder, hdf5, index, got 'lmdb'");
   CHECK(error_of_yaml("{root: /d, crop_size: 0}") == "data.crop_size: must be >= 1, got 0");
   CHECK(error_of_yaml("{root: /d, std: [1, 1, 0]}") ==
         "data.std: must be a list of 3 positive numbers (one per RGB channel), got [1, 1, 0]");

@@ -32,7 +32,7 @@ class TwoGroupModule : public RecordingModule {
 TEST_CASE("learning rate monitor: step interval follows a step scheduler") {
   TempDir dir("lr-monitor-step");
   RecordingModule model(4, 0.8);
-  model.scheduler_interval = SchedulerInterval::Step;  // halves the rate after every step
+  model.scheduler_interval = Interval::Step;  // halves the rate after every step
   RegressionData data(3, 0);
   auto logger = std::make_shared<MemoryLogger>(dir.path());
   Trainer trainer(quiet_options(dir.path()).max_epochs(2).log_every_n_steps(2),
@@ -54,7 +54,7 @@ TEST_CASE("learning rate monitor: epoch interval, parameter groups and momentum"
   auto logger = std::make_shared<MemoryLogger>(dir.path());
   Trainer trainer(quiet_options(dir.path()).max_epochs(2),
                   {std::make_shared<LearningRateMonitor>(
-                      LearningRateMonitorOptions().logging_interval("epoch").log_momentum(true).log_weight_decay(true))},
+                      LearningRateMonitorOptions().logging_interval(Interval::Epoch).log_momentum(true).log_weight_decay(true))},
                   {logger});
   trainer.fit(model, data);
   const auto pg1 = logger->series("lr-SGD/pg1");
@@ -82,8 +82,7 @@ TEST_CASE("learning rate monitor: Adam's name and beta1 as momentum; no logger i
   Trainer trainer(quiet_options(dir.path()).max_epochs(1).logger(false), {std::make_shared<LearningRateMonitor>()});
   CHECK_THROWS_WITH_AS(trainer.fit(model, data), "[LearningRateMonitor] cannot log learning rates: the Trainer has no logger",
                        std::invalid_argument);
-  CHECK_THROWS_WITH_AS(LearningRateMonitor(LearningRateMonitorOptions().logging_interval("batch")),
-                       "[LearningRateMonitorOptions] logging_interval must be one of step, epoch, got batch",
+  CHECK_THROWS_WITH_AS(parse_choice<Interval>("batch"), "must be one of step, epoch, got 'batch'",
                        std::invalid_argument);
 }
 

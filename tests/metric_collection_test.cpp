@@ -125,7 +125,7 @@ TEST_CASE("MetricCollection: logged by one loop in validation_step, epoch values
   Classifier model;
   Data data(x, y);
   fulgur::Trainer trainer(fulgur::TrainerOptions()
-                              .accelerator("cpu")
+                              .accelerator(fulgur::AcceleratorKind::Cpu)
                               .devices("1")
                               .default_root_dir(dir.path().string())
                               .enable_progress_bar(false)

@@ -49,8 +49,7 @@ TEST_CASE("ModelCheckpoint: filename templates insert names and formatted values
   CHECK(ModelCheckpoint::format_filename("best-{val_acc:.2f}", 0, 0, {{"val_acc", 0.5}}) == "best-val_acc=0.50");
   CHECK_THROWS_WITH_AS(ModelCheckpoint::format_filename("{epoch", 0, 0, {}),
                        "[ModelCheckpoint] filename '{epoch' has an unclosed '{'", std::invalid_argument);
-  CHECK_THROWS_WITH_AS(ModelCheckpoint(ModelCheckpointOptions().mode("up")),
-                       "[ModelCheckpointOptions] mode must be one of min, max, got up", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(parse_choice<MonitorMode>("up"), "must be one of min, max, got 'up'", std::invalid_argument);
   CHECK_THROWS_WITH_AS(ModelCheckpoint(ModelCheckpointOptions().save_top_k(-2)),
                        "[ModelCheckpointOptions] save_top_k must be -1 or >= 0, got -2", std::invalid_argument);
   CHECK_THROWS_WITH_AS(ModelCheckpoint(ModelCheckpointOptions().every_n_train_steps(2).every_n_epochs(1)),

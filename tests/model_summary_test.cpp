@@ -72,12 +72,12 @@ TEST_CASE("model summary: the Trainer adds one unless enable_model_summary is of
                          [](const auto& c) { return dynamic_cast<ModelSummary*>(c.get()) != nullptr; });
   };
   const testing::TempDir dir("model-summary-default");
-  Trainer with_default(TrainerOptions().default_root_dir(dir.path()).accelerator("cpu"));
+  Trainer with_default(TrainerOptions().default_root_dir(dir.path()).accelerator(AcceleratorKind::Cpu));
   CHECK(count(with_default) == 1);
   Trainer off(quiet_options(dir.path()));
   CHECK(count(off) == 0);
   auto own = std::make_shared<ModelSummary>(ModelSummaryOptions().max_depth(2));
-  Trainer given(TrainerOptions().default_root_dir(dir.path()).accelerator("cpu"), {own});
+  Trainer given(TrainerOptions().default_root_dir(dir.path()).accelerator(AcceleratorKind::Cpu), {own});
   CHECK(count(given) == 1);
   CHECK_THROWS_WITH_AS(ModelSummary(ModelSummaryOptions().max_depth(-2)),
                        "[ModelSummaryOptions] max_depth must be -1 or >= 0, got -2", std::invalid_argument);

@@ -22,7 +22,7 @@ double lr_of(Trainer& trainer) {
 TEST_CASE("LR scheduler: interval step halves the LR after every optimizer step") {
   TempDir dir("sched-step");
   RecordingModule model(4, 0.8);
-  model.scheduler_interval = SchedulerInterval::Step;
+  model.scheduler_interval = Interval::Step;
   RegressionData data(5, 0);
   Trainer trainer(quiet_options(dir.path()).max_epochs(1).logger(false));
   trainer.fit(model, data);
@@ -33,7 +33,7 @@ TEST_CASE("LR scheduler: interval epoch steps once per epoch, honouring frequenc
   TempDir dir("sched-epoch");
   {
     RecordingModule model(4, 0.8);
-    model.scheduler_interval = SchedulerInterval::Epoch;
+    model.scheduler_interval = Interval::Epoch;
     RegressionData data(5, 0);
     Trainer trainer(quiet_options(dir.path()).max_epochs(3).logger(false));
     trainer.fit(model, data);
@@ -41,7 +41,7 @@ TEST_CASE("LR scheduler: interval epoch steps once per epoch, honouring frequenc
   }
   {
     RecordingModule model(4, 0.8);
-    model.scheduler_interval = SchedulerInterval::Step;
+    model.scheduler_interval = Interval::Step;
     model.scheduler_frequency = 2;
     RegressionData data(5, 0);
     Trainer trainer(quiet_options(dir.path()).max_epochs(1).accumulate_grad_batches(2).logger(false));
@@ -163,7 +163,7 @@ TEST_CASE("gradient clipping: norm bounds the total norm, value clamps elements"
     BigGradient model;
     const torch::Tensor before = model.linear->weight.detach().clone();
     Trainer trainer(
-        quiet_options(dir.path()).max_epochs(1).gradient_clip_val(0.1).gradient_clip_algorithm("value").logger(false));
+        quiet_options(dir.path()).max_epochs(1).gradient_clip_val(0.1).gradient_clip_algorithm(ClipAlgorithm::Value).logger(false));
     trainer.fit(model, data);
     const torch::Tensor delta = before - model.linear->weight.detach();
     CHECK(torch::allclose(delta, torch::full_like(delta, 0.1)));

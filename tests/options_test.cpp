@@ -105,9 +105,9 @@ TEST_CASE("options: declared checks, defaults and the YAML reader name the key")
   CHECK(message_of("{epochs: many}") == "model.epochs: expected an integer, got 'many'");
   CHECK(message_of("{clip: big}") == "model.clip: expected a number or null, got 'big'");
   CHECK(message_of("{strategy: deepspeed}") ==
-        "model.strategy: expected one of auto, single_device, ddp, horovod, fsdp, got 'deepspeed'");
+        "model.strategy: must be one of auto, single_device, ddp, horovod, fsdp, got 'deepspeed'");
   CHECK(message_of("{strategy: fsdb}") ==
-        "model.strategy: expected one of auto, single_device, ddp, horovod, fsdp, got 'fsdb'; did you mean 'fsdp'?");
+        "model.strategy: must be one of auto, single_device, ddp, horovod, fsdp, got 'fsdb'; did you mean 'fsdp'?");
   CHECK(message_of("{ddp: {bucket_cap_mb: -2}}") == "model.ddp.bucket_cap_mb: must be > 0, got -2");
   CHECK(message_of("{ddp: {bucket_cap: 2}}") ==
         "unknown key 'model.ddp.bucket_cap'; did you mean 'model.ddp.bucket_cap_mb'?");
@@ -121,6 +121,48 @@ TEST_CASE("options: declared checks, defaults and the YAML reader name the key")
   CHECK(again.clip() == 0.5);
   CHECK(again.strategy() == fulgur::StrategyKind::Horovod);
   CHECK(again.ddp().bucket_cap_mb() == 2.0);
+}
+
+TEST_CASE("options: a choice is an enum; YAML takes its name or an alias, a typo names the key and the choices") {
+  const auto read_trainer = [](const std::string& yaml) {
+    fulgur::cli::ConfigSection section(YAML::Load(yaml), "trainer");
+    return fulgur::cli::read_options<fulgur::TrainerOptions>(section);
+  };
+  const auto trainer_error = [&](const std::string& yaml) -> std::string {
+    try {
+      read_trainer(yaml);
+    } catch (const fulgur::cli::ConfigError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  const auto named = read_trainer(
+      "{precision: bf16-mixed, accelerator: gpu, profiler: simple, fsdp: {sharding_strategy: HYBRID_SHARD}}");
+  CHECK(named.precision() == fulgur::PrecisionMode::BF16Mixed);
+  CHECK(named.accelerator() == fulgur::AcceleratorKind::Cuda);
+  CHECK(named.profiler() == fulgur::ProfilerKind::Simple);
+  CHECK(named.fsdp().sharding_strategy() == fulgur::ShardingStrategy::HybridShard);
+  const auto aliased = read_trainer("{precision: 32, accelerator: cuda, profiler: null}");
+  CHECK(aliased.precision() == fulgur::PrecisionMode::Full32);
+  CHECK(aliased.accelerator() == fulgur::AcceleratorKind::Cuda);
+  CHECK_FALSE(aliased.profiler().has_value());
+
+  CHECK(trainer_error("{precision: bf16-mixd}") ==
+        "trainer.precision: must be one of 32-true, bf16-mixed, 16-mixed, got 'bf16-mixd'; did you mean 'bf16-mixed'?");
+  CHECK(trainer_error("{profiler: simpel}") ==
+        "trainer.profiler: must be one of simple, pytorch, got 'simpel'; did you mean 'simple'?");
+  CHECK(trainer_error("{fsdp: {sharding_strategy: FULL_SHRAD}}") ==
+        "trainer.fsdp.sharding_strategy: must be one of FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, got "
+        "'FULL_SHRAD'; did you mean 'FULL_SHARD'?");
+
+  // Written back (hparams.yaml, --print_config): the canonical name, never the alias.
+  const YAML::Node written = fulgur::cli::to_yaml(aliased);
+  CHECK(written["precision"].Scalar() == "32-true");
+  CHECK(written["accelerator"].Scalar() == "gpu");
+  CHECK(written["profiler"].IsNull());
+  CHECK(fulgur::cli::to_yaml(named)["fsdp"]["sharding_strategy"].Scalar() == "HYBRID_SHARD");
+  CHECK(fulgur::to_string(fulgur::MonitorMode::Max) == "max");
+  CHECK(fulgur::parse_choice<fulgur::MonitorMode>("max") == fulgur::MonitorMode::Max);
 }
 
 template <class Options>

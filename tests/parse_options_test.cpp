@@ -53,8 +53,8 @@ TEST_CASE("parse_options: each flag goes to the struct that declares it; the val
   CHECK(trainer.devices() == "2");
   CHECK(trainer.strategy() == fulgur::StrategyKind::DDP);
   CHECK(trainer.max_epochs() == 7);
-  CHECK(trainer.fsdp().sharding_strategy() == "SHARD_GRAD_OP");
-  CHECK(trainer.fsdp().state_dict_type() == "full");
+  CHECK(trainer.fsdp().sharding_strategy() == fulgur::ShardingStrategy::ShardGradOp);
+  CHECK(trainer.fsdp().state_dict_type() == fulgur::StateDictType::Full);
   CHECK(trainer.limit_val_batches().is_fraction());
   CHECK(trainer.limit_val_batches().value() == 0.5);
   CHECK(flags.batch_size() == 32);

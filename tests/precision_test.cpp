@@ -33,7 +33,7 @@ TEST_CASE("precision: bf16-mixed autocasts linear layers on CPU, weights stay fl
   TempDir dir("precision-bf16");
   DtypeProbe model;
   RegressionData data(3, 1);
-  Trainer trainer(quiet_options(dir.path()).max_epochs(1).precision("bf16-mixed").logger(false));
+  Trainer trainer(quiet_options(dir.path()).max_epochs(1).precision(PrecisionMode::BF16Mixed).logger(false));
   trainer.fit(model, data);
   REQUIRE(model.train_dtypes.size() == 3);
   for (auto t : model.train_dtypes) CHECK((t == torch::kBFloat16));
@@ -58,7 +58,7 @@ TEST_CASE("precision: bf16-mixed still trains (loss goes down)") {
   TempDir dir("precision-bf16-train");
   testing::RecordingModule model(4, 0.05);
   RegressionData data(8, 2);
-  Trainer trainer(quiet_options(dir.path()).max_epochs(15).precision("bf16-mixed").logger(false));
+  Trainer trainer(quiet_options(dir.path()).max_epochs(15).precision(PrecisionMode::BF16Mixed).logger(false));
   const double before = trainer.validate(model, data).at("val_loss");
   trainer.fit(model, data);
   const double after = trainer.validate(model, data).at("val_loss");
@@ -66,7 +66,7 @@ TEST_CASE("precision: bf16-mixed still trains (loss goes down)") {
 }
 
 TEST_CASE("precision: the float16 gradient scaler needs a GPU and says so") {
-  CHECK_THROWS_WITH_AS(Trainer(TrainerOptions().precision("16-mixed").accelerator("cpu")),
+  CHECK_THROWS_WITH_AS(Trainer(TrainerOptions().precision(PrecisionMode::FP16Mixed).accelerator(AcceleratorKind::Cpu)),
                        "[TrainerConfig::resolve] precision '16-mixed' needs a GPU (float16 autocast with a gradient "
                        "scaler); on CPU use 'bf16-mixed'",
                        std::invalid_argument);

@@ -19,7 +19,7 @@ TEST_CASE("PredictionWriter: predictions.pt holds every batch joined; batch file
   TempDir dir("prediction-writer");
   testing::RegressionData data(2, 3);
   testing::RecordingModule model;
-  auto writer = std::make_shared<PredictionWriter>(PredictionWriterOptions().write_interval("batch_and_epoch"));
+  auto writer = std::make_shared<PredictionWriter>(PredictionWriterOptions().write_interval(WriteInterval::BatchAndEpoch));
   Trainer trainer(quiet_options(dir.path()), {writer});
   const auto outputs = trainer.predict(model, data);
   REQUIRE(outputs.size() == 3);
@@ -30,8 +30,7 @@ TEST_CASE("PredictionWriter: predictions.pt holds every batch joined; batch file
     CHECK(torch::equal(testing::load_pickled_tensor(run / "predictions" / ("batch_" + std::to_string(i) + ".pt")),
                        outputs[i]));
   }
-  CHECK_THROWS_WITH_AS(PredictionWriter(PredictionWriterOptions().write_interval("step")),
-                       "[PredictionWriterOptions] write_interval must be one of batch, epoch, batch_and_epoch, got step",
+  CHECK_THROWS_WITH_AS(parse_choice<WriteInterval>("step"), "must be one of batch, epoch, batch_and_epoch, got 'step'",
                        std::invalid_argument);
 }
 

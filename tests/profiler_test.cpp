@@ -22,7 +22,7 @@ TEST_CASE("profiler simple: every action's calls and time, in <run>/profile.txt"
   TempDir dir("profiler-simple");
   RecordingModule model;
   RegressionData data(5, 2);
-  Trainer trainer(quiet_options(dir.path()).max_epochs(2).num_sanity_val_steps(0).profiler("simple"));
+  Trainer trainer(quiet_options(dir.path()).max_epochs(2).num_sanity_val_steps(0).profiler(ProfilerKind::Simple));
   trainer.fit(model, data);
   auto* profiler = dynamic_cast<SimpleProfiler*>(trainer.profiler());
   REQUIRE(profiler != nullptr);
@@ -67,7 +67,7 @@ TEST_CASE("profiler pytorch: a Chrome trace of training steps 2-4 that parses an
   TempDir dir("profiler-pytorch");
   RecordingModule model;
   RegressionData data(8, 0);
-  Trainer trainer(quiet_options(dir.path()).max_epochs(1).profiler("pytorch"));
+  Trainer trainer(quiet_options(dir.path()).max_epochs(1).profiler(ProfilerKind::PyTorch));
   trainer.fit(model, data);
   const auto trace = trainer.log_dir() / "profile.pt.trace.json";
   REQUIRE(std::filesystem::exists(trace));
@@ -88,8 +88,8 @@ print("trace ok", len(names))
 }
 
 TEST_CASE("profiler: an unknown name is refused") {
-  CHECK_THROWS_WITH_AS(Trainer(quiet_options(".").profiler("advanced")),
-                       "[TrainerOptions] profiler must be one of simple, pytorch, got advanced", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(parse_choice<ProfilerKind>("advanced"), "must be one of simple, pytorch, got 'advanced'",
+                       std::invalid_argument);
 }
 
 }  // namespace profiler_test

@@ -94,10 +94,10 @@ TEST_CASE("throughput monitor: no flops without the module's count; known GPU pe
   CHECK(logger->series("train/device/flops_per_sec").empty());
   CHECK(logger->series("train/device/mfu").empty());
 
-  CHECK(*ThroughputMonitor::peak_flops("NVIDIA H100 80GB HBM3", "bf16-mixed") == 989.4e12);
-  CHECK(*ThroughputMonitor::peak_flops("NVIDIA H100 PCIe", "bf16-mixed") == 756e12);
-  CHECK(*ThroughputMonitor::peak_flops("NVIDIA A100-SXM4-80GB", "32-true") == 19.5e12);
-  CHECK_FALSE(ThroughputMonitor::peak_flops("Some CPU", "32-true").has_value());
+  CHECK(*ThroughputMonitor::peak_flops("NVIDIA H100 80GB HBM3", fulgur::PrecisionMode::BF16Mixed) == 989.4e12);
+  CHECK(*ThroughputMonitor::peak_flops("NVIDIA H100 PCIe", fulgur::PrecisionMode::BF16Mixed) == 756e12);
+  CHECK(*ThroughputMonitor::peak_flops("NVIDIA A100-SXM4-80GB", fulgur::PrecisionMode::Full32) == 19.5e12);
+  CHECK_FALSE(ThroughputMonitor::peak_flops("Some CPU", fulgur::PrecisionMode::Full32).has_value());
   CHECK_THROWS_WITH_AS(ThroughputMonitor(ThroughputMonitorOptions().window_size(1)),
                        "[ThroughputMonitorOptions] window_size must be >= 2, got 1", std::invalid_argument);
 }

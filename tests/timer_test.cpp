@@ -20,8 +20,7 @@ TEST_CASE("timer: parses DD:HH:MM:SS and rejects anything else, naming the text"
     const std::string expected = "got '" + bad + "'";
     CHECK_THROWS_WITH_AS(Timer::parse_duration(bad), doctest::Contains(expected.c_str()), std::invalid_argument);
   }
-  CHECK_THROWS_WITH_AS(Timer(TimerOptions().interval("hour")),
-                       "[TimerOptions] interval must be one of step, epoch, got hour", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(parse_choice<Interval>("hour"), "must be one of step, epoch, got 'hour'", std::invalid_argument);
   CHECK_THROWS_WITH_AS(Timer(TimerOptions().duration(0)), "[TimerOptions] duration must be > 0, got 0",
                        std::invalid_argument);
 }
@@ -53,7 +52,7 @@ TEST_CASE("timer: epoch interval finishes the epoch before stopping") {
   TempDir dir("timer-epoch");
   SlowModule model(20);
   RegressionData data(10, 2);
-  auto timer = std::make_shared<Timer>(TimerOptions().duration(0.05).interval("epoch").verbose(false));
+  auto timer = std::make_shared<Timer>(TimerOptions().duration(0.05).interval(Interval::Epoch).verbose(false));
   Trainer trainer(quiet_options(dir.path()).max_epochs(5).logger(false), {timer});
   trainer.fit(model, data);
   CHECK(trainer.global_step() == 10);

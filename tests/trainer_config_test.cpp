@@ -44,7 +44,7 @@ TEST_CASE("TrainerConfig: accelerator auto picks the GPU when one is visible") {
   const TrainerConfig one = TrainerConfig::resolve(TrainerOptions(), with_gpus(1));
   CHECK(one.accelerator == fulgur::AcceleratorKind::Cuda);
   CHECK(one.devices == 1);
-  CHECK(TrainerConfig::resolve(TrainerOptions().accelerator("cpu"), with_gpus(2)).accelerator ==
+  CHECK(TrainerConfig::resolve(TrainerOptions().accelerator(fulgur::AcceleratorKind::Cpu), with_gpus(2)).accelerator ==
         fulgur::AcceleratorKind::Cpu);
   CHECK(TrainerConfig::resolve(TrainerOptions().devices(1), with_gpus(2)).devices == 1);
   // devices "auto" means every visible GPU, as in Lightning: with 2 that is DDP,
@@ -56,7 +56,7 @@ TEST_CASE("TrainerConfig: accelerator auto picks the GPU when one is visible") {
 }
 
 TEST_CASE("TrainerConfig: strategy auto is ddp above one process; launched runs must match the launch") {
-  const TrainerConfig local = TrainerConfig::resolve(TrainerOptions().accelerator("cpu").devices(3), cpu_only());
+  const TrainerConfig local = TrainerConfig::resolve(TrainerOptions().accelerator(fulgur::AcceleratorKind::Cpu).devices(3), cpu_only());
   CHECK(local.strategy == fulgur::StrategyKind::DDP);
   CHECK(local.world_size == 3);
   CHECK(local.needs_launch);
@@ -92,8 +92,8 @@ TEST_CASE("TrainerConfig: strategy auto is ddp above one process; launched runs 
 TEST_CASE("TrainerConfig: compute threads: SLURM's CPUs per task, else each local rank's share of the CPUs") {
   Platform p = cpu_only();
   p.available_cpus = 8;
-  const TrainerOptions one = TrainerOptions().accelerator("cpu").devices(1);
-  const TrainerOptions three = TrainerOptions().accelerator("cpu").devices(3);
+  const TrainerOptions one = TrainerOptions().accelerator(fulgur::AcceleratorKind::Cpu).devices(1);
+  const TrainerOptions three = TrainerOptions().accelerator(fulgur::AcceleratorKind::Cpu).devices(3);
   CHECK_FALSE(TrainerConfig::resolve(one, p).num_threads.has_value());  // LibTorch's default
   CHECK(TrainerConfig::resolve(three, p).num_threads == 2);              // 8 CPUs / 3 ranks
   p.available_cpus = 2;
@@ -114,35 +114,37 @@ TEST_CASE("TrainerConfig: exact error messages") {
     }
     return std::string("no error");
   };
-  CHECK(message(TrainerOptions().accelerator("tpu")) ==
-        "[TrainerOptions] accelerator must be one of auto, cpu, gpu, cuda, got tpu; did you mean 'cpu'?");
-  CHECK(message(TrainerOptions().accelerator("gpu")) ==
+  // A name outside the choices cannot reach the options: parse_choice (the
+  // YAML reader's parse too) rejects it.
+  CHECK_THROWS_WITH_AS(fulgur::parse_choice<fulgur::AcceleratorKind>("tpu"),
+                       "must be one of auto, cpu, gpu, got 'tpu'; did you mean 'cpu'?", std::invalid_argument);
+  CHECK(message(TrainerOptions().accelerator(fulgur::AcceleratorKind::Cuda)) ==
         "[TrainerConfig::resolve] accelerator 'gpu' was requested but no CUDA device is available (use 'cpu' or "
         "'auto')");
   CHECK(message(TrainerOptions().devices("zero")) ==
         "[TrainerConfig::resolve] devices must be 'auto', -1 (all) or a count >= 1, got 'zero'");
-  CHECK(message(TrainerOptions().accelerator("gpu").devices(4), with_gpus(2)) ==
+  CHECK(message(TrainerOptions().accelerator(fulgur::AcceleratorKind::Cuda).devices(4), with_gpus(2)) ==
         "[TrainerConfig::resolve] devices=4 but only 2 CUDA device(s) are visible");
   CHECK(message(TrainerOptions().num_nodes(0)) == "[TrainerOptions] num_nodes must be >= 1, got 0");
-  CHECK_THROWS_WITH_AS(TrainerOptions().strategy("deepspeed"),
-                       "[strategy_kind] strategy must be one of auto, single_device, ddp, horovod, fsdp, got 'deepspeed'",
+  CHECK_THROWS_WITH_AS(fulgur::parse_choice<fulgur::StrategyKind>("deepspeed"),
+                       "must be one of auto, single_device, ddp, horovod, fsdp, got 'deepspeed'",
                        std::invalid_argument);
-  CHECK(message(TrainerOptions().strategy("single_device").devices(2)) ==
+  CHECK(message(TrainerOptions().strategy(fulgur::StrategyKind::SingleDevice).devices(2)) ==
         "[TrainerConfig::resolve] strategy 'single_device' needs devices=1 and num_nodes=1, got devices=2 "
         "num_nodes=1");
-  CHECK(message(TrainerOptions().strategy("horovod").horovod(fulgur::HorovodOptions().compression("int8"))) ==
-        "[HorovodOptions] compression must be one of none, fp16, got int8");
+  CHECK_THROWS_WITH_AS(fulgur::parse_choice<fulgur::HorovodCompression>("int8"),
+                       "must be one of none, fp16, got 'int8'", std::invalid_argument);
   CHECK(message(TrainerOptions().horovod(fulgur::HorovodOptions().cycle_time_ms(0))) ==
         "[HorovodOptions] cycle_time_ms must be > 0, got 0");
   CHECK(message(TrainerOptions().accumulate_grad_batches(2).horovod(
             fulgur::HorovodOptions().backward_passes_per_step(3))) ==
         "[TrainerConfig::resolve] horovod.backward_passes_per_step (3) and accumulate_grad_batches (2) disagree; set "
         "one");
-  CHECK(message(TrainerOptions().precision("16-mixed")) ==
+  CHECK(message(TrainerOptions().precision(fulgur::PrecisionMode::FP16Mixed)) ==
         "[TrainerConfig::resolve] precision '16-mixed' needs a GPU (float16 autocast with a gradient scaler); on "
         "CPU use 'bf16-mixed'");
-  CHECK(message(TrainerOptions().precision("64")) ==
-        "[TrainerOptions] precision must be one of 32-true, 32, bf16-mixed, 16-mixed, got 64");
+  CHECK_THROWS_WITH_AS(fulgur::parse_choice<fulgur::PrecisionMode>("64"),
+                       "must be one of 32-true, bf16-mixed, 16-mixed, got '64'", std::invalid_argument);
   CHECK(message(TrainerOptions().max_epochs(-2)) ==
         "[TrainerOptions] max_epochs must be -1 or >= 0, got -2");
   CHECK(message(TrainerOptions().max_steps(-3)) ==
@@ -153,8 +155,8 @@ TEST_CASE("TrainerConfig: exact error messages") {
         "[TrainerOptions] accumulate_grad_batches must be >= 1, got 0");
   CHECK(message(TrainerOptions().gradient_clip_val(-1.0)) ==
         "[TrainerOptions] gradient_clip_val must be >= 0, got -1");
-  CHECK(message(TrainerOptions().gradient_clip_algorithm("l1")) ==
-        "[TrainerOptions] gradient_clip_algorithm must be one of norm, value, got l1");
+  CHECK_THROWS_WITH_AS(fulgur::parse_choice<fulgur::ClipAlgorithm>("l1"),
+                       "must be one of norm, value, got 'l1'", std::invalid_argument);
   CHECK(message(TrainerOptions().val_check_interval(1.5)) ==
         "[TrainerOptions] val_check_interval must be a fraction in (0, 1] or a batch count >= 1, got 1.5");
   CHECK(message(TrainerOptions().val_check_interval(0)) ==
@@ -222,12 +224,12 @@ TEST_CASE("TrainerConfig: the SLURM job's shape must match num_nodes and devices
   slurm.num_nodes = 2;
   slurm.tasks_per_node = 2;
   slurm.tasks_per_node_source = "SLURM_NTASKS_PER_NODE=2";
-  const TrainerConfig ok = TrainerConfig::resolve(TrainerOptions().accelerator("cpu").devices(2).num_nodes(2), slurm);
+  const TrainerConfig ok = TrainerConfig::resolve(TrainerOptions().accelerator(fulgur::AcceleratorKind::Cpu).devices(2).num_nodes(2), slurm);
   CHECK(ok.world_size == 4);
   CHECK_FALSE(ok.needs_launch);
 
   // --nodes 2 in the script but --trainer.num_nodes left at 1 (and devices 4 to make the product match).
-  CHECK_THROWS_WITH_AS(TrainerConfig::resolve(TrainerOptions().accelerator("cpu").devices(4), slurm),
+  CHECK_THROWS_WITH_AS(TrainerConfig::resolve(TrainerOptions().accelerator(fulgur::AcceleratorKind::Cpu).devices(4), slurm),
                        "[TrainerConfig::resolve] num_nodes=1 but the SLURM job has SLURM_NNODES=2 node(s) (pass "
                        "--trainer.num_nodes $SLURM_NNODES, or change '#SBATCH --nodes')",
                        std::invalid_argument);
@@ -237,7 +239,7 @@ TEST_CASE("TrainerConfig: the SLURM job's shape must match num_nodes and devices
   one_node.world_size = 2;
   one_node.world_size_source = "SLURM_NTASKS=2 (SLURM_NNODES=1, SLURM_NTASKS_PER_NODE=2)";
   one_node.num_nodes = 1;
-  CHECK_THROWS_WITH_AS(TrainerConfig::resolve(TrainerOptions().accelerator("cpu").devices(4), one_node),
+  CHECK_THROWS_WITH_AS(TrainerConfig::resolve(TrainerOptions().accelerator(fulgur::AcceleratorKind::Cpu).devices(4), one_node),
                        "[TrainerConfig::resolve] num_nodes * devices = 1 * 4 = 4 does not match the world size 2 "
                        "reported by SLURM_NTASKS=2 (SLURM_NNODES=1, SLURM_NTASKS_PER_NODE=2)",
                        std::invalid_argument);
@@ -246,7 +248,7 @@ TEST_CASE("TrainerConfig: the SLURM job's shape must match num_nodes and devices
   Platform ntasks = slurm;
   ntasks.tasks_per_node.reset();
   ntasks.ntasks_without_ntasks_per_node = 4;
-  CHECK_THROWS_WITH_AS(TrainerConfig::resolve(TrainerOptions().accelerator("cpu").devices(2).num_nodes(2), ntasks),
+  CHECK_THROWS_WITH_AS(TrainerConfig::resolve(TrainerOptions().accelerator(fulgur::AcceleratorKind::Cpu).devices(2).num_nodes(2), ntasks),
                        "[TrainerConfig::resolve] SLURM_NTASKS=4 comes from --ntasks (or srun -n) without "
                        "--ntasks-per-node, so SLURM may place the tasks unevenly over the nodes; use '#SBATCH "
                        "--ntasks-per-node=<devices per node>' (one task per device) instead",
@@ -261,7 +263,7 @@ TEST_CASE("TrainerConfig: a SLURM job of several tasks run without srun is refus
   batch_script.num_nodes = 1;
   batch_script.tasks_per_node = 2;
   batch_script.slurm_tasks_without_srun = 2;
-  CHECK_THROWS_WITH_AS(TrainerConfig::resolve(TrainerOptions().accelerator("cpu").devices(2), batch_script),
+  CHECK_THROWS_WITH_AS(TrainerConfig::resolve(TrainerOptions().accelerator(fulgur::AcceleratorKind::Cpu).devices(2), batch_script),
                        "[TrainerConfig::resolve] SLURM_NTASKS=2 but this process was not started by srun (no "
                        "SLURM_STEP_ID), so the other tasks will never start; run the program with srun in the batch "
                        "script (see examples/slurm/)",

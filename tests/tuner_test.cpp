@@ -30,7 +30,7 @@ namespace {
 TrainerOptions search_fit_options(const TempDir& dir) {
   return TrainerOptions()
       .default_root_dir(dir.path().string())
-      .accelerator("cpu")
+      .accelerator(AcceleratorKind::Cpu)
       .enable_progress_bar(false)
       .logger(false)
       .enable_checkpointing(false);
@@ -42,7 +42,7 @@ TEST_CASE("lr_find: the sweep stops on divergence; the module is left as it was"
   TempDir dir("tuner");
   const auto options = TrainerOptions()
                            .default_root_dir(dir.path().string())
-                           .accelerator("cpu")
+                           .accelerator(AcceleratorKind::Cpu)
                            .enable_progress_bar(false)
                            .logger(false)
                            .enable_checkpointing(false);
@@ -78,7 +78,7 @@ TEST_CASE("lr_find: the sweep stops on divergence; the module is left as it was"
 }
 
 TEST_CASE("LRFinder: the sweep's learning rates and its option checks") {
-  LRFinder linear(LRFinderOptions().min_lr(0.1).max_lr(1.1).num_training_steps(10).mode("linear"));
+  LRFinder linear(LRFinderOptions().min_lr(0.1).max_lr(1.1).num_training_steps(10).mode(LRFinderMode::Linear));
   CHECK(linear.learning_rate(0) == doctest::Approx(0.1));
   CHECK(linear.learning_rate(5) == doctest::Approx(0.6));
   LRFinder exponential(LRFinderOptions().min_lr(1e-4).max_lr(1).num_training_steps(4));
@@ -86,7 +86,7 @@ TEST_CASE("LRFinder: the sweep's learning rates and its option checks") {
   CHECK_FALSE(exponential.suggestion());  // no points yet
   CHECK_THROWS_WITH_AS(LRFinder(LRFinderOptions().min_lr(1).max_lr(0.5)), "[LRFinder] max_lr (0.5) must be > min_lr (1)",
                        std::invalid_argument);
-  CHECK_THROWS_WITH_AS(LRFinder(LRFinderOptions().mode("cyclic")), doctest::Contains("mode must be one of"),
+  CHECK_THROWS_WITH_AS(parse_choice<LRFinderMode>("cyclic"), doctest::Contains("must be one of exponential, linear"),
                        std::invalid_argument);
 }
 
@@ -133,7 +133,7 @@ TEST_CASE("lr_find on the digits: the suggestion lets a short fit reach a good a
                                                     "/bin/cinic10 lr_find --data.root x --lr_find.mode cyclic",
                                                 60);
   CHECK(bad.exit_code == 2);
-  CHECK(bad.output == "error: lr_find.mode: must be one of exponential, linear, got cyclic\n");
+  CHECK(bad.output == "error: lr_find.mode: must be one of exponential, linear, got 'cyclic'\n");
 }
 
 TEST_CASE("scale_batch_size: power doubles up to max_val, binsearch bisects to it; the module is left as it was") {
@@ -159,7 +159,7 @@ TEST_CASE("scale_batch_size: power doubles up to max_val, binsearch bisects to i
   unchanged();
 
   ResizableRegressionData binsearch_data(100, 8);
-  CHECK(tuner.scale_batch_size(model, binsearch_data, ScaleBatchSizeOptions().mode("binsearch").max_val(40)) ==
+  CHECK(tuner.scale_batch_size(model, binsearch_data, ScaleBatchSizeOptions().mode(ScaleBatchSizeMode::BinSearch).max_val(40)) ==
         40);
   // 64 fails without a loader (as does every size above max_val); then bisection between 32 and 41.
   CHECK(binsearch_data.train_batch_sizes == Sizes{2, 4, 8, 16, 32, 36, 38, 39, 40});
@@ -171,7 +171,7 @@ TEST_CASE("scale_batch_size: power doubles up to max_val, binsearch bisects to i
   CHECK(halving.train_batch_sizes == Sizes{40});
 
   // Never beyond the training set: 128 becomes 100, in both modes.
-  for (const std::string mode : {"power", "binsearch"}) {
+  for (const ScaleBatchSizeMode mode : {ScaleBatchSizeMode::Power, ScaleBatchSizeMode::BinSearch}) {
     ResizableRegressionData small(100, 8);
     CHECK(tuner.scale_batch_size(model, small, ScaleBatchSizeOptions().mode(mode).max_val(1000)) == 100);
     CHECK(small.train_batch_sizes == Sizes{2, 4, 8, 16, 32, 64, 100});
@@ -236,8 +236,8 @@ TEST_CASE("scale_batch_size: what it cannot search says so") {
   testing::RegressionData prepared(4, 0);  // batches made in advance: no size to change
   CHECK_THROWS_AS(tuner.scale_batch_size(model, prepared, ScaleBatchSizeOptions().max_val(8)),
                   std::invalid_argument);
-  CHECK_THROWS_WITH_AS(tuner.scale_batch_size(model, data, ScaleBatchSizeOptions().mode("linear")),
-                       doctest::Contains("mode must be one of power, binsearch"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(parse_choice<ScaleBatchSizeMode>("linear"), doctest::Contains("must be one of power, binsearch"),
+                       std::invalid_argument);
   // Only size 1 is under max_val 1: init_val 2 fails and is halved.
   CHECK(tuner.scale_batch_size(model, data, ScaleBatchSizeOptions().max_val(1)) == 1);
   CHECK(data.train_batch_sizes == std::vector<int64_t>{1});

@@ -134,7 +134,7 @@ TEST_CASE("EMAWeightAveraging: validation and the end of training use the EMA of
 TEST_CASE("StochasticWeightAveraging: SWALR's annealed learning rates and the mean of the weights after each epoch") {
   TempDir dir("swa");
   auto swa = std::make_shared<StochasticWeightAveraging>(
-      StochasticWeightAveragingOptions(0.02).swa_epoch_start(3).annealing_epochs(2).annealing_strategy("cos"));
+      StochasticWeightAveragingOptions(0.02).swa_epoch_start(3).annealing_epochs(2).annealing_strategy(AnnealingStrategy::Cos));
   const Run run = fit(dir / "swa", swa, 6);
   CHECK(swa->swa_start() == 2);
   // Epochs 0 and 1 at the module's 0.1; from epoch 2 cosine from 0.1 to 0.02 over 2 epochs.
@@ -170,7 +170,7 @@ TEST_CASE("weight averaging: a run resumed from a mid-run checkpoint ends equal 
   auto make_ema = [] { return std::make_shared<EMAWeightAveraging>(EMAWeightAveragingOptions().decay(0.7)); };
   auto make_swa = [] {
     return std::make_shared<StochasticWeightAveraging>(
-        StochasticWeightAveragingOptions(0.03).swa_epoch_start(2).annealing_epochs(3).annealing_strategy("linear"));
+        StochasticWeightAveragingOptions(0.03).swa_epoch_start(2).annealing_epochs(3).annealing_strategy(AnnealingStrategy::Linear));
   };
   for (const bool use_ema : {true, false}) {
     INFO((use_ema ? "EMA" : "SWA"));
@@ -210,7 +210,7 @@ TEST_CASE("weight averaging: both are named in YAML with Lightning's options") {
   CHECK(ema->options().decay() == 0.99);
   CHECK(ema->options().update_every_n_steps() == 1);
   CHECK(swa->options().swa_lrs() == std::vector<double>{0.05});
-  CHECK(swa->options().annealing_strategy() == "cos");
+  CHECK(swa->options().annealing_strategy() == AnnealingStrategy::Cos);
   CHECK_THROWS_WITH_AS(registry.create(YAML::Load("{class_path: EMAWeightAveraging, init_args: {decay: 1.5}}"),
                                        "trainer.callbacks"),
                        "trainer.callbacks.init_args.decay: must be in [0, 1], got 1.5", cli::ConfigError);

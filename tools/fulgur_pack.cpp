@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
     if (args.size() == 3 && args[0] == "--splits") {
       const fs::path out = args[2];
       fs::create_directories(out);
-      fulgur::ImageNet data(fulgur::ImageNetOptions(args[1]).format("folder"));
+      fulgur::ImageNet data(fulgur::ImageNetOptions(args[1]).format(fulgur::ImageNetFormat::Folder));
       data.setup(fulgur::Stage::Fit);
       pack(*data.train_source(), fs::path(args[1]) / "train", out / "train.h5");
       pack(*data.val_source(), fs::path(args[1]) / "val", out / "val.h5");

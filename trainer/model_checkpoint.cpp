@@ -53,7 +53,7 @@ ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options) : options_(std:
 std::string ModelCheckpoint::state_key() const {
   return fmt::format("ModelCheckpoint{{'monitor': '{}', 'mode': '{}', 'every_n_train_steps': {}, 'every_n_epochs': {}, "
                      "'train_time_interval': {}}}",
-                     options_.monitor(), options_.mode(), options_.every_n_train_steps(),
+                     options_.monitor(), to_string(options_.mode()), options_.every_n_train_steps(),
                      effective_every_n_epochs(options_), options_.train_time_interval());
 }
 
@@ -154,7 +154,7 @@ void ModelCheckpoint::on_exception(Trainer& trainer, LightningModule&, const std
 
 bool ModelCheckpoint::better(double candidate, double reference) const {
   if (options_.monitor().empty()) return candidate > reference;  // scores are steps: newer is better
-  return options_.mode() == "min" ? candidate < reference : candidate > reference;
+  return options_.mode() == MonitorMode::Min ? candidate < reference : candidate > reference;
 }
 
 std::string ModelCheckpoint::worst_path() const {

@@ -2,6 +2,7 @@
 
 #include <fulgur/modules/options.hpp>
 #include <fulgur/trainer/callback.hpp>
+#include <fulgur/trainer/monitor_mode.hpp>
 
 #include <chrono>
 #include <filesystem>
@@ -20,7 +21,8 @@ namespace fulgur {
     "name=<value> for epoch, step and any logged metric; empty: {epoch}-{step}",                                     \
     fulgur::check::Any{})                                                                                            \
   X(std::string, monitor, "", "metric to rank checkpoints by; empty: the newest is best", fulgur::check::Any{})      \
-  X(std::string, mode, "min", "min: lower is better; max: higher is better", (fulgur::check::OneOf{{"min", "max"}})) \
+  X(fulgur::MonitorMode, mode, fulgur::MonitorMode::Min, "min: lower is better; max: higher is better",              \
+    fulgur::check::Any{})                                                                                            \
   X(int64_t, save_top_k, 1, "keep the best k files; -1 keeps all, 0 none (only last.ckpt)",                          \
     fulgur::check::NoLimitOrAtLeast{0})                                                                              \
   X(bool, save_last, false, "also write last.ckpt on every save and when training stops", fulgur::check::Any{})      \

@@ -1,6 +1,17 @@
 #pragma once
 
+#include <fulgur/modules/option_enum.hpp>
+
+#include <string>
+#include <vector>
+
 namespace fulgur {
+
+/// Option openmp_wait_policy: which processes get OMP_WAIT_POLICY=PASSIVE
+/// where it is unset (see use_passive_openmp_wait).
+enum class OpenMPWaitPolicy { Launched, Passive, Environment };
+
+inline std::vector<std::string> option_choices(OpenMPWaitPolicy) { return {"launched", "passive", "environment"}; }
 
 /// Restarts the program (same pid, same command line, read from
 /// /proc/self/cmdline) with OMP_WAIT_POLICY=PASSIVE when the variable is not

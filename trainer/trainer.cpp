@@ -55,7 +55,7 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
   // Everything is checked: first, where asked for, the OpenMP runtime's
   // wait policy, which takes a restart of the program (nothing is started
   // yet). By default only the ranks launched below get it.
-  if (config_.options.openmp_wait_policy() == "passive") use_passive_openmp_wait();
+  if (config_.options.openmp_wait_policy() == OpenMPWaitPolicy::Passive) use_passive_openmp_wait();
   // From here on a signal only sets a flag.
   signals_ = std::make_unique<SignalConnector>();
   if (config_.needs_launch) {
@@ -97,10 +97,9 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
     callbacks_.push_back(std::make_shared<ModelSummary>());
   }
   if (const auto& profiler = config_.options.profiler()) {
-    if (*profiler == "simple") {
-      profiler_ = std::make_unique<SimpleProfiler>();
-    } else {
-      profiler_ = std::make_unique<PyTorchProfiler>();
+    switch (*profiler) {
+      case ProfilerKind::Simple: profiler_ = std::make_unique<SimpleProfiler>(); break;
+      case ProfilerKind::PyTorch: profiler_ = std::make_unique<PyTorchProfiler>(); break;
     }
   }
   const bool has_model_checkpoint = std::any_of(callbacks_.begin(), callbacks_.end(), [](const auto& c) {
@@ -140,7 +139,7 @@ Trainer::~Trainer() {
 void Trainer::launch_peers(const Platform& platform) {
   LocalLauncherOptions launch(config_.devices);
   launch.num_nodes(config_.options.num_nodes()).node_rank(config_.options.node_rank());
-  launch.passive_openmp(config_.options.openmp_wait_policy() != "environment");
+  launch.passive_openmp(config_.options.openmp_wait_policy() != OpenMPWaitPolicy::Environment);
   // MASTER_ADDR / MASTER_PORT as the local environment read them.
   if (const auto& env = platform.environment) launch.main_address(env->main_address()).main_port(env->main_port());
   launcher_ = SubprocessLauncher::start(launch);

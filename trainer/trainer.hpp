@@ -35,7 +35,7 @@ class SubprocessLauncher;
 /// periodic validation), validate, test, predict. Options are resolved and
 /// checked in the constructor, before anything touches a file or a device.
 ///
-///   Trainer trainer(TrainerOptions().max_epochs(10).devices(2).strategy("ddp"));
+///   Trainer trainer(TrainerOptions().max_epochs(10).devices(2).strategy(StrategyKind::DDP));
 ///   trainer.fit(model, data);
 ///   auto metrics = trainer.test(model, data);
 ///

@@ -72,17 +72,12 @@ TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& pl
   TrainerConfig c;
   c.options = o;
 
-  // Accelerator: "auto" falls back to the CPU when no GPU is visible.
-  const std::string& acc = o.accelerator();
-  if (acc == "auto") {
+  // Accelerator: auto falls back to the CPU when no GPU is visible.
+  c.accelerator = o.accelerator();
+  if (c.accelerator == AcceleratorKind::Auto) {
     c.accelerator = platform.cuda_device_count > 0 ? AcceleratorKind::Cuda : AcceleratorKind::Cpu;
-  } else if (acc == "cpu") {
-    c.accelerator = AcceleratorKind::Cpu;
-  } else {
-    if (platform.cuda_device_count == 0) {
-      config_error("accelerator 'gpu' was requested but no CUDA device is available (use 'cpu' or 'auto')");
-    }
-    c.accelerator = AcceleratorKind::Cuda;
+  } else if (c.accelerator == AcceleratorKind::Cuda && platform.cuda_device_count == 0) {
+    config_error("accelerator 'gpu' was requested but no CUDA device is available (use 'cpu' or 'auto')");
   }
 
   const int64_t available = c.accelerator == AcceleratorKind::Cuda ? platform.cuda_device_count : 1;
@@ -136,14 +131,9 @@ TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& pl
     c.num_threads = std::max<int64_t>(1, platform.available_cpus / c.devices);
   }
 
-  const std::string& p = o.precision();
-  if (p == "bf16-mixed") {
-    c.precision = PrecisionMode::BF16Mixed;
-  } else if (p == "16-mixed") {
-    if (c.accelerator != AcceleratorKind::Cuda) {
-      config_error("precision '16-mixed' needs a GPU (float16 autocast with a gradient scaler); on CPU use 'bf16-mixed'");
-    }
-    c.precision = PrecisionMode::FP16Mixed;
+  c.precision = o.precision();
+  if (c.precision == PrecisionMode::FP16Mixed && c.accelerator != AcceleratorKind::Cuda) {
+    config_error("precision '16-mixed' needs a GPU (float16 autocast with a gradient scaler); on CPU use 'bf16-mixed'");
   }
 
   // Loop lengths. Lightning: max_epochs defaults to 1000 unless max_steps is set.
@@ -159,7 +149,7 @@ TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& pl
     }
     c.options.accumulate_grad_batches(passes);
   }
-  c.gradient_clip_algorithm = o.gradient_clip_algorithm() == "value" ? ClipAlgorithm::Value : ClipAlgorithm::Norm;
+  c.gradient_clip_algorithm = o.gradient_clip_algorithm();
 
   // fast_dev_run: n batches of every loop, one epoch, no sanity check, no logging.
   if (const int64_t n = o.fast_dev_run(); n > 0) {

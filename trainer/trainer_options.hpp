@@ -1,11 +1,16 @@
 #pragma once
 
+#include <fulgur/modules/clip_algorithm.hpp>
 #include <fulgur/modules/options.hpp>
+#include <fulgur/strategies/accelerator_kind.hpp>
 #include <fulgur/strategies/options/ddp_options.hpp>
 #include <fulgur/strategies/options/fsdp_options.hpp>
 #include <fulgur/strategies/options/horovod_options.hpp>
+#include <fulgur/strategies/precision_mode.hpp>
 #include <fulgur/strategies/strategy_kind.hpp>
 #include <fulgur/trainer/count_or_fraction.hpp>
+#include <fulgur/trainer/openmp_wait_policy.hpp>
+#include <fulgur/trainer/profilers/profiler_kind.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -39,20 +44,20 @@ namespace fulgur {
     "epochs to train; -1 = no limit; null = 1000 unless max_steps is set", fulgur::check::NoLimitOrAtLeast{0}) \
   X(int64_t, max_steps, -1, "optimizer steps to train; -1 = no limit", fulgur::check::NoLimitOrAtLeast{0})     \
   X(int64_t, min_epochs, 0, "epochs to train at least (early stopping waits)", fulgur::check::AtLeast{0})      \
-  X(std::string, accelerator, "auto", "auto (a GPU if there is one), cpu, gpu (or cuda)",                      \
-    (fulgur::check::OneOf{{"auto", "cpu", "gpu", "cuda"}}))                                                   \
+  X(fulgur::AcceleratorKind, accelerator, fulgur::AcceleratorKind::Auto,                                      \
+    "auto (a GPU if there is one), cpu, gpu (or cuda)", fulgur::check::Any{})                                  \
   X(std::string, devices, "auto", "devices (processes) per node: auto, a count, or -1 for all",              \
     fulgur::check::NotEmpty{})                                                                                \
   X(int64_t, num_nodes, 1, "machines the run spans", fulgur::check::AtLeast{1})                               \
   X(fulgur::StrategyKind, strategy, fulgur::StrategyKind::Auto,                                               \
     "auto (single_device for one process, else ddp), single_device, ddp, horovod, fsdp", fulgur::check::Any{})     \
-  X(std::string, precision, "32-true", "32-true (or 32), bf16-mixed, 16-mixed (GPU only)",                   \
-    (fulgur::check::OneOf{{"32-true", "32", "bf16-mixed", "16-mixed"}}))                                      \
+  X(fulgur::PrecisionMode, precision, fulgur::PrecisionMode::Full32,                                          \
+    "32-true (or 32), bf16-mixed, 16-mixed (GPU only)", fulgur::check::Any{})                                  \
   X(int64_t, accumulate_grad_batches, 1, "batches per optimizer step", fulgur::check::AtLeast{1})            \
   X(std::optional<double>, gradient_clip_val, std::nullopt, "clip gradients at this value (null = off)",      \
     fulgur::check::AtLeast{0})                                                                                \
-  X(std::string, gradient_clip_algorithm, "norm", "norm (total 2-norm) or value (element-wise clamp)",        \
-    (fulgur::check::OneOf{{"norm", "value"}}))                                                                \
+  X(fulgur::ClipAlgorithm, gradient_clip_algorithm, fulgur::ClipAlgorithm::Norm,                              \
+    "norm (total 2-norm) or value (element-wise clamp)", fulgur::check::Any{})                                 \
   X(fulgur::CountOrFraction, val_check_interval, 1.0,                                                         \
     "validate every fraction of the training epoch (0.25 = four times) or every N batches",                  \
     fulgur::check::CheckInterval{})                                                                           \
@@ -88,18 +93,18 @@ namespace fulgur {
     "less memory for one more forward per step",                                                              \
     fulgur::check::Any{})                                                                                     \
   X(bool, benchmark, false, "cuDNN benchmark mode", fulgur::check::Any{})                                     \
-  X(std::string, openmp_wait_policy, "launched",                                                              \
+  X(fulgur::OpenMPWaitPolicy, openmp_wait_policy, fulgur::OpenMPWaitPolicy::Launched,                       \
     "where OMP_WAIT_POLICY is unset, idle OpenMP threads sleep (PASSIVE) in: launched: the ranks the Trainer " \
     "starts; passive: those and this program, which restarts itself once when the Trainer is built (the "      \
     "command line's default); environment: nowhere (the runtime spins)",                                       \
-    (fulgur::check::OneOf{{"launched", "passive", "environment"}}))                                          \
+    fulgur::check::Any{})                                                                                     \
   X(std::string, default_root_dir, ".", "where the run folder and checkpoints go", fulgur::check::NotEmpty{}) \
   X(bool, enable_progress_bar, true, "show the progress bar (rank 0)", fulgur::check::Any{})                  \
   X(bool, enable_model_summary, true, "print the model's modules and parameter counts at fit start (rank 0)",   \
     fulgur::check::Any{})                                                                                     \
-  X(std::optional<std::string>, profiler, std::nullopt,                                                       \
+  X(std::optional<fulgur::ProfilerKind>, profiler, std::nullopt,                                              \
     "simple (time per action, <run>/profile.txt) or pytorch (LibTorch's profiler, a Chrome trace); null = off", \
-    (fulgur::check::OneOf{{"simple", "pytorch"}}))                                                            \
+    fulgur::check::Any{})                                                                                     \
   X(bool, enable_checkpointing, true, "add a ModelCheckpoint (last.ckpt) unless one is given",                \
     fulgur::check::Any{})                                                                                     \
   X(bool, async_checkpoint, false,                                                                            \
@@ -123,7 +128,8 @@ namespace fulgur {
 /// What the user asks of a Trainer, with Lightning's names and defaults.
 /// Chainable setters in the torch::nn options style:
 ///
-///   TrainerOptions().max_epochs(10).accelerator("gpu").devices(4).num_nodes(16).strategy(StrategyKind::DDP)
+///   TrainerOptions().max_epochs(10).accelerator(AcceleratorKind::Cuda).devices(4).num_nodes(16)
+///       .strategy(StrategyKind::DDP).precision(PrecisionMode::BF16Mixed)
 ///
 /// Each field is declared once above (name, default, doc, check); the YAML
 /// reader, --print_config, hparams.yaml and the table in docs/user-guide.md come from
@@ -134,11 +140,6 @@ struct TrainerOptions {
 
   TrainerOptions& devices(int64_t count) {
     devices_ = std::to_string(count);
-    return *this;
-  }
-  /// By name, as on the command line ("ddp"); throws for an unknown name.
-  TrainerOptions& strategy(const std::string& name) {
-    strategy_ = strategy_kind(name);
     return *this;
   }
 };

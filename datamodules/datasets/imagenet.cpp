@@ -45,14 +45,14 @@ std::shared_ptr<const EncodedImageSource> ImageNet::load(const std::string& spli
                                                          const std::vector<std::string>& classes) const {
   const fs::path root = options_.root();
   const std::string where = "[ImageNet::setup] ";
-  if (options_.format() == "hdf5") {
+  if (options_.format() == ImageNetFormat::HDF5) {
     auto pack = std::make_shared<const HDF5ImageFile>(root / (split + ".h5"));
     if (!classes.empty() && pack->classes() != classes) {
       throw DataError(where + "'" + pack->path().string() + "' has different classes than the training split");
     }
     return pack;
   }
-  if (options_.format() == "index") {
+  if (options_.format() == ImageNetFormat::Index) {
     const fs::path index = root / (split + ".csv");
     if (!path_exists(index)) throw DataError(where + "index file '" + index.string() + "' does not exist");
     return std::make_shared<const ImageFileList>(ImageFileList::from_index_file(index, root, classes));

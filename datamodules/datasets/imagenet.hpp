@@ -6,6 +6,7 @@
 #include <fulgur/datamodules/images/transforms/compose.hpp>
 #include <fulgur/datamodules/loading/bad_sample_log.hpp>
 #include <fulgur/datamodules/images/image_loader_options.hpp>
+#include <fulgur/modules/option_enum.hpp>
 #include <fulgur/modules/options.hpp>
 
 #include <torch/arg.h>
@@ -18,6 +19,10 @@
 
 namespace fulgur {
 
+/// What ImageNet's root holds (see FULGUR_IMAGENET_OPTIONS).
+enum class ImageNetFormat { Folder, HDF5, Index };
+inline std::vector<std::string> option_choices(ImageNetFormat) { return {"folder", "hdf5", "index"}; }
+
 // The fields of ImageNetOptions that a config sets: type, name, default, doc,
 // check. format "folder": root/train/<wnid>/*.JPEG and root/val/ as class
 // folders, or flat with LOC_val_solution.csv in root or root/val; "hdf5":
@@ -27,8 +32,8 @@ namespace fulgur {
 // validation recipe. num_workers defaults to SLURM_CPUS_PER_TASK under SLURM.
 #define FULGUR_IMAGENET_OPTIONS(X)                                                                               \
   X(std::string, root, "", "the dataset folder; what it holds depends on format", check::NotEmpty{})             \
-  X(std::string, format, "folder", "layout of root: class folders, HDF5 packs or csv index files",               \
-    (check::OneOf{{"folder", "hdf5", "index"}}))                                                                 \
+  X(ImageNetFormat, format, ImageNetFormat::Folder, "layout of root: class folders, HDF5 packs or csv index files", \
+    check::Any{})                                                                                                \
   X(bool, augment, true, "RandomResizedCrop + horizontal flip of training images; false: the val recipe",        \
     check::Any{})                                                                                                \
   X(std::vector<double>, mean, (std::vector<double>{0.485, 0.456, 0.406}), "per-channel mean (RGB)",             \

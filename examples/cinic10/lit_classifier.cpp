@@ -36,5 +36,5 @@ fulgur::OptimizerConfig examples::LitClassifier::configure_optimizers() {
       parameters(), torch::optim::SGDOptions(o.lr()).momentum(o.momentum()).weight_decay(o.weight_decay()));
   if (o.lr_step_size() == 0) return {sgd, std::nullopt};
   auto step_lr = std::make_shared<torch::optim::StepLR>(*sgd, o.lr_step_size(), o.lr_gamma());
-  return {sgd, fulgur::LRSchedulerConfig{step_lr, fulgur::SchedulerInterval::Epoch, 1}};
+  return {sgd, fulgur::LRSchedulerConfig{step_lr, fulgur::Interval::Epoch, 1}};
 }

@@ -22,7 +22,7 @@ struct RunFlags {
 
 /// The Trainer options the examples start from: CPU, one process, no progress bar.
 inline fulgur::TrainerOptions example_trainer_options() {
-  return fulgur::TrainerOptions().accelerator("cpu").devices(1).enable_progress_bar(false);
+  return fulgur::TrainerOptions().accelerator(fulgur::AcceleratorKind::Cpu).devices(1).enable_progress_bar(false);
 }
 
 /// --weights: every rank writes its parameters as one flat tensor.

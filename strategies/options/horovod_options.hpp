@@ -1,11 +1,17 @@
 #pragma once
 
+#include <fulgur/modules/option_enum.hpp>
 #include <fulgur/modules/options.hpp>
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace fulgur {
+
+/// How gradients travel between the ranks: as they are, or as float16.
+enum class HorovodCompression { None, FP16 };
+inline std::vector<std::string> option_choices(HorovodCompression) { return {"none", "fp16"}; }
 
 // clang-format off
 #define FULGUR_HOROVOD_OPTIONS(X)                                                                              \
@@ -13,8 +19,8 @@ namespace fulgur {
     fulgur::check::AtLeast{0})                                                                                \
   X(double, cycle_time_ms, 5.0, "how often (ms) the ranks agree on which gradients are ready and reduce them",  \
     fulgur::check::Positive{})                                                                                \
-  X(std::string, compression, "none", "none, or fp16: gradients travel as float16",                            \
-    (fulgur::check::OneOf{{"none", "fp16"}}))                                                                 \
+  X(fulgur::HorovodCompression, compression, fulgur::HorovodCompression::None,                                \
+    "none, or fp16: gradients travel as float16", fulgur::check::Any{})                                        \
   X(int64_t, backward_passes_per_step, 1,                                                                     \
     "local backward passes per communication (Horovod's accumulate_grad_batches)", fulgur::check::AtLeast{1}) \
   X(double, stall_warning_s, 60.0, "seconds a rank may keep the others waiting before a warning names it",     \

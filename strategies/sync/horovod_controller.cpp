@@ -32,7 +32,7 @@ HorovodController::HorovodController(std::vector<torch::Tensor> parameters, std:
       find_unused_parameters_(find_unused_parameters),
       fusion_threshold_bytes_(static_cast<int64_t>(options.fusion_threshold_mb() * (1 << 20))),
       cycle_time_(static_cast<int64_t>(options.cycle_time_ms() * 1000.0)),
-      fp16_compression_(options.compression() == "fp16"),
+      fp16_compression_(options.compression() == HorovodCompression::FP16),
       timeline_(timeline),
       inspector_(options) {
   options_.validate();

@@ -72,15 +72,15 @@ int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "infer") return infer(argv[2]);
   Line model(LineOptions().lr(0.1));
   Points data;
-  const std::string strategy = argc > 2 ? argv[1] : "auto";
+  const auto strategy = fulgur::parse_choice<fulgur::StrategyKind>(argc > 2 ? argv[1] : "auto");
   const int64_t devices = argc > 2 ? std::stoll(argv[2]) : 1;
   fulgur::TrainerOptions options;
-  if (strategy == "fsdp") options.fsdp(fulgur::FSDPOptions().state_dict_type("sharded"));
+  if (strategy == fulgur::StrategyKind::FSDP) options.fsdp(fulgur::FSDPOptions().state_dict_type(fulgur::StateDictType::Sharded));
   std::vector<std::shared_ptr<fulgur::Callback>> callbacks;
   if (argc > 3) callbacks.push_back(std::make_shared<SaveAtEnd>(argv[3]));
   fulgur::Trainer trainer(options
                               .max_steps(200)
-                              .accelerator("cpu")
+                              .accelerator(fulgur::AcceleratorKind::Cpu)
                               .devices(devices)
                               .strategy(strategy)
                               .logger(false)

@@ -55,7 +55,7 @@ struct ProbeModel : fulgur::LightningModule {
   fulgur::OptimizerConfig configure_optimizers() override {
     auto sgd = std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
     return {sgd, fulgur::LRSchedulerConfig{std::make_shared<torch::optim::StepLR>(*sgd, 1, 0.7),
-                                           fulgur::SchedulerInterval::Epoch, 1}};
+                                           fulgur::Interval::Epoch, 1}};
   }
   void on_train_batch_end(const torch::Tensor&, const fulgur::Batch&, int64_t) override {
     if (trainer()->global_step() == save_at_step) {

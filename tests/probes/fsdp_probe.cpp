@@ -24,12 +24,15 @@ namespace {
 
 namespace check = fulgur::check;
 
+enum class ProbeOptimizer { Adam, SGD };
+std::vector<std::string> option_choices(ProbeOptimizer) { return {"adam", "sgd"}; }
+
 #define FSDP_PROBE_MODEL_OPTIONS(X)                                                                          \
   X(std::string, output, "", "rank 0 writes the final parameters there", check::Any{})                       \
   X(std::string, state_file, "", "every rank writes its parameters' and optimizer state's sizes to it.<rank>", \
     check::Any{})                                                                                              \
   X(int64_t, hidden, 12, "hidden units", check::AtLeast{1})                                                  \
-  X(std::string, optimizer, "adam", "adam or sgd (momentum 0.9)", (check::OneOf{{"adam", "sgd"}}))          \
+  X(ProbeOptimizer, optimizer, ProbeOptimizer::Adam, "adam or sgd (momentum 0.9)", check::Any{})           \
   X(double, lr, 0.05, "learning rate", check::Positive{})                                                    \
   X(bool, manual, false, "manual optimization (manual_backward, clip_gradients, step)", check::Any{})        \
   X(double, manual_clip, 0.0, "manual optimization: clip the gradient norm to this (0 = no)", check::Any{})   \
@@ -77,7 +80,7 @@ struct FSDPProbeModel : fulgur::LightningModule {
   }
   void validation_step(const fulgur::Batch& b, int64_t) override { log("val_loss", loss_of(b), {.sync_dist = true}); }
   fulgur::OptimizerConfig configure_optimizers() override {
-    if (o.optimizer() == "sgd") {
+    if (o.optimizer() == ProbeOptimizer::SGD) {
       return {std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(o.lr()).momentum(0.9)),
               std::nullopt};
     }
@@ -93,7 +96,7 @@ struct FSDPProbeModel : fulgur::LightningModule {
         const auto found = optimizer.state().find(item.value().unsafeGetTensorImpl());
         int64_t state = -1;
         if (found != optimizer.state().end()) {
-          if (o.optimizer() == "adam") {
+          if (o.optimizer() == ProbeOptimizer::Adam) {
             state = static_cast<torch::optim::AdamParamState&>(*found->second).exp_avg().numel();
           } else {
             state = static_cast<torch::optim::SGDParamState&>(*found->second).momentum_buffer().numel();

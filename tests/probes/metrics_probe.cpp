@@ -266,9 +266,9 @@ int main(int argc, char** argv) {
     Data data(read_rows(flags.at("data")), std::stoll(flags.at("batch_size")));
     const int64_t devices = std::stoll(flags.at("devices"));
     fulgur::Trainer trainer(fulgur::TrainerOptions()
-                                .accelerator("cpu")
+                                .accelerator(fulgur::AcceleratorKind::Cpu)
                                 .devices(std::to_string(devices))
-                                .strategy(devices == 1 ? "auto" : "ddp")
+                                .strategy(devices == 1 ? fulgur::StrategyKind::Auto : fulgur::StrategyKind::DDP)
                                 .default_root_dir(flags.at("root"))
                                 .enable_progress_bar(false)
                                 .enable_model_summary(false)

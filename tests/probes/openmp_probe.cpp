@@ -83,8 +83,8 @@ int main(int argc, char** argv) {
   // Nothing is written (no logger, no checkpoints); the root is a formality.
   fulgur::TrainerOptions options = fulgur::testing::quiet_options(std::filesystem::temp_directory_path().string());
   options.logger(false).enable_checkpointing(false).max_epochs(1).devices(std::max<int64_t>(devices, 1));
-  if (devices > 1) options.strategy("ddp");
-  if (policy != "default") options.openmp_wait_policy(policy);
+  if (devices > 1) options.strategy(fulgur::StrategyKind::DDP);
+  if (policy != "default") options.openmp_wait_policy(fulgur::parse_choice<fulgur::OpenMPWaitPolicy>(policy));
   fulgur::Trainer trainer(options);
   const char* value = std::getenv("OMP_WAIT_POLICY");
   const std::string prefix = devices > 0 ? "rank " + std::to_string(trainer.global_rank()) + ": " : "";

@@ -74,7 +74,7 @@ class RecordingModule : public LightningModule {
   // Recorded with emplace_back: GCC 12 -O3 warns (-Wstringop-overread, a
   // false positive) when push_back moves a temporary of a long literal.
   std::vector<std::string> events;
-  std::optional<SchedulerInterval> scheduler_interval;
+  std::optional<Interval> scheduler_interval;
   int64_t scheduler_frequency = 1;
 
  private:
@@ -153,8 +153,11 @@ class ResizableRegressionData : public DataModule {
 
 /// Options for a quiet trainer writing under `root`.
 inline TrainerOptions quiet_options(const std::string& root) {
-  return TrainerOptions().default_root_dir(root).enable_progress_bar(false).enable_model_summary(false).accelerator(
-      "cpu");
+  return TrainerOptions()
+      .default_root_dir(root)
+      .enable_progress_bar(false)
+      .enable_model_summary(false)
+      .accelerator(AcceleratorKind::Cpu);
 }
 
 }  // namespace fulgur::testing

@@ -1,12 +1,8 @@
 #include <fulgur/trainer/cli/config_section.hpp>
 
-#include <fulgur/modules/did_you_mean.hpp>
 #include <fulgur/trainer/cli/options_yaml.hpp>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
-
-#include <algorithm>
 
 namespace fulgur::cli {
 namespace {
@@ -95,9 +91,8 @@ YAML::Node ConfigSection::lookup(const std::string& key) {
   return node_[key];
 }
 
-void ConfigSection::fail(const std::string& key, const std::string& expected, const std::string& got,
-                         const std::string& hint) const {
-  throw ConfigError(fmt::format("{}: expected {}, got '{}'{}", dotted(key), expected, got, hint));
+void ConfigSection::fail(const std::string& key, const std::string& expected, const std::string& got) const {
+  throw ConfigError(fmt::format("{}: expected {}, got '{}'", dotted(key), expected, got));
 }
 
 template <class T>
@@ -121,15 +116,6 @@ T ConfigSection::require(const std::string& key) {
   if (!Decoder<T>::decode(value, out)) fail(key, expected_of<T>(), describe(value));
   resolved_[key] = yaml_value(out);
   return out;
-}
-
-std::string ConfigSection::choice(const std::string& key, const std::string& default_value,
-                                  const std::vector<std::string>& allowed) {
-  const std::string value = get<std::string>(key, default_value);
-  if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
-    fail(key, fmt::format("one of {}", fmt::join(allowed, ", ")), value, did_you_mean(value, allowed));
-  }
-  return value;
 }
 
 bool ConfigSection::has(const std::string& key) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <fulgur/modules/option_enum.hpp>
 #include <fulgur/trainer/cli/config_error.hpp>
 
 #include <yaml-cpp/yaml.h>
@@ -33,9 +34,17 @@ class ConfigSection {
   template <class T>
   T require(const std::string& key);
 
-  /// A string that must be one of `allowed`.
-  std::string choice(const std::string& key, const std::string& default_value,
-                     const std::vector<std::string>& allowed);
+  /// A choice (modules/option_enum.hpp) by its name; parse_choice's error
+  /// under the dotted key.
+  template <OptionEnum E>
+  E choice(const std::string& key, E default_value) {
+    const std::string name = get<std::string>(key, to_string(default_value));
+    try {
+      return parse_choice<E>(name);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(dotted(key) + ": " + e.what());
+    }
+  }
 
   /// True if the user gave `key` (marks it as read).
   bool has(const std::string& key);
@@ -47,10 +56,8 @@ class ConfigSection {
   /// Sets what --print_config shows for `key` (a nested section's resolved map).
   void record(const std::string& key, const YAML::Node& value) { resolved_[key] = value; }
 
-  /// Throws ConfigError: "<path.key>: expected <expected>, got '<value>'<hint>"
-  /// (the hint: did_you_mean's).
-  [[noreturn]] void fail(const std::string& key, const std::string& expected, const std::string& got,
-                         const std::string& hint = "") const;
+  /// Throws ConfigError: "<path.key>: expected <expected>, got '<value>'".
+  [[noreturn]] void fail(const std::string& key, const std::string& expected, const std::string& got) const;
 
   /// Dotted names of the keys the user gave that no get/require/choice read.
   std::vector<std::string> unread_keys() const;

@@ -5,9 +5,10 @@
 // option tables in README.md and docs/. Every declared field is read the same way, so a
 // new field needs its declaration line and nothing here.
 
+#include <fulgur/modules/did_you_mean.hpp>
+#include <fulgur/modules/option_enum.hpp>
 #include <fulgur/modules/options.hpp>
 #include <fulgur/trainer/cli/config_section.hpp>
-#include <fulgur/modules/did_you_mean.hpp>
 #include <fulgur/trainer/count_or_fraction.hpp>
 #include <fulgur/trainer/yaml_value.hpp>
 
@@ -21,13 +22,6 @@
 #include <vector>
 
 namespace fulgur::cli {
-
-/// An enum an options field may hold: `option_choices(E{})` (found by ADL)
-/// lists its names in the order of its values 0, 1, ...
-template <class E>
-concept OptionEnum = std::is_enum_v<E> && requires(E e) {
-  { option_choices(e) } -> std::convertible_to<std::vector<std::string>>;
-};
 
 namespace detail {
 
@@ -66,7 +60,7 @@ YAML::Node to_node(const T& value) {
   } else if constexpr (requires { value.has_value(); }) {
     return value ? to_node(*value) : YAML::Node(YAML::NodeType::Null);
   } else if constexpr (OptionEnum<T>) {
-    return YAML::Node(option_choices(value).at(static_cast<size_t>(value)));
+    return YAML::Node(to_string(value));
   } else if constexpr (std::is_same_v<T, CountOrFraction>) {
     // As text: yaml-cpp writes the double 1.0 as "1", which reads back as a count.
     return YAML::Node(value.to_string());
@@ -79,11 +73,8 @@ template <class T>
 bool decode(const YAML::Node& node, T& out) {
   if constexpr (OptionEnum<T>) {
     if (!node.IsScalar()) return false;
-    const auto names = option_choices(out);
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (names[i] == node.Scalar()) return out = static_cast<T>(i), true;
-    }
-    return false;
+    out = parse_choice<T>(node.Scalar());  // an unknown name throws, naming the choices
+    return true;
   } else if constexpr (ListOption<T>) {
     if (node.IsScalar()) {  // one value stands for a list of one, as Lightning takes `swa_lrs: 0.01`
       typename T::value_type v{};
@@ -132,6 +123,16 @@ std::string expected(const T* tag) {
   }
 }
 
+/// decode(), with an enum's unknown name reported under the dotted key.
+template <class T>
+bool decode_at(const ConfigSection& section, const std::string& key, const YAML::Node& node, T& out) {
+  try {
+    return decode(node, out);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(section.dotted(key) + ": " + e.what());
+  }
+}
+
 }  // namespace detail
 
 template <DeclaredOptions Options>
@@ -152,17 +153,15 @@ void read_option(ConfigSection& section, const std::string& key, T& value) {
       return;
     }
     Inner inner{};
-    if (!detail::decode(node, inner)) {
+    if (!detail::decode_at(section, key, node, inner)) {
       section.fail(key, detail::expected(static_cast<const Inner*>(nullptr)) + " or null", detail::node_text(node));
     }
     value = inner;
   } else {
     const YAML::Node node = section.raw(key, detail::to_node(value));
     T decoded = value;
-    if (!detail::decode(node, decoded)) {
-      std::string hint;
-      if constexpr (OptionEnum<T>) hint = did_you_mean(detail::node_text(node), option_choices(T{}));
-      section.fail(key, detail::expected(static_cast<const T*>(nullptr)), detail::node_text(node), hint);
+    if (!detail::decode_at(section, key, node, decoded)) {
+      section.fail(key, detail::expected(static_cast<const T*>(nullptr)), detail::node_text(node));
     }
     value = decoded;
   }
@@ -216,9 +215,7 @@ std::string options_table(const Options& options = {}, const std::string& prefix
     if constexpr (DeclaredOptions<Field>) {
       rows += options_table(field, prefix + name + ".");
     } else {
-      std::string shown = check::text(field);
-      if constexpr (OptionEnum<Field>) shown = option_choices(field).at(static_cast<size_t>(field));
-      rows += "| `" + prefix + name + "` | `" + shown + "` | " + doc + " |\n";
+      rows += "| `" + prefix + name + "` | `" + check::text(field) + "` | " + doc + " |\n";
     }
   });
   return rows;

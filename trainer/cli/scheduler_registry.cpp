@@ -1,14 +1,22 @@
 #include <fulgur/trainer/cli/scheduler_registry.hpp>
 
+#include <fulgur/trainer/monitor_mode.hpp>
+
+#include <string>
+#include <vector>
+
 namespace fulgur::cli {
 namespace {
 
 using Plateau = torch::optim::ReduceLROnPlateauScheduler;
 
+// ReduceLROnPlateau's threshold_mode: improvement relative to the best, or absolute.
+enum class ThresholdMode { Rel, Abs };
+std::vector<std::string> option_choices(ThresholdMode) { return {"rel", "abs"}; }
+
 // Lightning's scheduler-config keys, read into `config`.
 void read_when(ConfigSection& section, LRSchedulerConfig& config) {
-  config.interval = section.choice("interval", "epoch", {"epoch", "step"}) == "step" ? SchedulerInterval::Step
-                                                                                      : SchedulerInterval::Epoch;
+  config.interval = section.choice("interval", Interval::Epoch);
   config.frequency = section.get<int64_t>("frequency", 1);
   if (config.frequency < 1) section.fail("frequency", "an integer >= 1", std::to_string(config.frequency));
 }
@@ -35,12 +43,13 @@ SchedulerRegistry SchedulerRegistry::with_builtins() {
   registry.add("ReduceLROnPlateau", [](ConfigSection& s) {
     LRSchedulerConfig when;
     when.monitor = s.require<std::string>("monitor");
-    const auto mode = s.choice("mode", "min", {"min", "max"}) == "min" ? Plateau::min : Plateau::max;
+    const auto mode = s.choice("mode", MonitorMode::Min) == MonitorMode::Min ? Plateau::min : Plateau::max;
     const double factor = s.get<double>("factor", 0.1);
     if (!(factor < 1.0)) s.fail("factor", "a number < 1", std::to_string(factor));
     const int64_t patience = s.get<int64_t>("patience", 10);
     const double threshold = s.get<double>("threshold", 1e-4);
-    const auto threshold_mode = s.choice("threshold_mode", "rel", {"rel", "abs"}) == "rel" ? Plateau::rel : Plateau::abs;
+    const auto threshold_mode = s.choice("threshold_mode", ThresholdMode::Rel) == ThresholdMode::Rel ? Plateau::rel
+                                                                                                     : Plateau::abs;
     const int64_t cooldown = s.get<int64_t>("cooldown", 0);
     const double min_lr = s.get<double>("min_lr", 0.0);
     const double eps = s.get<double>("eps", 1e-8);

@@ -33,7 +33,7 @@ TrainerOptions read_trainer_options(ConfigSection& s, YAML::Node trainer) {
   }
   // The command line owns its process: restarting it with PASSIVE costs
   // nothing, unlike restarting a user's own main().
-  return read_options<TrainerOptions>(s, TrainerOptions().openmp_wait_policy("passive"), {"logger", "callbacks"});
+  return read_options<TrainerOptions>(s, TrainerOptions().openmp_wait_policy(OpenMPWaitPolicy::Passive), {"logger", "callbacks"});
 }
 
 }  // namespace fulgur::cli

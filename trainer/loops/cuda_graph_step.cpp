@@ -112,7 +112,7 @@ std::optional<std::string> CudaGraphStep::refusal(const TrainerConfig& config, c
   }
   if (o.gradient_clip_val() && *o.gradient_clip_val() > 0.0) return "gradient clipping reads the total norm on the host";
   for (const auto& entry : optimizers) {
-    if (entry.lr_scheduler && entry.lr_scheduler->interval == SchedulerInterval::Step) {
+    if (entry.lr_scheduler && entry.lr_scheduler->interval == Interval::Step) {
       return "an LR scheduler with interval step changes the learning rate every step, and a graph holds the "
              "learning rate it was captured with";
     }

@@ -119,7 +119,7 @@ void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, const std::v
 
   // An epoch cut short by a stop does not step epoch schedulers: a resumed
   // run finishes that epoch and steps them then, as an uninterrupted run would.
-  if (epoch_complete_) step_schedulers(SchedulerInterval::Epoch, trainer_.current_epoch() + 1);
+  if (epoch_complete_) step_schedulers(Interval::Epoch, trainer_.current_epoch() + 1);
   running_ = false;
 }
 
@@ -178,7 +178,7 @@ void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_l
   if (step_now) {
     if (!result.replayed) optimizer.zero_grad();
     optimizer_steps_.increment();
-    step_schedulers(SchedulerInterval::Step, global_step());
+    step_schedulers(Interval::Step, global_step());
   }
 
   batch_progress_.increment();
@@ -240,7 +240,7 @@ void TrainingEpochLoop::optimizer_step() {
       clip);
 }
 
-void TrainingEpochLoop::step_schedulers(SchedulerInterval interval, int64_t count) {
+void TrainingEpochLoop::step_schedulers(Interval interval, int64_t count) {
   if (!trainer_.module().automatic_optimization()) return;  // manual optimization steps its own
   for (auto& config : trainer_.optimizers()) {
     auto& scheduler = config.lr_scheduler;

@@ -55,7 +55,7 @@ class TrainingEpochLoop {
   torch::Tensor forward_backward_step(const Batch& batch, int64_t batch_idx, int64_t accumulate, bool step_now);
   void optimizer_step();
   /// Steps the schedulers of `interval` that are due at `count` (steps or epochs).
-  void step_schedulers(SchedulerInterval interval, int64_t count);
+  void step_schedulers(Interval interval, int64_t count);
   /// A ReduceLROnPlateauScheduler's step with its monitored value.
   void step_plateau(const LRSchedulerConfig& config);
   bool should_validate(int64_t batch_idx, bool is_last_batch) const;
