@@ -36,6 +36,7 @@
 #include <chrono>
 #include <cstring>
 #include <iostream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -209,9 +210,14 @@ int main(int argc, char** argv) {
               << ")" << std::endl;
     return 0;
   }
-  // A clear error before any work.
-  const auto precision =
-      fulgur::parse_choice<fulgur::PrecisionMode>(flag(argc, argv, "--precision", std::string("bf16-mixed")));
+  // A clear error naming the flag, before any work.
+  fulgur::PrecisionMode precision;
+  try {
+    precision = fulgur::parse_choice<fulgur::PrecisionMode>(flag(argc, argv, "--precision", std::string("bf16-mixed")));
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "error: --precision: " << e.what() << "\n";
+    return 2;
+  }
   const int64_t batch_size = flag(argc, argv, "--batch_size", which == "mlp" ? 64 : 256);
   const int64_t steps = flag(argc, argv, "--steps", 50);
   const int64_t warmup = flag(argc, argv, "--warmup", 10);
