@@ -1,6 +1,8 @@
 #pragma once
 
+#include <filesystem>
 #include <stdexcept>
+#include <string>
 
 namespace fulgur {
 
@@ -13,5 +15,17 @@ class DataError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+/// A path in single quotes, as DataError messages name files. Appended, not
+/// `"'" + path.string()`: g++ 12 warns (-Wstringop-overflow, a false
+/// positive) on a one-character literal before a temporary string.
+inline std::string quoted(const std::filesystem::path& path) {
+  std::string out;
+  out.reserve(path.native().size() + 2);
+  out += '\'';
+  out += path.native();
+  out += '\'';
+  return out;
+}
 
 }  // namespace fulgur

@@ -41,6 +41,11 @@ class DataLoader {
   /// processes work together. Loaders that cannot shard (batches prepared
   /// by the user) say so (TensorBatchLoader warns once).
   virtual void shard(const Shard& shard) { (void)shard; }
+  /// The device the batches are for (the Strategy's root device). The
+  /// Trainer tells every loader before its first pass; a loader whose
+  /// dataset prepares batches on the device (GPU decoding) uses it, the
+  /// others ignore it. An own loop calls it the same way.
+  virtual void set_device(const torch::Device& device) { (void)device; }
   /// Starts a pass over the current epoch at batch index `first_batch`.
   virtual std::unique_ptr<BatchIterator> iterate(int64_t first_batch = 0) = 0;
 };

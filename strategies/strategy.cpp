@@ -3,6 +3,8 @@
 #include <fulgur/modules/lightning_module.hpp>
 #include <fulgur/strategies/cuda/cuda_runtime.hpp>
 
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
 #include <cstring>
 #include <string>
 #include <vector>
@@ -40,7 +42,20 @@ void Strategy::clip_unscaled_gradients(torch::optim::Optimizer& optimizer, doubl
 }
 
 Batch Strategy::batch_to_device(const Batch& batch) const {
-  if (batch.input.device() == root_device_) return batch;
+  if (batch.input.device() == root_device_) {
+    // Made on the device by a loader thread on its own stream (GPU
+    // decoding): the caching allocator must not hand its memory to that
+    // stream again before this stream's step is done with it.
+    if (root_device_.is_cuda()) {
+      const auto* guard = c10::impl::getDeviceGuardImpl(root_device_.type());
+      const c10::Stream stream = guard->getStream(root_device_);
+      batch.map([&](const torch::Tensor& t) {
+        if (t.is_cuda()) guard->recordDataPtrOnStream(t.storage().data_ptr(), stream);
+        return t;
+      });
+    }
+    return batch;
+  }
   return batch.to(root_device_, accelerator_.supports_non_blocking_copy() && batch.input.is_pinned());
 }
 

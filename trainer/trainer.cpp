@@ -354,6 +354,7 @@ std::exception_ptr Trainer::with_context(std::exception_ptr error) const {
 }
 
 std::shared_ptr<DataLoader> Trainer::prepare_loader(std::shared_ptr<DataLoader> loader, bool training) {
+  if (loader) loader->set_device(strategy_->root_device());
   if (loader && strategy_->world_size() > 1 && config_.options.use_distributed_sampler()) {
     // Rank 0's draw becomes everyone's shuffle seed, so the shares never overlap.
     const torch::Tensor draw = torch::randint(0, std::numeric_limits<int32_t>::max(), {1}, torch::kInt64);

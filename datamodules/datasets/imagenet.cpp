@@ -29,6 +29,12 @@ ImageNet::ImageNet(ImageNetOptions options) : options_(std::move(options)) {
                                 std::to_string(options_.crop_size()) + "), got " +
                                 std::to_string(options_.resize_size()));
   }
+  custom_pipelines_ = options_.train_pipeline() || options_.val_pipeline();
+  if (custom_pipelines_ && options_.decode() == DecodeMode::Gpu) {
+    throw std::invalid_argument(
+        "[ImageNetOptions] decode gpu runs torchvision's ImageNet recipe on the device; a train_pipeline or "
+        "val_pipeline set from C++ runs on the CPU: use decode cpu");
+  }
   if (!options_.val_pipeline()) {
     options_.val_pipeline(
         imagenet_eval_pipeline(options_.resize_size(), options_.crop_size(), options_.mean(), options_.std()));
@@ -86,12 +92,19 @@ const std::vector<std::string>& ImageNet::classes() const {
   return classes_;
 }
 
+DeviceDecode ImageNet::device_decode(bool training) const {
+  if (options_.decode() == DecodeMode::Cpu || custom_pipelines_) return {};
+  const auto& o = options_;
+  return {o.decode(), training && o.augment() ? DeviceImageRecipe::train(o.crop_size(), o.mean(), o.std())
+                                              : DeviceImageRecipe::eval(o.resize_size(), o.crop_size(), o.mean(), o.std())};
+}
+
 std::shared_ptr<DataLoader> ImageNet::train_dataloader() {
   if (!train_) throw std::logic_error("[ImageNet::train_dataloader] the train split is not set up; call setup(Stage::Fit)");
   const uint64_t seed = ImageDataset::seed_or_draw(options_.seed());
   // The augmentation draws from (seed, epoch, index); the Trainer's set_epoch
   // selects the epoch (ImageDataset::at_epoch).
-  auto dataset = std::make_shared<const ImageDataset>(train_, options_.train_pipeline(), seed);
+  auto dataset = std::make_shared<const ImageDataset>(train_, options_.train_pipeline(), seed, 0, device_decode(true));
   auto loader = std::make_shared<DatasetLoader>(dataset, image_loader_options(options_, seed));
   loader->share_bad_samples(train_bad_);
   return loader;
@@ -99,7 +112,7 @@ std::shared_ptr<DataLoader> ImageNet::train_dataloader() {
 
 std::shared_ptr<DataLoader> ImageNet::val_dataloader() {
   if (!val_) throw std::logic_error("[ImageNet::val_dataloader] the val split is not set up; call setup() first");
-  auto dataset = std::make_shared<const ImageDataset>(val_, options_.val_pipeline());
+  auto dataset = std::make_shared<const ImageDataset>(val_, options_.val_pipeline(), 0, 0, device_decode(false));
   auto loader = std::make_shared<DatasetLoader>(dataset, image_loader_options(options_, std::nullopt));
   loader->share_bad_samples(val_bad_);
   return loader;

@@ -2,6 +2,8 @@
 
 #include <fulgur/datamodules/data_module.hpp>
 #include <fulgur/datamodules/datasets/channel_stats_check.hpp>
+#include <fulgur/datamodules/images/decode_mode.hpp>
+#include <fulgur/datamodules/images/image_dataset.hpp>
 #include <fulgur/datamodules/images/encoded_image_source.hpp>
 #include <fulgur/datamodules/images/transforms/compose.hpp>
 #include <fulgur/datamodules/loading/bad_sample_log.hpp>
@@ -43,6 +45,9 @@ inline std::vector<std::string> option_choices(ImageNetFormat) { return {"folder
   X(int64_t, crop_size, 224, "side of the square images of every batch", check::AtLeast{1})                      \
   X(int64_t, resize_size, 256, "shorter side after the evaluation Resize, before the CenterCrop (>= crop_size)", \
     check::Any{})                                                                                                \
+  X(DecodeMode, decode, DecodeMode::Auto,                                                                        \
+    "where JPEGs are decoded: gpu (nvImageCodec on the run's CUDA device), cpu (loader threads), auto",         \
+    check::Any{})                                                                                                \
   FULGUR_IMAGE_LOADER_OPTIONS(X, 256, 8, true, true)
 
 /// Options of the ImageNet DataModule (config section `data`).
@@ -56,7 +61,8 @@ struct ImageNetOptions {
   /// Unset: torchvision's ImageNet recipe (imagenet_pipelines.hpp) with
   /// crop_size, resize_size, mean and std: train = RandomResizedCrop +
   /// RandomHorizontalFlip (with augment; else as val), val = Resize +
-  /// CenterCrop. A JPEG is decoded only where the pipeline needs it.
+  /// CenterCrop. A JPEG is decoded only where the pipeline needs it. Set,
+  /// they run on the CPU: `decode: gpu` is refused, `auto` picks cpu.
   TORCH_ARG(std::shared_ptr<const Compose>, train_pipeline) = nullptr;
   TORCH_ARG(std::shared_ptr<const Compose>, val_pipeline) = nullptr;
 };
@@ -95,7 +101,10 @@ class ImageNet : public DataModule {
  private:
   std::shared_ptr<const EncodedImageSource> load(const std::string& split, const std::vector<std::string>& classes) const;
 
+  DeviceDecode device_decode(bool training) const;
+
   ImageNetOptions options_;
+  bool custom_pipelines_ = false;  // set from C++: the device recipes would differ
   std::shared_ptr<const EncodedImageSource> train_;
   std::shared_ptr<const EncodedImageSource> val_;
   std::vector<std::string> classes_;

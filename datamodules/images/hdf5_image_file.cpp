@@ -14,17 +14,6 @@ namespace fs = std::filesystem;
 
 constexpr const char* kFormat = "packed-images-1";
 
-/// Appends instead of `"'" + path.string()`: g++ 12 warns (-Wstringop-overflow)
-/// on the inlined insert at the front of the temporary string.
-std::string quoted(const fs::path& path) {
-  std::string out;
-  out.reserve(path.native().size() + 2);
-  out += '\'';
-  out += path.native();
-  out += '\'';
-  return out;
-}
-
 /// libhdf5 is not thread-safe: every call in this file runs under this lock.
 std::mutex& hdf5_mutex() {
   static std::mutex mutex;

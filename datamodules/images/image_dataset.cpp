@@ -2,10 +2,16 @@
 
 #include <fulgur/datamodules/error_reason.hpp>
 #include <fulgur/datamodules/data_error.hpp>
+#include <fulgur/datamodules/images/device_decode_dataset.hpp>
+#include <fulgur/modules/option_enum.hpp>
+
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <iostream>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -13,9 +19,17 @@
 namespace fulgur {
 
 ImageDataset::ImageDataset(std::shared_ptr<const EncodedImageSource> source, std::shared_ptr<const Compose> recipe,
-                           uint64_t seed, int64_t epoch)
-    : source_(std::move(source)), recipe_(std::move(recipe)), seed_(seed), epoch_(epoch) {
+                           uint64_t seed, int64_t epoch, DeviceDecode device_decode)
+    : source_(std::move(source)),
+      recipe_(std::move(recipe)),
+      seed_(seed),
+      epoch_(epoch),
+      device_decode_(std::move(device_decode)) {
   if (!source_) throw std::invalid_argument("[ImageDataset::ImageDataset] source is null");
+  if (device_decode_.mode != DecodeMode::Cpu && !device_decode_.recipe) {
+    throw std::invalid_argument("[ImageDataset::ImageDataset] decode " + to_string(device_decode_.mode) +
+                                " needs a DeviceImageRecipe");
+  }
   if (!recipe_) recipe_ = std::make_shared<const Compose>(std::vector<std::shared_ptr<const Transform>>{});
 }
 
@@ -39,7 +53,50 @@ Example ImageDataset::get(int64_t index) const {
 }
 
 std::shared_ptr<const Dataset> ImageDataset::at_epoch(int64_t epoch) const {
-  return std::make_shared<const ImageDataset>(source_, recipe_, seed_, epoch);
+  return std::make_shared<const ImageDataset>(source_, recipe_, seed_, epoch, device_decode_);
+}
+
+namespace {
+
+// Each distinct line once per process: the train and val loaders (and
+// every fit of a program) resolve the same choice.
+void say_once(const std::string& line) {
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (said.insert(line).second) std::cerr << "fulgur: " << line << std::endl;
+}
+
+}  // namespace
+
+std::shared_ptr<const Dataset> ImageDataset::for_device(const torch::Device& device) const {
+  const DecodeMode mode = device_decode_.mode;
+  if (mode == DecodeMode::Cpu) return nullptr;
+  std::string why_not;
+  std::shared_ptr<NvImageCodecDecoder> decoder;
+  torch::Device target = device;
+  if (!device.is_cuda()) {
+    why_not = "the run's device is " + device.str() + ", not a CUDA device";
+  } else if (auto reason = NvImageCodecDecoder::unavailable_reason()) {
+    why_not = *reason;
+  } else {
+    if (!target.has_index()) target = c10::impl::getDeviceGuardImpl(torch::kCUDA)->getDevice();
+    try {
+      decoder = std::make_shared<NvImageCodecDecoder>(NvImageCodecDecoder::Backend::Gpu, target.index());
+    } catch (const std::exception& error) {
+      why_not = error.what();
+    }
+  }
+  if (!decoder) {
+    if (mode == DecodeMode::Gpu) {
+      throw std::runtime_error("[ImageDataset] decode gpu: cannot decode on the GPU: " + why_not +
+                               " (decode auto falls back to the CPU)");
+    }
+    say_once("decode auto: decoding JPEGs on the CPU: " + why_not);
+    return nullptr;
+  }
+  say_once("decode " + to_string(mode) + ": decoding JPEGs on " + target.str() + " with nvImageCodec");
+  return std::make_shared<const DeviceDecodeDataset>(source_, *device_decode_.recipe, decoder, target, seed_, epoch_);
 }
 
 uint64_t ImageDataset::seed_or_draw(const std::optional<int64_t>& seed) {

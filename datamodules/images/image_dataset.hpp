@@ -1,5 +1,7 @@
 #pragma once
 
+#include <fulgur/datamodules/images/decode_mode.hpp>
+#include <fulgur/datamodules/images/device_image_recipe.hpp>
 #include <fulgur/datamodules/images/encoded_image_source.hpp>
 #include <fulgur/datamodules/images/transforms/compose.hpp>
 #include <fulgur/datamodules/loading/dataset.hpp>
@@ -22,11 +24,19 @@ namespace fulgur {
 /// recipe tells the decoder what it needs first (Compose::decode), so a JPEG
 /// is decoded only inside a RandomResizedCrop window, or DCT-scaled before
 /// a big Resize.
+/// Decoding on the training device: `decode: gpu | auto` and the recipe
+/// that does there what the Compose recipe does on the CPU.
+struct DeviceDecode {
+  DecodeMode mode = DecodeMode::Cpu;
+  std::optional<DeviceImageRecipe> recipe;
+};
+
 class ImageDataset : public Dataset {
  public:
   /// `recipe` null: ToTensor only (float [3, H, W] in [0, 1]).
   explicit ImageDataset(std::shared_ptr<const EncodedImageSource> source,
-                        std::shared_ptr<const Compose> recipe = nullptr, uint64_t seed = 0, int64_t epoch = 0);
+                        std::shared_ptr<const Compose> recipe = nullptr, uint64_t seed = 0, int64_t epoch = 0,
+                        DeviceDecode device_decode = {});
 
   int64_t size() const override { return source_->size(); }
   /// Reads, decodes and transforms image `index`; every failure is a
@@ -34,6 +44,11 @@ class ImageDataset : public Dataset {
   Example get(int64_t index) const override;
   /// The same images with epoch `epoch`'s augmentation (sharing source and recipe).
   std::shared_ptr<const Dataset> at_epoch(int64_t epoch) const override;
+  /// With `decode: gpu | auto` and a CUDA `device` where nvImageCodec
+  /// loads: a DeviceDecodeDataset of the same images, seed and epoch.
+  /// `auto` otherwise stays on the CPU (null) and says why in one line;
+  /// `gpu` otherwise throws std::runtime_error saying why.
+  std::shared_ptr<const Dataset> for_device(const torch::Device& device) const override;
 
   const std::shared_ptr<const EncodedImageSource>& source() const { return source_; }
   const std::shared_ptr<const Compose>& recipe() const { return recipe_; }
@@ -50,6 +65,7 @@ class ImageDataset : public Dataset {
   std::shared_ptr<const Compose> recipe_;
   uint64_t seed_;
   int64_t epoch_;
+  DeviceDecode device_decode_;
 };
 
 }  // namespace fulgur

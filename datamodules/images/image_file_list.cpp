@@ -19,15 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// Appended, not `"'" + path.string()`: g++ 12 warns (-Wstringop-overflow, a
-/// false positive) on a one-character literal before a temporary string.
-std::string quoted(const fs::path& path) {
-  std::string out(1, '\'');
-  out += path.string();
-  out += '\'';
-  return out;
-}
-
 bool is_hidden(const fs::path& path) {
   const std::string name = path.filename().string();
   return !name.empty() && name.front() == '.';

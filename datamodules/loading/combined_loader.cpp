@@ -130,6 +130,10 @@ void CombinedLoader::shard(const Shard& shard) {
   for (auto& [name, loader] : loaders_) loader->shard(shard);
 }
 
+void CombinedLoader::set_device(const torch::Device& device) {
+  for (auto& [name, loader] : loaders_) loader->set_device(device);
+}
+
 std::unique_ptr<BatchIterator> CombinedLoader::iterate(int64_t first_batch) {
   return std::make_unique<Iterator>(*this, first_batch);
 }

@@ -45,6 +45,7 @@ class CombinedLoader : public DataLoader {
   int64_t size() const override;
   void set_epoch(int64_t epoch) override;
   void shard(const Shard& shard) override;
+  void set_device(const torch::Device& device) override;
   std::unique_ptr<BatchIterator> iterate(int64_t first_batch = 0) override;
 
   /// Loader `name`'s batch inside a combined one; std::out_of_range naming

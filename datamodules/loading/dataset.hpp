@@ -39,6 +39,15 @@ class Dataset {
     (void)epoch;
     return nullptr;
   }
+  /// For datasets that make their batches on the device the run trains on
+  /// (ImageDataset with `decode: gpu | auto`): the same examples made for
+  /// `device`. The loader asks when it learns the device
+  /// (DataLoader::set_device). Default: null, the examples do not depend
+  /// on the device (the Strategy copies each batch there).
+  virtual std::shared_ptr<const Dataset> for_device(const torch::Device& device) const {
+    (void)device;
+    return nullptr;
+  }
 };
 
 }  // namespace fulgur

@@ -43,8 +43,20 @@ struct EpochPlan {
   }
 
   /// Each sample that throws DataError is replaced by the next good index,
-  /// so the batch keeps its size and the epoch its number of batches.
+  /// so the batch keeps its size and the epoch its number of batches. The
+  /// batch is read whole first (a dataset's get_batch may be much faster
+  /// than one get() per sample: GPU decoding); only a batch that fails or
+  /// holds a known bad sample is read sample by sample.
   Batch build_skipping_bad(const std::vector<int64_t>& indices) const {
+    const bool known_bad =
+        std::any_of(indices.begin(), indices.end(), [&](int64_t index) { return bad_samples->is_bad(index); });
+    if (!known_bad) {
+      try {
+        return dataset->get_batch(indices);
+      } catch (const DataError&) {
+        // Found below, sample by sample, and recorded.
+      }
+    }
     std::vector<Example> examples;
     for (const int64_t index : indices) examples.push_back(good_example_from(index));
     return dataset->collate(std::move(examples));
@@ -241,6 +253,10 @@ void DatasetLoader::shard(const Shard& shard) {
                                                              .seed(shard.seed)
                                                              .pad(shard.pad));
   options_.seed(shard.seed);
+}
+
+void DatasetLoader::set_device(const torch::Device& device) {
+  if (auto view = dataset_->for_device(device)) dataset_ = std::move(view);
 }
 
 int64_t DatasetLoader::size() const {

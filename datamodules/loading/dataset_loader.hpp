@@ -75,6 +75,8 @@ class DatasetLoader : public DataLoader {
   /// over (shard.num_replicas, shard.rank, shard.seed, shard.pad) with the
   /// loader's shuffle, PyTorch's DistributedSampler semantics.
   void shard(const Shard& shard) override;
+  /// Replaces the dataset by its for_device(device) view when it has one.
+  void set_device(const torch::Device& device) override;
   std::unique_ptr<BatchIterator> iterate(int64_t first_batch = 0) override;
 
   /// Examples this rank gets per epoch.

@@ -26,9 +26,14 @@ CenterCrop::CenterCrop(int64_t height, int64_t width) : height_(height), width_(
   }
 }
 
+CropBox CenterCrop::window(int64_t height, int64_t width) const {
+  return {window_start(height, height_), window_start(width, width_), height_, width_};
+}
+
 Image CenterCrop::apply(Image image, SampleRandom&) const {
   if (image.height == height_ && image.width == width_) return image;
-  return crop_image(image, window_start(image.height, height_), window_start(image.width, width_), height_, width_);
+  const CropBox box = window(image.height, image.width);
+  return crop_image(image, box.top, box.left, box.height, box.width);
 }
 
 }  // namespace fulgur

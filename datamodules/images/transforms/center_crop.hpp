@@ -15,6 +15,9 @@ class CenterCrop : public Transform {
   CenterCrop(int64_t height, int64_t width);
 
   Image apply(Image image, SampleRandom& random) const override;
+  /// The window in an image of height x width (top/left negative when the
+  /// image is smaller and gets padded).
+  CropBox window(int64_t height, int64_t width) const;
 
  private:
   int64_t height_;

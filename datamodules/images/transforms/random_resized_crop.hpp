@@ -7,14 +7,6 @@
 
 namespace fulgur {
 
-/// A crop window in source pixels.
-struct CropBox {
-  int64_t top = 0;
-  int64_t left = 0;
-  int64_t height = 0;
-  int64_t width = 0;
-};
-
 /// torchvision's RandomResizedCrop: a window covering a random fraction of
 /// the area (`scale`) with a random aspect ratio (`ratio`, sampled
 /// log-uniformly), up to 10 attempts to fit it in the image and then the

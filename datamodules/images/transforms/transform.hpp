@@ -38,6 +38,14 @@ inline int64_t uniform_int(SampleRandom& random, int64_t low, int64_t high_exclu
   return low + static_cast<int64_t>(random() % static_cast<uint64_t>(high_exclusive - low));
 }
 
+/// A crop window in source pixels.
+struct CropBox {
+  int64_t top = 0;
+  int64_t left = 0;
+  int64_t height = 0;
+  int64_t width = 0;
+};
+
 /// One step of an image pipeline on 8-bit RGB (uint8 HWC) images, before
 /// the single conversion to float CHW (Compose). Implementations are
 /// immutable after construction, so loader threads share one instance.
