@@ -18,6 +18,9 @@
 #                            them and the torch wheel does not ship them (see docs/development.md)
 #   fmt                      not needed: the torch wheel's fmt headers are used header-only
 #   HDF5                     left out: the GPU build configures -DFULGUR_WITH_HDF5=OFF
+#   nvImageCodec (decode: gpu)  from the venv's wheels, not apt: nvimgcodec.h, libnvimgcodec.so.0,
+#                            its nvJPEG and libjpeg-turbo extensions and libnvjpeg.so.13, in
+#                            nvimgcodec/ (FULGUR_NVIMGCODEC_DIR at run time)
 # Debian 12's libraries (glibc 2.36) run on newer distributions such as Ubuntu 24.04.
 # Static libraries, documentation, pkg-config files and programs are dropped.
 set -euo pipefail
@@ -77,6 +80,22 @@ ln -sfn "/usr/lib/$arch/libz.so.1" "$lib/libz.so"
 sed -i 's|^set(_IMPORT_PREFIX "/usr")$|get_filename_component(_IMPORT_PREFIX "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)|' \
   "$prefix/lib/cmake/doctest/doctestTargets.cmake"
 
+# nvImageCodec and nvJPEG from the tests' venv (scripts/requirements.txt):
+# only what NvImageCodecDecoder loads.
+site="$root/.venv/lib/python3.11/site-packages/nvidia"
+if [[ ! -f "$site/nvimgcodec/libnvimgcodec.so.0" || ! -f "$site/cu13/lib/libnvjpeg.so.13" ]]; then
+  echo "gpu_kit: no nvImageCodec/nvJPEG wheels in $site: run scripts/setup.sh (the tests' stage) first" >&2
+  exit 1
+fi
+mkdir -p "$kit/nvimgcodec/include" "$kit/nvimgcodec/extensions"
+cp "$site/nvimgcodec/libnvimgcodec.so.0" "$site/cu13/lib/libnvjpeg.so.13" "$kit/nvimgcodec/"
+cp "$site/nvimgcodec/include/nvimgcodec.h" "$site/nvimgcodec/include/nvimgcodec_version.h" "$kit/nvimgcodec/include/"
+cp "$site"/nvimgcodec/extensions/libnvjpeg_ext.so.* "$site"/nvimgcodec/extensions/libjpeg_turbo_ext.so.* \
+   "$kit/nvimgcodec/extensions/"
+pip_version() { "$root/.venv/bin/python" -c "import importlib.metadata as m; print(m.version('$1'))"; }
+echo "nvidia-nvimgcodec-cu13 $(pip_version nvidia-nvimgcodec-cu13) (wheel)" >> "$kit/MANIFEST"
+echo "nvidia-nvjpeg $(pip_version nvidia-nvjpeg) (wheel)" >> "$kit/MANIFEST"
+
 cat > "$kit/env.sh" <<'EOF'
 # Sourced by scripts/gpu_check.sh (bash): the kit made by scripts/gpu_kit.sh.
 #   CMAKE_PREFIX_PATH       where find_package/find_library/find_path look first
@@ -85,11 +104,13 @@ cat > "$kit/env.sh" <<'EOF'
 #                           include folder (for <gloo/...>, which no CMake target names)
 #   LD_LIBRARY_PATH         the kit's shared libraries at run time (the build tree's
 #                           binaries also carry them in their RUNPATH)
+#   FULGUR_NVIMGCODEC_DIR   nvImageCodec for decode: gpu (opened at run time)
 FULGUR_KIT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export FULGUR_KIT
 export CMAKE_PREFIX_PATH="$FULGUR_KIT/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
 export LD_LIBRARY_PATH="$FULGUR_KIT/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export FULGUR_KIT_CMAKE_ARGS="-DFULGUR_WITH_HDF5=OFF -DCMAKE_CXX_FLAGS=-idirafter$FULGUR_KIT/usr/include"
+export FULGUR_KIT_CMAKE_ARGS="-DFULGUR_WITH_HDF5=OFF -DCMAKE_CXX_FLAGS=-idirafter$FULGUR_KIT/usr/include -DFULGUR_NVIMGCODEC_INCLUDE_DIR=$FULGUR_KIT/nvimgcodec/include"
+export FULGUR_NVIMGCODEC_DIR="$FULGUR_KIT/nvimgcodec"
 if [[ ! -e /usr/lib/x86_64-linux-gnu/libz.so.1 ]]; then
   echo "gpu-kit: /usr/lib/x86_64-linux-gnu/libz.so.1 is missing; the kit's libz.so points at it" >&2
 fi

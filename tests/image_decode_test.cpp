@@ -8,6 +8,7 @@
 #include <fulgur/datamodules/images/image_dataset.hpp>
 #include <fulgur/datamodules/images/image_file_list.hpp>
 #include <fulgur/datamodules/images/transforms/image_ops.hpp>
+#include <fulgur/datamodules/images/transforms/image_resize.hpp>
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

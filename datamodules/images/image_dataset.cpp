@@ -33,7 +33,7 @@ ImageDataset::ImageDataset(std::shared_ptr<const EncodedImageSource> source, std
   if (!recipe_) recipe_ = std::make_shared<const Compose>(std::vector<std::shared_ptr<const Transform>>{});
 }
 
-Example ImageDataset::get(int64_t index) const {
+Image ImageDataset::transformed(int64_t index) const {
   if (index < 0 || index >= size()) {
     throw std::out_of_range("[ImageDataset::get] index " + std::to_string(index) + " is outside [0, " +
                             std::to_string(size()) + ")");
@@ -42,14 +42,38 @@ Example ImageDataset::get(int64_t index) const {
   std::optional<Image> pixels = source_->pixels(index);
   const std::string bytes = pixels ? std::string() : source_->read(index);  // read errors name the image
   try {
-    if (pixels) return {(*recipe_)(std::move(*pixels), random), class_index(source_->label(index)), {}};
-    return {recipe_->decode(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), source_->name(index), random),
-            class_index(source_->label(index)), {}};
+    if (pixels) return recipe_->apply_uint8(std::move(*pixels), random);
+    return recipe_->decode_uint8(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), source_->name(index),
+                                 random);
   } catch (const DataError&) {
     throw;  // already names the image
   } catch (const std::exception& error) {
     throw DataError("[ImageDataset::get] transform failed on '" + source_->name(index) + "': " + error_reason(error));
   }
+}
+
+Example ImageDataset::get(int64_t index) const {
+  const Image image = transformed(index);
+  torch::Tensor input = torch::empty({3, image.height, image.width}, torch::kFloat32);
+  recipe_->write_float_chw(image, input.data_ptr<float>());
+  return {input, class_index(source_->label(index)), {}};
+}
+
+Batch ImageDataset::get_batch(const std::vector<int64_t>& indices) const {
+  if (indices.empty()) return Dataset::get_batch(indices);
+  torch::Tensor input;
+  std::vector<int64_t> labels;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    const Image image = transformed(indices[i]);
+    if (!input.defined()) {
+      input = torch::empty({static_cast<int64_t>(indices.size()), 3, image.height, image.width}, torch::kFloat32);
+    } else if (image.height != input.size(2) || image.width != input.size(3)) {
+      return Dataset::get_batch(indices);  // sizes differ: collate says so, naming them
+    }
+    recipe_->write_float_chw(image, input[static_cast<int64_t>(i)].data_ptr<float>());
+    labels.push_back(source_->label(indices[i]));
+  }
+  return {input, torch::tensor(labels, torch::kLong), {}};
 }
 
 std::shared_ptr<const Dataset> ImageDataset::at_epoch(int64_t epoch) const {

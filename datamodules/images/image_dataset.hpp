@@ -42,6 +42,9 @@ class ImageDataset : public Dataset {
   /// Reads, decodes and transforms image `index`; every failure is a
   /// DataError naming the image (its path, or pack:name).
   Example get(int64_t index) const override;
+  /// get() of each index, each image converted straight into its slice of
+  /// the batch tensor (no per-sample float tensor, no copy to collate).
+  Batch get_batch(const std::vector<int64_t>& indices) const override;
   /// The same images with epoch `epoch`'s augmentation (sharing source and recipe).
   std::shared_ptr<const Dataset> at_epoch(int64_t epoch) const override;
   /// With `decode: gpu | auto` and a CUDA `device` where nvImageCodec
@@ -61,6 +64,9 @@ class ImageDataset : public Dataset {
   static uint64_t seed_or_draw(const std::optional<int64_t>& seed);
 
  private:
+  /// Image `index` through the uint8 part of the recipe.
+  Image transformed(int64_t index) const;
+
   std::shared_ptr<const EncodedImageSource> source_;
   std::shared_ptr<const Compose> recipe_;
   uint64_t seed_;

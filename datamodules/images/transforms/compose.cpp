@@ -26,7 +26,12 @@ Compose::Compose(std::vector<std::shared_ptr<const Transform>> transforms, std::
 
 torch::Tensor Compose::to_float_chw(const Image& image) const {
   torch::Tensor out = torch::empty({3, image.height, image.width}, torch::kFloat32);
-  float* red = out.data_ptr<float>();
+  write_float_chw(image, out.data_ptr<float>());
+  return out;
+}
+
+void Compose::write_float_chw(const Image& image, float* out) const {
+  float* red = out;
   const int64_t plane = image.height * image.width;
   float* green = red + plane;
   float* blue = green + plane;
@@ -36,7 +41,6 @@ torch::Tensor Compose::to_float_chw(const Image& image) const {
     green[i] = table_[1][p[1]];
     blue[i] = table_[2][p[2]];
   }
-  return out;
 }
 
 Image Compose::apply_uint8(Image image, SampleRandom& random) const {
@@ -50,14 +54,19 @@ torch::Tensor Compose::operator()(Image image, SampleRandom& random) const {
 
 torch::Tensor Compose::decode(const uint8_t* data, size_t size, const std::string& source_name,
                               SampleRandom& random) const {
-  if (transforms_.empty()) return to_float_chw(decode_image_rgb(data, size, source_name));
+  return to_float_chw(decode_uint8(data, size, source_name, random));
+}
+
+Image Compose::decode_uint8(const uint8_t* data, size_t size, const std::string& source_name,
+                            SampleRandom& random) const {
+  if (transforms_.empty()) return decode_image_rgb(data, size, source_name);
   const ImageInfo info = read_image_info(data, size, source_name);
   const Transform& first = *transforms_.front();
   const DecodeRequest request = first.plan_decode(info.height, info.width, random);
   Image image = first.apply_planned(decode_image_rgb(data, size, source_name, request), request, info.height,
                                     info.width, random);
   for (size_t i = 1; i < transforms_.size(); ++i) image = transforms_[i]->apply(std::move(image), random);
-  return to_float_chw(image);
+  return image;
 }
 
 }  // namespace fulgur

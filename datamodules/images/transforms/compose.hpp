@@ -34,8 +34,15 @@ class Compose {
   /// decode errors are DataError naming `source_name`.
   torch::Tensor decode(const uint8_t* data, size_t size, const std::string& source_name, SampleRandom& random) const;
 
-  /// The uint8 part only (no conversion to float), for tests and tools.
+  /// decode() without the conversion to float.
+  Image decode_uint8(const uint8_t* data, size_t size, const std::string& source_name, SampleRandom& random) const;
+
+  /// The uint8 part only (no conversion to float).
   Image apply_uint8(Image image, SampleRandom& random) const;
+
+  /// ToTensor + Normalize of `image` into `out`, float [3, H, W] (a batch's
+  /// slice: ImageDataset::get_batch writes each image in place).
+  void write_float_chw(const Image& image, float* out) const;
 
  private:
   torch::Tensor to_float_chw(const Image& image) const;

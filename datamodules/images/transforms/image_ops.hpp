@@ -16,10 +16,4 @@ Image crop_image(const Image& image, int64_t top, int64_t left, int64_t height, 
 /// Mirror image left <-> right.
 Image flip_horizontal(Image image);
 
-/// Bilinear resize with antialiasing (the filter widens by the reduction
-/// factor when shrinking): Pillow's Image.resize(BILINEAR) algorithm, which
-/// torchvision uses for PIL images, with the same fixed-point arithmetic,
-/// so results equal Pillow's (and torchvision's tensor path within 1).
-Image resize_bilinear(const Image& image, int64_t height, int64_t width);
-
 }  // namespace fulgur

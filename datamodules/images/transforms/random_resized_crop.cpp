@@ -1,6 +1,7 @@
 #include <fulgur/datamodules/images/transforms/random_resized_crop.hpp>
 
 #include <fulgur/datamodules/images/transforms/image_ops.hpp>
+#include <fulgur/datamodules/images/transforms/image_resize.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 #include <fulgur/datamodules/images/transforms/resize.hpp>
 
-#include <fulgur/datamodules/images/transforms/image_ops.hpp>
+#include <fulgur/datamodules/images/transforms/image_resize.hpp>
 
 #include <stdexcept>
 #include <string>
