@@ -4,7 +4,10 @@
 //   --case bare     a bare LibTorch loop on the same batches: copy, autocast
 //                   forward, backward, SGD step, nothing else;
 //   --case jpeg     fulgur's Trainer reading JPEGs from --data through its
-//                   ImageNet training pipeline with --workers loader threads.
+//                   ImageNet training pipeline with --workers loader threads,
+//                   decoded on the CPU (--decode cpu, the default) or on the
+//                   GPU (--decode gpu: nvImageCodec, docs/data.md).
+// --arch resnet18 trains ResNet-18 instead of ResNet-50 (trainer, bare, jpeg).
 // A small model, where launching kernels costs more than running them:
 //   --case mlp      fulgur's Trainer on an MLP (--depth Linear+ReLU layers of
 //                   --width units, 256 inputs, 10 classes; batch 64 unless
@@ -17,12 +20,13 @@
 // ratios. Without a visible GPU it prints one line saying so and exits 0.
 //
 //   build/bin/gpu_throughput --case trainer|bare|jpeg|mlp|probe [--precision bf16-mixed|16-mixed|32-true]
-//                            [--cuda_graph] [--batch_size 256] [--steps 50] [--warmup 10] [--data DIR]
-//                            [--workers N] [--width 1024] [--depth 4]
+//                            [--arch resnet50|resnet18] [--cuda_graph] [--batch_size 256] [--steps 50]
+//                            [--warmup 10] [--data DIR] [--workers N] [--decode cpu|gpu] [--width 1024] [--depth 4]
 #include "bench_support.hpp"
 #include "mlp_module.hpp"
 
 #include <fulgur/datamodules/datasets/imagenet_pipelines.hpp>
+#include <fulgur/datamodules/images/device_image_recipe.hpp>
 #include <fulgur/datamodules/images/image_dataset.hpp>
 #include <fulgur/datamodules/images/image_file_list.hpp>
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
@@ -56,8 +60,8 @@ bool has_flag(int argc, char** argv, const char* name) {
   return false;
 }
 
-torch::nn::AnyModule resnet50() {
-  return fulgur::models::create_model("resnet50", 1000, 3, {.channels_last = true});
+torch::nn::AnyModule resnet(const std::string& arch) {
+  return fulgur::models::create_model(arch, 1000, 3, {.channels_last = true});
 }
 
 std::vector<fulgur::Batch> make_batches(int64_t count, int64_t batch_size) {
@@ -74,8 +78,8 @@ torch::Tensor to_channels_last(const torch::Tensor& input) {
 }
 
 struct ResNetModule : fulgur::LightningModule {
-  ResNetModule() {
-    model = resnet50();
+  explicit ResNetModule(const std::string& arch) {
+    model = resnet(arch);
     register_module("model", model.ptr());
   }
   torch::Tensor training_step(const fulgur::Batch& b, int64_t) override {
@@ -166,10 +170,10 @@ double run_trainer(fulgur::LightningModule& module, std::shared_ptr<fulgur::Data
   return static_cast<double>(clock->images) / clock->seconds;
 }
 
-double run_bare(const std::vector<fulgur::Batch>& batches, fulgur::PrecisionMode precision, int64_t steps,
-                int64_t warmup) {
+double run_bare(const std::string& arch, const std::vector<fulgur::Batch>& batches, fulgur::PrecisionMode precision,
+                int64_t steps, int64_t warmup) {
   const torch::Device device(torch::kCUDA, 0);
-  torch::nn::AnyModule model = resnet50();
+  torch::nn::AnyModule model = resnet(arch);
   model.ptr()->to(device);
   model.ptr()->train();
   torch::optim::SGD optimizer(model.ptr()->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
@@ -222,17 +226,29 @@ int main(int argc, char** argv) {
   const int64_t steps = flag(argc, argv, "--steps", 50);
   const int64_t warmup = flag(argc, argv, "--warmup", 10);
   const bool cuda_graph = has_flag(argc, argv, "--cuda_graph");
+  const std::string arch = flag(argc, argv, "--arch", std::string("resnet50"));
+  if (arch != "resnet50" && arch != "resnet18") {
+    std::cerr << "error: --arch: expected resnet50 or resnet18, got '" << arch << "'\n";
+    return 2;
+  }
+  fulgur::DecodeMode decode = fulgur::DecodeMode::Cpu;
+  try {
+    decode = fulgur::parse_choice<fulgur::DecodeMode>(flag(argc, argv, "--decode", std::string("cpu")));
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "error: --decode: " << e.what() << "\n";
+    return 2;
+  }
   torch::manual_seed(0);
   double rate = 0.0;
   if (which == "trainer" || which == "bare") {
     if (which == "bare" && cuda_graph) throw std::invalid_argument("--cuda_graph: a Trainer option (trainer, jpeg, mlp)");
     const auto batches = make_batches(8, batch_size);
     if (which == "trainer") {
-      ResNetModule module;
+      ResNetModule module(arch);
       rate = run_trainer(module, std::make_shared<fulgur::TensorBatchLoader>(batches), precision, steps, warmup,
                          cuda_graph);
     } else {
-      rate = run_bare(batches, precision, steps, warmup);
+      rate = run_bare(arch, batches, precision, steps, warmup);
     }
   } else if (which == "mlp") {
     fulgur::bench::MlpModule module(make_mlp(flag(argc, argv, "--width", 1024), flag(argc, argv, "--depth", 4)));
@@ -244,17 +260,26 @@ int main(int argc, char** argv) {
     const int64_t workers =
         flag(argc, argv, "--workers", static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency())));
     auto images = std::make_shared<const fulgur::ImageFileList>(fulgur::ImageFileList::from_class_folders(root));
-    auto dataset = std::make_shared<const fulgur::ImageDataset>(images, fulgur::imagenet_train_pipeline(), 1234);
+    // decode gpu: the Trainer's set_device makes it a DeviceDecodeDataset.
+    fulgur::DeviceDecode on_device;
+    if (decode != fulgur::DecodeMode::Cpu) {
+      on_device = {decode, fulgur::DeviceImageRecipe::train(224, fulgur::kImageNetMean, fulgur::kImageNetStd)};
+    }
+    auto dataset =
+        std::make_shared<const fulgur::ImageDataset>(images, fulgur::imagenet_train_pipeline(), 1234, 0, on_device);
     auto loader = std::make_shared<fulgur::DatasetLoader>(
         dataset,
-        fulgur::DatasetLoaderOptions(batch_size).shuffle(true).drop_last(true).num_workers(workers).pin_memory(true));
-    ResNetModule module;
+        fulgur::DatasetLoaderOptions(batch_size).shuffle(true).drop_last(true).num_workers(workers).pin_memory(
+            decode == fulgur::DecodeMode::Cpu));
+    ResNetModule module(arch);
     rate = run_trainer(module, loader, precision, steps, warmup, cuda_graph);
   } else {
     std::cerr << "error: --case: expected trainer, bare, jpeg, mlp or probe, got '" << which << "'\n";
     return 2;
   }
-  std::cout << fmt::format("gpu_throughput[{}{}, {}]: {:.1f} {}/s", which, cuda_graph ? ", cuda_graph" : "",
+  const std::string variant = (arch == "resnet50" ? "" : ", " + arch) +
+                              (which == "jpeg" ? ", decode " + fulgur::to_string(decode) : "");
+  std::cout << fmt::format("gpu_throughput[{}{}{}, {}]: {:.1f} {}/s", which, variant, cuda_graph ? ", cuda_graph" : "",
                            fulgur::to_string(precision),
                            rate, which == "mlp" ? "samples" : "img")
             << std::endl;

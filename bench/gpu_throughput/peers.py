@@ -3,8 +3,15 @@ one GPU, batch 256, channels_last, the same precision as fulgur's side.
 
   peers.py torch      --precision bf16-mixed   (c) a plain PyTorch loop, in-memory batches
   peers.py lightning  --precision bf16-mixed   (d) PyTorch Lightning, the same batches
+  peers.py lightning  --compile                (d') Lightning with torch.compile(model): the
+                                                   one line a Lightning user adds; prints the
+                                                   compile time (first steps) too
   peers.py dataloader --data DIR --workers N   (f) the plain loop fed by torchvision's
                                                    ImageFolder + DataLoader from JPEGs
+  peers.py gpu-decode --data DIR --workers N   (g) the plain loop fed by torchvision's batched
+                                                   decode_jpeg(device="cuda") + transforms.v2 on
+                                                   the GPU (the workers only read file bytes)
+  --arch resnet18                              ResNet-18 instead of ResNet-50
   peers.py make-jpegs DIR --count N            generated ImageNet-sized JPEGs (500x375, or
                                                --width x --height), --classes class folders,
                                                written by as many processes as there are cores
@@ -30,14 +37,17 @@ def make_batches(count, batch_size):
              torch.randint(0, 1000, (batch_size,), generator=gen).pin_memory()) for _ in range(count)]
 
 
-def resnet50():
+ARCH = "resnet50"
+
+
+def resnet():
     import torchvision
-    return torchvision.models.resnet50(num_classes=1000).cuda().to(memory_format=torch.channels_last)
+    return getattr(torchvision.models, ARCH)(num_classes=1000).cuda().to(memory_format=torch.channels_last)
 
 
 def plain_loop(batches, precision, steps, warmup):
-    """(c) and (f): copy, autocast forward, backward, SGD step; GradScaler for 16-mixed."""
-    model = resnet50()
+    """(c), (f) and (g): copy, autocast forward, backward, SGD step; GradScaler for 16-mixed."""
+    model = resnet()
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     scaler = torch.amp.GradScaler("cuda", enabled=precision == "16-mixed")
@@ -68,14 +78,14 @@ def cycle(batches, total):
         yield batches[i % len(batches)]
 
 
-def run_lightning(batches, precision, steps, warmup):
-    """(d): the same model and batches through Lightning's Trainer."""
+def run_lightning(batches, precision, steps, warmup, compile_model=False):
+    """(d): the same model and batches through Lightning's Trainer; (d') with torch.compile."""
     import pytorch_lightning as pl
 
     class Module(pl.LightningModule):
         def __init__(self):
             super().__init__()
-            self.model = resnet50()
+            self.model = torch.compile(resnet()) if compile_model else resnet()
 
         def training_step(self, batch, _):
             x, y = batch
@@ -89,7 +99,13 @@ def run_lightning(batches, precision, steps, warmup):
     class Clock(pl.Callback):
         images, start, seconds = 0, None, 0.0
 
+        def on_train_start(self, trainer, module):
+            self.began = time.perf_counter()
+
         def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+            if trainer.global_step == 1:
+                torch.cuda.synchronize()
+                self.first_step = time.perf_counter() - self.began  # compilation happens here
             if trainer.global_step == warmup:
                 torch.cuda.synchronize()
                 self.start = time.perf_counter()
@@ -106,6 +122,8 @@ def run_lightning(batches, precision, steps, warmup):
                          logger=False, enable_checkpointing=False, enable_progress_bar=False,
                          enable_model_summary=False, callbacks=[clock])
     trainer.fit(Module(), loader)
+    if compile_model:
+        print(f"gpu_throughput[lightning, compile]: first step (compilation) {clock.first_step:.1f} s")
     return clock.images / clock.seconds
 
 
@@ -122,6 +140,41 @@ def jpeg_batches(root, batch_size, workers, total):
     while True:
         for batch in loader:
             yield batch
+            produced += 1
+            if produced == total:
+                return
+
+
+def read_bytes(path):
+    # bytes, not tensors: a batch of small tensors sent back through shared
+    # memory runs out of file descriptors.
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def collate_bytes(samples):
+    return [data for data, _ in samples], torch.tensor([label for _, label in samples])
+
+
+def gpu_decode_batches(root, batch_size, workers, total):
+    """(g): torchvision's own GPU path: workers read bytes, decode_jpeg decodes
+    the batch on the GPU (nvJPEG), transforms.v2 crop, flip and normalize there."""
+    import torchvision
+    from torchvision.transforms import v2
+    dataset = torchvision.datasets.ImageFolder(root, loader=read_bytes)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=True, drop_last=True,
+                                         num_workers=workers, collate_fn=collate_bytes,
+                                         persistent_workers=workers > 0)
+    augment = v2.Compose([v2.RandomResizedCrop(224, antialias=True), v2.RandomHorizontalFlip()])
+    mean = torch.tensor([0.485, 0.456, 0.406], device="cuda").view(1, 3, 1, 1) * 255
+    std = torch.tensor([0.229, 0.224, 0.225], device="cuda").view(1, 3, 1, 1) * 255
+    produced = 0
+    while True:
+        for data, target in loader:
+            data = [torch.frombuffer(bytearray(b), dtype=torch.uint8) for b in data]
+            images = torchvision.io.decode_jpeg(data, device="cuda", mode=torchvision.io.ImageReadMode.RGB)
+            x = torch.stack([augment(image) for image in images]).float().sub_(mean).div_(std)
+            yield x.contiguous(memory_format=torch.channels_last), target
             produced += 1
             if produced == total:
                 return
@@ -151,7 +204,7 @@ def make_jpegs(root, count, classes=10, width=500, height=375):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("case", choices=["torch", "lightning", "dataloader", "make-jpegs"])
+    parser.add_argument("case", choices=["torch", "lightning", "dataloader", "gpu-decode", "make-jpegs"])
     parser.add_argument("path", nargs="?")
     parser.add_argument("--precision", default="bf16-mixed", choices=["bf16-mixed", "16-mixed"])
     parser.add_argument("--batch-size", type=int, default=256)
@@ -163,6 +216,8 @@ def main():
     parser.add_argument("--classes", type=int, default=10)
     parser.add_argument("--width", type=int, default=500)
     parser.add_argument("--height", type=int, default=375)
+    parser.add_argument("--arch", default="resnet50", choices=["resnet50", "resnet18"])
+    parser.add_argument("--compile", action="store_true", help="lightning: torch.compile(model)")
     args = parser.parse_args()
     if args.case == "make-jpegs":
         make_jpegs(args.path, args.count, args.classes, args.width, args.height)
@@ -172,17 +227,20 @@ def main():
     if not torch.cuda.is_available():
         print(f"gpu_throughput[{args.case}]: skipped, no GPU visible")
         return
+    global ARCH
+    ARCH = args.arch
     torch.manual_seed(0)
     total = args.warmup + args.steps
-    if args.case == "dataloader":
-        rate = plain_loop(jpeg_batches(args.data, args.batch_size, args.workers, total), args.precision, args.steps,
+    if args.case in ("dataloader", "gpu-decode"):
+        produce = jpeg_batches if args.case == "dataloader" else gpu_decode_batches
+        rate = plain_loop(produce(args.data, args.batch_size, args.workers, total), args.precision, args.steps,
                           args.warmup)
+    elif args.case == "torch":
+        rate = plain_loop(list(cycle(make_batches(8, args.batch_size), total)), args.precision, args.steps, args.warmup)
     else:
-        batches = make_batches(8, args.batch_size)
-        run = plain_loop if args.case == "torch" else run_lightning
-        rate = run(list(cycle(batches, total)) if args.case == "torch" else batches, args.precision, args.steps,
-                   args.warmup)
-    print(f"gpu_throughput[{args.case}, {args.precision}]: {rate:.1f} img/s")
+        rate = run_lightning(make_batches(8, args.batch_size), args.precision, args.steps, args.warmup, args.compile)
+    variant = (f", {args.arch}" if args.arch != "resnet50" else "") + (", compile" if args.compile else "")
+    print(f"gpu_throughput[{args.case}{variant}, {args.precision}]: {rate:.1f} img/s")
 
 
 if __name__ == "__main__":

@@ -4,9 +4,12 @@
 # and 16-mixed): (a) fulgur's Trainer, (b) a bare LibTorch loop, (c) a plain
 # PyTorch loop, (d) PyTorch Lightning. The CUDA-graph step (the Trainer's
 # cuda_graph option) against the eager one: ResNet-50 bf16-mixed, and a small
-# MLP (32-true, batch 64) whose steps are mostly kernel launches. From
-# generated JPEGs (500x375) with all cores: (e) fulgur's pipeline vs (f)
-# torchvision's DataLoader with as many workers.
+# MLP (32-true, batch 64) whose steps are mostly kernel launches. (d')
+# Lightning with torch.compile(model), with its compile time. From
+# generated JPEGs (500x375) with all cores, ResNet-50 and ResNet-18: (e)
+# fulgur decoding on the GPU (decode gpu, nvImageCodec) and (e') on the CPU
+# vs (f) torchvision's DataLoader with as many workers and (g)
+# torchvision's batched decode_jpeg(device="cuda") + transforms.v2.
 #
 #   bench/gpu_throughput/run.sh [build] [out-dir]
 #
@@ -144,6 +147,9 @@ measure lightning_bf16 "lightning" bf16-mixed "$python" "$peers" lightning --pre
 ratio "fulgur/bare, bf16-mixed" fulgur_bf16 bare_bf16 0.98
 ratio "fulgur/pytorch loop, bf16-mixed" fulgur_bf16 torch_bf16 ""
 ratio "fulgur/lightning, bf16-mixed" fulgur_bf16 lightning_bf16 1.1
+measure lightning_compile_bf16 "lightning, torch.compile" bf16-mixed \
+  "$python" "$peers" lightning --compile --precision bf16-mixed "${resnet[@]}"
+ratio "fulgur/lightning+compile, bf16-mixed" fulgur_bf16 lightning_compile_bf16 ""
 
 measure mlp_eager "mlp" 32-true "$bench" "${mlp[@]}"
 measure mlp_graph "mlp, cuda_graph" 32-true "$bench" "${mlp[@]}" --cuda_graph
@@ -155,11 +161,26 @@ jpeg=(--precision bf16-mixed "${resnet[@]}" --workers "$workers")
 if ((deadline - $(date +%s) >= 20)); then
   { echo "== make-jpegs: ${JPEGS:-2560}"; "$python" "$peers" make-jpegs "$work/jpegs" --count "${JPEGS:-2560}" 2>&1; } >> "$log"
 fi
-measure jpeg "fulgur jpeg, $workers workers" bf16-mixed "$bench" --case jpeg --data "$work/jpegs" "${jpeg[@]}"
-measure dataloader "torchvision dataloader, $workers workers" bf16-mixed \
-  "$python" "$peers" dataloader --data "$work/jpegs" "${jpeg[@]}"
-ratio "fulgur jpeg/in-memory, bf16-mixed" jpeg fulgur_bf16 0.9
-ratio "fulgur jpeg/torchvision dataloader" jpeg dataloader 1.3
+for arch in resnet50 resnet18; do
+  a=(--arch "$arch")
+  if [[ $arch == resnet18 ]]; then
+    measure mem_$arch "fulgur in-memory, $arch" bf16-mixed "$bench" --case trainer --precision bf16-mixed "${resnet[@]}" "${a[@]}"
+  fi
+  measure jpeg_gpu_$arch "fulgur jpeg decode gpu, $arch, $workers workers" bf16-mixed \
+    "$bench" --case jpeg --decode gpu --data "$work/jpegs" "${jpeg[@]}" "${a[@]}"
+  measure jpeg_cpu_$arch "fulgur jpeg decode cpu, $arch, $workers workers" bf16-mixed \
+    "$bench" --case jpeg --decode cpu --data "$work/jpegs" "${jpeg[@]}" "${a[@]}"
+  measure tv_gpu_$arch "torchvision decode_jpeg cuda, $arch, $workers workers" bf16-mixed \
+    "$python" "$peers" gpu-decode --data "$work/jpegs" "${jpeg[@]}" "${a[@]}"
+  measure dataloader_$arch "torchvision dataloader, $arch, $workers workers" bf16-mixed \
+    "$python" "$peers" dataloader --data "$work/jpegs" "${jpeg[@]}" "${a[@]}"
+done
+rate[mem_resnet50]="${rate[fulgur_bf16]}"
+for arch in resnet50 resnet18; do
+  ratio "fulgur jpeg gpu/in-memory, $arch" jpeg_gpu_$arch mem_$arch 0.9
+  ratio "fulgur jpeg gpu/torchvision gpu decode, $arch" jpeg_gpu_$arch tv_gpu_$arch 1.3
+  ratio "fulgur jpeg cpu/torchvision dataloader, $arch" jpeg_cpu_$arch dataloader_$arch ""
+done
 
 measure fulgur_fp16 "fulgur" 16-mixed "$bench" --case trainer --precision 16-mixed "${resnet[@]}"
 measure bare_fp16 "bare libtorch" 16-mixed "$bench" --case bare --precision 16-mixed "${resnet[@]}"
