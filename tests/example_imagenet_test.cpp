@@ -64,6 +64,11 @@ TEST_CASE("example imagenet: fit on class folders and an index file") {
   // The 16x16 images come out as crop_size x crop_size crops.
   CHECK(folders.output.find("training batches, inputs [4, 3, 12, 12]") != std::string::npos);
   CHECK(fs::exists(dir / "run" / "fulgur_logs" / "version_0" / "metrics.csv"));
+  // decode: auto (the default) says once that it decodes on the CPU, and why.
+  CHECK(count(folders.output, "fulgur: decode auto: decoding JPEGs on the CPU: the run's device is cpu") == 1);
+  const auto gpu = run_command(fit(dir, dir / "data", "--data.decode gpu"), 300);
+  CHECK(gpu.exit_code == 2);
+  CHECK(count(gpu.output, "decode gpu: cannot decode on the GPU: the run's device is cpu, not a CUDA device") == 1);
 
   std::ofstream train(dir / "data" / "train.csv");
   for (size_t c = 0; c < 3; ++c) {

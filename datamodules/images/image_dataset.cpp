@@ -113,7 +113,7 @@ std::shared_ptr<const Dataset> ImageDataset::for_device(const torch::Device& dev
   }
   if (!decoder) {
     if (mode == DecodeMode::Gpu) {
-      throw std::runtime_error("[ImageDataset] decode gpu: cannot decode on the GPU: " + why_not +
+      throw std::invalid_argument("[ImageDataset] decode gpu: cannot decode on the GPU: " + why_not +
                                " (decode auto falls back to the CPU)");
     }
     say_once("decode auto: decoding JPEGs on the CPU: " + why_not);

@@ -50,7 +50,8 @@ class ImageDataset : public Dataset {
   /// With `decode: gpu | auto` and a CUDA `device` where nvImageCodec
   /// loads: a DeviceDecodeDataset of the same images, seed and epoch.
   /// `auto` otherwise stays on the CPU (null) and says why in one line;
-  /// `gpu` otherwise throws std::runtime_error saying why.
+  /// `gpu` otherwise throws std::invalid_argument saying why (the command
+  /// line's bad-input exit code, 2).
   std::shared_ptr<const Dataset> for_device(const torch::Device& device) const override;
 
   const std::shared_ptr<const EncodedImageSource>& source() const { return source_; }
