@@ -27,6 +27,7 @@ using fulgur::CIFAR10Batches;
 using fulgur::CIFAR10Options;
 using fulgur::Stage;
 using fulgur::DataError;
+using fulgur::testing::error_of;
 using fulgur::testing::TempDir;
 
 namespace {
@@ -54,15 +55,6 @@ void write_all(const std::filesystem::path& dir) {
   const auto train = CIFAR10Batches::files(true);
   for (size_t f = 0; f < train.size(); ++f) write_batch(dir / train[f], static_cast<int64_t>(f), 2 + static_cast<int64_t>(f));
   write_batch(dir / "test_batch.bin", 9, 4);
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace

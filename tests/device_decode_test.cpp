@@ -33,21 +33,13 @@ namespace device_decode_test {
 namespace fs = std::filesystem;
 using namespace fulgur;
 using fulgur::testing::ImageGolden;
+using fulgur::testing::error_of;
 using fulgur::testing::TempDir;
 
 namespace {
 
 std::string bytes_of(const fs::path& path) { return fulgur::testing::file_bytes(path); }
 const uint8_t* data_of(const std::string& bytes) { return reinterpret_cast<const uint8_t*>(bytes.data()); }
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
 /// Two classes of 500 x 375 photos in every layout the decoders meet:
 /// 4:2:0, 4:4:4, progressive, grey, 4:1:1 (written with libjpeg), CMYK and

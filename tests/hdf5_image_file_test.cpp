@@ -22,20 +22,12 @@ using fulgur::DataError;
 using fulgur::HDF5ImageFile;
 using fulgur::ImageFileList;
 using fulgur::testing::run_command;
+using fulgur::testing::error_of;
 using fulgur::testing::TempDir;
 
 namespace {
 
 const std::string kPack = std::string(FULGUR_BINARY_DIR) + "/bin/fulgur_pack";
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
 }  // namespace
 

@@ -27,6 +27,7 @@ using fulgur::DataError;
 using fulgur::ImageDataset;
 using fulgur::ImageFileList;
 using fulgur::testing::write_png;
+using fulgur::testing::error_of;
 using fulgur::testing::TempDir;
 
 namespace {
@@ -107,15 +108,6 @@ torch::Tensor random_image(int64_t h, int64_t w, int64_t c, uint64_t seed) {
 }
 
 bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "<no exception>";
-}
 
 }  // namespace
 

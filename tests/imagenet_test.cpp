@@ -30,6 +30,7 @@ using fulgur::ImageNet;
 using fulgur::ImageNetFormat;
 using fulgur::ImageNetOptions;
 using fulgur::Stage;
+using fulgur::testing::error_of;
 using fulgur::testing::TempDir;
 
 namespace {
@@ -58,15 +59,6 @@ bool same(const std::vector<fulgur::Batch>& a, const std::vector<fulgur::Batch>&
     if (!torch::equal(a[i].input, b[i].input) || !torch::equal(a[i].target, b[i].target)) return false;
   }
   return true;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
 }
 
 /// Crops of the test images' own size (16): the validation recipe (Resize +

@@ -14,6 +14,7 @@
 
 namespace state_dict_test {
 
+using fulgur::testing::error_of;
 using fulgur::testing::TempDir;
 
 namespace {
@@ -34,15 +35,6 @@ std::vector<std::string> keys(const c10::Dict<std::string, torch::Tensor>& state
   std::vector<std::string> names;
   for (const auto& entry : state) names.push_back(entry.key());
   return names;
-}
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace

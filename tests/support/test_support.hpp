@@ -3,6 +3,7 @@
 #include "test_paths.hpp"
 
 #include <filesystem>
+#include <functional>
 #include <string>
 
 namespace fulgur::testing {
@@ -30,6 +31,9 @@ struct CommandResult {
 /// Runs `command` with /bin/sh, capturing its output, under a wall-clock
 /// bound (`timeout_s`, enforced with coreutils' timeout) so a hang fails.
 CommandResult run_command(const std::string& command, int timeout_s = 300);
+
+/// The message of the exception `action` throws, or "<no exception>".
+std::string error_of(const std::function<void()>& action);
 
 /// Reads a whole file into a string; throws if it cannot be opened.
 std::string read_file(const std::filesystem::path& path);
