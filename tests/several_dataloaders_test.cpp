@@ -168,6 +168,30 @@ TEST_CASE("clean failures: a LibTorch error in a step names the stage, step, bat
   CHECK(std::count(printed.begin(), printed.end(), '\n') == 1);
 }
 
+TEST_CASE("clean failures: a validation_step failing in the sanity check says so, not 'epoch 0'") {
+  TempDir dir("clean-failure-sanity");
+  struct FloatTargets : testing::RecordingModule {
+    void validation_step(const Batch& batch, int64_t) override {
+      torch::nn::functional::cross_entropy(linear->forward(batch.input).repeat({1, 3}), batch.target);
+    }
+  } model;
+  RegressionData data(2, 2);
+  Trainer trainer(
+      quiet_options(dir.path()).max_epochs(1).num_sanity_val_steps(2).logger(false).enable_checkpointing(false));
+  try {
+    trainer.fit(model, data);
+    FAIL("fit did not throw");
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(what.rfind("[Trainer::fit] rank 0: validation_step at batch 0 of the sanity check (num_sanity_val_steps, "
+                     "before training) failed: ",
+                     0) == 0);
+  }
+  CHECK_FALSE(trainer.sanity_checking());  // the failed check does not stay "running"
+  CHECK(model.count("training_step") == 0);
+}
+
 TEST_CASE("several dataloaders: from the command line on 2 processes, each loader sharded and synced as one") {
   TempDir dir("several-dataloaders-cli");
   const std::string probe = std::string(FULGUR_BINARY_DIR) + "/bin/ddp_probe";
