@@ -1,6 +1,7 @@
 // Stopping on SIGUSR1/SIGTERM: the handler's flag, the agreed stop in one
 // process and across two real DDP ranks, the SLURM requeue command, the
 // automatic-resume decision and the SLURM_CPUS_PER_TASK defaults.
+#include "support/probe_commands.hpp"
 #include "support/test_support.hpp"
 #include "support/tiny_modules.hpp"
 
@@ -316,13 +317,9 @@ TEST_CASE("SLURM_CPUS_PER_TASK: default loader workers and compute threads") {
 
 namespace {
 
-const std::string kProbe = std::string(FULGUR_BINARY_DIR) + "/bin/ddp_probe";
-
 std::string probe_fit(const TempDir& dir, const std::string& extra) {
-  return kProbe + " fit --seed_everything 7 --trainer.accelerator cpu --trainer.max_epochs 4 " +
-         "--trainer.enable_progress_bar false --trainer.num_sanity_val_steps 0 --trainer.process_group_timeout 60 " +
-         "--trainer.default_root_dir " + dir.path().string() + " --model.stop_file " + (dir / "stop").string() +
-         " " + extra;
+  return fulgur::testing::ddp_probe_fit(dir.path(),
+                                        "--trainer.max_epochs 4 --model.stop_file " + (dir / "stop").string() + " " + extra);
 }
 
 /// "<global_step> <stop_signal>" as written by the probe's rank `rank`.
@@ -462,7 +459,7 @@ TEST_CASE("a host program keeps its SIGTERM handler and its child through a 2-ra
   // the Trainer aborts the group and ends rank 1 (SIGTERM, SIGKILL 5 s later),
   // and fit throws StopSignalError. The Trainer's SIGTERM came to it, not
   // to the host: the host's handler counts none, and runs again afterwards.
-  const std::string probe = std::string(FULGUR_BINARY_DIR) + "/bin/host_probe";
+  const std::string probe = fulgur::testing::probe_program("host_probe");
   for (const std::string mode : {"finish", "held"}) {
     CAPTURE(mode);
     TempDir dir("host-probe-" + mode);
