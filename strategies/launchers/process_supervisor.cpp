@@ -186,7 +186,7 @@ void ProcessSupervisor::poll() {
     if (r == 0) continue;
     if (r < 0) {
       if (errno == EINTR) continue;
-      // ECHILD: reaped behind our back (someone else's waitpid(-1)); its
+      // ECHILD: reaped behind our back (a host program waiting for any child); its
       // status is lost, so count it as failed rather than hang.
       child.running = false;
       on_exit(child, nullptr);
