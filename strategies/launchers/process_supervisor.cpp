@@ -259,8 +259,8 @@ void ProcessSupervisor::on_exit(const Child& child, const int* status) {
   stop(SIGTERM);
 }
 
-void ProcessSupervisor::terminate_running() {
-  signal_running(SIGTERM);
+void ProcessSupervisor::terminate_running(int sig) {
+  signal_running(sig);
   const double deadline = now_s() + grace_period_s_;
   for (;;) {
     bool any = false;

@@ -67,10 +67,11 @@ class ProcessSupervisor {
   /// Reaps the ranks that already ended, reporting the first failure.
   void poll();
   /// From any thread (a watcher, while the owner's thread is held in a
-  /// collective by a stopped or dead rank): SIGTERM to the ranks still
-  /// running, SIGKILL to those left after the grace period. Blocks up to the
-  /// grace period; reaps nothing (wait() does, and reports how they ended).
-  void terminate_running();
+  /// collective by a stopped or dead rank): `sig` (SIGTERM, SIGINT) to the
+  /// ranks still running, SIGKILL to those left after the grace period.
+  /// Blocks up to the grace period; reaps nothing (wait() does, and reports
+  /// how they ended).
+  void terminate_running(int sig);
   bool found_failure() const { return result_ != 0; }
   bool empty() const { return children_.empty(); }
 

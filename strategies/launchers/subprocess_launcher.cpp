@@ -42,9 +42,9 @@ void SubprocessLauncher::launch(const LocalLauncherOptions& options) {
   options_ = options;
 }
 
-void SubprocessLauncher::terminate_peers() {
+void SubprocessLauncher::terminate_peers(int signal) {
   const std::lock_guard lock(peers_mutex_);
-  if (peers_) peers_->terminate_running();
+  if (peers_) peers_->terminate_running(signal);
 }
 
 EnvLookup SubprocessLauncher::environment() const {

@@ -56,9 +56,10 @@ class SubprocessLauncher {
   /// launch() may start peers again afterwards.
   int join(bool stop = false);
   /// From another thread, while this process's thread is held in a
-  /// collective (SignalConnector's watcher): ends the peers (SIGTERM, SIGKILL
-  /// after the grace period) so that the collective fails. join() reaps them.
-  void terminate_peers();
+  /// collective (SignalConnector's watcher): ends the peers (`signal`, the
+  /// stop signal this process got; SIGKILL after the grace period) so that
+  /// the collective fails. join() reaps them.
+  void terminate_peers(int signal);
 
  private:
   std::optional<LocalLauncherOptions> options_;

@@ -138,6 +138,12 @@ void SignalConnector::restore(const struct sigaction& usr1) const {
 }
 
 void SignalConnector::act_on_unacted(double waited_s) {
+  if (fitting_.load() && !CollectiveWait::current()) {
+    // A collective that just failed (a peer ended on the signal) is on its
+    // way to stop_error(), which acts on the signal: give it that moment.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    if (g_unacted_stops.load() == 0) return;
+  }
   const int signal = pending_stop();
   const auto waiting = CollectiveWait::current();
   const std::string where = fmt::format(
@@ -149,7 +155,7 @@ void SignalConnector::act_on_unacted(double waited_s) {
     forced_.store(true);
     g_unacted_stops.store(0);  // acted on: fit ends with a StopSignalError
     std::cerr << forced_line_ << "; ending the run (process group aborted, local ranks stopped)" << std::endl;
-    on_stuck_();
+    on_stuck_(signal);
     return;
   }
   // Nothing here can act on it: whoever handled the signal before us does.
@@ -159,7 +165,7 @@ void SignalConnector::act_on_unacted(double waited_s) {
   ::kill(::getpid(), signal);
 }
 
-void SignalConnector::on_stuck(std::function<void()> action, int64_t rank) {
+void SignalConnector::on_stuck(std::function<void(int)> action, int64_t rank) {
   on_stuck_ = std::move(action);
   rank_ = rank;
 }
@@ -190,7 +196,7 @@ bool SignalConnector::agree_to_stop(Strategy& strategy, int64_t global_step) {
   return true;
 }
 
-std::exception_ptr SignalConnector::stop_error(const std::exception_ptr& error) const {
+std::exception_ptr SignalConnector::stop_error(const std::exception_ptr& error) {
   if (!forced_.load() && g_unacted_stops.load() == 0) return error;
   std::string what = "an unknown error";
   try {
@@ -202,6 +208,7 @@ std::exception_ptr SignalConnector::stop_error(const std::exception_ptr& error) 
   } catch (...) {
   }
   const int signal = pending_stop();
+  g_unacted_stops.store(0);  // acted on: fit throws it, nothing is passed on
   what = what.substr(0, what.find('\n'));
   const std::string message =
       forced_.load() ? fmt::format("{}; the run was ended: {}", forced_line_, what)

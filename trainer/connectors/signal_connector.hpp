@@ -58,11 +58,11 @@ class SignalConnector {
   /// Forgets the recorded signal (it was acted on).
   void clear();
 
-  /// What the watcher calls (on its thread) when fit is held in a collective
-  /// past the grace period: it must make the collective fail (abort the
-  /// process group, end the peers this process started). `rank` names this
-  /// process in the lines printed.
-  void on_stuck(std::function<void()> action, int64_t rank);
+  /// What the watcher calls (on its thread, with the signal) when fit is
+  /// held in a collective past the grace period: it must make the
+  /// collective fail (abort the process group, end the peers this process
+  /// started). `rank` names this process in the lines printed.
+  void on_stuck(std::function<void(int signal)> action, int64_t rank);
 
   /// Where a stop check is due (Trainer::stop_check_due), the training loop
   /// asks whether the ranks stop after this step: an all_reduce max of the
@@ -75,8 +75,9 @@ class SignalConnector {
   /// A failure of fit while a SIGTERM/SIGINT waited to be acted on (the
   /// watcher made the collective fail, or a peer that ended on the signal
   /// broke it) becomes a StopSignalError naming the signal and where the
-  /// process was; any other error is returned as it is.
-  std::exception_ptr stop_error(const std::exception_ptr& error) const;
+  /// process was, and the signal counts as acted on (the watcher stands
+  /// down); any other error is returned as it is.
+  std::exception_ptr stop_error(const std::exception_ptr& error);
   /// At the start of a fit: a signal an earlier fit stopped on is done with.
   void start_fit();
   /// At the end of a fit: no step boundary will act on a signal now.
@@ -101,7 +102,7 @@ class SignalConnector {
   /// Set by the watcher: the line it printed when it made fit's collective fail.
   std::atomic<bool> forced_{false};
   std::string forced_line_;
-  std::function<void()> on_stuck_;
+  std::function<void(int)> on_stuck_;
   int64_t rank_ = 0;
   std::unique_ptr<Watcher> watcher_;  // the outermost connector's
 };
