@@ -481,4 +481,16 @@ TEST_CASE("a host program keeps its SIGTERM handler and its child through a 2-ra
   }
 }
 
+TEST_CASE("two Trainers of one program handed one SubprocessLauncher fit on the same two ranks") {
+  // The second Trainer starts nothing: rank 1, started for the first, runs
+  // the program's second Trainer too; 8 batches per rank per epoch.
+  TempDir dir("host-probe-two");
+  const auto result =
+      run_command(fulgur::testing::probe_program("host_probe") + " two " + dir.path().string(), 120);
+  INFO(result.output);
+  CHECK(result.exit_code == 0);
+  CHECK(result.output.find("rank 0: steps 8 16") != std::string::npos);
+  CHECK(result.output.find("rank 1: steps 8 16") != std::string::npos);
+}
+
 }  // namespace signal_stop_test

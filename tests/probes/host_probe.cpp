@@ -1,9 +1,11 @@
 // A program that embeds fulgur and keeps its process: its own SIGTERM
 // handler and its own child process (a `sleep`) around a 2-rank fit.
 //
-//   host_probe finish|held DIR
+//   host_probe finish|held|two DIR
 //
-// finish: an ordinary 2-rank fit. held: rank 1 sends SIGTERM to rank 0 (its
+// finish: an ordinary 2-rank fit. two: two Trainers one after the other,
+// handed the program's one SubprocessLauncher: the second fits on the ranks
+// the first started (each rank prints "rank R: steps A B"). held: rank 1 sends SIGTERM to rank 0 (its
 // parent) and stops itself (SIGSTOP) in its third step, so rank 0 waits in a
 // collective for a rank that never comes. Rank 0 then checks what the run
 // left: how fit ended and how long it took after the signal, that its own
@@ -13,6 +15,7 @@
 #include "../support/tiny_modules.hpp"
 
 #include <fulgur/trainer/connectors/stop_signal_error.hpp>
+#include <fulgur/strategies/launchers/subprocess_launcher.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <spawn.h>
@@ -56,8 +59,9 @@ class StoppingModule : public fulgur::testing::RecordingModule {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3 || (std::string(argv[1]) != "finish" && std::string(argv[1]) != "held")) {
-    std::cerr << "usage: host_probe finish|held DIR\n";
+  const std::string mode = argc == 3 ? argv[1] : "";
+  if (mode != "finish" && mode != "held" && mode != "two") {
+    std::cerr << "usage: host_probe finish|held|two DIR\n";
     return 2;
   }
   const bool held = std::string(argv[1]) == "held";
@@ -75,6 +79,27 @@ int main(int argc, char** argv) {
   fulgur::TrainerOptions options = fulgur::testing::quiet_options(argv[2]);
   options.logger(false).enable_checkpointing(false).max_epochs(2).devices(2).strategy(fulgur::StrategyKind::DDP);
   options.process_group_timeout(300);  // far beyond the bound: only the stop may end the wait
+  if (mode == "two") {
+    const auto launcher = std::make_shared<fulgur::SubprocessLauncher>();
+    fulgur::testing::RegressionData data(8, 0);
+    int64_t steps[2] = {0, 0};
+    int code = 0;
+    for (int i = 0; i < 2; ++i) {
+      fulgur::testing::RecordingModule model;
+      fulgur::Trainer trainer(options.max_epochs(i + 1), {}, {}, fulgur::Platform::detect(), launcher);
+      trainer.fit(model, data);
+      steps[i] = trainer.global_step();
+      if (i == 1) {
+        std::cout << "rank " << trainer.global_rank() << ": steps " << steps[0] << " " << steps[1] << std::endl;
+        code = trainer.exit_code();
+      }
+    }
+    if (host) {
+      ::kill(child, SIGKILL);
+      ::waitpid(child, nullptr, 0);
+    }
+    return code;
+  }
   std::string outcome = "returned";
   double seconds = 0;
   int exit_code = 0;
