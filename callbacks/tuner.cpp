@@ -71,7 +71,7 @@ std::shared_ptr<LRFinder> Tuner::lr_find(LightningModule& module, DataModule& da
   auto finder = std::make_shared<LRFinder>(options);
   const TrainerOptions sweep = search_options(options_, options.num_training_steps()).limit_val_batches(int64_t{0});
   return restoring(module, [&] {
-    Trainer trainer(sweep, {finder});
+    Trainer trainer(sweep, {finder}, {}, Platform::detect(), launcher_);
     trainer.fit(module, data);
     return finder;
   });

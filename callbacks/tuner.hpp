@@ -4,6 +4,7 @@
 #include <fulgur/callbacks/scale_batch_size_options.hpp>
 #include <fulgur/datamodules/data_module.hpp>
 #include <fulgur/modules/lightning_module.hpp>
+#include <fulgur/strategies/launchers/subprocess_launcher.hpp>
 #include <fulgur/trainer/trainer_options.hpp>
 
 #include <cstdint>
@@ -25,7 +26,10 @@ class Tuner {
  public:
   /// `options`: those of the fit to tune (accelerator, precision,
   /// accumulate_grad_batches, ...); each search changes what it must.
-  explicit Tuner(TrainerOptions options) : options_(std::move(options)) {}
+  /// `launcher`: the program's, which the search's Trainers share with the
+  /// program's others (null: each Trainer makes its own).
+  explicit Tuner(TrainerOptions options, std::shared_ptr<SubprocessLauncher> launcher = nullptr)
+      : options_(std::move(options)), launcher_(std::move(launcher)) {}
 
   /// The learning-rate range test: a fit of num_training_steps optimizer
   /// steps (over as many epochs as that takes; no validation, checkpoint, logger,
@@ -45,6 +49,7 @@ class Tuner {
 
  private:
   TrainerOptions options_;
+  std::shared_ptr<SubprocessLauncher> launcher_;
 };
 
 }  // namespace fulgur

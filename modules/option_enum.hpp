@@ -39,20 +39,23 @@ std::string to_string(E value) {
 }
 
 /// The value named `text` (a name or an alias); else throws
-/// std::invalid_argument "must be one of a, b, got 'x'; did you mean 'a'?".
+/// std::invalid_argument "must be one of a, b, got 'x'; did you mean 'a'?"
+/// (the closest name or alias: 'bf61' suggests 'bf16').
 template <OptionEnum E>
 E parse_choice(const std::string& text) {
   const std::vector<std::string> names = option_choices(E{});
   for (size_t i = 0; i < names.size(); ++i) {
     if (names[i] == text) return static_cast<E>(i);
   }
+  std::vector<std::string> candidates = names;
   if constexpr (requires { option_aliases(E{}); }) {
     for (const auto& [alias, value] : option_aliases(E{})) {
       if (alias == text) return value;
+      candidates.push_back(alias);
     }
   }
   throw std::invalid_argument(
-      fmt::format("must be one of {}, got '{}'{}", fmt::join(names, ", "), text, did_you_mean(text, names)));
+      fmt::format("must be one of {}, got '{}'{}", fmt::join(names, ", "), text, did_you_mean(text, candidates)));
 }
 
 }  // namespace fulgur

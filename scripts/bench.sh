@@ -2,6 +2,10 @@
 # Runs every benchmark once; each prints its ratio against a peer measured
 # in the same run. Record results in bench/RESULTS.md.
 set -euo pipefail
+# Idle OpenMP threads sleep in the programs run here too, not only in the
+# ranks they start: the runtime reads this at start-up, and fulgur never
+# restarts a program to set it.
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 build="$(cd "${1:-build}" && pwd)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

@@ -2,6 +2,10 @@
 # Trains the default example end to end: fit on the digits exported in the
 # CINIC-10 layout, then test in the same run folder; prints where it is.
 set -euo pipefail
+# Idle OpenMP threads sleep in the programs run here too, not only in the
+# ranks they start: the runtime reads this at start-up, and fulgur never
+# restarts a program to set it.
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-build}"
 cd "$root"

@@ -52,6 +52,10 @@ ProcessGroup& DataParallelStrategy::process_group() {
   return *group_;
 }
 
+void DataParallelStrategy::abort_collectives() {
+  if (group_) group_->abort();
+}
+
 void DataParallelStrategy::setup_environment() {
   Strategy::setup_environment();
   // One group for the strategy's lifetime: fit then test reuse it.

@@ -49,6 +49,7 @@ class DataParallelStrategy : public Strategy {
   /// setup_replicas, then the synchroniser (automatic optimization only).
   void setup(LightningModule& module) override;
   void teardown() override;
+  void abort_collectives() override;
 
   torch::Tensor all_reduce(const torch::Tensor& tensor, ReduceOp op) override;
   torch::Tensor broadcast(const torch::Tensor& tensor, int64_t source_rank) override;

@@ -46,6 +46,9 @@ class Strategy {
   /// Moves the module to the root device and wraps its gradient path.
   virtual void setup(LightningModule& module);
   virtual void teardown() {}
+  /// From any thread: makes the collectives in flight fail where the
+  /// backend can (NCCL; Gloo's end when their peer does). The run is over.
+  virtual void abort_collectives() {}
   /// Once the optimizer exists (Horovod: broadcast its state from rank 0).
   virtual void setup_optimizers(torch::optim::Optimizer& /*optimizer*/) {}
 

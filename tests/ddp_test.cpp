@@ -1,6 +1,7 @@
 // DDP in real processes: fulgur's launcher (and torchrun) start ranks that
 // meet over a TCPStore on loopback and average gradients through Gloo.
 #include "support/pickled_tensor.hpp"
+#include "support/probe_commands.hpp"
 #include "support/test_support.hpp"
 
 #include <fmt/format.h>
@@ -19,14 +20,8 @@ using fulgur::testing::TempDir;
 
 namespace {
 
-const std::string kProbe = std::string(FULGUR_BINARY_DIR) + "/bin/ddp_probe";
-
-std::string fit_command(const TempDir& dir, const std::string& name, const std::string& extra) {
-  return kProbe + " fit --seed_everything 7 --trainer.accelerator cpu --trainer.max_epochs 2 " +
-         "--trainer.enable_progress_bar false --trainer.num_sanity_val_steps 0 --trainer.process_group_timeout 60 " +
-         "--trainer.default_root_dir " + (dir.path() / name).string() + " --model.output " +
-         (dir.path() / (name + ".pt")).string() + " " + extra;
-}
+const std::string kProbe = fulgur::testing::probe_program("ddp_probe");
+const auto& fit_command = fulgur::testing::ddp_probe_fit_named;
 
 }  // namespace
 

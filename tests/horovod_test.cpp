@@ -2,6 +2,7 @@
 // with DDP, fusion, accumulation, the timeline, the stall inspector and its
 // shutdown, a killed rank, mpirun, and float16 compression on the demo digits.
 #include "support/pickled_tensor.hpp"
+#include "support/probe_commands.hpp"
 #include "support/test_support.hpp"
 
 #include <fulgur/strategies/launchers/local_launcher.hpp>
@@ -26,14 +27,7 @@ using fulgur::testing::TempDir;
 
 namespace {
 
-const std::string kProbe = std::string(FULGUR_BINARY_DIR) + "/bin/ddp_probe";
-
-std::string fit_command(const TempDir& dir, const std::string& name, const std::string& extra) {
-  return kProbe + " fit --seed_everything 7 --trainer.accelerator cpu --trainer.max_epochs 2 " +
-         "--trainer.enable_progress_bar false --trainer.num_sanity_val_steps 0 --trainer.process_group_timeout 60 " +
-         "--trainer.default_root_dir " + (dir.path() / name).string() + " --model.output " +
-         (dir.path() / (name + ".pt")).string() + " " + extra;
-}
+const auto& fit_command = fulgur::testing::ddp_probe_fit_named;
 
 void run_ok(const std::string& command) {
   const auto result = run_command(command, 300);

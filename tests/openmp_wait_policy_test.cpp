@@ -2,10 +2,9 @@
 // openmp_probe.cpp). By default (launched) the program is never restarted
 // and what main() does before the Trainer happens once per process; the
 // ranks the Trainer starts get OMP_WAIT_POLICY=PASSIVE in their
-// environment. passive (an opt-in; the command line's default) also
-// restarts the program itself (same pid, same arguments) with PASSIVE, and
-// its OpenMP threads then sleep instead of spinning. A value the user set
-// is kept; environment leaves the variable alone everywhere.
+// environment. fulgur never restarts a program: passive only warns when the
+// program itself started without the variable. A value the user set is
+// kept; environment leaves the variable alone everywhere.
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
@@ -63,21 +62,30 @@ TEST_CASE("openmp wait policy: by default a user's main() is not restarted and t
   CHECK_FALSE(parse(ran.output).restarted);
 }
 
-TEST_CASE("openmp wait policy: passive restarts the program with PASSIVE and the same pid and arguments") {
+TEST_CASE("openmp wait policy: passive never restarts the program; it says how to start it instead") {
   // The shell prints its pid, then becomes env, which becomes the probe.
   const auto ran = run_command("sh -c 'echo shell=$$; exec env -u OMP_WAIT_POLICY " + kProbe + " passive fit \"two words\" --x 1'", 60);
   INFO(ran.output);
   REQUIRE(ran.exit_code == 0);
   std::smatch match;
+  CHECK(ran.output.find("fulgur: warning: openmp_wait_policy passive: this program started without OMP_WAIT_POLICY") !=
+        std::string::npos);
+  REQUIRE(std::regex_search(ran.output, match, std::regex("shell=([0-9]+)\n")));
+  const std::string shell = match[1];
   REQUIRE(std::regex_search(ran.output, match,
-                            std::regex("shell=([0-9]+)\nOMP_WAIT_POLICY=PASSIVE pid=([0-9]+) args: \\[fit\\] \\[two words\\] \\[--x\\] \\[1\\]\n")));
-  CHECK(match[1] == match[2]);
-  const ProbeReport report = parse(ran.output);
-  CHECK(report.restarted);
-  // The runtime read PASSIVE: its idle thread sleeps. Spinning, it would use
-  // up to the 400 ms slept (ACTIVE below; libgomp's default spins ~6 ms per
-  // region here, ~120 ms in all).
-  CHECK(report.idle_cpu_ms < 40);
+                            std::regex("OMP_WAIT_POLICY=\\(unset\\) pid=([0-9]+) args: \\[fit\\] \\[two words\\] \\[--x\\] \\[1\\]\n")));
+  CHECK(match[1] == shell);
+  CHECK_FALSE(parse(ran.output).restarted);
+}
+
+TEST_CASE("openmp wait policy: a program started with PASSIVE is not restarted and its idle threads sleep") {
+  // What the launched ranks get through their environment.
+  const auto ran = run_command("OMP_WAIT_POLICY=PASSIVE " + kProbe + " launched fit", 60);
+  INFO(ran.output);
+  CHECK(ran.exit_code == 0);
+  CHECK_FALSE(parse(ran.output).restarted);
+  // Spinning, it would use up to the 400 ms slept (ACTIVE below).
+  CHECK(parse(ran.output).idle_cpu_ms < 40);
 }
 
 TEST_CASE("openmp wait policy: a value the user set is kept, and the runtime follows it") {
@@ -109,13 +117,14 @@ TEST_CASE("openmp wait policy: main()'s side effects happen once per process; la
     CHECK(ran.output.find("rank 0: OMP_WAIT_POLICY=(unset)") != std::string::npos);
     CHECK(ran.output.find("rank 1: OMP_WAIT_POLICY=PASSIVE") != std::string::npos);
   }
-  SUBCASE("passive, devices 1: the restart runs main() again in the same process") {
-    const auto ran = run_unset("passive --devices 1 --append " + (dir / "lines").string());
+  SUBCASE("passive, devices 2: main() runs once per process, and the launched rank gets PASSIVE") {
+    const auto ran = run_unset("passive --devices 2 --append " + (dir / "lines").string());
     INFO(ran.output);
     CHECK(ran.exit_code == 0);
     const auto lines = appended(dir / "lines");
     CHECK(lines.size() == 2);
-    CHECK(std::set<std::string>(lines.begin(), lines.end()).size() == 1);  // one pid, twice
+    CHECK(std::set<std::string>(lines.begin(), lines.end()).size() == 2);
+    CHECK(ran.output.find("rank 1: OMP_WAIT_POLICY=PASSIVE") != std::string::npos);
   }
   SUBCASE("environment, devices 2: no rank gets the variable") {
     const auto ran = run_unset("environment --devices 2");

@@ -149,6 +149,14 @@ TEST_CASE("options: a choice is an enum; YAML takes its name or an alias, a typo
 
   CHECK(trainer_error("{precision: bf16-mixd}") ==
         "trainer.precision: must be one of 32-true, bf16-mixed, 16-mixed, got 'bf16-mixd'; did you mean 'bf16-mixed'?");
+  // Lightning's short spellings 16 and bf16 are its 16-mixed and bf16-mixed.
+  CHECK(read_trainer("{precision: 16}").precision() == fulgur::PrecisionMode::FP16Mixed);
+  CHECK(read_trainer("{precision: bf16}").precision() == fulgur::PrecisionMode::BF16Mixed);
+  CHECK(fulgur::to_string(read_trainer("{precision: bf16}").precision()) == "bf16-mixed");
+  CHECK(trainer_error("{precision: bf61}") ==
+        "trainer.precision: must be one of 32-true, bf16-mixed, 16-mixed, got 'bf61'; did you mean 'bf16'?");
+  CHECK(trainer_error("{precision: 16-mixd}") ==
+        "trainer.precision: must be one of 32-true, bf16-mixed, 16-mixed, got '16-mixd'; did you mean '16-mixed'?");
   CHECK(trainer_error("{profiler: simpel}") ==
         "trainer.profiler: must be one of simple, pytorch, got 'simpel'; did you mean 'simple'?");
   CHECK(trainer_error("{fsdp: {sharding_strategy: FULL_SHRAD}}") ==

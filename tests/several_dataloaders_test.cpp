@@ -134,6 +134,20 @@ TEST_CASE("several dataloaders: ReduceLROnPlateau and EarlyStopping watch one lo
   CHECK(torch::allclose(resumed.linear->weight, whole.linear->weight));
 }
 
+namespace {
+
+/// The message of the std::runtime_error fit throws ("" when it does not throw).
+std::string fit_error(Trainer& trainer, LightningModule& model, DataModule& data) {
+  try {
+    trainer.fit(model, data);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
 TEST_CASE("clean failures: a LibTorch error in a step names the stage, step, batch, epoch and rank") {
   TempDir dir("clean-failure");
   // Float targets given to cross_entropy as class indices.
@@ -144,15 +158,9 @@ TEST_CASE("clean failures: a LibTorch error in a step names the stage, step, bat
   } model;
   RegressionData data(2, 0);
   Trainer trainer(quiet_options(dir.path()).max_epochs(1).logger(false).enable_checkpointing(false));
-  try {
-    trainer.fit(model, data);
-    FAIL("fit did not throw");
-  } catch (const std::runtime_error& e) {
-    const std::string what = e.what();
-    INFO(what);
-    CHECK(what.rfind("[Trainer::fit] rank 0: training_step at batch 0 of epoch 0 failed: ", 0) == 0);
-    CHECK(what.find("Exception raised from") == std::string::npos);  // no backtrace
-  }
+  const std::string what = fit_error(trainer, model, data);
+  CHECK(what.rfind("[Trainer::fit] rank 0: training_step at batch 0 of epoch 0 failed: ", 0) == 0);
+  CHECK(what.find("Exception raised from") == std::string::npos);  // no backtrace
 
   // run_guarded turns it into one line and exit code 1, as the command line does.
   std::ostringstream err;
@@ -166,6 +174,24 @@ TEST_CASE("clean failures: a LibTorch error in a step names the stage, step, bat
   CHECK(code == 1);
   CHECK(printed.rfind("error: [Trainer::fit] rank 0: training_step at batch 0 of epoch 0 failed: ", 0) == 0);
   CHECK(std::count(printed.begin(), printed.end(), '\n') == 1);
+}
+
+TEST_CASE("clean failures: a validation_step failing in the sanity check says so, not 'epoch 0'") {
+  TempDir dir("clean-failure-sanity");
+  struct FloatTargets : testing::RecordingModule {
+    void validation_step(const Batch& batch, int64_t) override {
+      torch::nn::functional::cross_entropy(linear->forward(batch.input).repeat({1, 3}), batch.target);
+    }
+  } model;
+  RegressionData data(2, 2);
+  Trainer trainer(
+      quiet_options(dir.path()).max_epochs(1).num_sanity_val_steps(2).logger(false).enable_checkpointing(false));
+  CHECK(fit_error(trainer, model, data)
+            .rfind("[Trainer::fit] rank 0: validation_step at batch 0 of the sanity check (num_sanity_val_steps, "
+                   "before training) failed: ",
+                   0) == 0);
+  CHECK_FALSE(trainer.sanity_checking());  // the failed check does not stay "running"
+  CHECK(model.count("training_step") == 0);
 }
 
 TEST_CASE("several dataloaders: from the command line on 2 processes, each loader sharded and synced as one") {

@@ -1,6 +1,7 @@
 // Stopping on SIGUSR1/SIGTERM: the handler's flag, the agreed stop in one
 // process and across two real DDP ranks, the SLURM requeue command, the
 // automatic-resume decision and the SLURM_CPUS_PER_TASK defaults.
+#include "support/probe_commands.hpp"
 #include "support/test_support.hpp"
 #include "support/tiny_modules.hpp"
 
@@ -18,6 +19,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <regex>
 
 namespace signal_stop_test {
 
@@ -315,13 +317,9 @@ TEST_CASE("SLURM_CPUS_PER_TASK: default loader workers and compute threads") {
 
 namespace {
 
-const std::string kProbe = std::string(FULGUR_BINARY_DIR) + "/bin/ddp_probe";
-
 std::string probe_fit(const TempDir& dir, const std::string& extra) {
-  return kProbe + " fit --seed_everything 7 --trainer.accelerator cpu --trainer.max_epochs 4 " +
-         "--trainer.enable_progress_bar false --trainer.num_sanity_val_steps 0 --trainer.process_group_timeout 60 " +
-         "--trainer.default_root_dir " + dir.path().string() + " --model.stop_file " + (dir / "stop").string() +
-         " " + extra;
+  return fulgur::testing::ddp_probe_fit(dir.path(),
+                                        "--trainer.max_epochs 4 --model.stop_file " + (dir / "stop").string() + " " + extra);
 }
 
 /// "<global_step> <stop_signal>" as written by the probe's rank `rank`.
@@ -420,7 +418,9 @@ TEST_CASE("signal stop: SIGTERM or SIGINT while a rank is held in a collective e
   // Rank 1 sleeps in its third step, so rank 0 waits for it in the gradient
   // all_reduce; neither reaches a step boundary. Both are signalled (as
   // scancel or Ctrl-C signal every rank) and, after the grace period, each
-  // ends with one line saying where it was held.
+  // says where it was held: rank 1, in its own code, passes the signal on
+  // (its default action ends it); rank 0, in a collective, ends the run and
+  // the command line returns 128 + signal from the StopSignalError.
   for (const int signal : {SIGTERM, SIGINT}) {
     CAPTURE(signal);
     TempDir dir("signal-stop-held");
@@ -449,6 +449,48 @@ TEST_CASE("signal stop: SIGTERM or SIGINT while a rank is held in a collective e
     CHECK(log.find("rank 1: " + name + " not acted on at a step boundary within 2 s; not waiting in a collective") !=
           std::string::npos);
   }
+}
+
+TEST_CASE("a host program keeps its SIGTERM handler and its child through a 2-rank fit, also when held in a collective") {
+  // tests/probes/host_probe.cpp: the host installs its own SIGTERM handler
+  // and starts its own child, then fits on 2 ranks. In "held", rank 1 sends
+  // SIGTERM to rank 0 and stops itself (SIGSTOP) mid-run, so rank 0 waits in a
+  // collective for a rank that never comes: after the grace period (2 s here)
+  // the Trainer aborts the group and ends rank 1 (SIGTERM, SIGKILL 5 s later),
+  // and fit throws StopSignalError. The Trainer's SIGTERM came to it, not
+  // to the host: the host's handler counts none, and runs again afterwards.
+  const std::string probe = fulgur::testing::probe_program("host_probe");
+  for (const std::string mode : {"finish", "held"}) {
+    CAPTURE(mode);
+    TempDir dir("host-probe-" + mode);
+    const auto result = run_command("FULGUR_SIGNAL_GRACE_S=2 " + probe + " " + mode + " " + dir.path().string(), 120);
+    INFO(result.output);
+    CHECK(result.exit_code == 0);
+    CHECK(result.output.find("handler_back=1 handler_runs=1 child_alive=1 sigterms_before=0") != std::string::npos);
+    if (mode == "finish") {
+      CHECK(result.output.find("host: fit returned exit_code=0 ") != std::string::npos);
+    } else {
+      CHECK(result.output.find("host: fit threw StopSignalError(15) exit_code=143 ") != std::string::npos);
+      CHECK(result.output.find("rank 0: SIGTERM not acted on at a step boundary within 2 s; waiting in ") !=
+            std::string::npos);
+      // Back within ~30 s of the signal: 2 s of grace and 5 s for rank 1 to end, on a busy machine.
+      std::smatch seconds;
+      REQUIRE(std::regex_search(result.output, seconds, std::regex("seconds=([0-9]+) ")));
+      CHECK(std::stoi(seconds[1]) < 30);
+    }
+  }
+}
+
+TEST_CASE("two Trainers of one program handed one SubprocessLauncher fit on the same two ranks") {
+  // The second Trainer starts nothing: rank 1, started for the first, runs
+  // the program's second Trainer too; 8 batches per rank per epoch.
+  TempDir dir("host-probe-two");
+  const auto result =
+      run_command(fulgur::testing::probe_program("host_probe") + " two " + dir.path().string(), 120);
+  INFO(result.output);
+  CHECK(result.exit_code == 0);
+  CHECK(result.output.find("rank 0: steps 8 16") != std::string::npos);
+  CHECK(result.output.find("rank 1: steps 8 16") != std::string::npos);
 }
 
 }  // namespace signal_stop_test

@@ -8,27 +8,25 @@
 namespace fulgur {
 
 /// Option openmp_wait_policy: which processes get OMP_WAIT_POLICY=PASSIVE
-/// where it is unset (see use_passive_openmp_wait).
-enum class OpenMPWaitPolicy { Launched, Passive, Environment };
-
-inline std::vector<std::string> option_choices(OpenMPWaitPolicy) { return {"launched", "passive", "environment"}; }
-
-/// Restarts the program (same pid, same command line, read from
-/// /proc/self/cmdline) with OMP_WAIT_POLICY=PASSIVE when the variable is not
-/// set; returns when it is set (any value: the user's choice stands) or
-/// when the restart fails (one warning line).
+/// where it is unset.
 ///
 /// Why: LibTorch's OpenMP threads busy-wait (spin) between parallel regions
 /// by default. A training process also runs loader threads, and on a node
 /// whose cores are all in use the spinning threads take the cores from the
 /// threads doing work: a small MLP trained 10x slower on 2 cores than with
 /// passive waiting. The OpenMP runtime reads the variable once, when it is
-/// loaded (before main), so it cannot be changed later in the same process.
-/// The Trainer calls it first in its constructor only with option
-/// openmp_wait_policy passive (the command line's default; a user's own
-/// main() opts in): what main() did before the Trainer runs again in the
-/// restarted program. By default (launched) only the ranks the Trainer
-/// starts get PASSIVE, through their environment.
-void use_passive_openmp_wait();
+/// loaded (before main), so only a new process can get it: the ranks the
+/// Trainer starts get it through their environment (launched, the default
+/// in a user's main() and on the command line). fulgur never restarts the
+/// program that owns the Trainer; passive only adds a warning, once, when
+/// that program started without the variable (see warn_without_passive_openmp_wait).
+enum class OpenMPWaitPolicy { Launched, Passive, Environment };
+
+inline std::vector<std::string> option_choices(OpenMPWaitPolicy) { return {"launched", "passive", "environment"}; }
+
+/// One warning line on stderr when OMP_WAIT_POLICY is unset in this process
+/// (openmp_wait_policy passive asked for a policy it cannot have any more):
+/// set it where the program is started (`OMP_WAIT_POLICY=PASSIVE ./train`).
+void warn_without_passive_openmp_wait();
 
 }  // namespace fulgur

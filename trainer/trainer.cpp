@@ -24,6 +24,7 @@
 #include <fulgur/trainer/openmp_wait_policy.hpp>
 #include <fulgur/trainer/loops/predict_loop.hpp>
 #include <fulgur/trainer/connectors/signal_connector.hpp>
+#include <fulgur/trainer/connectors/stop_signal_error.hpp>
 #include <fulgur/trainer/run_identity.hpp>
 #include <fulgur/trainer/slurm_requeue.hpp>
 
@@ -42,26 +43,33 @@
 namespace fulgur {
 
 Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> callbacks,
-                 std::vector<std::shared_ptr<Logger>> loggers, Platform platform)
+                 std::vector<std::shared_ptr<Logger>> loggers, Platform platform,
+                 std::shared_ptr<SubprocessLauncher> launcher)
     : config_(TrainerConfig::resolve(options, platform)),
       callbacks_(std::move(callbacks)),
-      loggers_(std::move(loggers)) {
+      loggers_(std::move(loggers)),
+      launcher_(std::move(launcher)) {
   for (const auto& callback : callbacks_) {
     if (!callback) throw std::invalid_argument("[Trainer::Trainer] a callback is null");
   }
   for (const auto& logger : loggers_) {
     if (!logger) throw std::invalid_argument("[Trainer::Trainer] a logger is null");
   }
-  // Everything is checked: first, where asked for, the OpenMP runtime's
-  // wait policy, which takes a restart of the program (nothing is started
-  // yet). By default only the ranks launched below get it.
-  if (config_.options.openmp_wait_policy() == OpenMPWaitPolicy::Passive) use_passive_openmp_wait();
+  // Everything is checked. The OpenMP policy of a running process cannot
+  // change: only the ranks launched below get the passive one.
+  if (config_.options.openmp_wait_policy() == OpenMPWaitPolicy::Passive) warn_without_passive_openmp_wait();
   // From here on a signal only sets a flag.
   signals_ = std::make_unique<SignalConnector>();
+  // The program's next Trainer: this process is rank 0 of the ranks its launcher started.
+  if (launcher_ && launcher_->launched()) {
+    platform = Platform::detect(launcher_->environment());
+    config_ = TrainerConfig::resolve(options, platform);
+  }
   if (config_.needs_launch) {
+    if (!launcher_) launcher_ = std::make_shared<SubprocessLauncher>();
     launch_peers(platform);
     try {
-      platform = Platform::detect();  // now a launched rank, as under torchrun
+      platform = Platform::detect(launcher_->environment());  // now a launched rank, as under torchrun
       config_ = TrainerConfig::resolve(options, platform);
       strategy_ = create_strategy(config_, platform);
     } catch (...) {
@@ -70,8 +78,15 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
     }
   } else {
     strategy_ = create_strategy(config_, platform);
-    launcher_ = SubprocessLauncher::current();  // a second Trainer of a program that launched
   }
+  // Held in a collective past the grace period: make it fail (the ranks this
+  // process started first, since a Gloo wait ends only when its peer does).
+  signals_->on_stuck(
+      [strategy = strategy_.get(), launcher = launcher_](int signal) {
+        strategy->abort_collectives();
+        if (launcher) launcher->terminate_peers(signal);
+      },
+      strategy_->global_rank());
   if (!platform.environment || platform.environment->global_rank() == 0) {
     for (const auto& warning : platform.warnings) std::cerr << "fulgur: warning: " << warning << std::endl;
   }
@@ -133,7 +148,8 @@ Trainer::~Trainer() {
   const int pending = signals_ ? signals_->received() : 0;
   const int stopped_on = signals_ ? signals_->stop_signal() : 0;
   signals_.reset();
-  if ((pending == SIGTERM || pending == SIGINT) && stopped_on != pending) std::raise(pending);
+  // A fit that threw StopSignalError acted on it (the program has the error).
+  if ((pending == SIGTERM || pending == SIGINT) && stopped_on != pending && stop_error_signal_ == 0) std::raise(pending);
 }
 
 void Trainer::launch_peers(const Platform& platform) {
@@ -142,7 +158,7 @@ void Trainer::launch_peers(const Platform& platform) {
   launch.passive_openmp(config_.options.openmp_wait_policy() != OpenMPWaitPolicy::Environment);
   // MASTER_ADDR / MASTER_PORT as the local environment read them.
   if (const auto& env = platform.environment) launch.main_address(env->main_address()).main_port(env->main_port());
-  launcher_ = SubprocessLauncher::start(launch);
+  launcher_->launch(launch);
 }
 
 void Trainer::set_accumulate_grad_batches(int64_t batches) {
@@ -288,8 +304,15 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
     return result;
   } catch (...) {
     // The one exception path: tell callbacks, close loggers as failed, tear down.
-    const std::exception_ptr error = with_context(std::current_exception());
-    SignalConnector::end_if_stop_pending(error);
+    // A stop signal that no step boundary could act on makes the error a StopSignalError.
+    const std::exception_ptr error = signals_->stop_error(with_context(std::current_exception()));
+    try {
+      std::rethrow_exception(error);
+    } catch (const StopSignalError& e) {
+      stop_error_signal_ = e.signal();
+    } catch (...) {
+    }
+    sanity_checking_ = false;
     handling_exception_ = true;
     try {
       if (module_ != nullptr) {
@@ -337,7 +360,11 @@ std::exception_ptr Trainer::with_context(std::exception_ptr error) const {
     const std::string stage = stage_ ? to_string(*stage_) : "run";
     std::string where = where_ != nullptr ? where_ : "the run";
     if (where_batch_ >= 0) where += fmt::format(" at batch {}", where_batch_);
-    if (stage_ == Stage::Fit) where += fmt::format(" of epoch {}", current_epoch());
+    if (sanity_checking_) {
+      where += " of the sanity check (num_sanity_val_steps, before training)";
+    } else if (stage_ == Stage::Fit) {
+      where += fmt::format(" of epoch {}", current_epoch());
+    }
     return fmt::format("[Trainer::{}] rank {}: {} failed: {}", stage, global_rank(), where, e.what_without_backtrace());
   };
   try {
@@ -375,6 +402,7 @@ bool Trainer::stop_check_due(bool last_batch_of_epoch) const {
 
 void Trainer::fit(LightningModule& module, DataModule& data, const std::string& ckpt_path) {
   signals_->start_fit();
+  stop_error_signal_ = 0;
   struct EndFit {
     SignalConnector& signals;
     ~EndFit() { signals.end_fit(); }
@@ -432,6 +460,7 @@ void Trainer::fit(LightningModule& module, DataModule& data, const std::string& 
 int Trainer::exit_code() {
   // The ranks this process started, if any: their failure is the run's too.
   const int peers = launcher_ ? launcher_->join() : 0;
+  if (stop_error_signal_ != 0) return 128 + stop_error_signal_;
   return stop_signal() != 0 ? 128 + stop_signal() : peers;
 }
 

@@ -39,15 +39,21 @@ class SubprocessLauncher;
 ///   trainer.fit(model, data);
 ///   auto metrics = trainer.test(model, data);
 ///
-/// The Trainer owns the runtime, in any program:
+/// The Trainer runs the same in any program, and leaves the program's
+/// process as it found it:
 /// - launching: when the options ask for more processes than were started
 ///   (devices * num_nodes > 1 and no torchrun, srun or mpirun), the
-///   constructor starts the other local ranks as copies of this program
-///   (SubprocessLauncher) and this process becomes local rank 0;
-/// - signals: from construction on, SIGUSR1 and SIGTERM are only recorded;
-///   fit stops at a step every rank agrees on (SLURM's time-limit warning
-///   can come while the program still loads its data). A SIGTERM no fit
-///   acted on is raised again when the Trainer is destroyed;
+///   constructor asks its SubprocessLauncher to start the other local ranks
+///   as new processes of this program; this process becomes local rank 0
+///   (its environment is not changed). A program that builds several
+///   Trainers hands each the same launcher (the last constructor argument);
+///   a Trainer given none makes its own;
+/// - signals: from construction on, SIGUSR1, SIGTERM and SIGINT are only
+///   recorded; fit stops at a step every rank agrees on (SLURM's time-limit
+///   warning can come while the program still loads its data). A fit held in
+///   a collective past the grace period throws StopSignalError. A SIGTERM no
+///   fit acted on is raised again when the Trainer is destroyed, after the
+///   program's own handlers are back;
 /// - resuming: fit() of a job that SLURM requeued or torchrun restarted
 ///   continues from the newest checkpoint its own run wrote (same
 ///   run_identity), unless ckpt_path says otherwise;
@@ -55,7 +61,8 @@ class SubprocessLauncher;
 class Trainer {
  public:
   explicit Trainer(TrainerOptions options = {}, std::vector<std::shared_ptr<Callback>> callbacks = {},
-                   std::vector<std::shared_ptr<Logger>> loggers = {}, Platform platform = Platform::detect());
+                   std::vector<std::shared_ptr<Logger>> loggers = {}, Platform platform = Platform::detect(),
+                   std::shared_ptr<SubprocessLauncher> launcher = nullptr);
   /// Puts SIGUSR1/SIGTERM handling back; see the class comment.
   ~Trainer();
   Trainer(const Trainer&) = delete;
@@ -78,7 +85,8 @@ class Trainer {
 
   /// What the program returns once it is done with the Trainer, the same in
   /// any main(): 128 + the signal when the last fit was stopped by SIGUSR1
-  /// or SIGTERM (138, 143: a scheduler sees the run as unfinished);
+  /// or SIGTERM (138, 143: a scheduler sees the run as unfinished), also
+  /// when it threw StopSignalError;
   /// otherwise, in the process that started the other local ranks, it waits
   /// for them and returns the first failure's code; else 0.
   ///
@@ -226,9 +234,11 @@ class Trainer {
   int64_t accumulate_grad_batches_ = 1;
   std::unique_ptr<SignalConnector> signals_;  // installed by the constructor
   std::string run_identity_;
-  /// The launcher that started this process's local ranks, if one did
+  /// The program's launcher, or this Trainer's own when it was given none
   /// (joined by exit_code(), stopped on the error path).
   std::shared_ptr<SubprocessLauncher> launcher_;
+  /// The signal of the StopSignalError the last fit threw (0: none).
+  int stop_error_signal_ = 0;
 };
 
 }  // namespace fulgur

@@ -32,10 +32,12 @@ int64_t parse_devices(const std::string& devices, int64_t available) {
 
 }  // namespace
 
-Platform Platform::detect() {
+Platform Platform::detect() { return detect(process_environment()); }
+
+Platform Platform::detect(const EnvLookup& variables) {
   Platform platform;
   platform.cuda_device_count = static_cast<int64_t>(torch::cuda::device_count());
-  std::shared_ptr<const ClusterEnvironment> env = detect_cluster_environment();
+  std::shared_ptr<const ClusterEnvironment> env = detect_cluster_environment(variables);
   platform.world_size = env->world_size();
   platform.world_size_source = env->world_size_source();
   platform.processes_external = env->creates_processes_externally();
@@ -47,7 +49,6 @@ Platform Platform::detect() {
     platform.num_nodes = slurm->num_nodes();
     if (slurm->world_size() > 1 && !slurm->ntasks_per_node_given()) platform.ntasks_without_ntasks_per_node = slurm->world_size();
   }
-  const EnvLookup variables = process_environment();
   platform.cpus_per_task = SlurmEnvironment::cpus_per_task(variables);
   cpu_set_t cpus;
   CPU_ZERO(&cpus);

@@ -2,6 +2,7 @@
 
 #include <fulgur/modules/clip_algorithm.hpp>
 #include <fulgur/strategies/accelerator.hpp>
+#include <fulgur/strategies/environments/cluster_environment.hpp>
 #include <fulgur/strategies/precision.hpp>
 #include <fulgur/trainer/trainer_options.hpp>
 
@@ -56,6 +57,9 @@ struct Platform {
   /// The real machine: CUDA devices visible to LibTorch, and the cluster
   /// environment detected from the process's variables.
   static Platform detect();
+  /// The same from `variables` instead of this process's environment (a
+  /// launcher's rank 0: SubprocessLauncher::environment()).
+  static Platform detect(const EnvLookup& variables);
 };
 
 /// The options a Trainer runs with: TrainerOptions checked and with every

@@ -95,8 +95,8 @@ namespace fulgur {
   X(bool, benchmark, false, "cuDNN benchmark mode", fulgur::check::Any{})                                     \
   X(fulgur::OpenMPWaitPolicy, openmp_wait_policy, fulgur::OpenMPWaitPolicy::Launched,                       \
     "where OMP_WAIT_POLICY is unset, idle OpenMP threads sleep (PASSIVE) in: launched: the ranks the Trainer " \
-    "starts; passive: those and this program, which restarts itself once when the Trainer is built (the "      \
-    "command line's default); environment: nowhere (the runtime spins)",                                       \
+    "starts; passive: those, and a warning when this program itself started without the variable (the "       \
+    "runtime reads it at start-up; fulgur never restarts a program); environment: nowhere (the runtime spins)", \
     fulgur::check::Any{})                                                                                     \
   X(std::string, default_root_dir, ".", "where the run folder and checkpoints go", fulgur::check::NotEmpty{}) \
   X(bool, enable_progress_bar, true, "show the progress bar (rank 0)", fulgur::check::Any{})                  \

@@ -1,32 +1,12 @@
 #include <fulgur/modules/metrics/mean_absolute_error.hpp>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
-#include <stdexcept>
-
 namespace fulgur::metrics {
 
-MeanAbsoluteError::MeanAbsoluteError() : Metric("MeanAbsoluteError") {
-  const torch::Tensor zero = torch::tensor(0.0, torch::kFloat64);
-  for (const char* name : {"sum_abs_error", "total"}) add_state(name, zero, Reduction::Sum);
-}
+MeanAbsoluteError::MeanAbsoluteError() : RegressionMetric("MeanAbsoluteError", {"sum_abs_error", "total"}) {}
 
-void MeanAbsoluteError::update(const torch::Tensor& preds, const torch::Tensor& target) {
-  if (preds.sizes() != target.sizes()) {
-    throw std::invalid_argument(fmt::format("[MeanAbsoluteError::update] preds [{}] and target [{}] differ in shape",
-                                            fmt::join(preds.sizes(), ", "), fmt::join(target.sizes(), ", ")));
-  }
-  begin_update(preds.device());
-  const torch::Tensor p = preds.detach().to(torch::kFloat64).reshape({-1});
-  const torch::Tensor t = target.detach().to(p.device(), torch::kFloat64).reshape({-1});
-  auto add = [this](const char* name, const torch::Tensor& v) { state(name) = state(name) + v; };
-  add("sum_abs_error", (p - t).abs().sum());
-  add("total", torch::tensor(static_cast<double>(p.numel()), p.options()));
-}
-
-torch::Tensor MeanAbsoluteError::forward(const torch::Tensor& preds, const torch::Tensor& target) {
-  return forward_with([&] { update(preds, target); });
+void MeanAbsoluteError::accumulate(const torch::Tensor& preds, const torch::Tensor& target) {
+  add("sum_abs_error", (preds - target).abs().sum());
+  add("total", count(preds));
 }
 
 torch::Tensor MeanAbsoluteError::compute_value() {

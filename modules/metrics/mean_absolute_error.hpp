@@ -1,18 +1,16 @@
 #pragma once
 
-#include <fulgur/modules/metrics/metric.hpp>
+#include <fulgur/modules/metrics/regression_metric.hpp>
 
 namespace fulgur::metrics {
 
 /// Mean of |preds - target| over every element of every batch and process (torchmetrics.MeanAbsoluteError).
-class MeanAbsoluteError : public Metric {
+class MeanAbsoluteError : public RegressionMetric {
  public:
   MeanAbsoluteError();
-  /// `preds` and `target` of one shape (any); float64 sums on their device.
-  void update(const torch::Tensor& preds, const torch::Tensor& target);
-  torch::Tensor forward(const torch::Tensor& preds, const torch::Tensor& target);
 
  protected:
+  void accumulate(const torch::Tensor& preds, const torch::Tensor& target) override;
   torch::Tensor compute_value() override;
 };
 

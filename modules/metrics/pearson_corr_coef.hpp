@@ -1,18 +1,16 @@
 #pragma once
 
-#include <fulgur/modules/metrics/metric.hpp>
+#include <fulgur/modules/metrics/regression_metric.hpp>
 
 namespace fulgur::metrics {
 
 /// Pearson's correlation of preds and target over every batch and process, from float64 sums (torchmetrics.PearsonCorrCoef, one output).
-class PearsonCorrCoef : public Metric {
+class PearsonCorrCoef : public RegressionMetric {
  public:
   PearsonCorrCoef();
-  /// `preds` and `target` of one shape (any); float64 sums on their device.
-  void update(const torch::Tensor& preds, const torch::Tensor& target);
-  torch::Tensor forward(const torch::Tensor& preds, const torch::Tensor& target);
 
  protected:
+  void accumulate(const torch::Tensor& preds, const torch::Tensor& target) override;
   torch::Tensor compute_value() override;
 };
 

@@ -1,18 +1,16 @@
 #pragma once
 
-#include <fulgur/modules/metrics/metric.hpp>
+#include <fulgur/modules/metrics/regression_metric.hpp>
 
 namespace fulgur::metrics {
 
 /// The coefficient of determination 1 - RSS / TSS of one output, from sums over every batch and process (torchmetrics.R2Score, uniform one-output case).
-class R2Score : public Metric {
+class R2Score : public RegressionMetric {
  public:
   R2Score();
-  /// `preds` and `target` of one shape (any); float64 sums on their device.
-  void update(const torch::Tensor& preds, const torch::Tensor& target);
-  torch::Tensor forward(const torch::Tensor& preds, const torch::Tensor& target);
 
  protected:
+  void accumulate(const torch::Tensor& preds, const torch::Tensor& target) override;
   torch::Tensor compute_value() override;
 };
 

@@ -166,6 +166,7 @@ void ProcessSupervisor::start(int64_t rank, const std::vector<std::string>& argv
     wait();
     throw std::runtime_error(fmt::format("[{}] fork failed for rank {}: {}", name_, rank, std::strerror(fork_errno)));
   }
+  const std::lock_guard lock(children_mutex_);
   children_.push_back({rank, pid, true});
 }
 
@@ -177,6 +178,7 @@ void ProcessSupervisor::stop(int sig) {
 }
 
 void ProcessSupervisor::poll() {
+  const std::lock_guard lock(children_mutex_);
   for (auto& child : children_) {
     if (!child.running) continue;
     int status = 0;
@@ -184,7 +186,7 @@ void ProcessSupervisor::poll() {
     if (r == 0) continue;
     if (r < 0) {
       if (errno == EINTR) continue;
-      // ECHILD: reaped behind our back (someone else's waitpid(-1)); its
+      // ECHILD: reaped behind our back (a host program waiting for any child); its
       // status is lost, so count it as failed rather than hang.
       child.running = false;
       on_exit(child, nullptr);
@@ -214,6 +216,7 @@ int ProcessSupervisor::wait(StopSignals* signals) {
     ::nanosleep(&tick, nullptr);
   }
   const int result = result_;
+  const std::lock_guard lock(children_mutex_);
   children_.clear();
   stopping_ = killed_ = false;
   result_ = 0;
@@ -256,7 +259,30 @@ void ProcessSupervisor::on_exit(const Child& child, const int* status) {
   stop(SIGTERM);
 }
 
+void ProcessSupervisor::terminate_running(int sig) {
+  signal_running(sig);
+  const double deadline = now_s() + grace_period_s_;
+  for (;;) {
+    bool any = false;
+    {
+      const std::lock_guard lock(children_mutex_);
+      for (const auto& child : children_) {
+        siginfo_t info{};
+        // WNOWAIT: looks without reaping, so wait() still learns how it ended.
+        any = any || (child.running && ::waitid(P_PID, static_cast<id_t>(child.pid), &info,
+                                                 WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == 0);
+      }
+    }
+    if (!any) return;
+    if (now_s() >= deadline) break;
+    struct timespec tick {0, 20'000'000};
+    ::nanosleep(&tick, nullptr);
+  }
+  signal_running(SIGKILL);
+}
+
 void ProcessSupervisor::signal_running(int sig) {
+  const std::lock_guard lock(children_mutex_);
   // A child that exited but is not reaped yet is a zombie holding its pid,
   // so the pid cannot have been reused by an unrelated process.
   for (const auto& child : children_) {
@@ -274,6 +300,7 @@ std::vector<std::string> ProcessSupervisor::own_command_line() {
 }
 
 size_t ProcessSupervisor::count_running() const {
+  const std::lock_guard lock(children_mutex_);
   size_t n = 0;
   for (const auto& child : children_) n += child.running ? 1 : 0;
   return n;

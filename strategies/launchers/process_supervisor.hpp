@@ -1,6 +1,7 @@
 #pragma once
 
 #include <csignal>
+#include <mutex>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -65,6 +66,12 @@ class ProcessSupervisor {
   void stop(int sig);
   /// Reaps the ranks that already ended, reporting the first failure.
   void poll();
+  /// From any thread (a watcher, while the owner's thread is held in a
+  /// collective by a stopped or dead rank): `sig` (SIGTERM, SIGINT) to the
+  /// ranks still running, SIGKILL to those left after the grace period.
+  /// Blocks up to the grace period; reaps nothing (wait() does, and reports
+  /// how they ended).
+  void terminate_running(int sig);
   bool found_failure() const { return result_ != 0; }
   bool empty() const { return children_.empty(); }
 
@@ -93,6 +100,8 @@ class ProcessSupervisor {
   std::string name_;
   double grace_period_s_;
   std::vector<Child> children_;
+  // children_ and the kills: terminate_running() runs on another thread.
+  mutable std::recursive_mutex children_mutex_;
   bool stopping_ = false;
   bool killed_ = false;
   double stop_deadline_s_ = 0;  // on the monotonic clock

@@ -2,74 +2,77 @@
 
 #include <fulgur/strategies/launchers/network.hpp>
 
-#include <cstdlib>
+#include <fmt/format.h>
+
+#include <csignal>
 #include <ctime>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace fulgur {
-namespace {
-
-// The process's launcher: the peers are this process's children, so there
-// is one per process at most; its destructor joins them at normal exit.
-std::mutex& process_launcher_mutex() {
-  static std::mutex mutex;
-  return mutex;
-}
-std::shared_ptr<SubprocessLauncher>& process_launcher() {
-  static std::shared_ptr<SubprocessLauncher> launcher;
-  return launcher;
-}
-
-}  // namespace
-
-SubprocessLauncher::SubprocessLauncher(LocalLauncherOptions options)
-    : options_((options.check("[SubprocessLauncher]"), std::move(options))),
-      peers_("SubprocessLauncher", options_.grace_period_s()) {}
 
 SubprocessLauncher::~SubprocessLauncher() { join(); }
 
-std::shared_ptr<SubprocessLauncher> SubprocessLauncher::start(LocalLauncherOptions options) {
-  std::lock_guard<std::mutex> lock(process_launcher_mutex());
-  if (process_launcher()) {
-    throw std::logic_error("[SubprocessLauncher::start] this process started its local ranks already");
+void SubprocessLauncher::launch(const LocalLauncherOptions& options) {
+  options.check("[SubprocessLauncher::launch]");
+  if (options_) {
+    // The program's next Trainer: its ranks run it too, in the processes started for the first.
+    const auto& o = *options_;
+    if (o.nprocs() != options.nprocs() || o.num_nodes() != options.num_nodes() ||
+        o.node_rank() != options.node_rank()) {
+      throw std::logic_error(fmt::format(
+          "[SubprocessLauncher::launch] this launcher started {} local rank(s) of {} node(s) (node_rank {}) already; "
+          "got nprocs {}, num_nodes {}, node_rank {}",
+          o.nprocs(), o.num_nodes(), o.node_rank(), options.nprocs(), options.num_nodes(), options.node_rank()));
+    }
+    return;
   }
-  auto launcher = std::make_shared<SubprocessLauncher>(std::move(options));
-  const auto& o = launcher->options_;
+  {
+    const std::lock_guard lock(peers_mutex_);
+    peers_.emplace("SubprocessLauncher", options.grace_period_s());
+  }
   const std::vector<std::string> args = ProcessSupervisor::own_command_line();
-  const int64_t port = o.main_port() != 0 ? o.main_port() : pick_free_port(o.main_address());
-  for (int64_t local_rank = 1; local_rank < o.nprocs(); ++local_rank) {
-    launcher->peers_.start(o.global_rank(local_rank), args, o.rank_environment(local_rank, port));
+  const int64_t port = options.main_port() != 0 ? options.main_port() : pick_free_port(options.main_address());
+  for (int64_t local_rank = 1; local_rank < options.nprocs(); ++local_rank) {
+    peers_->start(options.global_rank(local_rank), args, options.rank_environment(local_rank, port));
   }
-  for (const auto& [name, value] : o.rank_environment(0, port)) {
-    // The OpenMP runtime read its policy when this process started.
-    if (name != "OMP_WAIT_POLICY") ::setenv(name.c_str(), value.c_str(), 1);
-  }
-  process_launcher() = launcher;
-  return launcher;
+  rank_zero_environment_.clear();
+  for (const auto& [name, value] : options.rank_environment(0, port)) rank_zero_environment_[name] = value;
+  options_ = options;
 }
 
-std::shared_ptr<SubprocessLauncher> SubprocessLauncher::current() {
-  std::lock_guard<std::mutex> lock(process_launcher_mutex());
-  return process_launcher();
+void SubprocessLauncher::terminate_peers(int signal) {
+  const std::lock_guard lock(peers_mutex_);
+  if (peers_) peers_->terminate_running(signal);
+}
+
+EnvLookup SubprocessLauncher::environment() const {
+  return [own = rank_zero_environment_, process = process_environment()](const std::string& name) {
+    if (const auto it = own.find(name); it != own.end()) return std::optional<std::string>(it->second);
+    return process(name);
+  };
 }
 
 int SubprocessLauncher::join(bool stop) {
-  if (peers_.empty()) return 0;
-  if (stop) {
+  if (!peers_) return 0;
+  if (stop && !peers_->empty()) {
     // This process failed, often because a peer died: its connection can
     // close a moment before it can be reaped. Wait that moment, so the line
     // names the dead peer and not the ones stopped here.
-    for (int tick = 0; tick < 25 && !peers_.found_failure(); ++tick) {
-      peers_.poll();
+    for (int tick = 0; tick < 25 && !peers_->found_failure(); ++tick) {
+      peers_->poll();
       struct timespec pause {0, 20'000'000};
       ::nanosleep(&pause, nullptr);
     }
-    peers_.stop(SIGTERM);
+    peers_->stop(SIGTERM);
   }
-  return peers_.wait();
+  const int result = peers_->wait();
+  const std::lock_guard lock(peers_mutex_);
+  peers_.reset();
+  options_.reset();
+  rank_zero_environment_.clear();
+  return result;
 }
 
 }  // namespace fulgur

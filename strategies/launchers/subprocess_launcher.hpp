@@ -1,56 +1,72 @@
 #pragma once
 
+#include <fulgur/strategies/environments/cluster_environment.hpp>
 #include <fulgur/strategies/launchers/local_launcher_options.hpp>
 #include <fulgur/strategies/launchers/process_supervisor.hpp>
 
-#include <memory>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
 
 namespace fulgur {
 
-/// What a Trainer does when no launcher started its ranks (Lightning's
-/// subprocess-script launcher): this process becomes local rank 0 of its
-/// node and keeps running; local ranks 1..nprocs-1 start as copies of it
-/// (/proc/self/exe with this process's own command line, read from
-/// /proc/self/cmdline), so they run the same program from the top. This
-/// process's environment gets the variables the ranks get (RANK,
-/// WORLD_SIZE, ..., FULGUR_LAUNCHED=1), so everything after reads as a
-/// torchrun launch and a second Trainer in the same program joins the same
-/// ranks.
+/// Starts this program's other local ranks when no launcher did (Lightning's
+/// subprocess-script launcher): this process stays local rank 0 and keeps
+/// running; local ranks 1..nprocs-1 start as new processes of the same
+/// program (/proc/self/exe with this process's command line, read from
+/// /proc/self/cmdline) and run it from the top, each with its rank's
+/// variables (RANK, WORLD_SIZE, ..., FULGUR_LAUNCHED=1) in its own
+/// environment. This process's environment is left as it is: what rank 0
+/// reads as its own is environment().
 ///
-/// The peers belong to the process, not to one Trainer: a Trainer that
-/// is destroyed while the program goes on must not wait for them (they may
-/// be running the next Trainer with it). So start() keeps the launcher as
-/// this process's (current()), every Trainer of the program holds it, and
-/// join() — Trainer::exit_code() — waits for the peers; what nobody joined
-/// is joined when the program exits normally (the launcher's destructor).
+/// An object the program owns, not a process-wide one: the peers live as
+/// long as it does (its destructor joins them), so a program that builds
+/// several Trainers one after another makes one launcher and hands it to
+/// each (`Trainer(options, {}, {}, Platform::detect(), launcher)`; the
+/// command line does so for its tuners and its run). A Trainer handed none
+/// makes its own, which lives as long as that Trainer.
 class SubprocessLauncher {
  public:
-  /// Checks the options, starts local ranks 1..nprocs-1 and sets this
-  /// process's rank variables; returns the process's launcher. Throws when
-  /// this process started peers already, or when a peer could not be
-  /// started (the ones started are stopped first).
-  static std::shared_ptr<SubprocessLauncher> start(LocalLauncherOptions options);
-  /// The launcher that started this process's peers; null when none did.
-  static std::shared_ptr<SubprocessLauncher> current();
+  SubprocessLauncher() = default;
+  /// Joins the peers still running (see join()).
+  ~SubprocessLauncher();
+  SubprocessLauncher(const SubprocessLauncher&) = delete;
+  SubprocessLauncher& operator=(const SubprocessLauncher&) = delete;
+
+  /// Checks the options and starts local ranks 1..nprocs-1. Once started,
+  /// a later call (the program's next Trainer) starts nothing when its
+  /// nprocs, num_nodes and node_rank are the same, and throws when not.
+  /// When a peer cannot be started, the ones started are stopped and it throws.
+  void launch(const LocalLauncherOptions& options);
+  /// Whether launch() started the peers (and join() has not forgotten them).
+  bool launched() const { return options_.has_value(); }
+
+  /// The variables rank 0 reads as its own, over this process's
+  /// environment: the rank environment launch() gave local rank 0 (RANK=0,
+  /// WORLD_SIZE, MASTER_PORT, ...). This process's environment alone before launch().
+  EnvLookup environment() const;
 
   /// Waits for the peers and returns 0 when all exited 0, else the first
   /// failure's code (128 + signal when killed); the failure is reported on
   /// stderr in one line ("[SubprocessLauncher] rank 1 exited with code 3")
   /// and the other peers are stopped (SIGTERM, SIGKILL after the grace
   /// period). With `stop`, stops them first (the error path: a peer may be
-  /// waiting in a collective for this process). Returns 0 once joined.
+  /// waiting in a collective for this process). Returns 0 once joined;
+  /// launch() may start peers again afterwards.
   int join(bool stop = false);
-
-  const LocalLauncherOptions& options() const { return options_; }
-
-  explicit SubprocessLauncher(LocalLauncherOptions options);  // use start()
-  ~SubprocessLauncher();
-  SubprocessLauncher(const SubprocessLauncher&) = delete;
-  SubprocessLauncher& operator=(const SubprocessLauncher&) = delete;
+  /// From another thread, while this process's thread is held in a
+  /// collective (SignalConnector's watcher): ends the peers (`signal`, the
+  /// stop signal this process got; SIGKILL after the grace period) so that
+  /// the collective fails. join() reaps them.
+  void terminate_peers(int signal);
 
  private:
-  LocalLauncherOptions options_;
-  ProcessSupervisor peers_;
+  std::optional<LocalLauncherOptions> options_;
+  std::map<std::string, std::string> rank_zero_environment_;
+  std::optional<ProcessSupervisor> peers_;
+  // peers_ is reset by join() while terminate_peers() may run on another thread.
+  std::mutex peers_mutex_;
 };
 
 }  // namespace fulgur

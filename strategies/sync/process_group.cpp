@@ -163,6 +163,15 @@ ProcessGroup::~ProcessGroup() {
   }
 }
 
+void ProcessGroup::abort() {
+  if (!backend_) return;
+  try {
+    backend_->abort();
+  } catch (const std::exception& e) {
+    std::cerr << "fulgur: warning: aborting the process group failed: " << e.what() << std::endl;
+  }
+}
+
 void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const char* operation) const {
   try {
     const CollectiveWait waiting(operation);

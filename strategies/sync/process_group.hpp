@@ -103,6 +103,9 @@ class ProcessGroup {
   /// `output`'s numel) and leaves chunk `rank` of the sum in `output`.
   c10::intrusive_ptr<c10d::Work> reduce_scatter_async(torch::Tensor& output, torch::Tensor& input);
   void barrier();
+  /// From any thread: aborts the backend, so collectives in flight fail
+  /// (NCCL; Gloo's abort does nothing, its waits end when the peer does).
+  void abort();
   /// Point-to-point: starts sending / receiving a contiguous `tensor` to /
   /// from `peer`. Sends and receives pair by (peer, tag).
   c10::intrusive_ptr<c10d::Work> send_async(torch::Tensor& tensor, int64_t peer, int tag);

@@ -7,6 +7,7 @@
 #include <fulgur/trainer/cli/dotted_key.hpp>
 #include <fulgur/datamodules/data_error.hpp>
 #include <fulgur/strategies/launchers/subprocess_launcher.hpp>
+#include <fulgur/trainer/connectors/stop_signal_error.hpp>
 #include <fulgur/trainer/cli/trainer_options_reader.hpp>
 #include <fulgur/trainer/hparams_yaml.hpp>
 #include <fulgur/trainer/seed.hpp>
@@ -116,13 +117,6 @@ void print_metrics(const char* title, const std::map<std::string, double>& metri
   std::cout << std::endl;
 }
 
-// After a subcommand whose Trainer is gone (the tuners'): the ranks that
-// Trainer started, if any; their failure is the program's.
-int join_local_ranks() {
-  const auto launcher = SubprocessLauncher::current();
-  return launcher ? launcher->join() : 0;
-}
-
 int run_checked(const Arguments& args, const Factories& factories, const char* program) {
   if (args.help) {
     std::cout << fmt::format(kUsage, program);
@@ -139,6 +133,9 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
   const bool test_after_fit = top.get<bool>("test_after_fit", false);
   const std::string ckpt_path = top.get<std::string>("ckpt_path", "");
   seed_everything(static_cast<uint64_t>(seed));
+  // The program's launcher: every Trainer of this command (a tuner's and the
+  // run's) shares the local ranks the first one starts.
+  const auto launcher = std::make_shared<SubprocessLauncher>();
 
   ConfigSection trainer_section(root["trainer"], "trainer");
   ConfigSection model_section(root["model"], "model");
@@ -230,7 +227,7 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
   model->save_hyperparameters(hparams_from_yaml(resolved));
 
   if (args.lr_find) {
-    const auto finder = Tuner(options).lr_find(*model, *data, lr_find_options);
+    const auto finder = Tuner(options, launcher).lr_find(*model, *data, lr_find_options);
     const auto csv = std::filesystem::path(options.default_root_dir()) / "lr_find.csv";
     finder->write_csv(csv);
     const auto suggestion = finder->suggestion();
@@ -242,23 +239,23 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
     std::cout << fmt::format("lr_find: draw it with: .venv/bin/python scripts/plot_lr_find.py {}{}", csv.string(),
                              suggestion ? fmt::format(" {:.6g}", *suggestion) : "")
               << std::endl;
-    return join_local_ranks();
+    return launcher->join();  // the ranks its Trainers started; their failure is the program's
   }
   if (args.scale_batch_size) {
-    const int64_t size = Tuner(options).scale_batch_size(*model, *data, scale_options);
+    const int64_t size = Tuner(options, launcher).scale_batch_size(*model, *data, scale_options);
     const auto file = std::filesystem::path(options.default_root_dir()) / "scale_batch_size.yaml";
     std::filesystem::create_directories(file.parent_path());
     std::ofstream(file) << fmt::format("data:\n  {}: {}\n", scale_options.batch_arg_name(), size);
     std::cout << fmt::format("scale_batch_size: batch size {} (data.{}); fit with it: --config {}", size,
                              scale_options.batch_arg_name(), file.string())
               << std::endl;
-    return join_local_ranks();
+    return launcher->join();  // the ranks its Trainers started; their failure is the program's
   }
 
   // The Trainer checks every option before a process, a group or a file
   // exists, starts the other ranks when no launcher did, and resumes a
   // restarted job.
-  Trainer trainer(options, callbacks, loggers);
+  Trainer trainer(options, callbacks, loggers, Platform::detect(), launcher);
   switch (args.subcommand) {
     case Stage::Fit: {
       trainer.fit(*model, *data, ckpt_path);
@@ -407,6 +404,8 @@ int run_guarded(const std::function<int()>& body) {
     return report(e, 2);
   } catch (const CheckpointError& e) {  // a missing or corrupt checkpoint: bad input
     return report(e, 2);
+  } catch (const StopSignalError& e) {  // stopped by SIGTERM/SIGINT where no step boundary could act on it
+    return report(e, e.exit_code());
   } catch (const std::exception& e) {
     return report(e, 1);
   }

@@ -31,9 +31,9 @@ TrainerOptions read_trainer_options(ConfigSection& s, YAML::Node trainer) {
       trainer["fast_dev_run"] = flag ? 1 : 0;
     }
   }
-  // The command line owns its process: restarting it with PASSIVE costs
-  // nothing, unlike restarting a user's own main().
-  return read_options<TrainerOptions>(s, TrainerOptions().openmp_wait_policy(OpenMPWaitPolicy::Passive), {"logger", "callbacks"});
+  // The same defaults as a user's own main(): the ranks the Trainer starts
+  // get the passive wait policy, and the program is never restarted.
+  return read_options<TrainerOptions>(s, TrainerOptions(), {"logger", "callbacks"});
 }
 
 }  // namespace fulgur::cli

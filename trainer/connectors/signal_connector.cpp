@@ -2,10 +2,11 @@
 
 #include <fulgur/strategies/sync/collective_wait.hpp>
 #include <fulgur/strategies/strategy.hpp>
+#include <fulgur/trainer/connectors/stop_signal_error.hpp>
 
 #include <fmt/format.h>
 
-#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -22,20 +23,12 @@
 namespace fulgur {
 namespace {
 
-// A signal handler can only reach state with static storage; this is the one
-// such variable, written by the handler and read by SignalConnector.
+// A signal handler can only reach state with static storage, so what it
+// writes is file-level; nothing else here is. The strongest signal received:
 std::atomic<int> g_stop_signal{0};
 static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a lock-free atomic");
-
 // SIGTERMs and SIGINTs received that no step boundary has acted on yet.
 std::atomic<int> g_unacted_stops{0};
-static_assert(std::atomic<int>::is_always_lock_free);
-
-// Whether a fit runs, whose step boundaries can act on a signal.
-std::atomic<bool> g_fitting{false};
-
-// Connectors alive now; the handler never touches it.
-std::atomic<int> g_live_connectors{0};
 
 int rank_of(int signal) {
   switch (signal) {
@@ -68,27 +61,19 @@ double grace_seconds() {
 // The received SIGTERM or SIGINT that no step boundary acted on.
 int pending_stop() { return g_stop_signal.load() == SIGINT ? SIGINT : SIGTERM; }
 
-// One line saying where the process was, then the exit a signal gives.
-[[noreturn]] void end_on_stop_signal(const std::string& where) {
-  const int signal = pending_stop();
-  const char* rank = std::getenv("RANK");
-  std::cerr << fmt::format("fulgur: rank {}: {} not acted on at a step boundary{}; exiting with {}",
-                           rank != nullptr ? rank : "0", SignalConnector::name(signal), where, 128 + signal)
-            << std::endl;
-  // Local ranks this process started got the signal too: let them say where
-  // they were before their parent's exit takes them down.
-  for (int i = 0; i < 40 && ::waitpid(-1, nullptr, WNOHANG) >= 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  std::_Exit(128 + signal);
+std::string unacted_line(int64_t rank, const std::string& where) {
+  return fmt::format("fulgur: rank {}: {} not acted on at a step boundary{}", rank, SignalConnector::name(pending_stop()),
+                     where);
 }
 
 }  // namespace
 
-/// Ends the process when a SIGTERM/SIGINT stays unacted for the grace period.
+/// Watches for a SIGTERM/SIGINT that stays unacted for the grace period.
 class SignalConnector::Watcher {
  public:
-  Watcher() : grace_(grace_seconds()), thread_([this](std::stop_token stop) { watch(stop); }) {}
+  explicit Watcher(SignalConnector& owner)
+      : owner_(owner), grace_(grace_seconds()), thread_([this](std::stop_token stop) { watch(stop); }) {}
+  double grace() const { return grace_; }
 
  private:
   void watch(const std::stop_token& stop) {
@@ -104,30 +89,21 @@ class SignalConnector::Watcher {
       }
       if (!since) since = Clock::now();
       // Ctrl-C outside fit: nothing will act on it, so no reason to wait.
-      const bool now = g_stop_signal.load() == SIGINT && !g_fitting.load();
-      if (now || Clock::now() - *since >= std::chrono::duration<double>(grace_)) exit_now();
+      const bool now = g_stop_signal.load() == SIGINT && !owner_.fitting_.load();
+      const double waited = std::chrono::duration<double>(Clock::now() - *since).count();
+      if (now || waited >= grace_) {
+        owner_.act_on_unacted(now ? 0.0 : grace_);
+        since.reset();
+      }
     }
   }
 
-  [[noreturn]] void exit_now() const {
-    const auto waiting = CollectiveWait::current();
-    end_on_stop_signal(fmt::format(
-        " within {:g} s; {}", pending_stop() == SIGINT && !g_fitting.load() ? 0.0 : grace_,
-        waiting ? fmt::format("waiting in {} for {:.0f} s", waiting->operation, waiting->seconds)
-                : std::string("not waiting in a collective")));
-  }
-
+  SignalConnector& owner_;
   double grace_;
   std::jthread thread_;
 };
 
 SignalConnector::SignalConnector() {
-  // An inner connector (fit's, inside the CLI's) keeps what the outer one saw.
-  const bool outermost = g_live_connectors.fetch_add(1) == 0;
-  if (outermost) {
-    g_stop_signal.store(0);
-    g_unacted_stops.store(0);
-  }
   struct sigaction recorder {};
   recorder.sa_handler = record_stop_signal;
   sigemptyset(&recorder.sa_mask);
@@ -136,22 +112,62 @@ SignalConnector::SignalConnector() {
   ::sigaction(SIGUSR1, &recorder, &old_usr1_);
   ::sigaction(SIGTERM, &recorder, &old_term_);
   ::sigaction(SIGINT, &recorder, &old_int_);
-  if (outermost) watcher_ = std::make_unique<Watcher>();
+  // An inner connector (a second Trainer alive) keeps what the outer one saw.
+  outermost_ = (old_term_.sa_flags & SA_SIGINFO) != 0 || old_term_.sa_handler != record_stop_signal;
+  if (outermost_) {
+    g_stop_signal.store(0);
+    g_unacted_stops.store(0);
+    watcher_ = std::make_unique<Watcher>(*this);
+  }
 }
 
 SignalConnector::~SignalConnector() {
   watcher_.reset();
   // SLURM's warning (--signal=USR1) may come after the run ended, while the
   // process winds down; its default action would turn a finished job into a
-  // failed one, so the last connector leaves a default SIGUSR1 ignored.
+  // failed one, so the outermost connector leaves a default SIGUSR1 ignored.
   struct sigaction usr1 = old_usr1_;
-  if (g_live_connectors.load() == 1 && (usr1.sa_flags & SA_SIGINFO) == 0 && usr1.sa_handler == SIG_DFL) {
-    usr1.sa_handler = SIG_IGN;
-  }
+  if (outermost_ && (usr1.sa_flags & SA_SIGINFO) == 0 && usr1.sa_handler == SIG_DFL) usr1.sa_handler = SIG_IGN;
+  restore(usr1);
+}
+
+void SignalConnector::restore(const struct sigaction& usr1) const {
   ::sigaction(SIGUSR1, &usr1, nullptr);
   ::sigaction(SIGTERM, &old_term_, nullptr);
   ::sigaction(SIGINT, &old_int_, nullptr);
-  g_live_connectors.fetch_sub(1);
+}
+
+void SignalConnector::act_on_unacted(double waited_s) {
+  if (fitting_.load() && !CollectiveWait::current()) {
+    // A collective that just failed (a peer ended on the signal) is on its
+    // way to stop_error(), which acts on the signal: give it that moment.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    if (g_unacted_stops.load() == 0) return;
+  }
+  const int signal = pending_stop();
+  const auto waiting = CollectiveWait::current();
+  const std::string where = fmt::format(
+      " within {:g} s; {}", waited_s,
+      waiting ? fmt::format("waiting in {} for {:.0f} s", waiting->operation, waiting->seconds)
+              : std::string("not waiting in a collective"));
+  if (fitting_.load() && waiting && on_stuck_) {
+    forced_line_ = unacted_line(rank_, where);
+    forced_.store(true);
+    g_unacted_stops.store(0);  // acted on: fit ends with a StopSignalError
+    std::cerr << forced_line_ << "; ending the run (process group aborted, local ranks stopped)" << std::endl;
+    on_stuck_(signal);
+    return;
+  }
+  // Nothing here can act on it: whoever handled the signal before us does.
+  std::cerr << unacted_line(rank_, where) << "; passing it on to the program's handler" << std::endl;
+  g_unacted_stops.store(0);
+  restore(old_usr1_);
+  ::kill(::getpid(), signal);
+}
+
+void SignalConnector::on_stuck(std::function<void(int)> action, int64_t rank) {
+  on_stuck_ = std::move(action);
+  rank_ = rank;
 }
 
 int SignalConnector::received() const { return g_stop_signal.load(); }
@@ -180,26 +196,36 @@ bool SignalConnector::agree_to_stop(Strategy& strategy, int64_t global_step) {
   return true;
 }
 
-void SignalConnector::end_if_stop_pending(const std::exception_ptr& error) {
-  if (g_unacted_stops.load() == 0) return;
+std::exception_ptr SignalConnector::stop_error(const std::exception_ptr& error) {
+  if (!forced_.load() && g_unacted_stops.load() == 0) return error;
   std::string what = "an unknown error";
   try {
     std::rethrow_exception(error);
+  } catch (const StopSignalError&) {
+    return error;
   } catch (const std::exception& e) {
     what = e.what();
   } catch (...) {
   }
-  end_on_stop_signal(fmt::format("; the run failed meanwhile (a peer stopping on it ends collectives): {}",
-                                 what.substr(0, what.find('\n'))));
+  const int signal = pending_stop();
+  g_unacted_stops.store(0);  // acted on: fit throws it, nothing is passed on
+  what = what.substr(0, what.find('\n'));
+  const std::string message =
+      forced_.load() ? fmt::format("{}; the run was ended: {}", forced_line_, what)
+                     : unacted_line(rank_, fmt::format("; the run failed meanwhile (a peer stopping on it ends "
+                                                       "collectives): {}",
+                                                       what));
+  return std::make_exception_ptr(StopSignalError(signal, message));
 }
 
 void SignalConnector::start_fit() {
   if (stop_signal_ != 0) clear();
   stop_signal_ = 0;
-  g_fitting.store(true);
+  forced_.store(false);
+  fitting_.store(true);
 }
 
-void SignalConnector::end_fit() { g_fitting.store(false); }
+void SignalConnector::end_fit() { fitting_.store(false); }
 
 const char* SignalConnector::name(int signal) {
   if (signal == SIGUSR1) return "SIGUSR1";
