@@ -11,7 +11,8 @@
 #   4. `podman run` of the image: exports the digits, trains and tests
 #      (scripts/demo.sh), which must reach test_acc >= 0.97.
 #
-#   scripts/check_container.sh          (as root; KEEP=1 keeps the images)
+#   scripts/check_container.sh          (as root; KEEP=1 keeps the images,
+#                                        REUSE_BASE=1 reuses a kept base image)
 #
 # Writes only under a temp dir and podman's storage; removes its images at
 # the end unless KEEP=1. Not part of `make test` (it downloads a Debian root,
@@ -43,23 +44,30 @@ cleanup() {
 }
 trap cleanup EXIT
 
-log "debootstrap bookworm (minbase) from $mirror"
-debootstrap --variant=minbase bookworm "$work/rootfs" "$mirror" > "$work/debootstrap.log" 2>&1 \
-  || { tail -30 "$work/debootstrap.log"; fail "debootstrap failed"; }
-log "podman import -> $base"
-tar -C "$work/rootfs" -c . | podman import - "$base" > /dev/null
-rm -rf "$work/rootfs"
+if [[ "${REUSE_BASE:-0}" == 1 ]] && podman image exists "$base"; then
+  log "reusing $base (REUSE_BASE=1)"
+else
+  log "debootstrap bookworm (minbase) from $mirror"
+  debootstrap --variant=minbase bookworm "$work/rootfs" "$mirror" > "$work/debootstrap.log" 2>&1 \
+    || { tail -30 "$work/debootstrap.log"; fail "debootstrap failed"; }
+  log "podman import -> $base"
+  tar -C "$work/rootfs" -c . | podman import - "$base" > "$work/import.log" 2>&1 || { cat "$work/import.log"; fail "podman import failed"; }
+  rm -rf "$work/rootfs"
+fi
 
 # The build context: what git tracks or does not ignore (no build/, .venv, data/).
 log "context: the repository's files (git ls-files)"
 mkdir -p "$work/context"
 git -C "$root" ls-files -z --cached --others --exclude-standard \
   | tar -C "$root" --null -T - -c --ignore-failed-read 2> /dev/null | tar -C "$work/context" -x
+# pip in the build trusts what this machine trusts (a proxy's CA, say).
+ca="${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt}"
 log "podman build (log: $work/build.log)"
 podman build -f "$work/context/containers/Dockerfile.debian" --build-arg BASE="$base" \
   --ignorefile "$work/context/containers/Dockerfile.dockerignore" --network host \
-  --volume /usr/local/cuda:/usr/local/cuda:ro -t "$image" "$work/context" > "$work/build.log" 2>&1 \
-  || { tail -40 "$work/build.log"; fail "podman build failed"; }
+  --volume /usr/local/cuda:/usr/local/cuda:ro --volume "$ca:/etc/ssl/host-ca.crt:ro" \
+  -t "$image" "$work/context" > "$work/build.log" 2>&1 \
+  || { tail -40 "$work/build.log"; cp "$work/build.log" "${TMPDIR:-/tmp}/fulgur-container-build.log"; fail "podman build failed (log: ${TMPDIR:-/tmp}/fulgur-container-build.log)"; }
 grep -E "^STEP|^COMMIT|Successfully tagged" "$work/build.log" | sed 's/^/  /'
 log "image $(podman image inspect "$image" --format '{{.Id}}' | cut -c1-12), $(podman image inspect "$image" --format '{{.Size}}' | awk '{ printf "%.0f MB", $1 / 1e6 }')"
 
