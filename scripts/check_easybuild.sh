@@ -83,13 +83,31 @@ log "sources: git archive $ref ($(git -C "$root" rev-parse --short "$ref"))"
 
 # 4. eb. Root may build (this machine's tests run as root), with the flag that says so.
 as_root=(); [[ $(id -u) -ne 0 ]] || as_root=(--allow-use-as-root-and-accept-consequences)
+eb_opts=("${as_root[@]}" --prefix="$work/eb" --installpath="$work/install" --sourcepath="$work/sources"
+         --tmpdir="$work/eb-tmp" --modules-tool=Lmod --module-syntax=Lua --filter-deps="$filtered" --max-parallel=2)
 module use "$work/modules"
+
+# The CUDA easyconfig is not built here (no GPU, no CUDA module): EasyBuild
+# parses it and shows what it would run (--extended-dry-run), with stand-in
+# CUDA, NCCL and PyTorch-CUDA modules (the host's toolkit, the wheel's NCCL).
+cuda_ec="$root/packaging/easybuild/fulgur-$version-CUDA-13.0.0.eb"
+if [[ -f "$cuda_ec" ]]; then
+  mkdir -p "$work/modules/CUDA" "$work/modules/NCCL"
+  printf 'setenv("EBROOTCUDA", "/usr/local/cuda")\nsetenv("EBVERSIONCUDA", "13.0.0")\nprepend_path("PATH", "/usr/local/cuda/bin")\n' \
+    > "$work/modules/CUDA/13.0.0.lua"
+  printf 'setenv("EBROOTNCCL", "%s")\nsetenv("EBVERSIONNCCL", "2.30.3")\n' "$torch_dir/../nvidia/nccl" \
+    > "$work/modules/NCCL/2.30.3-CUDA-13.0.0.lua"
+  cp "$work/modules/PyTorch/$torch_version.lua" "$work/modules/PyTorch/$torch_version-CUDA-13.0.0.lua"
+  "$eb_venv/bin/eb" "$cuda_ec" "${eb_opts[@]}" --extended-dry-run > "$work/eb-cuda-dry-run.log" 2>&1 \
+    || { cat "$work/eb-cuda-dry-run.log"; fail "eb --extended-dry-run $(basename "$cuda_ec") failed"; }
+  grep -q -- "-DFULGUR_WITH_CUDA=ON" "$work/eb-cuda-dry-run.log" && grep -q "CMAKE_CUDA_ARCHITECTURES" "$work/eb-cuda-dry-run.log" \
+    || { cat "$work/eb-cuda-dry-run.log"; fail "$(basename "$cuda_ec"): the dry run does not configure the CUDA module"; }
+  log "$(basename "$cuda_ec"): eb --extended-dry-run resolves it (CUDA 13.0.0, NCCL, PyTorch-CUDA; FULGUR_WITH_CUDA=ON); not built"
+fi
 log "eb $(basename "$ec") (build log: $work/eb.log)"
-if ! "$eb_venv/bin/eb" "$ec" "${as_root[@]}" --prefix="$work/eb" --installpath="$work/install" \
-     --sourcepath="$work/sources" --tmpdir="$work/eb-tmp" --modules-tool=Lmod --module-syntax=Lua \
-     --filter-deps="$filtered" --max-parallel=2 --disable-cleanup-builddir > "$work/eb.log" 2>&1; then
+if ! "$eb_venv/bin/eb" "$ec" "${eb_opts[@]}" > "$work/eb.log" 2>&1; then
   cat "$work/eb.log"
-  tail -n 60 "$(ls -t "$work"/eb-tmp/*/easybuild-*.log 2>/dev/null | head -1)" 2>/dev/null || true
+  grep -h -B2 -A6 "error:" "$work"/eb-tmp/*/run-shell-cmd-output/*/out.txt 2>/dev/null | head -60 || true
   fail "eb failed (above)"
 fi
 grep -E "^== (COMPLETED|building and installing)|Build succeeded" "$work/eb.log" || true
