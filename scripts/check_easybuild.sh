@@ -100,9 +100,13 @@ if [[ -f "$cuda_ec" ]]; then
   cp "$work/modules/PyTorch/$torch_version.lua" "$work/modules/PyTorch/$torch_version-CUDA-13.0.0.lua"
   "$eb_venv/bin/eb" "$cuda_ec" "${eb_opts[@]}" --extended-dry-run > "$work/eb-cuda-dry-run.log" 2>&1 \
     || { cat "$work/eb-cuda-dry-run.log"; fail "eb --extended-dry-run $(basename "$cuda_ec") failed"; }
-  grep -q -- "-DFULGUR_WITH_CUDA=ON" "$work/eb-cuda-dry-run.log" && grep -q "CMAKE_CUDA_ARCHITECTURES" "$work/eb-cuda-dry-run.log" \
-    || { cat "$work/eb-cuda-dry-run.log"; fail "$(basename "$cuda_ec"): the dry run does not configure the CUDA module"; }
-  log "$(basename "$cuda_ec"): eb --extended-dry-run resolves it (CUDA 13.0.0, NCCL, PyTorch-CUDA; FULGUR_WITH_CUDA=ON); not built"
+  # (A dry run does not show CMakeMake's cmake line: it cannot ask cmake its version.)
+  for want in "Build succeeded for 1 out of 1" 'depends_on("CUDA/13.0.0")' 'depends_on("NCCL/2.30.3-CUDA-13.0.0")' \
+              'depends_on("PyTorch/2.14.1-CUDA-13.0.0")' "lib/libfulgur_cuda.so"; do
+    grep -qF "$want" "$work/eb-cuda-dry-run.log" \
+      || { cat "$work/eb-cuda-dry-run.log"; fail "$(basename "$cuda_ec"): the dry run lacks '$want'"; }
+  done
+  log "$(basename "$cuda_ec"): eb --extended-dry-run resolves it (module fulgur/$version-CUDA-13.0.0 on CUDA, NCCL, PyTorch-CUDA; sanity check wants libfulgur_cuda.so); not built"
 fi
 log "eb $(basename "$ec") (build log: $work/eb.log)"
 if ! "$eb_venv/bin/eb" "$ec" "${eb_opts[@]}" > "$work/eb.log" 2>&1; then
