@@ -68,11 +68,12 @@ podman build -f "$work/context/containers/Dockerfile.debian" --build-arg BASE="$
   --volume /usr/local/cuda:/usr/local/cuda:ro --volume "$ca:/etc/ssl/host-ca.crt:ro" \
   -t "$image" "$work/context" > "$work/build.log" 2>&1 \
   || { tail -40 "$work/build.log"; cp "$work/build.log" "${TMPDIR:-/tmp}/fulgur-container-build.log"; fail "podman build failed (log: ${TMPDIR:-/tmp}/fulgur-container-build.log)"; }
-grep -E "^STEP|^COMMIT|Successfully tagged" "$work/build.log" | sed 's/^/  /'
+podman image exists "$image" || { tail -20 "$work/build.log"; fail "podman build made no image $image"; }
+grep -E "^STEP|^COMMIT|Successfully tagged" "$work/build.log" | cut -c1-120 | sed 's/^/  /'
 log "image $(podman image inspect "$image" --format '{{.Id}}' | cut -c1-12), $(podman image inspect "$image" --format '{{.Size}}' | awk '{ printf "%.0f MB", $1 / 1e6 }')"
 
 log "podman run: export the digits, train and test (scripts/demo.sh)"
-podman run --rm --network none "$image" bash -c "build/bin/cinic10 --version && python scripts/export_digits.py data/digits-cinic && scripts/demo.sh build" \
+podman run --rm --pull=never --network none "$image" bash -c "build/bin/cinic10 --version && python scripts/export_digits.py data/digits-cinic && scripts/demo.sh build" \
   | tee "$work/run.log" | grep -E "^fulgur [0-9]|^demo:|^test:|images" || true
 test_acc="$(sed -n 's/^demo: test_acc \([0-9.]*\).*/\1/p' "$work/run.log")"
 [[ -n "$test_acc" ]] || { tail -30 "$work/run.log"; fail "the demo did not finish (above)"; }
