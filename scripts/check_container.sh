@@ -73,7 +73,10 @@ grep -E "^STEP|^COMMIT|Successfully tagged" "$work/build.log" | cut -c1-120 | se
 log "image $(podman image inspect "$image" --format '{{.Id}}' | cut -c1-12), $(podman image inspect "$image" --format '{{.Size}}' | awk '{ printf "%.0f MB", $1 / 1e6 }')"
 
 log "podman run: export the digits, train and test (scripts/demo.sh)"
-podman run --rm --pull=never --network none "$image" bash -c "build/bin/cinic10 --version && python scripts/export_digits.py data/digits-cinic && scripts/demo.sh build" \
+# podman's default limits (nofile 1048576, nproc its own maximum) are more
+# than this VM lets runc set ("error setting rlimit type 7: operation not
+# permitted"); these are ample for the demo.
+podman run --rm --pull=never --network none --ulimit nofile=16384:16384 --ulimit nproc=16384:16384 "$image" bash -c "build/bin/cinic10 --version && python scripts/export_digits.py data/digits-cinic && scripts/demo.sh build" \
   | tee "$work/run.log" | grep -E "^fulgur [0-9]|^demo:|^test:|images" || true
 test_acc="$(sed -n 's/^demo: test_acc \([0-9.]*\).*/\1/p' "$work/run.log")"
 [[ -n "$test_acc" ]] || { tail -30 "$work/run.log"; fail "the demo did not finish (above)"; }
