@@ -2,6 +2,8 @@
 
 // The one header a fulgur user includes.
 
+#include <fulgur/version.hpp>
+
 #include <fulgur/trainer/callback.hpp>
 #include <fulgur/trainer/cli/callback_registry.hpp>
 #include <fulgur/callbacks/device_stats_monitor.hpp>

@@ -14,6 +14,24 @@ cmake -S "$source_dir/tests/install" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYP
   ${launcher:+-DCMAKE_CXX_COMPILER_LAUNCHER=$launcher} > "$work/configure.log" 2>&1 \
   || { cat "$work/configure.log"; exit 1; }
 cmake --build "$work/build" -j2
+# Versions: the configure above asked for 0.1 (FULGUR_REQUIRED_VERSION's
+# default); the installed header and the package agree; fulgurConfigVersion.cmake
+# (SameMinorVersion) refuses 9 and another minor version, naming both versions.
+out="$("$work/build/consumer" version)" || { echo "consumer version: $out"; exit 1; }
+echo "$out"
+installed="$(sed -n 's/^#define FULGUR_VERSION "\(.*\)"$/\1/p' "$work/prefix/include/fulgur/version.hpp")"
+[[ "$out" == "header $installed package $installed" ]] || { echo "consumer version: expected header and package $installed"; exit 1; }
+next_minor="$(awk -F. '{ print $1 "." $2 + 1 }' <<< "$installed")"
+for wanted in 9 "$next_minor"; do
+  if cmake -S "$source_dir/tests/install" -B "$work/build-$wanted" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
+       -DFULGUR_REQUIRED_VERSION="$wanted" > "$work/configure-$wanted.log" 2>&1; then
+    echo "find_package(fulgur $wanted REQUIRED) found fulgur $installed; expected it to fail"; exit 1
+  fi
+  said="$(tr -s ' \n' ' ' < "$work/configure-$wanted.log")"  # CMake wraps its message
+  grep -q "compatible with requested version \"$wanted\"" <<< "$said" && grep -q "version: $installed" <<< "$said" \
+    || { cat "$work/configure-$wanted.log"; echo "find_package(fulgur $wanted): expected CMake's version error naming $wanted and $installed"; exit 1; }
+  echo "find_package(fulgur $wanted REQUIRED) fails as it should: fulgur $installed is not compatible"
+done
 "$work/build/consumer"
 # A program of its own switches strategy and process count through TrainerOptions alone.
 for strategy in ddp horovod; do

@@ -3,6 +3,7 @@
 
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+#include <fulgur/version.hpp>
 
 #include <torch/torch.h>
 
@@ -77,13 +78,13 @@ TEST_CASE("CheckpointIO: a saved checkpoint loads back in C++ and in Python with
   const std::string script = fmt::format(
       "import torch\n"
       "c = torch.load('{}', weights_only=True)\n"
-      "assert c['fulgur_version'] == '0.1.0', c\n"
+      "assert c['fulgur_version'] == '{}', c\n"
       "assert c['epoch'] == 3 and c['loss'] == 0.25 and c['flag'] is True and c['nothing'] is None\n"
       "assert torch.equal(c['nested']['weight'], torch.arange(6.).reshape(2, 3))\n"
       "assert c['nested']['count'] == 7\n"
       "assert c['list'][0] == 1 and c['list'][1] == 'two' and tuple(c['list'][2]) == (0.9, 0.999), c['list']\n"
       "print('python-ok')\n",
-      path.string());
+      path.string(), fulgur::kVersion);
   write_bytes(dir / "check.py", script);
   const auto result = run_command(std::string(FULGUR_PYTHON) + " " + (dir / "check.py").string(), 120);
   INFO(result.output);

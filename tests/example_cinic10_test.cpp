@@ -2,7 +2,10 @@
 // by scripts/setup.sh (real PNG files in the CINIC-10 layout).
 #include "support/test_support.hpp"
 
+#include <fulgur/version.hpp>
+
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
@@ -73,10 +76,17 @@ TEST_CASE("example cinic10: bad input exits 2 and creates no run folder") {
   CHECK_FALSE(std::filesystem::exists(dir.path() / "fulgur_logs"));
 }
 
-TEST_CASE("example cinic10: --help and --print_config") {
+TEST_CASE("example cinic10: --help, --version and --print_config") {
   const auto help = run_command(kBinary + " --help");
   CHECK(help.exit_code == 0);
   CHECK(help.output.find("usage: ") != std::string::npos);
+  CHECK(help.output.find("  --version ") != std::string::npos);
+  // --version alone or after a subcommand: one line, exit 0, nothing trained.
+  for (const char* args : {" --version", " fit --data.root nowhere --version"}) {
+    const auto version = run_command(kBinary + args);
+    CHECK(version.exit_code == 0);
+    CHECK(version.output == fmt::format("fulgur {}\n", fulgur::kVersion));
+  }
   const auto printed = run_command(kBinary + " fit --print_config --data.root x --model.arch mlp");
   CHECK(printed.exit_code == 0);
   CHECK(printed.output.find("arch: mlp") != std::string::npos);

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Reads every `#include <fulgur/...>` of the library and fails on an arrow
 against the folder order (docs/development.md, "Layers"): a folder may include itself and
-the folders below it, never one above.
+the folders below it, never one above. `version.hpp` (generated from
+project(VERSION)) is below every folder.
 """
 import pathlib
 import re
 import sys
 
-ORDER = ["modules", "datamodules", "strategies/options", "strategies/environments", "strategies/cuda", "strategies/launchers",
+ORDER = ["version.hpp", "modules", "datamodules", "strategies/options", "strategies/environments", "strategies/cuda", "strategies/launchers",
          "strategies/sync", "strategies", "trainer", "callbacks", "trainer/cli"]
 
 INCLUDE = re.compile(r"^\s*#\s*include\s*<fulgur/([^>]+)>", re.MULTILINE)

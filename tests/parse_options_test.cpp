@@ -75,7 +75,7 @@ TEST_CASE("parse_options: a bad flag is one error that names it") {
                        fulgur::cli::ConfigError);
 }
 
-TEST_CASE("parse_options: --help lists every flag with the program's default and exits 0") {
+TEST_CASE("parse_options: --help lists every flag with the program's default and exits 0; --version prints the version") {
   const auto help = run_command(std::string(FULGUR_BINARY_DIR) + "/bin/gan --help", 60);
   INFO(help.output);
   CHECK(help.exit_code == 0);
@@ -85,6 +85,10 @@ TEST_CASE("parse_options: --help lists every flag with the program's default and
   CHECK(help.output.find("  --fsdp.KEY VALUE  ") != std::string::npos);
   CHECK(help.output.find("\nRunFlags:\n  --ckpt_path \"\"  ") != std::string::npos);
   CHECK(help.output.find("  --batch_size 64  samples per process and batch") != std::string::npos);
+  CHECK(help.output.find("--version") != std::string::npos);
+  const auto version = run_command(std::string(FULGUR_BINARY_DIR) + "/bin/gan --max_epochs 3 --version", 60);
+  CHECK(version.exit_code == 0);
+  CHECK(version.output == fmt::format("fulgur {}\n", fulgur::kVersion));
   // A bad flag ends the program as the command line does: one line, exit code 2.
   const auto bad = run_command(std::string(FULGUR_BINARY_DIR) + "/bin/gan --max_epoch 3", 60);
   CHECK(bad.exit_code == 2);

@@ -19,6 +19,7 @@ struct Loaded {
   std::string status;
 };
 
+#ifdef FULGUR_CUDA_MODULE_NAME
 // Where the module may be: FULGUR_CUDA_MODULE, beside the program
 // (<prefix>/bin/../lib), the build tree, the install prefix.
 std::vector<std::string> candidates() {
@@ -35,10 +36,12 @@ std::vector<std::string> candidates() {
 #endif
   return paths;
 }
+#endif
 
 Loaded load_module() {
 #ifndef FULGUR_CUDA_MODULE_NAME
-  return {nullptr, "this LibTorch has no CUDA"};
+  // A LibTorch without CUDA, or FULGUR_WITH_CUDA=OFF (CMakeLists.txt).
+  return {nullptr, "this LibTorch has no CUDA, or fulgur was built without its CUDA module"};
 #else
   // The driver library is what a GPU machine has and a CPU machine lacks.
   if (dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL) == nullptr) return {nullptr, "no CUDA driver (libcuda.so.1)"};

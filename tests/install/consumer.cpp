@@ -70,6 +70,12 @@ int infer(const char* path) {
 // fsdp as a sharded checkpoint: one file per rank).
 int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "infer") return infer(argv[2]);
+  // `consumer version`: the installed <fulgur/version.hpp> and the CMake
+  // package (fulgur_VERSION) must name the same version.
+  if (argc == 2 && std::string(argv[1]) == "version") {
+    std::cout << "header " << fulgur::kVersion << " package " << CONSUMER_PACKAGE_VERSION << std::endl;
+    return fulgur::kVersion == CONSUMER_PACKAGE_VERSION ? 0 : 1;
+  }
   Line model(LineOptions().lr(0.1));
   Points data;
   const auto strategy = fulgur::parse_choice<fulgur::StrategyKind>(argc > 2 ? argv[1] : "auto");

@@ -3,6 +3,7 @@
 #include <fulgur/trainer/model_checkpoint.hpp>
 #include <fulgur/modules/state_dict.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
+#include <fulgur/version.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_weights.hpp>
 #include <fulgur/trainer/checkpoint/optimizer_state.hpp>
 #include <fulgur/trainer/checkpoint/scheduler_state.hpp>

@@ -5,6 +5,7 @@
 #include <fulgur/strategies/sync/shard_layout.hpp>
 #include <fulgur/strategies/strategy.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
+#include <fulgur/version.hpp>
 #include <fulgur/trainer/checkpoint/optimizer_state.hpp>
 #include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
 

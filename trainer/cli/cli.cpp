@@ -13,6 +13,7 @@
 #include <fulgur/trainer/seed.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
 #include <fulgur/trainer/trainer.hpp>
+#include <fulgur/version.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -59,6 +60,7 @@ constexpr const char* kUsage = R"(usage: {0} <fit|validate|test|predict|lr_find|
                          scale_batch_size: mode, steps_per_trial, init_val, max_trials, batch_arg_name, max_val
   --print_config         print the full resolved configuration and exit
   --help                 this text
+  --version              print fulgur's version ("fulgur MAJOR.MINOR.PATCH") and exit
 
 Exit codes: 0 success, 2 bad input (the message names the key or file), 1 other failures,
   138 / 143: fit stopped early on SIGUSR1 / SIGTERM (128 + the signal) at a step every rank
@@ -120,6 +122,10 @@ void print_metrics(const char* title, const std::map<std::string, double>& metri
 int run_checked(const Arguments& args, const Factories& factories, const char* program) {
   if (args.help) {
     std::cout << fmt::format(kUsage, program);
+    return 0;
+  }
+  if (args.version) {
+    std::cout << version_line() << std::endl;
     return 0;
   }
   YAML::Node root = merge_configuration(args);
@@ -292,6 +298,8 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
 
 }  // namespace
 
+std::string version_line() { return fmt::format("fulgur {}", kVersion); }
+
 Arguments parse_arguments(int argc, const char* const* argv) {
   Arguments args;
   int i = 1;
@@ -301,6 +309,10 @@ Arguments parse_arguments(int argc, const char* const* argv) {
   const std::string first = argv[1];
   if (first == "--help" || first == "-h") {
     args.help = true;
+    return args;
+  }
+  if (first == "--version") {
+    args.version = true;
     return args;
   }
   args.lr_find = first == "lr_find";
@@ -314,6 +326,10 @@ Arguments parse_arguments(int argc, const char* const* argv) {
     }
     if (arg == "--print_config") {
       args.print_config = true;
+      continue;
+    }
+    if (arg == "--version") {
+      args.version = true;
       continue;
     }
     if (arg.rfind("--", 0) != 0 || arg.size() == 2) {

@@ -26,10 +26,14 @@ struct Arguments {
   std::vector<std::pair<std::string, std::string>> overrides;  // --a.b value, in order
   bool print_config = false;
   bool help = false;
+  bool version = false;  // --version: print version_line() and exit 0
 };
 
+/// What `--version` prints: "fulgur " and fulgur::kVersion, such as "fulgur 0.1.0".
+std::string version_line();
+
 /// Parses `prog <fit|validate|test|predict|lr_find|scale_batch_size> [--config f.yaml]... [--key value]...
-/// [--print_config]`. Throws ConfigError naming the offending argument.
+/// [--print_config]`, or `prog --help` / `prog --version`. Throws ConfigError naming the offending argument.
 Arguments parse_arguments(int argc, const char* const* argv);
 
 /// Merges the config files (later ones win) and then the dotted overrides

@@ -1,6 +1,7 @@
 #include <fulgur/trainer/cli/parse_options.hpp>
 
 #include <fulgur/modules/did_you_mean.hpp>
+#include <fulgur/trainer/cli/cli.hpp>
 #include <fulgur/trainer/cli/dotted_key.hpp>
 
 #include <fmt/format.h>
@@ -35,12 +36,16 @@ std::vector<YAML::Node> split_flags(int argc, const char* const* argv, const std
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
-      std::cout << fmt::format("usage: {} [--KEY VALUE]...\n", argc > 0 ? argv[0] : "program");
+      std::cout << fmt::format("usage: {} [--KEY VALUE]... | --help | --version\n", argc > 0 ? argv[0] : "program");
       for (const auto& table : tables) {
         std::cout << "\n" << table.name << ":\n";
         for (const auto& line : table.help) std::cout << line << "\n";
       }
       std::cout.flush();
+      std::exit(0);
+    }
+    if (arg == "--version") {
+      std::cout << version_line() << std::endl;
       std::exit(0);
     }
     if (arg.rfind("--", 0) != 0 || arg.size() == 2) {

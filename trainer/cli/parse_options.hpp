@@ -38,7 +38,8 @@ FlagTable flag_table(const Options& defaults) {
 /// Splits argv's `--key value` and `--key=value` into one mapping per table:
 /// a key goes to the table that declares its first component (`--fsdp.x`
 /// goes to the one with a field fsdp). Prints the tables and exits 0 on
-/// --help, like argparse. Throws ConfigError for an unknown flag (with the
+/// --help, like argparse, and prints version_line() and exits 0 on --version.
+/// Throws ConfigError for an unknown flag (with the
 /// closest known one), a flag without a value, a value that is not YAML, or
 /// a field that two tables declare.
 std::vector<YAML::Node> split_flags(int argc, const char* const* argv, const std::vector<FlagTable>& tables);

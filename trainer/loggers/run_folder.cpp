@@ -1,5 +1,7 @@
 #include <fulgur/trainer/loggers/run_folder.hpp>
 
+#include <fulgur/version.hpp>
+
 #include <fmt/format.h>
 
 #include <fstream>
@@ -50,7 +52,11 @@ void write_hparams_yaml(const std::filesystem::path& dir, const YAML::Node& hpar
   std::ofstream out(path);
   YAML::Emitter emitter;
   emitter << (hparams.IsNull() ? YAML::Node(YAML::NodeType::Map) : hparams);
-  out << emitter.c_str() << '\n';
+  // The version as a comment: the mapping stays exactly the hyper-parameters
+  // (the CLI's resolved configuration, which `--config hparams.yaml` reads
+  // back and W&B's config equals), and a person or `head -1` still sees which
+  // fulgur wrote it.
+  out << "# fulgur " << kVersion << '\n' << emitter.c_str() << '\n';
   out.flush();
   if (!out) throw std::runtime_error(fmt::format("[{}::log_hyperparams] cannot write {}", who, path.string()));
 }

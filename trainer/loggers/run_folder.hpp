@@ -34,7 +34,7 @@ int64_t next_version(const std::filesystem::path& dir);
 int64_t claim_version(const std::filesystem::path& dir);
 
 /// Writes `hparams` (null: an empty mapping) to `<dir>/hparams.yaml`,
-/// creating `dir`. Throws std::runtime_error naming the file on failure;
+/// creating `dir`; its first line is the comment `# fulgur <kVersion>`. Throws std::runtime_error naming the file on failure;
 /// `who` ("CSVLogger") starts the message.
 void write_hparams_yaml(const std::filesystem::path& dir, const YAML::Node& hparams, const char* who);
 
