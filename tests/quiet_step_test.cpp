@@ -130,7 +130,10 @@ TEST_CASE("quiet step, ddp: a steady-state step is the gradient buckets plus one
 
 TEST_CASE("quiet step, horovod: the main group broadcasts the buffers once a step; gradients go in one fused allreduce") {
   TempDir dir("quiet-step-horovod");
-  const Counts c = run_probe(dir, "horovod", "--trainer.strategy horovod");
+  // A cycle far longer than a step: each exchange then waits for the whole
+  // step's gradients. With the default 5 ms, a backward pass slowed by a
+  // loaded machine spans two cycles and its gradients go in two allreduces.
+  const Counts c = run_probe(dir, "horovod", "--trainer.strategy horovod --trainer.horovod.cycle_time_ms 60000");
   REQUIRE(c.buffers == 3);
   // Gradients travel on the controller's own group, fused into one buffer
   // (the model is far below the 64 MiB fusion threshold).
