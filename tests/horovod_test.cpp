@@ -62,11 +62,11 @@ TEST_CASE("horovod: 2 and 4 processes equal one process and ddp, with and withou
 TEST_CASE("horovod: fusion reduces all gradients of a step in fewer collectives") {
   TempDir dir("horovod-fusion");
   const auto fused = run_command(fit_command(dir, "fused", "--trainer.devices 2 --data.batch_size 8 "
-                                                           "--trainer.strategy horovod --trainer.horovod.cycle_time_ms 1000"),
+                                                           "--trainer.strategy horovod --trainer.horovod.cycle_time_ms 60000"),
                                  300);
   INFO(fused.output);
   REQUIRE(fused.exit_code == 0);
-  // A step wakes the thread once it is fully submitted; a 1 s cycle never
+  // A step wakes the thread once it is fully submitted; a 60 s cycle never
   // interrupts this tiny backward, so all 4 tensors go in one buffer.
   CHECK(fused.output.find("collectives in the last step: 1 for 4 tensors") != std::string::npos);
   const auto unfused = run_command(
