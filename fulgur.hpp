@@ -72,7 +72,7 @@
 #include <fulgur/modules/models/small_cnn.hpp>
 #include <fulgur/modules/optimizer_config.hpp>
 #include <fulgur/modules/activation_checkpoint.hpp>
-#include <fulgur/modules/sharded_unit.hpp>
+#include <fulgur/strategies/sharding/sharded_unit.hpp>
 #include <fulgur/modules/state_dict.hpp>
 #include <fulgur/modules/weights_file.hpp>
 #include <fulgur/strategies/strategy.hpp>

@@ -8,7 +8,7 @@
 #include "support/tiny_modules.hpp"
 
 #include <fulgur/modules/activation_checkpoint.hpp>
-#include <fulgur/modules/sharded_unit.hpp>
+#include <fulgur/strategies/sharding/sharded_unit.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <ATen/autocast_mode.h>

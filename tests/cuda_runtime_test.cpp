@@ -4,7 +4,7 @@
 
 #include <fulgur/strategies/accelerator.hpp>
 #include <fulgur/strategies/cuda/cuda_runtime.hpp>
-#include <fulgur/strategies/sync/process_group.hpp>
+#include <fulgur/strategies/collectives/process_group.hpp>
 
 #include <doctest/doctest.h>
 

@@ -8,8 +8,6 @@
 #include <fulgur/fulgur.hpp>
 #include <fulgur/strategies/fsdp_strategy.hpp>
 #include <fulgur/strategies/launchers/network.hpp>
-#include <fulgur/strategies/sync/process_group.hpp>
-#include <fulgur/strategies/sync/sharded_reducer.hpp>
 
 #include <torch/torch.h>
 
@@ -316,65 +314,6 @@ TEST_CASE("fsdp: from a program's own main, TrainerOptions name the strategy and
                        doctest::Contains("must be one of FULL_SHARD, SHARD_GRAD_OP, NO_SHARD"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(fulgur::parse_choice<fulgur::StateDictType>("local"),
                        doctest::Contains("must be one of full, sharded"), std::invalid_argument);
-}
-
-TEST_CASE("fsdp: the wrap policy groups parameters into units by size at module boundaries and by name") {
-  // A group of one (any free port): enough to build units.
-  fulgur::ProcessGroupOptions group_options;
-  group_options.main_port = 0;
-  fulgur::ProcessGroup group(group_options);
-  torch::nn::Sequential net(torch::nn::Linear(10, 10), torch::nn::Linear(10, 10), torch::nn::Linear(10, 3));
-  std::vector<torch::Tensor> params;
-  std::vector<std::string> names;
-  for (const auto& item : net->named_parameters()) {
-    names.push_back(item.key());
-    params.push_back(item.value());
-  }
-  {
-    fulgur::ShardedReducer::Options o;
-    o.min_unit_numel = 100;  // a Linear(10, 10) is 110: one unit each, never split inside a module
-    fulgur::ShardedReducer reducer(params, names, group, o);
-    const auto units = reducer.layout().unit_parameter_names();
-    REQUIRE(units.size() == 3);
-    // Launch order: the last layers first, as backward produces them.
-    CHECK(units[0] == std::vector<std::string>{"2.weight", "2.bias"});
-    CHECK(units[2] == std::vector<std::string>{"0.weight", "0.bias"});
-    CHECK(reducer.layout().largest_unit_numel() == 110);
-  }
-  {
-    fulgur::ShardedReducer::Options o;
-    o.min_unit_numel = 1000000;
-    o.unit_modules = {"1"};
-    fulgur::ShardedReducer reducer(params, names, group, o);
-    const auto units = reducer.layout().unit_parameter_names();
-    REQUIRE(units.size() == 2);
-    CHECK(units[0] == std::vector<std::string>{"1.weight", "1.bias"});
-    CHECK(units[1] == std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias"});
-  }
-}
-
-TEST_CASE("fsdp: FULL_SHARD parameters are whole from unshard to the end of backward, rows of their own between") {
-  fulgur::ProcessGroupOptions group_options;
-  group_options.main_port = 0;
-  fulgur::ProcessGroup group(group_options);
-  torch::nn::Linear layer(4, 3);
-  const torch::Tensor before = layer->weight.detach().clone();
-  {
-    fulgur::ShardedReducer::Options o;
-    o.reshard_parameters = true;
-    fulgur::ShardedReducer reducer({layer->weight, layer->bias}, {"weight", "bias"}, group, o);
-    CHECK(reducer.residency().holds_shard(layer->weight));
-    reducer.residency().unshard();
-    CHECK_FALSE(reducer.residency().holds_shard(layer->weight));
-    CHECK(torch::equal(layer->weight.detach(), before));
-    reducer.prepare(true);
-    layer->forward(torch::ones({2, 4})).sum().backward();
-    reducer.finish();
-    CHECK(reducer.residency().holds_shard(layer->weight));
-    // A group of one: the "shard" is every row, the gradient its mean over one rank.
-    CHECK(torch::allclose(layer->weight.grad(), torch::full({3, 4}, 2.0)));
-    CHECK(reducer.held_tensors().size() == 1);
-  }
 }
 
 TEST_CASE("fsdp: stop and resume from full and sharded checkpoints continues exactly, on the same and other world sizes") {

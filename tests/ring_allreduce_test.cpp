@@ -3,7 +3,7 @@
 #include "support/test_support.hpp"
 
 #include <fulgur/strategies/launchers/network.hpp>
-#include <fulgur/strategies/sync/ring_allreduce.hpp>
+#include <fulgur/strategies/collectives/ring_allreduce.hpp>
 
 #include <torch/torch.h>
 

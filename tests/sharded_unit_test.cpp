@@ -2,7 +2,7 @@
 // the wrapped module's own signature (several inputs, a tuple out, or one
 // tensor inside a Sequential), runs the strategy's hooks around it, and
 // hands them every tensor of the result.
-#include <fulgur/modules/sharded_unit.hpp>
+#include <fulgur/strategies/sharding/sharded_unit.hpp>
 
 #include <torch/torch.h>
 

@@ -3,7 +3,7 @@
 
 #include <doctest/doctest.h>
 
-#include <fulgur/strategies/sync/stall_inspector.hpp>
+#include <fulgur/strategies/collectives/stall_inspector.hpp>
 
 namespace stall_inspector_test {
 

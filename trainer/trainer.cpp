@@ -9,7 +9,7 @@
 #include <fulgur/strategies/environments/cluster_environment.hpp>
 #include <fulgur/strategies/launchers/subprocess_launcher.hpp>
 #include <fulgur/modules/scoped_module_runtime.hpp>
-#include <fulgur/modules/sharded_unit_hooks.hpp>
+#include <fulgur/strategies/sharding/sharded_unit_hooks.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_locator.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_weights.hpp>

@@ -1,4 +1,4 @@
-#include <fulgur/strategies/sync/collective_wait.hpp>
+#include <fulgur/strategies/collectives/collective_wait.hpp>
 
 #include <atomic>
 #include <chrono>

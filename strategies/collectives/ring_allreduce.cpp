@@ -1,6 +1,6 @@
-#include <fulgur/strategies/sync/ring_allreduce.hpp>
+#include <fulgur/strategies/collectives/ring_allreduce.hpp>
 
-#include <fulgur/strategies/sync/process_group.hpp>
+#include <fulgur/strategies/collectives/process_group.hpp>
 
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>

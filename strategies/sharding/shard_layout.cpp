@@ -1,4 +1,4 @@
-#include <fulgur/strategies/sync/shard_layout.hpp>
+#include <fulgur/strategies/sharding/shard_layout.hpp>
 
 #include <fmt/format.h>
 
@@ -23,7 +23,7 @@ ShardLayout::ShardLayout(const std::vector<torch::Tensor>& parameters, const std
     const torch::Tensor& p = parameters[k];
     if (!p.requires_grad()) continue;  // nothing to reduce; it stays whole
     if (!p.is_contiguous()) {
-      throw std::runtime_error(fmt::format("[ShardedReducer] parameter '{}' is not contiguous", names[k]));
+      throw std::runtime_error(fmt::format("[ShardLayout] parameter '{}' is not contiguous", names[k]));
     }
     Param info;
     info.tensor = p;

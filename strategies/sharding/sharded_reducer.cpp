@@ -1,6 +1,6 @@
-#include <fulgur/strategies/sync/sharded_reducer.hpp>
+#include <fulgur/strategies/sharding/sharded_reducer.hpp>
 
-#include <fulgur/strategies/sync/process_group.hpp>
+#include <fulgur/strategies/collectives/process_group.hpp>
 
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
@@ -9,12 +9,12 @@
 
 namespace fulgur {
 
-ShardedReducer::ShardedReducer(std::vector<torch::Tensor> parameters, std::vector<std::string> names,
-                               ProcessGroup& group, Options options)
-    : group_(group),
+ShardedReducer::ShardedReducer(const ShardLayout& layout, UnitResidency& residency, ProcessGroup& group,
+                               Options options)
+    : layout_(layout),
+      residency_(residency),
+      group_(group),
       options_(std::move(options)),
-      layout_(parameters, names, group_.size(), group_.rank(), options_.unit_modules, options_.min_unit_numel),
-      residency_(std::make_unique<UnitResidency>(layout_, group_, options_.reshard_parameters)),
       grad_shards_(layout_.params().size()),
       units_(layout_.units().size()) {
   std::vector<torch::Tensor> tensors;
@@ -31,7 +31,7 @@ void ShardedReducer::allocate_gradient(size_t index) {
   unit.grad = torch::zeros({shape.chunk_numel}, shape.options);
   for (size_t k : shape.params) {
     const ShardLayout::Param& p = layout_.params()[k];
-    const torch::Tensor& shard = residency_->shard(k);
+    const torch::Tensor& shard = residency_.shard(k);
     torch::Tensor view = unit.grad.narrow(0, p.offset, p.local_rows * p.row_numel);
     grad_shards_[k] = shard.dim() == 0 ? view.view({}) : view.view(shard.sizes());
   }
@@ -39,7 +39,7 @@ void ShardedReducer::allocate_gradient(size_t index) {
 
 void ShardedReducer::prepare(bool sync) {
   for (size_t u = 0; u < units_.size(); ++u) {
-    if (residency_->sharded(u) && !residency_->forward_gathered(u)) {
+    if (residency_.sharded(u) && !residency_.forward_gathered(u)) {
       throw std::logic_error("[ShardedReducer::prepare] backward while parameters are sharded (no optimizer step "
                              "after the last gradient synchronisation)");
     }
@@ -71,7 +71,7 @@ void ShardedReducer::launch_ready_units() {
     if (in_backward_) {
       ++launched_in_backward_;
       // FULL_SHARD: the unit's backward is over; its whole parameters go now.
-      residency_->free_unit(next_to_launch_);
+      residency_.free_unit(next_to_launch_);
     }
     ++next_to_launch_;
   }
@@ -79,7 +79,7 @@ void ShardedReducer::launch_ready_units() {
 
 void ShardedReducer::launch_reduce_scatter(size_t index) {
   torch::NoGradGuard no_grad;
-  residency_->drop_prefetch(index);  // prefetched but not used
+  residency_.drop_prefetch(index);  // prefetched but not used
   allocate_gradient(index);
   Unit& unit = units_[index];
   const ShardLayout::Unit& shape = layout_.units()[index];
@@ -107,7 +107,7 @@ void ShardedReducer::launch_reduce_scatter(size_t index) {
 }
 
 void ShardedReducer::become_shards(size_t index) {
-  residency_->become_shards(index);
+  residency_.become_shards(index);
   for (size_t k : layout_.units()[index].params) layout_.params()[k].tensor.mutable_grad() = grad_shards_[k];
 }
 
@@ -133,7 +133,7 @@ void ShardedReducer::finish() {
     unit.replica_work.reset();
   }
   for (size_t u = 0; u < units_.size(); ++u) {
-    residency_->drop_prefetch(u);  // of rows the step is about to change
+    residency_.drop_prefetch(u);  // of rows the step is about to change
     become_shards(u);
   }
 }
@@ -153,7 +153,7 @@ void ShardedReducer::settle_reductions(size_t in_flight) {
 void ShardedReducer::shard_from_whole(const std::unordered_set<const void*>& params) {
   torch::NoGradGuard no_grad;
   for (size_t u = 0; u < units_.size(); ++u) {
-    if (residency_->sharded(u)) continue;
+    if (residency_.sharded(u)) continue;
     bool touched = false;
     for (size_t k : layout_.units()[u].params) {
       touched = touched || params.count(layout_.params()[k].tensor.unsafeGetTensorImpl()) > 0;
@@ -173,7 +173,7 @@ void ShardedReducer::shard_from_whole(const std::unordered_set<const void*>& par
   }
 }
 
-void ShardedReducer::gather() { residency_->gather(/*unshard_now=*/!options_.hooks); }
+void ShardedReducer::gather() { residency_.gather(/*unshard_now=*/!options_.hooks); }
 
 std::vector<torch::Tensor> ShardedReducer::held_tensors() const {
   std::vector<torch::Tensor> out;

@@ -1,4 +1,4 @@
-#include <fulgur/strategies/sync/timeline.hpp>
+#include <fulgur/strategies/collectives/timeline.hpp>
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include <fulgur/strategies/sync/fusion_buffer.hpp>
+#include <fulgur/strategies/collectives/fusion_buffer.hpp>
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <fulgur/strategies/sync/shard_layout.hpp>
+#include <fulgur/strategies/sharding/shard_layout.hpp>
 
 #include <torch/torch.h>
 

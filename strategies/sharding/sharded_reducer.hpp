@@ -1,9 +1,9 @@
 #pragma once
 
-#include <fulgur/strategies/sync/gradient_ready_hooks.hpp>
-#include <fulgur/strategies/sync/gradient_synchronizer.hpp>
-#include <fulgur/strategies/sync/shard_layout.hpp>
-#include <fulgur/strategies/sync/unit_residency.hpp>
+#include <fulgur/strategies/collectives/gradient_ready_hooks.hpp>
+#include <fulgur/strategies/collectives/gradient_synchronizer.hpp>
+#include <fulgur/strategies/sharding/shard_layout.hpp>
+#include <fulgur/strategies/sharding/unit_residency.hpp>
 
 #include <torch/torch.h>
 
@@ -23,9 +23,10 @@ namespace fulgur {
 
 class ProcessGroup;
 
-/// The gradient path of the fully sharded strategy (ZeRO-2), over a
-/// ShardLayout (which rows a rank holds, the units) and a UnitResidency
-/// (whole or sharded parameters, the gathers): each unit's gradients go in
+/// The gradient path of the fully sharded strategy (ZeRO-2), over the
+/// strategy's ShardLayout (which rows a rank holds, the units) and
+/// UnitResidency (whole or sharded parameters, the gathers), which it uses
+/// but does not own: each unit's gradients go in
 /// one flat reduce-scatter, started from the post-accumulate-grad hooks as
 /// soon as all of them exist (overlapping the rest of backward), at most
 /// two at once so a whole model's gradients never wait together.
@@ -37,10 +38,6 @@ class ProcessGroup;
 class ShardedReducer : public GradientSynchronizer {
  public:
   struct Options {
-    /// A unit closes at a module boundary once it holds this many elements.
-    int64_t min_unit_numel = 1000000;
-    /// Submodules (by name) that are each one unit.
-    std::vector<std::string> unit_modules;
     /// Parameters without a gradient in a step count as zero instead of
     /// being an error.
     bool find_unused_parameters = false;
@@ -48,16 +45,14 @@ class ShardedReducer : public GradientSynchronizer {
     /// them (manual optimization) gradients are averaged whole and
     /// shard_from_whole() slices them.
     bool hooks = true;
-    /// FULL_SHARD: parameters hold only this rank's rows between steps.
-    bool reshard_parameters = false;
     /// HYBRID_SHARD: the ranks that hold the same rows as this one (one per
     /// node); each unit's gradient shard is averaged over them once its
     /// reduce-scatter within `group` is done. Null: `group` is every rank.
     ProcessGroup* replicas = nullptr;
   };
 
-  ShardedReducer(std::vector<torch::Tensor> parameters, std::vector<std::string> names, ProcessGroup& group,
-                 Options options);
+  /// `layout` and `residency` (over `group`) outlive the reducer.
+  ShardedReducer(const ShardLayout& layout, UnitResidency& residency, ProcessGroup& group, Options options);
   ~ShardedReducer() override;
   ShardedReducer(const ShardedReducer&) = delete;
   ShardedReducer& operator=(const ShardedReducer&) = delete;
@@ -75,9 +70,6 @@ class ShardedReducer : public GradientSynchronizer {
   /// shards until the next forward gathers them (FULL_SHARD), without gradients.
   void gather();
 
-  const ShardLayout& layout() const { return layout_; }
-  UnitResidency& residency() { return *residency_; }
-  const UnitResidency& residency() const { return *residency_; }
   /// The ranks the parameters are sharded over (all of them but under HYBRID_SHARD).
   ProcessGroup& group() const { return group_; }
 
@@ -112,10 +104,10 @@ class ShardedReducer : public GradientSynchronizer {
   /// The unit's parameters become their shards, with the gradient shards as .grad.
   void become_shards(size_t unit);
 
+  const ShardLayout& layout_;
+  UnitResidency& residency_;
   ProcessGroup& group_;
   Options options_;
-  ShardLayout layout_;
-  std::unique_ptr<UnitResidency> residency_;
   std::vector<torch::Tensor> grad_shards_;  // per parameter: a view of its unit's gradient chunk
   std::vector<Unit> units_;
   size_t next_to_launch_ = 0;

@@ -1,7 +1,7 @@
-#include <fulgur/strategies/sync/gradient_reducer.hpp>
+#include <fulgur/strategies/collectives/gradient_reducer.hpp>
 
-#include <fulgur/strategies/sync/process_group.hpp>
-#include <fulgur/strategies/sync/timeline.hpp>
+#include <fulgur/strategies/collectives/process_group.hpp>
+#include <fulgur/strategies/collectives/timeline.hpp>
 
 #include <fmt/format.h>
 #include <torch/csrc/autograd/variable.h>

@@ -1,9 +1,9 @@
-#include <fulgur/strategies/sync/process_group.hpp>
+#include <fulgur/strategies/collectives/process_group.hpp>
 
-#include <fulgur/strategies/sync/collective_wait.hpp>
+#include <fulgur/strategies/collectives/collective_wait.hpp>
 #include <fulgur/strategies/cuda/nccl_backend.hpp>
-#include <fulgur/strategies/sync/ring_allreduce.hpp>
-#include <fulgur/strategies/sync/torch_compat.hpp>
+#include <fulgur/strategies/collectives/ring_allreduce.hpp>
+#include <fulgur/strategies/collectives/torch_compat.hpp>
 
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/FileStore.hpp>

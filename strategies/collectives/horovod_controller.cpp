@@ -1,10 +1,10 @@
-#include <fulgur/strategies/sync/horovod_controller.hpp>
+#include <fulgur/strategies/collectives/horovod_controller.hpp>
 
-#include <fulgur/strategies/sync/collective_wait.hpp>
-#include <fulgur/strategies/sync/fusion_buffer.hpp>
-#include <fulgur/strategies/sync/process_group.hpp>
-#include <fulgur/strategies/sync/ring_allreduce.hpp>
-#include <fulgur/strategies/sync/timeline.hpp>
+#include <fulgur/strategies/collectives/collective_wait.hpp>
+#include <fulgur/strategies/collectives/fusion_buffer.hpp>
+#include <fulgur/strategies/collectives/process_group.hpp>
+#include <fulgur/strategies/collectives/ring_allreduce.hpp>
+#include <fulgur/strategies/collectives/timeline.hpp>
 
 #include <fmt/format.h>
 #include <torch/csrc/autograd/variable.h>

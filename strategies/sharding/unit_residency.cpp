@@ -1,6 +1,6 @@
-#include <fulgur/strategies/sync/unit_residency.hpp>
+#include <fulgur/strategies/sharding/unit_residency.hpp>
 
-#include <fulgur/strategies/sync/process_group.hpp>
+#include <fulgur/strategies/collectives/process_group.hpp>
 
 #include <torch/csrc/distributed/c10d/Work.hpp>
 

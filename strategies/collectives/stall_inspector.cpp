@@ -1,4 +1,4 @@
-#include <fulgur/strategies/sync/stall_inspector.hpp>
+#include <fulgur/strategies/collectives/stall_inspector.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

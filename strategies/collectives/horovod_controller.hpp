@@ -1,9 +1,9 @@
 #pragma once
 
-#include <fulgur/strategies/sync/gradient_ready_hooks.hpp>
-#include <fulgur/strategies/sync/gradient_synchronizer.hpp>
+#include <fulgur/strategies/collectives/gradient_ready_hooks.hpp>
+#include <fulgur/strategies/collectives/gradient_synchronizer.hpp>
 #include <fulgur/strategies/options/horovod_options.hpp>
-#include <fulgur/strategies/sync/stall_inspector.hpp>
+#include <fulgur/strategies/collectives/stall_inspector.hpp>
 
 #include <torch/torch.h>
 

@@ -1,8 +1,8 @@
 #pragma once
 
 #include <fulgur/strategies/options/ddp_options.hpp>
-#include <fulgur/strategies/sync/gradient_ready_hooks.hpp>
-#include <fulgur/strategies/sync/gradient_synchronizer.hpp>
+#include <fulgur/strategies/collectives/gradient_ready_hooks.hpp>
+#include <fulgur/strategies/collectives/gradient_synchronizer.hpp>
 
 #include <torch/torch.h>
 

@@ -1,4 +1,4 @@
-#include <fulgur/strategies/sync/gradient_ready_hooks.hpp>
+#include <fulgur/strategies/collectives/gradient_ready_hooks.hpp>
 
 #include <torch/csrc/autograd/function_hook.h>
 

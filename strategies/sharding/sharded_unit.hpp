@@ -1,7 +1,7 @@
 #pragma once
 
 #include <fulgur/modules/activation_checkpoint.hpp>
-#include <fulgur/modules/sharded_unit_hooks.hpp>
+#include <fulgur/strategies/sharding/sharded_unit_hooks.hpp>
 
 #include <torch/torch.h>
 
