@@ -6,7 +6,7 @@
 
 #include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
 #include <fulgur/callbacks/timer.hpp>
-#include <fulgur/modules/options.hpp>
+#include <fulgur/core/options.hpp>
 #include <fulgur/trainer/cli/callback_registry.hpp>
 
 #include <doctest/doctest.h>

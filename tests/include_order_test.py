@@ -8,7 +8,7 @@ import pathlib
 import re
 import sys
 
-ORDER = ["version.hpp", "modules", "datamodules", "strategies/options", "strategies/environments", "strategies/cuda", "strategies/launchers",
+ORDER = ["version.hpp", "core", "modules", "datamodules", "strategies/options", "strategies/environments", "strategies/cuda", "strategies/launchers",
          "strategies/collectives", "strategies/sharding", "strategies", "trainer", "callbacks", "trainer/cli"]
 
 INCLUDE = re.compile(r"^\s*#\s*include\s*<fulgur/([^>]+)>", re.MULTILINE)

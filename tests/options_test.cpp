@@ -1,4 +1,4 @@
-// Options declared once (modules/options.hpp): the checks, the YAML reader
+// Options declared once (core/options.hpp): the checks, the YAML reader
 // and writer, and the README's tables all come from one declaration.
 #include "support/test_support.hpp"
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <fulgur/modules/options.hpp>
+#include <fulgur/core/options.hpp>
 #include <fulgur/trainer/loggers/logger.hpp>
 #include <fulgur/trainer/loggers/run_folder.hpp>
 

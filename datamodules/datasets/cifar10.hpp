@@ -5,7 +5,7 @@
 #include <fulgur/datamodules/datasets/cifar10_batches.hpp>
 #include <fulgur/datamodules/images/transforms/compose.hpp>
 #include <fulgur/datamodules/images/image_loader_options.hpp>
-#include <fulgur/modules/options.hpp>
+#include <fulgur/core/options.hpp>
 
 #include <cstdint>
 #include <memory>

@@ -8,8 +8,8 @@
 #include <fulgur/datamodules/images/transforms/compose.hpp>
 #include <fulgur/datamodules/loading/bad_sample_log.hpp>
 #include <fulgur/datamodules/images/image_loader_options.hpp>
-#include <fulgur/modules/option_enum.hpp>
-#include <fulgur/modules/options.hpp>
+#include <fulgur/core/option_enum.hpp>
+#include <fulgur/core/options.hpp>
 
 #include <torch/arg.h>
 

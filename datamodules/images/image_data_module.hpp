@@ -5,7 +5,7 @@
 #include <fulgur/datamodules/images/image_loader_options.hpp>
 #include <fulgur/datamodules/loading/bad_sample_log.hpp>
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
-#include <fulgur/modules/options.hpp>
+#include <fulgur/core/options.hpp>
 
 #include <cstdint>
 #include <memory>

@@ -16,7 +16,7 @@
 //
 //   MyModelOptions().lr(0.1).validate();  // "[MyModelOptions] lr must be > 0, got -1"
 
-#include <fulgur/modules/option_checks.hpp>
+#include <fulgur/core/option_checks.hpp>
 
 #include <torch/arg.h>
 

@@ -4,8 +4,8 @@
 // nothing when the value is fine, else the rule it breaks ("must be > 0"),
 // which validate_options() completes into "[Options] name must be > 0, got -1".
 
-#include <fulgur/modules/did_you_mean.hpp>
-#include <fulgur/modules/option_enum.hpp>
+#include <fulgur/core/did_you_mean.hpp>
+#include <fulgur/core/option_enum.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -103,7 +103,7 @@ struct NoLimitOrAtLeast {
 };
 
 /// A string from a list known only at run time (a registry's names); a
-/// fixed list is an enum (modules/option_enum.hpp).
+/// fixed list is an enum (core/option_enum.hpp).
 struct OneOf {
   std::vector<std::string> allowed;
   Result operator()(const std::string& value) const {

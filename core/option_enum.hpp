@@ -12,7 +12,7 @@
 // the one parse the YAML/CLI reader and C++ callers share. check::OneOf is
 // for choices known only at run time (a registry's names).
 
-#include <fulgur/modules/did_you_mean.hpp>
+#include <fulgur/core/did_you_mean.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

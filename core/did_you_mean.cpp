@@ -1,4 +1,4 @@
-#include <fulgur/modules/did_you_mean.hpp>
+#include <fulgur/core/did_you_mean.hpp>
 
 #include <fmt/format.h>
 
