@@ -20,10 +20,10 @@
 #include <fulgur/trainer/model_checkpoint.hpp>
 #include <fulgur/trainer/model_summary.hpp>
 #include <fulgur/trainer/profilers/profiler.hpp>
-#include <fulgur/trainer/loggers/csv_logger.hpp>
-#include <fulgur/trainer/loggers/logger.hpp>
-#include <fulgur/callbacks/loggers/wandb_logger.hpp>
-#include <fulgur/callbacks/loggers/tensor_board_logger.hpp>
+#include <fulgur/loggers/csv_logger.hpp>
+#include <fulgur/loggers/logger.hpp>
+#include <fulgur/loggers/wandb_logger.hpp>
+#include <fulgur/loggers/tensor_board_logger.hpp>
 #include <fulgur/trainer/progress_bar.hpp>
 #include <fulgur/callbacks/timer.hpp>
 #include <fulgur/callbacks/tuner.hpp>

@@ -1,7 +1,7 @@
 #include "support/test_support.hpp"
 #include "support/tiny_modules.hpp"
 
-#include <fulgur/trainer/loggers/csv_logger.hpp>
+#include <fulgur/loggers/csv_logger.hpp>
 
 #include <doctest/doctest.h>
 

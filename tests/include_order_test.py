@@ -9,7 +9,7 @@ import re
 import sys
 
 ORDER = ["version.hpp", "core", "modules", "datamodules", "strategies/options", "strategies/environments", "strategies/cuda", "strategies/launchers",
-         "strategies/collectives", "strategies/sharding", "strategies", "trainer", "callbacks", "trainer/cli"]
+         "strategies/collectives", "strategies/sharding", "strategies", "loggers", "trainer", "callbacks", "trainer/cli"]
 
 INCLUDE = re.compile(r"^\s*#\s*include\s*<fulgur/([^>]+)>", re.MULTILINE)
 

@@ -5,7 +5,7 @@
 #include "support/test_support.hpp"
 
 #include <fulgur/trainer/connectors/logger_connector.hpp>
-#include <fulgur/trainer/loggers/csv_logger.hpp>
+#include <fulgur/loggers/csv_logger.hpp>
 #include <fulgur/trainer/result_collection.hpp>
 #include <fulgur/trainer/trainer.hpp>
 

@@ -5,7 +5,7 @@
 #include <fulgur/callbacks/device_stats_monitor.hpp>
 #include <fulgur/callbacks/early_stopping.hpp>
 #include <fulgur/callbacks/ema_weight_averaging.hpp>
-#include <fulgur/callbacks/loggers/wandb_logger.hpp>
+#include <fulgur/loggers/wandb_logger.hpp>
 #include <fulgur/callbacks/lr_finder.hpp>
 #include <fulgur/callbacks/scale_batch_size_options.hpp>
 #include <fulgur/callbacks/stochastic_weight_averaging.hpp>

@@ -9,7 +9,7 @@
 
 #include <fulgur/fulgur.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
-#include <fulgur/trainer/loggers/run_folder.hpp>
+#include <fulgur/loggers/run_folder.hpp>
 
 #include <doctest/doctest.h>
 

@@ -3,11 +3,11 @@
 #include "support/test_support.hpp"
 #include "support/tiny_modules.hpp"
 
-#include <fulgur/callbacks/loggers/crc32c.hpp>
-#include <fulgur/trainer/loggers/csv_logger.hpp>
-#include <fulgur/callbacks/loggers/event_file_writer.hpp>
-#include <fulgur/callbacks/loggers/tensor_board_logger.hpp>
-#include <fulgur/callbacks/loggers/wandb_logger.hpp>
+#include <fulgur/loggers/crc32c.hpp>
+#include <fulgur/loggers/csv_logger.hpp>
+#include <fulgur/loggers/event_file_writer.hpp>
+#include <fulgur/loggers/tensor_board_logger.hpp>
+#include <fulgur/loggers/wandb_logger.hpp>
 #include <fulgur/trainer/cli/config_error.hpp>
 #include <fulgur/trainer/cli/logger_registry.hpp>
 

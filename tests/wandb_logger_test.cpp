@@ -3,7 +3,7 @@
 // the CSV logger's metrics.csv of the same run.
 #include "support/test_support.hpp"
 
-#include <fulgur/callbacks/loggers/wandb_logger.hpp>
+#include <fulgur/loggers/wandb_logger.hpp>
 
 #include <doctest/doctest.h>
 #include <yaml-cpp/yaml.h>

@@ -1,6 +1,6 @@
 #include <fulgur/trainer/trainer.hpp>
 
-#include <fulgur/trainer/loggers/csv_logger.hpp>
+#include <fulgur/loggers/csv_logger.hpp>
 #include <fulgur/trainer/model_checkpoint.hpp>
 #include <fulgur/trainer/model_summary.hpp>
 #include <fulgur/trainer/profilers/pytorch_profiler.hpp>

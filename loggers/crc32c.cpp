@@ -1,4 +1,4 @@
-#include <fulgur/callbacks/loggers/crc32c.hpp>
+#include <fulgur/loggers/crc32c.hpp>
 
 #include <array>
 

@@ -1,4 +1,4 @@
-#include <fulgur/callbacks/loggers/wandb_logger.hpp>
+#include <fulgur/loggers/wandb_logger.hpp>
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
-#include <fulgur/callbacks/loggers/event_file_writer.hpp>
+#include <fulgur/loggers/event_file_writer.hpp>
 
-#include <fulgur/callbacks/loggers/crc32c.hpp>
+#include <fulgur/loggers/crc32c.hpp>
 
 #include <fmt/format.h>
 

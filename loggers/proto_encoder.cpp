@@ -1,4 +1,4 @@
-#include <fulgur/callbacks/loggers/proto_encoder.hpp>
+#include <fulgur/loggers/proto_encoder.hpp>
 
 #include <cstring>
 

@@ -1,7 +1,7 @@
 #pragma once
 
-#include <fulgur/callbacks/loggers/event_file_writer.hpp>
-#include <fulgur/trainer/loggers/logger.hpp>
+#include <fulgur/loggers/event_file_writer.hpp>
+#include <fulgur/loggers/logger.hpp>
 
 #include <torch/torch.h>
 

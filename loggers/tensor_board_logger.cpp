@@ -1,7 +1,7 @@
-#include <fulgur/callbacks/loggers/tensor_board_logger.hpp>
+#include <fulgur/loggers/tensor_board_logger.hpp>
 
-#include <fulgur/callbacks/loggers/proto_encoder.hpp>
-#include <fulgur/trainer/loggers/run_folder.hpp>
+#include <fulgur/loggers/proto_encoder.hpp>
+#include <fulgur/loggers/run_folder.hpp>
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <fulgur/trainer/loggers/logger.hpp>
+#include <fulgur/loggers/logger.hpp>
 
 #include <optional>
 #include <set>

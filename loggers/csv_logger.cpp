@@ -1,6 +1,6 @@
-#include <fulgur/trainer/loggers/csv_logger.hpp>
+#include <fulgur/loggers/csv_logger.hpp>
 
-#include <fulgur/trainer/loggers/run_folder.hpp>
+#include <fulgur/loggers/run_folder.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

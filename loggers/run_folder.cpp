@@ -1,4 +1,4 @@
-#include <fulgur/trainer/loggers/run_folder.hpp>
+#include <fulgur/loggers/run_folder.hpp>
 
 #include <fulgur/version.hpp>
 
