@@ -24,7 +24,7 @@
 #include <fulgur/trainer/progress_bar.hpp>
 #include <fulgur/trainer/trainer_options.hpp>
 
-#include "../examples/cinic10/lit_classifier.hpp"
+#include "../../examples/cinic10/lit_classifier.hpp"
 
 #include <doctest/doctest.h>
 
