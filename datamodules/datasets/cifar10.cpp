@@ -9,9 +9,7 @@
 
 namespace fulgur {
 
-CIFAR10::CIFAR10(CIFAR10Options options) : ImageDataModule("CIFAR10", std::move(options)) {
-  options_.validate();
-}
+CIFAR10::CIFAR10(CIFAR10Options options) : ImageDataModule("CIFAR10", std::move(options)) { options_.validate(); }
 
 std::shared_ptr<const Compose> CIFAR10::train_pipeline(const CIFAR10Options& options) {
   if (!options.augment()) return eval_pipeline(options);
@@ -32,10 +30,7 @@ void CIFAR10::setup(Stage stage) {
 }
 
 std::shared_ptr<const ImageDataset> CIFAR10::dataset(Stage stage, uint64_t seed) const {
-  if (stage == Stage::Fit) {
-    return train_ ? std::make_shared<const ImageDataset>(train_, train_pipeline(options_), seed) : nullptr;
-  }
-  return test_ ? std::make_shared<const ImageDataset>(test_, eval_pipeline(options_)) : nullptr;
+  return stage == Stage::Fit ? read_split(train_, train_pipeline(options_), seed) : read_split(test_, eval_pipeline(options_));
 }
 
 }  // namespace fulgur

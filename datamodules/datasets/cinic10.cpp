@@ -21,9 +21,7 @@ std::string join(const std::vector<std::string>& values) {
 
 }  // namespace
 
-CINIC10::CINIC10(CINIC10Options options) : ImageDataModule("CINIC10", std::move(options)) {
-  options_.validate();
-}
+CINIC10::CINIC10(CINIC10Options options) : ImageDataModule("CINIC10", std::move(options)) { options_.validate(); }
 
 std::shared_ptr<const Compose> CINIC10::train_pipeline(const CINIC10Options& options) {
   if (!options.augment()) return eval_pipeline(options);
@@ -82,11 +80,8 @@ const std::vector<std::string>& CINIC10::classes() const {
 }
 
 std::shared_ptr<const ImageDataset> CINIC10::dataset(Stage stage, uint64_t seed) const {
-  if (stage == Stage::Fit) {
-    return train_ ? std::make_shared<const ImageDataset>(train_, train_pipeline(options_), seed) : nullptr;
-  }
-  const auto& source = stage == Stage::Validate ? valid_ : test_;
-  return source ? std::make_shared<const ImageDataset>(source, eval_pipeline(options_)) : nullptr;
+  if (stage == Stage::Fit) return read_split(train_, train_pipeline(options_), seed);
+  return read_split(stage == Stage::Validate ? valid_ : test_, eval_pipeline(options_));
 }
 
 }  // namespace fulgur

@@ -54,6 +54,12 @@ class ImageDataModule : public DataModule {
     (void)stage;
     return nullptr;
   }
+  /// `source` through `pipeline` (augmented from `seed`), or null without a source.
+  template <class Source>
+  static std::shared_ptr<const ImageDataset> read_split(const std::shared_ptr<const Source>& source,
+                                                  std::shared_ptr<const Compose> pipeline, uint64_t seed = 0) {
+    return source ? std::make_shared<const ImageDataset>(source, std::move(pipeline), seed) : nullptr;
+  }
 
   Options options_;
 

@@ -11,6 +11,7 @@
 
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,30 +26,33 @@ fulgur::ProcessGroupOptions lone_group() {
   return options;
 }
 
-/// Two layers, each a unit of its own.
+/// Two layers, each a unit of its own, laid out over `world` ranks as rank 0,
+/// and a group of one (where `world` is 1, enough to gather and reduce).
 struct TwoUnits {
+  fulgur::ProcessGroup group{lone_group()};
   torch::nn::Sequential net{torch::nn::Linear(4, 3), torch::nn::Linear(3, 2)};
   std::vector<torch::Tensor> params;
-  std::vector<std::string> names;
-  TwoUnits() {
+  std::unique_ptr<fulgur::ShardLayout> layout;
+  size_t u0 = 0, u1 = 0;
+  explicit TwoUnits(int64_t world = 1) {
+    std::vector<std::string> names;
     for (const auto& item : net->named_parameters()) {
       names.push_back(item.key());
       params.push_back(item.value());
     }
+    layout = std::make_unique<fulgur::ShardLayout>(params, names, world, 0, std::vector<std::string>{"0", "1"}, 1000000);
+    u0 = *layout->unit_of_module("0");
+    u1 = *layout->unit_of_module("1");
   }
-  fulgur::ShardLayout layout() const { return fulgur::ShardLayout(params, names, 1, 0, {"0", "1"}, 1000000); }
 };
 
 }  // namespace
 
 TEST_CASE("unit_residency: FULL_SHARD gathers and frees one unit at a time and counts the most whole at once") {
-  fulgur::ProcessGroup group(lone_group());
   TwoUnits model;
+  const size_t u0 = model.u0, u1 = model.u1;
   const torch::Tensor first = model.params[0].detach().clone();
-  const fulgur::ShardLayout layout = model.layout();
-  const size_t u0 = *layout.unit_of_module("0");
-  const size_t u1 = *layout.unit_of_module("1");
-  fulgur::UnitResidency residency(layout, group, /*reshard=*/true);
+  fulgur::UnitResidency residency(*model.layout, model.group, /*reshard=*/true);
   CHECK(residency.reshards());
   CHECK(residency.sharded(u0));
   CHECK(residency.sharded(u1));
@@ -76,12 +80,9 @@ TEST_CASE("unit_residency: FULL_SHARD gathers and frees one unit at a time and c
 }
 
 TEST_CASE("unit_residency: a unit whose forward gathers it is left to that forward by unshard()") {
-  fulgur::ProcessGroup group(lone_group());
   TwoUnits model;
-  const fulgur::ShardLayout layout = model.layout();
-  const size_t u0 = *layout.unit_of_module("0");
-  const size_t u1 = *layout.unit_of_module("1");
-  fulgur::UnitResidency residency(layout, group, /*reshard=*/true);
+  const size_t u0 = model.u0, u1 = model.u1;
+  fulgur::UnitResidency residency(*model.layout, model.group, /*reshard=*/true);
   residency.set_forward_gathered(u0);
   CHECK(residency.forward_gathered(u0));
   CHECK_FALSE(residency.forward_gathered(u1));
@@ -91,14 +92,12 @@ TEST_CASE("unit_residency: a unit whose forward gathers it is left to that forwa
 }
 
 TEST_CASE("unit_residency: SHARD_GRAD_OP shards are views of whole values, and an error mid-step leaves them whole") {
-  fulgur::ProcessGroup group(lone_group());
-  TwoUnits model;
   // Rank 0 of two (no collective runs here): the first weight's 3 rows are 2 + 1.
-  const fulgur::ShardLayout layout(model.params, model.names, 2, 0, {"0", "1"}, 1000000);
-  const size_t u0 = *layout.unit_of_module("0");
+  TwoUnits model(2);
+  const size_t u0 = model.u0;
   const torch::Tensor before = model.params[0].detach().clone();
   {
-    fulgur::UnitResidency residency(layout, group, /*reshard=*/false);
+    fulgur::UnitResidency residency(*model.layout, model.group, /*reshard=*/false);
     CHECK_FALSE(residency.reshards());
     CHECK_FALSE(residency.holds_shard(model.params[0]));
     CHECK(model.params[0].sizes() == c10::IntArrayRef{3, 4});
@@ -116,10 +115,8 @@ TEST_CASE("unit_residency: SHARD_GRAD_OP shards are views of whole values, and a
 }
 
 TEST_CASE("unit_residency: whole_of gathers a parameter by its unit's state and returns other tensors as they are") {
-  fulgur::ProcessGroup group(lone_group());
   TwoUnits model;
-  const fulgur::ShardLayout layout = model.layout();
-  fulgur::UnitResidency residency(layout, group, /*reshard=*/true);
+  fulgur::UnitResidency residency(*model.layout, model.group, /*reshard=*/true);
   const torch::Tensor& weight = model.params[0];
   // Sharded: gathered into a new tensor of the whole shape.
   const torch::Tensor gathered = residency.whole_of(weight, weight);

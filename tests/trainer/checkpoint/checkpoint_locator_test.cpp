@@ -80,16 +80,28 @@ TEST_CASE("checkpoint_locator: a ModelCheckpoint's own folder is searched too") 
   CHECK(CheckpointLocator(without).resolve("last") == last);
 }
 
+TEST_CASE("checkpoint_locator: 'best' in a new Trainer is the best model its ModelCheckpoint recorded in 'last'") {
+  TempDir dir("checkpoint-locator-best");
+  const auto last = fit_once(dir.path());
+  Trainer trainer(testing::quiet_options(dir.path().string()));
+  const auto best = CheckpointLocator(trainer).resolve("best");
+  // Without a monitor the newest top-k file is the best: beside last.ckpt, not it.
+  CHECK(best != last);
+  CHECK(best.parent_path() == last.parent_path());
+  CHECK(std::filesystem::exists(best));
+}
+
 TEST_CASE("checkpoint_locator: nothing to find, or no best recorded, is one CheckpointError naming why") {
   TempDir dir("checkpoint-locator-errors");
+  // Only last.ckpt: this ModelCheckpoint keeps no best model.
+  const auto options = ModelCheckpointOptions().save_top_k(0).save_last(true);
   {
-    Trainer trainer(testing::quiet_options(dir.path().string()));
+    Trainer trainer(testing::quiet_options(dir.path().string()), {std::make_shared<ModelCheckpoint>(options)});
     CHECK_THROWS_WITH_AS(CheckpointLocator(trainer).resolve("last"), doctest::Contains("no loadable checkpoint in"),
                          CheckpointError);
   }
-  fit_once(dir.path());
-  Trainer trainer(testing::quiet_options(dir.path().string()));
-  // The default ModelCheckpoint has no monitor, so nothing records a best model.
+  fit_once(dir.path(), {std::make_shared<ModelCheckpoint>(options)});
+  Trainer trainer(testing::quiet_options(dir.path().string()), {std::make_shared<ModelCheckpoint>(options)});
   CHECK_THROWS_WITH_AS(CheckpointLocator(trainer).resolve("best"), doctest::Contains("records no best model"),
                        CheckpointError);
 }

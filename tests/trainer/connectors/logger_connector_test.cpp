@@ -4,8 +4,8 @@
 #include "support/callback_test_modules.hpp"
 #include "support/test_support.hpp"
 
-#include <fulgur/trainer/connectors/logger_connector.hpp>
 #include <fulgur/loggers/csv_logger.hpp>
+#include <fulgur/trainer/connectors/logger_connector.hpp>
 #include <fulgur/trainer/result_collection.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
@@ -13,12 +13,37 @@
 
 #include <filesystem>
 #include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
 
 namespace logger_connector_test {
 
 using namespace fulgur;
 using fulgur::testing::MemoryLogger;
 using fulgur::testing::TempDir;
+
+namespace {
+
+/// A Trainer whose one logger keeps its rows in memory, and a connector of it.
+struct Connected {
+  explicit Connected(const std::string& name) : dir(name) {}
+  TempDir dir;
+  std::shared_ptr<MemoryLogger> memory = std::make_shared<MemoryLogger>(dir.path());
+  Trainer trainer{testing::quiet_options(dir.path().string()).enable_checkpointing(false), {}, {memory}};
+  LoggerConnector connector{trainer};
+};
+
+/// What one training step logged: (name, value, options) each.
+std::vector<ResultCollection::StepValue> step_values(
+    const std::vector<std::tuple<std::string, double, LogOptions>>& logged) {
+  ResultCollection results(RunningStage::Train);
+  results.set_batch_size(2);
+  for (const auto& [name, value, options] : logged) results.log(name, torch::tensor(value), options);
+  return results.step_values();
+}
+
+}  // namespace
 
 TEST_CASE("logger_connector: loggers sharing a run folder get one new version, others their own") {
   TempDir dir("logger-connector-versions");
@@ -39,54 +64,38 @@ TEST_CASE("logger_connector: loggers sharing a run folder get one new version, o
 }
 
 TEST_CASE("logger_connector: step values reach the metric maps when read and the loggers on logging steps") {
-  TempDir dir("logger-connector-steps");
-  auto memory = std::make_shared<MemoryLogger>(dir.path());
-  Trainer trainer(testing::quiet_options(dir.path().string()).enable_checkpointing(false), {}, {memory});
-  LoggerConnector connector(trainer);
+  Connected c("logger-connector-steps");
+  c.connector.report_step(step_values({{"loss", 4.0, {.prog_bar = true}}, {"hidden", 1.0, {.logger = false}}}),
+                          /*send_to_loggers=*/false);
+  CHECK(c.memory->rows.empty());
+  CHECK(c.connector.logged_metrics().empty());
+  CHECK(c.connector.callback_metrics().at("loss") == doctest::Approx(4.0));
+  CHECK(c.connector.progress_bar_metrics().at("loss") == doctest::Approx(4.0));
+  CHECK(c.connector.progress_bar_metrics().count("hidden") == 0);
 
-  ResultCollection results(RunningStage::Train);
-  results.set_batch_size(2);
-  results.log("loss", torch::tensor(4.0), {.prog_bar = true});
-  results.log("hidden", torch::tensor(1.0), {.logger = false});
-  connector.report_step(results.step_values(), /*send_to_loggers=*/false);
-  CHECK(memory->rows.empty());
-  CHECK(connector.logged_metrics().empty());
-  CHECK(connector.callback_metrics().at("loss") == doctest::Approx(4.0));
-  CHECK(connector.progress_bar_metrics().at("loss") == doctest::Approx(4.0));
-  CHECK(connector.progress_bar_metrics().count("hidden") == 0);
-
-  ResultCollection next(RunningStage::Train);
-  next.set_batch_size(2);
-  next.log("loss", torch::tensor(2.0), {});
-  next.log("hidden", torch::tensor(3.0), {.logger = false});
-  connector.report_step(next.step_values(), /*send_to_loggers=*/true);
-  REQUIRE(memory->rows.size() == 1);
+  c.connector.report_step(step_values({{"loss", 2.0, {}}, {"hidden", 3.0, {.logger = false}}}),
+                          /*send_to_loggers=*/true);
+  REQUIRE(c.memory->rows.size() == 1);
   // The logger gets the logged keys and the epoch, not what log() kept from loggers.
-  CHECK(memory->rows[0].second.at("loss") == doctest::Approx(2.0));
-  CHECK(memory->rows[0].second.count("epoch") == 1);
-  CHECK(memory->rows[0].second.count("hidden") == 0);
-  CHECK(connector.logged_metrics().at("loss") == doctest::Approx(2.0));
-  CHECK(connector.callback_metrics().at("hidden") == doctest::Approx(3.0));
+  const auto& row = c.memory->rows[0].second;
+  CHECK(row.at("loss") == doctest::Approx(2.0));
+  CHECK(row.count("epoch") == 1);
+  CHECK(row.count("hidden") == 0);
+  CHECK(c.connector.logged_metrics().at("loss") == doctest::Approx(2.0));
+  CHECK(c.connector.callback_metrics().at("hidden") == doctest::Approx(3.0));
 }
 
 TEST_CASE("logger_connector: epoch values replace older step values in every map and go to the loggers") {
-  TempDir dir("logger-connector-epoch");
-  auto memory = std::make_shared<MemoryLogger>(dir.path());
-  Trainer trainer(testing::quiet_options(dir.path().string()).enable_checkpointing(false), {}, {memory});
-  LoggerConnector connector(trainer);
-  ResultCollection step(RunningStage::Train);
-  step.set_batch_size(1);
-  step.log("val_loss", torch::tensor(9.0), {.prog_bar = true});
-  connector.report_step(step.step_values(), /*send_to_loggers=*/false);
-
+  Connected c("logger-connector-epoch");
+  c.connector.report_step(step_values({{"val_loss", 9.0, {.prog_bar = true}}}), /*send_to_loggers=*/false);
   ResultCollection::Metrics epoch;
   epoch.add("val_loss", "val_loss", LogOptions{.prog_bar = true}, 0.5);
-  connector.report_epoch(epoch);
-  CHECK(connector.callback_metrics().at("val_loss") == doctest::Approx(0.5));
-  CHECK(connector.progress_bar_metrics().at("val_loss") == doctest::Approx(0.5));
-  CHECK(connector.logged_metrics().at("val_loss") == doctest::Approx(0.5));
-  REQUIRE(memory->rows.size() == 1);
-  CHECK(memory->rows[0].second.at("val_loss") == doctest::Approx(0.5));
+  c.connector.report_epoch(epoch);
+  CHECK(c.connector.callback_metrics().at("val_loss") == doctest::Approx(0.5));
+  CHECK(c.connector.progress_bar_metrics().at("val_loss") == doctest::Approx(0.5));
+  CHECK(c.connector.logged_metrics().at("val_loss") == doctest::Approx(0.5));
+  REQUIRE(c.memory->rows.size() == 1);
+  CHECK(c.memory->rows[0].second.at("val_loss") == doctest::Approx(0.5));
 }
 
 }  // namespace logger_connector_test
