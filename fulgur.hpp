@@ -17,14 +17,14 @@
 #include <fulgur/callbacks/on_exception_checkpoint.hpp>
 #include <fulgur/callbacks/prediction_writer.hpp>
 #include <fulgur/callbacks/throughput_monitor.hpp>
-#include <fulgur/trainer/model_checkpoint.hpp>
-#include <fulgur/trainer/model_summary.hpp>
+#include <fulgur/callbacks/model_checkpoint.hpp>
+#include <fulgur/callbacks/model_summary.hpp>
 #include <fulgur/trainer/profilers/profiler.hpp>
 #include <fulgur/loggers/csv_logger.hpp>
 #include <fulgur/loggers/logger.hpp>
 #include <fulgur/loggers/wandb_logger.hpp>
 #include <fulgur/loggers/tensor_board_logger.hpp>
-#include <fulgur/trainer/progress_bar.hpp>
+#include <fulgur/callbacks/progress_bar.hpp>
 #include <fulgur/callbacks/timer.hpp>
 #include <fulgur/callbacks/tuner.hpp>
 #include <fulgur/modules/batch.hpp>

@@ -1,11 +1,11 @@
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fulgur/loggers/csv_logger.hpp>
-#include <fulgur/trainer/model_checkpoint.hpp>
-#include <fulgur/trainer/model_summary.hpp>
+#include <fulgur/callbacks/model_checkpoint.hpp>
+#include <fulgur/callbacks/model_summary.hpp>
 #include <fulgur/trainer/profilers/pytorch_profiler.hpp>
 #include <fulgur/trainer/profilers/simple_profiler.hpp>
-#include <fulgur/trainer/progress_bar.hpp>
+#include <fulgur/callbacks/progress_bar.hpp>
 #include <fulgur/strategies/environments/cluster_environment.hpp>
 #include <fulgur/strategies/launchers/subprocess_launcher.hpp>
 #include <fulgur/modules/scoped_module_runtime.hpp>

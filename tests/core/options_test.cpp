@@ -19,9 +19,9 @@
 #include <fulgur/datamodules/datasets/imagenet.hpp>
 #include <fulgur/trainer/cli/callback_registry.hpp>
 #include <fulgur/trainer/cli/options_yaml.hpp>
-#include <fulgur/trainer/model_checkpoint.hpp>
-#include <fulgur/trainer/model_summary.hpp>
-#include <fulgur/trainer/progress_bar.hpp>
+#include <fulgur/callbacks/model_checkpoint.hpp>
+#include <fulgur/callbacks/model_summary.hpp>
+#include <fulgur/callbacks/progress_bar.hpp>
 #include <fulgur/trainer/trainer_options.hpp>
 
 #include "../../examples/cinic10/lit_classifier.hpp"

@@ -1,6 +1,5 @@
 #include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>
 
-#include <fulgur/trainer/model_checkpoint.hpp>
 #include <fulgur/modules/state_dict.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
 #include <fulgur/version.hpp>

@@ -7,7 +7,7 @@
 
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_locator.hpp>
-#include <fulgur/trainer/model_checkpoint.hpp>
+#include <fulgur/callbacks/model_checkpoint.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-#include <fulgur/trainer/model_checkpoint.hpp>
+#include <fulgur/callbacks/model_checkpoint.hpp>
 
 #include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>
 #include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>

@@ -1,4 +1,4 @@
-#include <fulgur/trainer/progress_bar.hpp>
+#include <fulgur/callbacks/progress_bar.hpp>
 
 #include <fulgur/trainer/trainer.hpp>
 

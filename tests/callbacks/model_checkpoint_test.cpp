@@ -1,7 +1,7 @@
 #include "support/test_support.hpp"
 #include "support/tiny_modules.hpp"
 
-#include <fulgur/trainer/model_checkpoint.hpp>
+#include <fulgur/callbacks/model_checkpoint.hpp>
 #include <fulgur/modules/state_dict.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_io.hpp>

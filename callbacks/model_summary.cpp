@@ -1,4 +1,4 @@
-#include <fulgur/trainer/model_summary.hpp>
+#include <fulgur/callbacks/model_summary.hpp>
 
 #include <fulgur/trainer/trainer.hpp>
 

@@ -2,7 +2,7 @@
 #include "support/test_support.hpp"
 
 #include <fulgur/modules/models/resnet.hpp>
-#include <fulgur/trainer/model_summary.hpp>
+#include <fulgur/callbacks/model_summary.hpp>
 
 #include <doctest/doctest.h>
 
