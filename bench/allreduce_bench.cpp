@@ -15,8 +15,8 @@
 // S / time: a 2-rank ring moves S bytes each way per allreduce).
 #include <fulgur/strategies/environments/detect_cluster_environment.hpp>
 #include <fulgur/strategies/launchers/local_launcher.hpp>
-#include <fulgur/strategies/sync/process_group.hpp>
-#include <fulgur/strategies/sync/ring_allreduce.hpp>
+#include <fulgur/strategies/collectives/process_group.hpp>
+#include <fulgur/strategies/collectives/ring_allreduce.hpp>
 
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>

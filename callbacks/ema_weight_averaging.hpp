@@ -1,7 +1,7 @@
 #pragma once
 
 #include <fulgur/callbacks/weight_averaging.hpp>
-#include <fulgur/modules/options.hpp>
+#include <fulgur/core/options.hpp>
 
 #include <optional>
 #include <string>

@@ -1,7 +1,7 @@
 #pragma once
 
 #include <fulgur/modules/interval.hpp>
-#include <fulgur/modules/options.hpp>
+#include <fulgur/core/options.hpp>
 #include <fulgur/trainer/callback.hpp>
 
 #include <map>

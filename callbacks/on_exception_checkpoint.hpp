@@ -1,6 +1,6 @@
 #pragma once
 
-#include <fulgur/modules/options.hpp>
+#include <fulgur/core/options.hpp>
 #include <fulgur/trainer/callback.hpp>
 
 #include <filesystem>

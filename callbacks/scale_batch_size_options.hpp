@@ -1,7 +1,7 @@
 #pragma once
 
-#include <fulgur/modules/option_enum.hpp>
-#include <fulgur/modules/options.hpp>
+#include <fulgur/core/option_enum.hpp>
+#include <fulgur/core/options.hpp>
 
 #include <cstdint>
 #include <optional>

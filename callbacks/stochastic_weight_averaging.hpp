@@ -1,8 +1,8 @@
 #pragma once
 
 #include <fulgur/callbacks/weight_averaging.hpp>
-#include <fulgur/modules/option_enum.hpp>
-#include <fulgur/modules/options.hpp>
+#include <fulgur/core/option_enum.hpp>
+#include <fulgur/core/options.hpp>
 
 #include <optional>
 #include <string>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <fulgur/modules/options.hpp>
+#include <fulgur/core/options.hpp>
 #include <fulgur/strategies/precision_mode.hpp>
 #include <fulgur/trainer/callback.hpp>
 

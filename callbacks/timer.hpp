@@ -2,7 +2,7 @@
 
 #include <fulgur/callbacks/timer_duration.hpp>
 #include <fulgur/modules/interval.hpp>
-#include <fulgur/modules/options.hpp>
+#include <fulgur/core/options.hpp>
 #include <fulgur/trainer/loops/running_stage.hpp>
 #include <fulgur/trainer/callback.hpp>
 

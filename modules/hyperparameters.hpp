@@ -5,8 +5,8 @@
 // `hyper_parameters` and the run folder's hparams.yaml come from them.
 // Built from an options struct (FULGUR_OPTIONS) or a flat map; no YAML here.
 
-#include <fulgur/modules/option_checks.hpp>
-#include <fulgur/modules/options.hpp>
+#include <fulgur/core/option_checks.hpp>
+#include <fulgur/core/options.hpp>
 
 #include <ATen/core/Dict.h>
 #include <ATen/core/ivalue.h>

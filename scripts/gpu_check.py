@@ -65,7 +65,7 @@ def timeline(path):
 
 def quiet_step(path, log_every):
     """Lines after the first: <batches done> <global step> <last batch of epoch> <collectives> <host reads>,
-    one per training step (from one batch's start to the next's), as tests/quiet_step_test.cpp reads them."""
+    one per training step (from one batch's start to the next's), as tests/strategies/quiet_step_test.cpp reads them."""
     log_every = int(log_every)
     steps = []
     with open(path) as f:

@@ -1,10 +1,10 @@
 #pragma once
 
 #include <fulgur/strategies/options/ddp_options.hpp>
-#include <fulgur/strategies/sync/gradient_synchronizer.hpp>
-#include <fulgur/strategies/sync/process_group.hpp>
+#include <fulgur/strategies/collectives/gradient_synchronizer.hpp>
+#include <fulgur/strategies/collectives/process_group.hpp>
 #include <fulgur/strategies/strategy.hpp>
-#include <fulgur/strategies/sync/timeline.hpp>
+#include <fulgur/strategies/collectives/timeline.hpp>
 
 #include <memory>
 #include <string>

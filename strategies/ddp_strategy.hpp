@@ -1,7 +1,7 @@
 #pragma once
 
 #include <fulgur/strategies/data_parallel_strategy.hpp>
-#include <fulgur/strategies/sync/gradient_reducer.hpp>
+#include <fulgur/strategies/collectives/gradient_reducer.hpp>
 
 #include <memory>
 

@@ -22,8 +22,14 @@ FSDPStrategy::FSDPStrategy(Accelerator accelerator, PrecisionMode precision, Dat
       shard_group_size_(shard_group_size),
       sharding_(options_.sharding_strategy()) {}
 
-FSDPStrategy::~FSDPStrategy() {
-  set_synchronizer(nullptr);  // the sharded reducer uses shard_group_ and replica_group_
+FSDPStrategy::~FSDPStrategy() { release_shards(); }  // before shard_group_ and replica_group_
+
+void FSDPStrategy::release_shards() {
+  // The reducer uses the residency, which uses the layout.
+  sharded_ = nullptr;
+  set_synchronizer(nullptr);
+  residency_.reset();
+  layout_.reset();
 }
 
 void FSDPStrategy::setup_environment() {
@@ -51,18 +57,19 @@ void FSDPStrategy::setup(LightningModule& module) {
     return;
   }
   setup_replicas(module);
+  release_shards();
   const bool automatic = module.automatic_optimization();
   auto [params, names] = named_parameters_of(module);
-  ShardedReducer::Options o;
-  o.min_unit_numel = options_.min_num_params();
-  o.find_unused_parameters = ddp_options().find_unused_parameters();
+  std::vector<std::string> unit_modules;
   std::stringstream wrap(options_.wrap_modules());
   for (std::string name; std::getline(wrap, name, ',');) {
-    if (!name.empty()) o.unit_modules.push_back(name);
+    if (!name.empty()) unit_modules.push_back(name);
   }
+  ShardedReducer::Options o;
+  o.find_unused_parameters = ddp_options().find_unused_parameters();
   o.hooks = automatic;  // manual_backward averages whole gradients (average_gradients)
   const bool hybrid = sharding_ == ShardingStrategy::HybridShard;
-  o.reshard_parameters = sharding_ == ShardingStrategy::FullShard || hybrid;
+  const bool reshard = sharding_ == ShardingStrategy::FullShard || hybrid;
   o.replicas = hybrid ? replica_group_.get() : nullptr;
   // Every ShardedUnit with trainable parameters is a unit of its own.
   std::vector<std::pair<std::string, ShardedUnitBase*>> wrapped;
@@ -71,17 +78,20 @@ void FSDPStrategy::setup(LightningModule& module) {
     auto* unit = dynamic_cast<ShardedUnitBase*>(item.value().get());
     if (unit == nullptr || item.value()->parameters().empty()) continue;
     wrapped.emplace_back(item.key(), unit);
-    o.unit_modules.push_back(item.key());
+    unit_modules.push_back(item.key());
   }
-  auto sharded = std::make_unique<ShardedReducer>(std::move(params), std::move(names),
-                                                  hybrid ? *shard_group_ : process_group(), o);
+  ProcessGroup& shards = hybrid ? *shard_group_ : process_group();
+  layout_ = std::make_unique<ShardLayout>(params, names, shards.size(), shards.rank(), unit_modules,
+                                          options_.min_num_params());
+  residency_ = std::make_unique<UnitResidency>(*layout_, shards, reshard);
+  auto sharded = std::make_unique<ShardedReducer>(*layout_, *residency_, shards, o);
   sharded_ = sharded.get();
   set_synchronizer(std::move(sharded));
-  if (!o.reshard_parameters || !automatic) return;  // only FULL_SHARD gathers per forward
+  if (!reshard || !automatic) return;  // only FULL_SHARD gathers per forward
   for (const auto& [name, unit] : wrapped) {
-    const auto index = sharded_->layout().unit_of_module(name);
+    const auto index = layout_->unit_of_module(name);
     if (!index) continue;
-    sharded_->residency().set_forward_gathered(*index);
+    residency_->set_forward_gathered(*index);
     hooked_units_[dynamic_cast<const torch::nn::Module*>(unit)] = *index;
     unit->set_sharded_unit_hooks(this);
     hooked_.push_back(unit);
@@ -93,10 +103,10 @@ void FSDPStrategy::before_forward(const torch::nn::Module& unit) {
   const size_t index = hooked_units_.at(&unit);
   if (!torch::GradMode::is_enabled()) {  // evaluation
     if (unit_evaluation_) evaluation_sequence_.push_back(index);
-    sharded_->residency().unshard_unit(index);
+    residency_->unshard_unit(index);
     return;
   }
-  sharded_->residency().unshard_unit(index);
+  residency_->unshard_unit(index);
   if (!order_recorded_) {
     if (std::find(forward_order_.begin(), forward_order_.end(), index) == forward_order_.end()) {
       forward_order_.push_back(index);
@@ -106,23 +116,23 @@ void FSDPStrategy::before_forward(const torch::nn::Module& unit) {
   if (!options_.forward_prefetch()) return;
   // The next unit of the first step's forward starts gathering now.
   const auto at = std::find(forward_order_.begin(), forward_order_.end(), index);
-  if (at != forward_order_.end() && std::next(at) != forward_order_.end()) sharded_->residency().prefetch_unit(*std::next(at));
+  if (at != forward_order_.end() && std::next(at) != forward_order_.end()) residency_->prefetch_unit(*std::next(at));
 }
 
 void FSDPStrategy::before_unit_backward(size_t index) {
   if (!sharded_) return;
-  sharded_->residency().unshard_unit(index);
+  residency_->unshard_unit(index);
   if (!order_recorded_ || options_.backward_prefetch() != BackwardPrefetch::BackwardPre) return;
   // Backward runs the forward order backwards: the unit before this one is next.
   const auto at = std::find(forward_order_.begin(), forward_order_.end(), index);
-  if (at != forward_order_.end() && at != forward_order_.begin()) sharded_->residency().prefetch_unit(*std::prev(at));
+  if (at != forward_order_.end() && at != forward_order_.begin()) residency_->prefetch_unit(*std::prev(at));
 }
 
 void FSDPStrategy::after_forward(const torch::nn::Module& unit, const std::vector<torch::Tensor>& outputs) {
   if (!sharded_) return;
   const size_t index = hooked_units_.at(&unit);
   if (!torch::GradMode::is_enabled()) {  // evaluation: no backward needs it again
-    if (unit_evaluation_) sharded_->residency().free_unit(index);
+    if (unit_evaluation_) residency_->free_unit(index);
     return;
   }
   // Outputs the hooks cannot see: the unit stays whole until its gradients
@@ -134,7 +144,7 @@ void FSDPStrategy::after_forward(const torch::nn::Module& unit, const std::vecto
       torch::Tensor(out).register_hook([this, index](const torch::Tensor&) { before_unit_backward(index); });
     }
   }
-  sharded_->residency().free_unit(index);
+  residency_->free_unit(index);
 }
 
 void FSDPStrategy::teardown() {
@@ -148,18 +158,18 @@ void FSDPStrategy::teardown() {
   forward_order_.clear();
   order_recorded_ = false;
   if (sharded_ && options_.whole_after_fit() && std::current_exception() == nullptr) {
-    sharded_->residency().unshard_all();
+    residency_->unshard_all();
   }
-  sharded_ = nullptr;
+  release_shards();
   DataParallelStrategy::teardown();
 }
 
 void FSDPStrategy::before_training_step() {
   DataParallelStrategy::before_training_step();
   if (!sharded_) return;
-  sharded_->residency().unshard();
+  residency_->unshard();
   if (options_.forward_prefetch() && order_recorded_ && !forward_order_.empty()) {
-    sharded_->residency().prefetch_unit(forward_order_.front());
+    residency_->prefetch_unit(forward_order_.front());
   }
 }
 
@@ -178,12 +188,12 @@ void FSDPStrategy::before_evaluation(int64_t num_batches) {
     unit_evaluation_ = -counts[1].item<int64_t>() > 0;
   }
   if (!unit_evaluation_) {
-    sharded_->residency().unshard_all();
+    residency_->unshard_all();
     return;
   }
   evaluation_batches_ = num_batches;
   evaluation_sequence_.clear();
-  sharded_->residency().unshard();
+  residency_->unshard();
 }
 
 void FSDPStrategy::evaluation_batches_done() {
@@ -193,15 +203,15 @@ void FSDPStrategy::evaluation_batches_done() {
   const size_t per_batch = evaluation_sequence_.size() / static_cast<size_t>(evaluation_batches_);
   for (int64_t batch = evaluation_batches_; batch < most_evaluation_batches_; ++batch) {
     for (size_t k = 0; k < per_batch; ++k) {
-      sharded_->residency().unshard_unit(evaluation_sequence_[k]);
-      sharded_->residency().free_unit(evaluation_sequence_[k]);
+      residency_->unshard_unit(evaluation_sequence_[k]);
+      residency_->free_unit(evaluation_sequence_[k]);
     }
   }
   unit_evaluation_ = false;
 }
 
 void FSDPStrategy::after_evaluation() {
-  if (sharded_) sharded_->residency().reshard();
+  if (sharded_) residency_->reshard();
 }
 
 void FSDPStrategy::synchronize_gradients() {
@@ -238,7 +248,7 @@ void FSDPStrategy::clip_unscaled_gradients(torch::optim::Optimizer& optimizer, d
     for (const auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       grads.push_back(p.grad());
-      if (sharded_->residency().holds_shard(p) || shards.rank() == 0) squares += p.grad().to(torch::kDouble).pow(2).sum();
+      if (residency_->holds_shard(p) || shards.rank() == 0) squares += p.grad().to(torch::kDouble).pow(2).sum();
     }
   }
   shards.all_reduce(squares, ReduceOp::Sum);
@@ -250,17 +260,17 @@ void FSDPStrategy::clip_unscaled_gradients(torch::optim::Optimizer& optimizer, d
 }
 
 torch::Tensor FSDPStrategy::whole_tensor(const torch::Tensor& param, const torch::Tensor& tensor) {
-  return sharded_ ? sharded_->residency().whole_of(param, tensor) : tensor;
+  return sharded_ ? residency_->whole_of(param, tensor) : tensor;
 }
 
 int64_t FSDPStrategy::whole_numel(const torch::Tensor& param) const {
-  const auto shape = sharded_ ? sharded_->layout().whole_shape(param) : std::nullopt;
+  const auto shape = sharded_ ? layout_->whole_shape(param) : std::nullopt;
   if (!shape) return param.numel();
   return std::accumulate(shape->begin(), shape->end(), int64_t{1}, std::multiplies<>());
 }
 
 torch::Tensor FSDPStrategy::local_tensor(const torch::Tensor& param, const torch::Tensor& whole) const {
-  return sharded_ ? sharded_->layout().shard_of(param, whole) : whole;
+  return sharded_ ? layout_->shard_of(param, whole) : whole;
 }
 
 std::unique_ptr<GradientSynchronizer> FSDPStrategy::make_synchronizer(std::vector<torch::Tensor> parameters,

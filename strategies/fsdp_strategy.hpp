@@ -1,10 +1,10 @@
 #pragma once
 
-#include <fulgur/modules/sharded_unit_hooks.hpp>
+#include <fulgur/strategies/sharding/sharded_unit_hooks.hpp>
 #include <fulgur/strategies/data_parallel_strategy.hpp>
 #include <fulgur/strategies/options/fsdp_options.hpp>
-#include <fulgur/strategies/sync/gradient_reducer.hpp>
-#include <fulgur/strategies/sync/sharded_reducer.hpp>
+#include <fulgur/strategies/collectives/gradient_reducer.hpp>
+#include <fulgur/strategies/sharding/sharded_reducer.hpp>
 
 #include <map>
 #include <memory>
@@ -13,7 +13,9 @@
 namespace fulgur {
 
 /// Fully sharded data parallelism: a DataParallelStrategy whose gradient
-/// synchroniser is a ShardedReducer. Each
+/// synchroniser is a ShardedReducer. It owns the ShardLayout (which rows a
+/// rank holds, the units) and the UnitResidency (whole or sharded, the
+/// gathers) that the reducer and its own unit hooks share. Each
 /// rank reduce-scatters gradients to its shard of every parameter and
 /// steps only that shard, so gradients and optimizer state take 1/N of
 /// DDP's memory. SHARD_GRAD_OP all-gathers the step's result at once;
@@ -46,7 +48,7 @@ class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
   void evaluation_batches_done() override;
   void after_evaluation() override;
 
-  bool shards_parameters() const override { return sharded_ != nullptr && sharded_->residency().reshards(); }
+  bool shards_parameters() const override { return residency_ != nullptr && residency_->reshards(); }
   bool shards_optimizer_state() const override { return sharded_ != nullptr; }
   torch::Tensor whole_tensor(const torch::Tensor& param, const torch::Tensor& tensor) override;
   torch::Tensor local_tensor(const torch::Tensor& param, const torch::Tensor& whole) const override;
@@ -54,8 +56,10 @@ class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
 
   ShardingStrategy sharding() const { return sharding_; }
   bool sharded_state_dict() const override { return options_.state_dict_type() == StateDictType::Sharded; }
-  /// The sharded gradient path; null under NO_SHARD and before setup.
-  const ShardedReducer* sharded_reducer() const override { return sharded_; }
+  /// The parts of the sharded modes; null under NO_SHARD and outside a run.
+  const ShardLayout* shard_layout() const override { return layout_.get(); }
+  const UnitResidency* residency() const { return residency_.get(); }
+  const ShardedReducer* sharded_reducer() const { return sharded_; }
 
  protected:
   void synchronize_gradients() override;
@@ -70,6 +74,8 @@ class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
   void after_forward(const torch::nn::Module& unit, const std::vector<torch::Tensor>& outputs) override;
   /// A ShardedUnit's output received its gradient: gather the unit, prefetch the one before it.
   void before_unit_backward(size_t index);
+  /// Drops the reducer, the residency and the layout, in that order.
+  void release_shards();
 
   FSDPOptions options_;
   int64_t shard_group_size_;
@@ -87,7 +93,11 @@ class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
   std::vector<size_t> evaluation_sequence_;
   int64_t evaluation_batches_ = 0;
   int64_t most_evaluation_batches_ = 0;
-  ShardedReducer* sharded_ = nullptr;  // the synchroniser in the sharded modes
+  // The sharded modes, from setup to teardown: the reducer (the
+  // synchroniser) uses the layout and the residency, so it goes first.
+  std::unique_ptr<ShardLayout> layout_;
+  std::unique_ptr<UnitResidency> residency_;
+  ShardedReducer* sharded_ = nullptr;
   // HYBRID_SHARD: this rank's node (shards) and the ranks holding its rows on the other nodes.
   std::unique_ptr<ProcessGroup> shard_group_;
   std::unique_ptr<ProcessGroup> replica_group_;

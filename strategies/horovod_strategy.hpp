@@ -1,7 +1,7 @@
 #pragma once
 
 #include <fulgur/strategies/data_parallel_strategy.hpp>
-#include <fulgur/strategies/sync/horovod_controller.hpp>
+#include <fulgur/strategies/collectives/horovod_controller.hpp>
 
 #include <memory>
 

@@ -18,7 +18,7 @@
 namespace fulgur {
 
 class LightningModule;
-class ShardedReducer;
+class ShardLayout;
 
 /// How training is parallelised: which device this process uses, how
 /// tensors are reduced/broadcast between processes, how gradients are
@@ -145,7 +145,7 @@ class Strategy {
   /// The shard layout of a sharding strategy's parameters and optimizer
   /// state, which checkpoints are written and read by; null where every rank
   /// holds whole tensors.
-  virtual const ShardedReducer* sharded_reducer() const { return nullptr; }
+  virtual const ShardLayout* shard_layout() const { return nullptr; }
   /// Whether checkpoints are written one file per rank (fsdp's sharded state dict).
   virtual bool sharded_state_dict() const { return false; }
 

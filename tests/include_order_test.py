@@ -8,8 +8,15 @@ import pathlib
 import re
 import sys
 
-ORDER = ["version.hpp", "modules", "datamodules", "strategies/options", "strategies/environments", "strategies/cuda", "strategies/launchers",
-         "strategies/sync", "strategies", "trainer", "callbacks", "trainer/cli"]
+ORDER = ["version.hpp", "core", "modules", "datamodules", "strategies/options", "strategies/environments", "strategies/cuda", "strategies/launchers",
+         "strategies/collectives", "strategies/sharding", "strategies", "loggers", "trainer", "callbacks", "trainer/cli"]
+
+# The callbacks the Trainer adds by default (enable_progress_bar,
+# enable_model_summary, enable_checkpointing; CheckpointLocator also reads
+# ModelCheckpoint's folders and best model) live with the other callbacks,
+# above the Trainer that they see; trainer/ may include these three and
+# nothing else of callbacks/.
+TRAINER_DEFAULT_CALLBACKS = {"callbacks/model_checkpoint.hpp", "callbacks/progress_bar.hpp", "callbacks/model_summary.hpp"}
 
 INCLUDE = re.compile(r"^\s*#\s*include\s*<fulgur/([^>]+)>", re.MULTILINE)
 
@@ -36,6 +43,8 @@ def main():
             target_layer = layer(target)
             if target_layer is None:
                 errors.append(f"{rel}: includes <fulgur/{target}>, which is in no layer of {ORDER}")
+            elif source == "trainer" and target in TRAINER_DEFAULT_CALLBACKS:
+                continue
             elif ORDER.index(target_layer) > ORDER.index(source):
                 errors.append(f"{rel} -> {target}: {source}/ may not include {target_layer}/ "
                               f"(order, bottom first: {', '.join(ORDER)})")

@@ -7,7 +7,7 @@
 
 #include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
 #include <fulgur/trainer/cli/cli.hpp>
-#include <fulgur/trainer/loggers/csv_logger.hpp>
+#include <fulgur/loggers/csv_logger.hpp>
 #include <fulgur/version.hpp>
 
 #include <doctest/doctest.h>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <fulgur/modules/option_enum.hpp>
+#include <fulgur/core/option_enum.hpp>
 
 #include <string>
 #include <vector>

@@ -1,19 +1,18 @@
 #include <fulgur/trainer/trainer.hpp>
 
-#include <fulgur/trainer/loggers/csv_logger.hpp>
-#include <fulgur/trainer/model_checkpoint.hpp>
-#include <fulgur/trainer/model_summary.hpp>
+#include <fulgur/loggers/csv_logger.hpp>
+#include <fulgur/callbacks/model_checkpoint.hpp>
+#include <fulgur/callbacks/model_summary.hpp>
 #include <fulgur/trainer/profilers/pytorch_profiler.hpp>
 #include <fulgur/trainer/profilers/simple_profiler.hpp>
-#include <fulgur/trainer/progress_bar.hpp>
+#include <fulgur/callbacks/progress_bar.hpp>
 #include <fulgur/strategies/environments/cluster_environment.hpp>
 #include <fulgur/strategies/launchers/subprocess_launcher.hpp>
 #include <fulgur/modules/scoped_module_runtime.hpp>
-#include <fulgur/modules/sharded_unit_hooks.hpp>
+#include <fulgur/strategies/sharding/sharded_unit_hooks.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_locator.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_weights.hpp>
-#include <fulgur/trainer/create_strategy.hpp>
 #include <fulgur/trainer/loops/evaluation_loop.hpp>
 #include <fulgur/trainer/loops/fit_loop.hpp>
 #include <fulgur/trainer/connectors/hook_dispatcher.hpp>
@@ -71,13 +70,13 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
     try {
       platform = Platform::detect(launcher_->environment());  // now a launched rank, as under torchrun
       config_ = TrainerConfig::resolve(options, platform);
-      strategy_ = create_strategy(config_, platform);
+      strategy_ = create_strategy(config_.strategy_spec(platform));
     } catch (...) {
       launcher_->join(/*stop=*/true);  // they would wait for this rank
       throw;
     }
   } else {
-    strategy_ = create_strategy(config_, platform);
+    strategy_ = create_strategy(config_.strategy_spec(platform));
   }
   // Held in a collective past the grace period: make it fail (the ranks this
   // process started first, since a Gloo wait ends only when its peer does).

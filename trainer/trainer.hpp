@@ -1,7 +1,7 @@
 #pragma once
 
 #include <fulgur/trainer/callback.hpp>
-#include <fulgur/trainer/loggers/logger.hpp>
+#include <fulgur/loggers/logger.hpp>
 #include <fulgur/trainer/profilers/profiler.hpp>
 #include <fulgur/datamodules/data_module.hpp>
 #include <fulgur/modules/lightning_module.hpp>

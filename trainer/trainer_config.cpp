@@ -170,4 +170,25 @@ std::string TrainerConfig::describe() const {
       options.max_steps(), options.accumulate_grad_batches(), options.deterministic());
 }
 
+StrategySpec TrainerConfig::strategy_spec(const Platform& platform) const {
+  StrategySpec spec;
+  spec.kind = strategy;
+  spec.accelerator = accelerator;
+  spec.precision = precision;
+  if (strategy == StrategyKind::SingleDevice) return spec;
+  if (needs_launch || platform.environment == nullptr) {
+    throw std::invalid_argument(fmt::format(
+        "[TrainerConfig::strategy_spec] devices={} num_nodes={} needs one process per device: the Trainer starts them, or "
+        "torchrun, srun or mpirun",
+        devices, options.num_nodes()));
+  }
+  spec.environment = platform.environment.get();
+  spec.process_group_timeout = options.process_group_timeout();
+  spec.timeline_path = options.timeline();
+  spec.ddp = options.ddp();
+  spec.fsdp = options.fsdp();
+  spec.horovod = options.horovod();
+  return spec;
+}
+
 }  // namespace fulgur

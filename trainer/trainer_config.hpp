@@ -2,6 +2,7 @@
 
 #include <fulgur/modules/clip_algorithm.hpp>
 #include <fulgur/strategies/accelerator.hpp>
+#include <fulgur/strategies/create_strategy.hpp>
 #include <fulgur/strategies/environments/cluster_environment.hpp>
 #include <fulgur/strategies/precision.hpp>
 #include <fulgur/trainer/trainer_options.hpp>
@@ -97,6 +98,10 @@ struct TrainerConfig {
   /// Throws std::invalid_argument naming the option and its value:
   /// "[TrainerOptions] ..." for one field, "[TrainerConfig::resolve] ..." else.
   static TrainerConfig resolve(const TrainerOptions& options, const Platform& platform);
+  /// What create_strategy makes the Strategy from, on the processes
+  /// `platform` describes; throws where one process per device is still
+  /// to be started (needs_launch).
+  StrategySpec strategy_spec(const Platform& platform) const;
 
   /// One-line summary printed on rank 0 at start-up.
   std::string describe() const;

@@ -1,7 +1,7 @@
 #pragma once
 
 #include <fulgur/modules/clip_algorithm.hpp>
-#include <fulgur/modules/options.hpp>
+#include <fulgur/core/options.hpp>
 #include <fulgur/strategies/accelerator_kind.hpp>
 #include <fulgur/strategies/options/ddp_options.hpp>
 #include <fulgur/strategies/options/fsdp_options.hpp>

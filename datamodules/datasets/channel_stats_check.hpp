@@ -1,6 +1,6 @@
 #pragma once
 
-#include <fulgur/modules/option_checks.hpp>
+#include <fulgur/core/option_checks.hpp>
 
 #include <cmath>
 #include <vector>

@@ -9,7 +9,7 @@
 
 namespace fulgur {
 
-CIFAR10::CIFAR10(CIFAR10Options options) : options_(std::move(options)) { options_.validate(); }
+CIFAR10::CIFAR10(CIFAR10Options options) : ImageDataModule("CIFAR10", std::move(options)) { options_.validate(); }
 
 std::shared_ptr<const Compose> CIFAR10::train_pipeline(const CIFAR10Options& options) {
   if (!options.augment()) return eval_pipeline(options);
@@ -29,17 +29,8 @@ void CIFAR10::setup(Stage stage) {
   test_ = std::make_shared<const CIFAR10Batches>(options_.root(), false);
 }
 
-std::shared_ptr<DataLoader> CIFAR10::train_dataloader() {
-  if (!train_) throw std::logic_error("[CIFAR10::train_dataloader] the train split is not set up; call setup(Stage::Fit) first");
-  const uint64_t seed = ImageDataset::seed_or_draw(options_.seed());
-  return std::make_shared<DatasetLoader>(std::make_shared<const ImageDataset>(train_, train_pipeline(options_), seed),
-                                         image_loader_options(options_, seed));
-}
-
-std::shared_ptr<DataLoader> CIFAR10::val_dataloader() {
-  if (!test_) throw std::logic_error("[CIFAR10::val_dataloader] the test split is not set up; call setup() first");
-  return std::make_shared<DatasetLoader>(std::make_shared<const ImageDataset>(test_, eval_pipeline(options_)),
-                                         image_loader_options(options_, std::nullopt));
+std::shared_ptr<const ImageDataset> CIFAR10::dataset(Stage stage, uint64_t seed) const {
+  return stage == Stage::Fit ? read_split(train_, train_pipeline(options_), seed) : read_split(test_, eval_pipeline(options_));
 }
 
 }  // namespace fulgur

@@ -1,11 +1,11 @@
 #pragma once
 
-#include <fulgur/datamodules/data_module.hpp>
 #include <fulgur/datamodules/datasets/channel_stats_check.hpp>
 #include <fulgur/datamodules/datasets/cifar10_batches.hpp>
+#include <fulgur/datamodules/images/image_data_module.hpp>
 #include <fulgur/datamodules/images/transforms/compose.hpp>
 #include <fulgur/datamodules/images/image_loader_options.hpp>
-#include <fulgur/modules/options.hpp>
+#include <fulgur/core/options.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -39,7 +39,7 @@ struct CIFAR10Options {
 /// RandomHorizontalFlip with augment, every image ToTensor + Normalize.
 /// CIFAR-10 has no validation split: Fit trains on the five data batches
 /// and validates on test_batch.bin, which Test and Predict use too.
-class CIFAR10 : public DataModule {
+class CIFAR10 : public ImageDataModule<CIFAR10Options> {
  public:
   using Options = CIFAR10Options;
 
@@ -47,14 +47,6 @@ class CIFAR10 : public DataModule {
   explicit CIFAR10(CIFAR10Options options);
 
   void setup(Stage stage) override;
-  std::shared_ptr<DataLoader> train_dataloader() override;
-  std::shared_ptr<DataLoader> val_dataloader() override;
-  std::shared_ptr<DataLoader> test_dataloader() override { return val_dataloader(); }
-  std::shared_ptr<DataLoader> predict_dataloader() override { return val_dataloader(); }
-  /// Options of type int64_t by name ("batch_size"), for Tuner::scale_batch_size.
-  int64_t* batch_arg(const std::string& name) override { return find_option<int64_t>(options_, name); }
-
-  const CIFAR10Options& options() const { return options_; }
   /// The split sources; null before setup() (train: before setup(Stage::Fit)).
   std::shared_ptr<const CIFAR10Batches> train_source() const { return train_; }
   std::shared_ptr<const CIFAR10Batches> test_source() const { return test_; }
@@ -66,7 +58,7 @@ class CIFAR10 : public DataModule {
   static std::shared_ptr<const Compose> eval_pipeline(const CIFAR10Options& options);
 
  private:
-  CIFAR10Options options_;
+  std::shared_ptr<const ImageDataset> dataset(Stage stage, uint64_t seed) const override;
   std::shared_ptr<const CIFAR10Batches> train_;
   std::shared_ptr<const CIFAR10Batches> test_;
 };

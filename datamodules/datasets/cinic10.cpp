@@ -21,7 +21,7 @@ std::string join(const std::vector<std::string>& values) {
 
 }  // namespace
 
-CINIC10::CINIC10(CINIC10Options options) : options_(std::move(options)) { options_.validate(); }
+CINIC10::CINIC10(CINIC10Options options) : ImageDataModule("CINIC10", std::move(options)) { options_.validate(); }
 
 std::shared_ptr<const Compose> CINIC10::train_pipeline(const CINIC10Options& options) {
   if (!options.augment()) return eval_pipeline(options);
@@ -79,33 +79,9 @@ const std::vector<std::string>& CINIC10::classes() const {
   return classes_;
 }
 
-std::shared_ptr<DataLoader> CINIC10::train_dataloader() {
-  if (!train_) throw std::logic_error("[CINIC10::train_dataloader] the train split is not set up; call setup(Stage::Fit) first");
-  const uint64_t seed = ImageDataset::seed_or_draw(options_.seed());
-  // The loader's set_epoch selects the epoch's augmentation (ImageDataset::at_epoch).
-  return std::make_shared<DatasetLoader>(std::make_shared<const ImageDataset>(train_, train_pipeline(options_), seed),
-                                         image_loader_options(options_, seed));
-}
-
-std::shared_ptr<DataLoader> CINIC10::eval_loader(const std::shared_ptr<const ImageFileList>& source,
-                                                 const char* caller, const char* stage) const {
-  if (!source) {
-    throw std::logic_error(std::string(caller) + " the split is not set up; call setup(Stage::" + stage + ") first");
-  }
-  return std::make_shared<DatasetLoader>(std::make_shared<const ImageDataset>(source, eval_pipeline(options_)),
-                                         image_loader_options(options_, std::nullopt));
-}
-
-std::shared_ptr<DataLoader> CINIC10::val_dataloader() {
-  return eval_loader(valid_, "[CINIC10::val_dataloader]", "Validate");
-}
-
-std::shared_ptr<DataLoader> CINIC10::test_dataloader() {
-  return eval_loader(test_, "[CINIC10::test_dataloader]", "Test");
-}
-
-std::shared_ptr<DataLoader> CINIC10::predict_dataloader() {
-  return eval_loader(test_, "[CINIC10::predict_dataloader]", "Predict");
+std::shared_ptr<const ImageDataset> CINIC10::dataset(Stage stage, uint64_t seed) const {
+  if (stage == Stage::Fit) return read_split(train_, train_pipeline(options_), seed);
+  return read_split(stage == Stage::Validate ? valid_ : test_, eval_pipeline(options_));
 }
 
 }  // namespace fulgur

@@ -1,11 +1,11 @@
 #pragma once
 
-#include <fulgur/datamodules/data_module.hpp>
 #include <fulgur/datamodules/datasets/channel_stats_check.hpp>
+#include <fulgur/datamodules/images/image_data_module.hpp>
 #include <fulgur/datamodules/images/image_file_list.hpp>
 #include <fulgur/datamodules/images/transforms/compose.hpp>
 #include <fulgur/datamodules/images/image_loader_options.hpp>
-#include <fulgur/modules/options.hpp>
+#include <fulgur/core/options.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -44,7 +44,7 @@ struct CINIC10Options {
 /// crop of sample i in epoch e depends only on (seed, e, i), so it is the
 /// same for any num_workers. Fit uses train + valid, Validate valid, Test
 /// and Predict test.
-class CINIC10 : public DataModule {
+class CINIC10 : public ImageDataModule<CINIC10Options> {
  public:
   using Options = CINIC10Options;
 
@@ -53,18 +53,10 @@ class CINIC10 : public DataModule {
 
   void setup(Stage stage) override;
 
-  std::shared_ptr<DataLoader> train_dataloader() override;
-  std::shared_ptr<DataLoader> val_dataloader() override;
-  std::shared_ptr<DataLoader> test_dataloader() override;
-  std::shared_ptr<DataLoader> predict_dataloader() override;
-  /// Options of type int64_t by name ("batch_size"), for Tuner::scale_batch_size.
-  int64_t* batch_arg(const std::string& name) override { return find_option<int64_t>(options_, name); }
-
   /// Class names (folder names), index = label; available after setup().
   const std::vector<std::string>& classes() const;
   int64_t num_classes() const { return static_cast<int64_t>(classes().size()); }
 
-  const CINIC10Options& options() const { return options_; }
   /// The split sources; null before their setup().
   std::shared_ptr<const ImageFileList> train_source() const { return train_; }
   std::shared_ptr<const ImageFileList> val_source() const { return valid_; }
@@ -78,10 +70,8 @@ class CINIC10 : public DataModule {
 
  private:
   std::shared_ptr<const ImageFileList> load_split(const std::string& split, const char* caller);
-  std::shared_ptr<DataLoader> eval_loader(const std::shared_ptr<const ImageFileList>& source, const char* caller,
-                                          const char* stage) const;
+  std::shared_ptr<const ImageDataset> dataset(Stage stage, uint64_t seed) const override;
 
-  CINIC10Options options_;
   std::vector<std::string> classes_;
   std::string classes_from_;  // split that defined classes_, for mismatch errors
   std::shared_ptr<const ImageFileList> train_;

@@ -22,7 +22,7 @@ bool path_exists(const fs::path& path) {
 
 }  // namespace
 
-ImageNet::ImageNet(ImageNetOptions options) : options_(std::move(options)) {
+ImageNet::ImageNet(ImageNetOptions options) : ImageDataModule("ImageNet", std::move(options)) {
   options_.validate();
   if (options_.resize_size() < options_.crop_size()) {
     throw std::invalid_argument("[ImageNetOptions] resize_size must be >= crop_size (" +
@@ -99,23 +99,14 @@ DeviceDecode ImageNet::device_decode(bool training) const {
                                               : DeviceImageRecipe::eval(o.resize_size(), o.crop_size(), o.mean(), o.std())};
 }
 
-std::shared_ptr<DataLoader> ImageNet::train_dataloader() {
-  if (!train_) throw std::logic_error("[ImageNet::train_dataloader] the train split is not set up; call setup(Stage::Fit)");
-  const uint64_t seed = ImageDataset::seed_or_draw(options_.seed());
+std::shared_ptr<const ImageDataset> ImageNet::dataset(Stage stage, uint64_t seed) const {
   // The augmentation draws from (seed, epoch, index); the Trainer's set_epoch
   // selects the epoch (ImageDataset::at_epoch).
-  auto dataset = std::make_shared<const ImageDataset>(train_, options_.train_pipeline(), seed, 0, device_decode(true));
-  auto loader = std::make_shared<DatasetLoader>(dataset, image_loader_options(options_, seed));
-  loader->share_bad_samples(train_bad_);
-  return loader;
-}
-
-std::shared_ptr<DataLoader> ImageNet::val_dataloader() {
-  if (!val_) throw std::logic_error("[ImageNet::val_dataloader] the val split is not set up; call setup() first");
-  auto dataset = std::make_shared<const ImageDataset>(val_, options_.val_pipeline(), 0, 0, device_decode(false));
-  auto loader = std::make_shared<DatasetLoader>(dataset, image_loader_options(options_, std::nullopt));
-  loader->share_bad_samples(val_bad_);
-  return loader;
+  if (stage == Stage::Fit) {
+    return train_ ? std::make_shared<const ImageDataset>(train_, options_.train_pipeline(), seed, 0, device_decode(true))
+                  : nullptr;
+  }
+  return val_ ? std::make_shared<const ImageDataset>(val_, options_.val_pipeline(), 0, 0, device_decode(false)) : nullptr;
 }
 
 }  // namespace fulgur

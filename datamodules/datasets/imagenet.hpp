@@ -1,15 +1,15 @@
 #pragma once
 
-#include <fulgur/datamodules/data_module.hpp>
 #include <fulgur/datamodules/datasets/channel_stats_check.hpp>
 #include <fulgur/datamodules/images/decode_mode.hpp>
+#include <fulgur/datamodules/images/image_data_module.hpp>
 #include <fulgur/datamodules/images/image_dataset.hpp>
 #include <fulgur/datamodules/images/encoded_image_source.hpp>
 #include <fulgur/datamodules/images/transforms/compose.hpp>
 #include <fulgur/datamodules/loading/bad_sample_log.hpp>
 #include <fulgur/datamodules/images/image_loader_options.hpp>
-#include <fulgur/modules/option_enum.hpp>
-#include <fulgur/modules/options.hpp>
+#include <fulgur/core/option_enum.hpp>
+#include <fulgur/core/options.hpp>
 
 #include <torch/arg.h>
 
@@ -72,7 +72,7 @@ struct ImageNetOptions {
 /// HDF5ImageFile) through an ImageDataset with the split's pipeline. Class labels come from the training split
 /// (wnids sorted by name); the validation split is used for validation,
 /// test and predict (ImageNet's test labels are not public).
-class ImageNet : public DataModule {
+class ImageNet : public ImageDataModule<ImageNetOptions> {
  public:
   using Options = ImageNetOptions;
 
@@ -80,17 +80,9 @@ class ImageNet : public DataModule {
   explicit ImageNet(ImageNetOptions options);
 
   void setup(Stage stage) override;
-  std::shared_ptr<DataLoader> train_dataloader() override;
-  std::shared_ptr<DataLoader> val_dataloader() override;
-  std::shared_ptr<DataLoader> test_dataloader() override { return val_dataloader(); }
-  std::shared_ptr<DataLoader> predict_dataloader() override { return val_dataloader(); }
-  /// Options of type int64_t by name ("batch_size"), for Tuner::scale_batch_size.
-  int64_t* batch_arg(const std::string& name) override { return find_option<int64_t>(options_, name); }
-
   /// Class names, index = label; available after setup().
   const std::vector<std::string>& classes() const;
   int64_t num_classes() const { return static_cast<int64_t>(classes().size()); }
-  const ImageNetOptions& options() const { return options_; }
   std::shared_ptr<const EncodedImageSource> train_source() const { return train_; }
   std::shared_ptr<const EncodedImageSource> val_source() const { return val_; }
   /// Images skipped so far with skip_bad_samples by this module's training
@@ -102,8 +94,11 @@ class ImageNet : public DataModule {
   std::shared_ptr<const EncodedImageSource> load(const std::string& split, const std::vector<std::string>& classes) const;
 
   DeviceDecode device_decode(bool training) const;
+  std::shared_ptr<const ImageDataset> dataset(Stage stage, uint64_t seed) const override;
+  std::shared_ptr<BadSampleLog> bad_samples(Stage stage) const override {
+    return stage == Stage::Fit ? train_bad_ : val_bad_;
+  }
 
-  ImageNetOptions options_;
   bool custom_pipelines_ = false;  // set from C++: the device recipes would differ
   std::shared_ptr<const EncodedImageSource> train_;
   std::shared_ptr<const EncodedImageSource> val_;

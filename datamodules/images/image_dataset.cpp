@@ -3,7 +3,7 @@
 #include <fulgur/datamodules/error_reason.hpp>
 #include <fulgur/datamodules/data_error.hpp>
 #include <fulgur/datamodules/images/device_decode_dataset.hpp>
-#include <fulgur/modules/option_enum.hpp>
+#include <fulgur/core/option_enum.hpp>
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 

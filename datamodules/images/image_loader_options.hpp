@@ -2,7 +2,7 @@
 
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
 #include <fulgur/datamodules/loading/default_num_workers.hpp>
-#include <fulgur/modules/options.hpp>
+#include <fulgur/core/options.hpp>
 
 #include <cstdint>
 #include <optional>

@@ -1,5 +1,5 @@
 """Writes test images and the reference results of Pillow and torchvision on
-them, for tests/image_decode_test.cpp and tests/image_transforms_test.cpp.
+them, for tests/datamodules/image_decode_test.cpp and tests/datamodules/image_transforms_test.cpp.
 
     make_image_golden.py OUTDIR
 

@@ -10,9 +10,10 @@
 #include <fulgur/datamodules/datasets/tensor_dataset.hpp>
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
 #include <fulgur/fulgur.hpp>
-#include <fulgur/modules/sharded_unit.hpp>
+#include <fulgur/strategies/sharding/sharded_unit.hpp>
 #include <fulgur/strategies/data_parallel_strategy.hpp>
-#include <fulgur/strategies/sync/sharded_reducer.hpp>
+#include <fulgur/strategies/fsdp_strategy.hpp>
+#include <fulgur/strategies/sharding/sharded_reducer.hpp>
 #include <fulgur/trainer/training_state_bytes.hpp>
 
 #include <fstream>
@@ -104,11 +105,12 @@ struct FSDPProbeModel : fulgur::LightningModule {
         }
         out << item.key() << " " << item.value().numel() << " " << state << "\n";
       }
-      if (const fulgur::ShardedReducer* sharded = trainer()->strategy().sharded_reducer(); sharded != nullptr) {
+      const auto* fsdp = dynamic_cast<const fulgur::FSDPStrategy*>(&trainer()->strategy());
+      if (const fulgur::ShardedReducer* sharded = fsdp ? fsdp->sharded_reducer() : nullptr; sharded != nullptr) {
         auto& parallel = dynamic_cast<fulgur::DataParallelStrategy&>(trainer()->strategy());
-        out << "units " << sharded->layout().units().size() << "\n";
-        out << "largest_unit " << sharded->layout().largest_unit_numel() << "\n";
-        out << "peak_whole_units " << sharded->residency().peak_whole_units() << "\n";
+        out << "units " << fsdp->shard_layout()->units().size() << "\n";
+        out << "largest_unit " << fsdp->shard_layout()->largest_unit_numel() << "\n";
+        out << "peak_whole_units " << fsdp->residency()->peak_whole_units() << "\n";
         out << "all_gathers " << parallel.process_group().counts().all_gather << "\n";
         out << "reductions_in_flight " << sharded->peak_reductions_in_flight() << "\n";
       }

@@ -14,8 +14,8 @@
 // exits 1. FULGUR_RING_TIMEOUT_S bounds every wait (default 60).
 #include <fulgur/strategies/environments/detect_cluster_environment.hpp>
 #include <fulgur/strategies/launchers/local_launcher.hpp>
-#include <fulgur/strategies/sync/process_group.hpp>
-#include <fulgur/strategies/sync/ring_allreduce.hpp>
+#include <fulgur/strategies/collectives/process_group.hpp>
+#include <fulgur/strategies/collectives/ring_allreduce.hpp>
 
 #include <csignal>
 #include <cstdio>

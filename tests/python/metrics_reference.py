@@ -1,4 +1,4 @@
-"""Data and reference values for tests/metrics_torchmetrics_test.cpp.
+"""Data and reference values for tests/modules/metrics_torchmetrics_test.cpp.
 
 Writes <out>/data.txt (the rows metrics_probe validates) and
 <out>/reference.txt ("name value" lines) computed by torchmetrics on the

@@ -1,4 +1,4 @@
-"""The torchvision side of the ResNet parity tests (tests/resnet_test.cpp).
+"""The torchvision side of the ResNet parity tests (tests/modules/resnet_test.cpp).
 
   make <dir> <arch>...      for each arch writes <dir>/<arch>.weights.pt
                             (torch.save of a random torchvision model's

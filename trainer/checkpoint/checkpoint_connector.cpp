@@ -1,6 +1,5 @@
 #include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>
 
-#include <fulgur/trainer/model_checkpoint.hpp>
 #include <fulgur/modules/state_dict.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
 #include <fulgur/version.hpp>
@@ -9,7 +8,7 @@
 #include <fulgur/trainer/checkpoint/scheduler_state.hpp>
 #include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
 #include <fulgur/trainer/checkpoint/sharded_state_writer.hpp>
-#include <fulgur/strategies/sync/sharded_reducer.hpp>
+#include <fulgur/strategies/sharding/shard_layout.hpp>
 #include <fulgur/trainer/loops/fit_loop.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
@@ -112,10 +111,10 @@ void CheckpointConnector::save(const std::filesystem::path& path, bool weights_o
   Strategy& strategy = trainer_.strategy();
   std::string error;
   std::optional<Checkpoint> gathered;
-  if (const ShardedReducer* reducer = strategy.sharded_reducer()) {
+  if (const ShardLayout* layout = strategy.shard_layout()) {
     std::vector<const torch::optim::Optimizer*> optimizers;
     for (const auto& config : trainer_.optimizers()) optimizers.push_back(config.optimizer.get());
-    const ShardedStateWriter writer(strategy, reducer->layout(), trainer_.module(), std::move(optimizers));
+    const ShardedStateWriter writer(strategy, *layout, trainer_.module(), std::move(optimizers));
     // Every rank dumps its state: the collectives pair up.
     if (strategy.sharded_state_dict()) {
       writer.save_sharded(dump(weights_only), path);

@@ -1,8 +1,8 @@
 #include <fulgur/trainer/checkpoint/sharded_state_writer.hpp>
 
 #include <fulgur/modules/state_dict.hpp>
-#include <fulgur/strategies/sync/process_group.hpp>
-#include <fulgur/strategies/sync/shard_layout.hpp>
+#include <fulgur/strategies/collectives/process_group.hpp>
+#include <fulgur/strategies/sharding/shard_layout.hpp>
 #include <fulgur/strategies/strategy.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
 #include <fulgur/version.hpp>

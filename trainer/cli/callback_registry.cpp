@@ -10,9 +10,9 @@
 #include <fulgur/callbacks/throughput_monitor.hpp>
 #include <fulgur/callbacks/stochastic_weight_averaging.hpp>
 #include <fulgur/callbacks/timer.hpp>
-#include <fulgur/trainer/model_checkpoint.hpp>
-#include <fulgur/trainer/model_summary.hpp>
-#include <fulgur/trainer/progress_bar.hpp>
+#include <fulgur/callbacks/model_checkpoint.hpp>
+#include <fulgur/callbacks/model_summary.hpp>
+#include <fulgur/callbacks/progress_bar.hpp>
 
 namespace fulgur {
 

@@ -1,6 +1,6 @@
 #include <fulgur/trainer/cli/class_registry.hpp>
 
-#include <fulgur/modules/did_you_mean.hpp>
+#include <fulgur/core/did_you_mean.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

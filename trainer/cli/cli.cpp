@@ -3,7 +3,7 @@
 #include <fulgur/callbacks/prediction_writer.hpp>
 #include <fulgur/callbacks/tuner.hpp>
 #include <fulgur/trainer/cli/callback_registry.hpp>
-#include <fulgur/modules/did_you_mean.hpp>
+#include <fulgur/core/did_you_mean.hpp>
 #include <fulgur/trainer/cli/dotted_key.hpp>
 #include <fulgur/datamodules/data_error.hpp>
 #include <fulgur/strategies/launchers/subprocess_launcher.hpp>

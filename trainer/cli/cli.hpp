@@ -70,7 +70,7 @@ int run(int argc, const char* const* argv, const Factories& factories);
 
 /// LightningCLI for C++: the `model:` and `data:` sections are read into
 /// `Model::Options` and `Data::Options` (structs declared with
-/// FULGUR_OPTIONS, see modules/options.hpp), and the objects are built from
+/// FULGUR_OPTIONS, see core/options.hpp), and the objects are built from
 /// them (`Model(const Model::Options&)`, `Data(const Data::Options&)`).
 ///
 ///   int main(int argc, char** argv) { return fulgur::cli::run<MyModel, MyData>(argc, argv); }

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <fulgur/modules/option_enum.hpp>
+#include <fulgur/core/option_enum.hpp>
 #include <fulgur/trainer/cli/config_error.hpp>
 
 #include <yaml-cpp/yaml.h>
@@ -34,7 +34,7 @@ class ConfigSection {
   template <class T>
   T require(const std::string& key);
 
-  /// A choice (modules/option_enum.hpp) by its name; parse_choice's error
+  /// A choice (core/option_enum.hpp) by its name; parse_choice's error
   /// under the dotted key.
   template <OptionEnum E>
   E choice(const std::string& key, E default_value) {

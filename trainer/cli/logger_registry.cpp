@@ -1,8 +1,8 @@
 #include <fulgur/trainer/cli/logger_registry.hpp>
 
-#include <fulgur/callbacks/loggers/tensor_board_logger.hpp>
-#include <fulgur/callbacks/loggers/wandb_logger.hpp>
-#include <fulgur/trainer/loggers/csv_logger.hpp>
+#include <fulgur/loggers/tensor_board_logger.hpp>
+#include <fulgur/loggers/wandb_logger.hpp>
+#include <fulgur/loggers/csv_logger.hpp>
 
 #include <fmt/format.h>
 

@@ -1,8 +1,8 @@
 #pragma once
 
 #include <fulgur/trainer/cli/class_registry.hpp>
-#include <fulgur/trainer/loggers/logger.hpp>
-#include <fulgur/trainer/loggers/run_folder.hpp>
+#include <fulgur/loggers/logger.hpp>
+#include <fulgur/loggers/run_folder.hpp>
 
 #include <filesystem>
 #include <memory>

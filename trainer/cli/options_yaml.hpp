@@ -1,13 +1,13 @@
 #pragma once
 
-// The YAML side of options declared with FULGUR_OPTIONS (modules/options.hpp):
+// The YAML side of options declared with FULGUR_OPTIONS (core/options.hpp):
 // reading a section into an options struct, writing one back, and the
 // option tables in README.md and docs/. Every declared field is read the same way, so a
 // new field needs its declaration line and nothing here.
 
-#include <fulgur/modules/did_you_mean.hpp>
-#include <fulgur/modules/option_enum.hpp>
-#include <fulgur/modules/options.hpp>
+#include <fulgur/core/did_you_mean.hpp>
+#include <fulgur/core/option_enum.hpp>
+#include <fulgur/core/options.hpp>
 #include <fulgur/trainer/cli/config_section.hpp>
 #include <fulgur/trainer/count_or_fraction.hpp>
 #include <fulgur/trainer/yaml_value.hpp>

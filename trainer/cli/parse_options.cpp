@@ -1,6 +1,6 @@
 #include <fulgur/trainer/cli/parse_options.hpp>
 
-#include <fulgur/modules/did_you_mean.hpp>
+#include <fulgur/core/did_you_mean.hpp>
 #include <fulgur/trainer/cli/cli.hpp>
 #include <fulgur/trainer/cli/dotted_key.hpp>
 

@@ -1,7 +1,7 @@
 #include <fulgur/trainer/connectors/logger_connector.hpp>
 
 #include <fulgur/trainer/hparams_yaml.hpp>
-#include <fulgur/trainer/loggers/run_folder.hpp>
+#include <fulgur/loggers/run_folder.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <iostream>

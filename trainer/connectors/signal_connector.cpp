@@ -1,6 +1,6 @@
 #include <fulgur/trainer/connectors/signal_connector.hpp>
 
-#include <fulgur/strategies/sync/collective_wait.hpp>
+#include <fulgur/strategies/collectives/collective_wait.hpp>
 #include <fulgur/strategies/strategy.hpp>
 #include <fulgur/trainer/connectors/stop_signal_error.hpp>
 

@@ -1,0 +1,290 @@
+#include <fulgur/strategies/collectives/process_group.hpp>
+
+#include <fulgur/strategies/collectives/collective_wait.hpp>
+#include <fulgur/strategies/cuda/nccl_backend.hpp>
+#include <fulgur/strategies/collectives/ring_allreduce.hpp>
+#include <fulgur/strategies/collectives/torch_compat.hpp>
+
+#include <fmt/format.h>
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <arpa/inet.h>
+#include <csignal>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <exception>
+#include <iostream>
+#include <stdexcept>
+
+namespace fulgur {
+namespace {
+
+c10d::ReduceOp to_c10d(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Mean: return c10d::ReduceOp::SUM;
+    case ReduceOp::Max: return c10d::ReduceOp::MAX;
+    case ReduceOp::Min: return c10d::ReduceOp::MIN;
+  }
+  return c10d::ReduceOp::SUM;
+}
+
+// A listening socket on loopback for the TCPStore server, so the store is
+// not reachable from other hosts when every rank runs here.
+int listen_on_loopback(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("[ProcessGroup::ProcessGroup] cannot create a socket for the TCPStore");
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 128) != 0) {
+    ::close(fd);
+    throw std::runtime_error(fmt::format(
+        "[ProcessGroup::ProcessGroup] cannot listen on 127.0.0.1:{} for the TCPStore (port in use?)", port));
+  }
+  return fd;
+}
+
+c10::intrusive_ptr<c10d::Store> make_store(const ProcessGroupOptions& o) {
+  if (o.file_store_path) {
+    return c10::make_intrusive<c10d::FileStore>(*o.file_store_path, static_cast<int>(o.world_size));
+  }
+  c10d::TCPStoreOptions t;
+  t.port = static_cast<uint16_t>(o.main_port);
+  t.isServer = o.rank == 0 && !o.store_hosted_externally;
+  t.numWorkers = static_cast<size_t>(o.world_size);
+  t.waitWorkers = true;
+  t.timeout = o.timeout;
+  if (t.isServer && o.all_local) {
+    t.masterListenFd = listen_on_loopback(o.main_port);
+    t.useLibUV = false;  // the classic server accepts a pre-bound socket everywhere
+    // Port 0 (a single process picking any free port) binds an ephemeral
+    // port; the store checks the socket against the port it is given.
+    sockaddr_in bound{};
+    socklen_t length = sizeof(bound);
+    if (::getsockname(*t.masterListenFd, reinterpret_cast<sockaddr*>(&bound), &length) == 0) {
+      t.port = ntohs(bound.sin_port);
+    }
+  }
+  return c10::make_intrusive<c10d::TCPStore>(o.all_local ? "127.0.0.1" : o.main_address, t);
+}
+
+// A write to the socket of a peer that died raises SIGPIPE, which by default
+// kills this process before it can say which rank died; ignored (as Python
+// does at start-up), the write fails and the group reports the error. A
+// handler the program installed itself is left alone.
+void ignore_sigpipe() {
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) ::signal(SIGPIPE, SIG_IGN);
+}
+
+}  // namespace
+
+ProcessGroup::ProcessGroup(const ProcessGroupOptions& options) : options_(options) {
+  ignore_sigpipe();
+  if (options_.world_size < 1 || options_.rank < 0 || options_.rank >= options_.world_size) {
+    throw std::invalid_argument(fmt::format("[ProcessGroup::ProcessGroup] rank {} is outside world size {}",
+                                            options_.rank, options_.world_size));
+  }
+  try {
+    store_ = c10::make_intrusive<c10d::PrefixStore>(options_.store_prefix, make_store(options_));
+    create_backend(store_);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(fmt::format("[ProcessGroup::ProcessGroup] rank {} of {} could not join the group at {}: {}",
+                                         options_.rank, options_.world_size,
+                                         options_.file_store_path ? *options_.file_store_path
+                                                                  : fmt::format("{}:{}", options_.main_address,
+                                                                                options_.main_port),
+                                         e.what_without_backtrace()));
+  }
+}
+
+void ProcessGroup::create_backend(const c10::intrusive_ptr<c10d::Store>& store) {
+  const int rank = static_cast<int>(options_.rank);
+  const int size = static_cast<int>(options_.world_size);
+  if (options_.device_type == torch::kCUDA) {
+    backend_ = make_nccl_backend(store, rank, size, options_.timeout);
+  } else {
+    auto gloo = c10d::ProcessGroupGloo::Options::create();
+    gloo->timeout = options_.timeout;
+    // GLOO_SOCKET_IFNAME picks the network interface, as in PyTorch; a
+    // single machine talks over loopback; otherwise the hostname's address.
+    const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
+    if (interface != nullptr && *interface != '\0') {
+      gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
+    } else if (options_.all_local) {
+      gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    } else {
+      gloo->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    }
+    backend_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, gloo);
+  }
+}
+
+ProcessGroup::ProcessGroup(const ProcessGroup& parent, const std::string& name)
+    : ProcessGroup(parent, name, parent.rank(), parent.size()) {}
+
+ProcessGroup::ProcessGroup(const ProcessGroup& parent, const std::string& name, int64_t rank, int64_t size)
+    : options_(parent.options_) {
+  options_.rank = rank;
+  options_.world_size = size;
+  try {
+    store_ = c10::make_intrusive<c10d::PrefixStore>(name, parent.store_);
+    create_backend(store_);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(fmt::format("[ProcessGroup::ProcessGroup] rank {} of {} could not create group '{}': {}",
+                                         options_.rank, options_.world_size, name, e.what_without_backtrace()));
+  }
+}
+
+ProcessGroup::~ProcessGroup() {
+  // Tell the backend how the group ends, as torch.distributed's
+  // destroy_process_group does: NCCL's destructor otherwise warns that the
+  // group was not destroyed and may leave communicators to the exit path.
+  // Unwinding from an error aborts instead: a dead peer must not hold us.
+  if (!backend_) return;
+  try {
+    if (std::uncaught_exceptions() > 0) {
+      backend_->abort();
+    } else {
+      backend_->shutdown();
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "fulgur: warning: closing the process group failed: " << e.what() << std::endl;
+  }
+}
+
+void ProcessGroup::abort() {
+  if (!backend_) return;
+  try {
+    backend_->abort();
+  } catch (const std::exception& e) {
+    std::cerr << "fulgur: warning: aborting the process group failed: " << e.what() << std::endl;
+  }
+}
+
+void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const char* operation) const {
+  try {
+    const CollectiveWait waiting(operation);
+    work->wait();
+  } catch (const std::exception& e) {
+    const std::string what = dynamic_cast<const c10::Error*>(&e) != nullptr
+                                  ? static_cast<const c10::Error&>(e).what_without_backtrace()
+                                  : e.what();
+    throw std::runtime_error(fmt::format("[ProcessGroup::{}] rank {} of {}: a peer failed or timed out: {}",
+                                         operation, options_.rank, options_.world_size, what));
+  }
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::all_reduce_async(torch::Tensor& tensor, ReduceOp op) {
+  if (op == ReduceOp::Mean) tensor.div_(static_cast<double>(options_.world_size));
+  all_reduces_.fetch_add(1, std::memory_order_relaxed);
+  std::vector<torch::Tensor> tensors{tensor};
+  c10d::AllreduceOptions o;
+  o.reduceOp = to_c10d(op);
+  return backend_->allreduce(tensors, o);
+}
+
+void ProcessGroup::all_reduce(torch::Tensor& tensor, ReduceOp op) { wait(all_reduce_async(tensor, op), "all_reduce"); }
+
+void ProcessGroup::ring_all_reduce(torch::Tensor& tensor, ReduceOp op) {
+  all_reduces_.fetch_add(1, std::memory_order_relaxed);
+  if (!ring_) ring_ = std::make_unique<RingAllreduce>(*this);
+  ring_->run(tensor, op);  // its waits mark themselves (ProcessGroup::wait)
+}
+
+void ProcessGroup::broadcast(torch::Tensor& tensor, int64_t source_rank) {
+  broadcasts_.fetch_add(1, std::memory_order_relaxed);
+  std::vector<torch::Tensor> tensors{tensor};
+  c10d::BroadcastOptions o;
+  o.rootRank = source_rank;
+  wait(backend_->broadcast(tensors, o), "broadcast");
+}
+
+std::vector<torch::Tensor> ProcessGroup::all_gather(const torch::Tensor& tensor) {
+  all_gathers_.fetch_add(1, std::memory_order_relaxed);
+  std::vector<std::vector<torch::Tensor>> outputs(1);
+  for (int64_t r = 0; r < options_.world_size; ++r) outputs[0].push_back(torch::empty_like(tensor));
+  std::vector<torch::Tensor> inputs{tensor.contiguous()};
+  wait(backend_->allgather(outputs, inputs), "all_gather");
+  return outputs[0];
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::all_gather_into_async(torch::Tensor& output, torch::Tensor& input) {
+  all_gathers_.fetch_add(1, std::memory_order_relaxed);
+  return torch_compat::all_gather_single(*backend_, output, input);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce_scatter_async(torch::Tensor& output, torch::Tensor& input) {
+  // Gloo and NCCL both implement the flat form.
+  reduce_scatters_.fetch_add(1, std::memory_order_relaxed);
+  c10d::ReduceScatterOptions o;
+  o.reduceOp = c10d::ReduceOp::SUM;
+  return torch_compat::reduce_scatter_single(*backend_, output, input, o);
+}
+
+void ProcessGroup::barrier() {
+  // A tiny allreduce is a barrier every backend implements the same way.
+  torch::Tensor token = torch::zeros({1}, torch::TensorOptions().device(options_.device_type));
+  all_reduce(token, ReduceOp::Sum);
+}
+
+}  // namespace fulgur
+
+namespace fulgur {
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::send_async(torch::Tensor& tensor, int64_t peer, int tag) {
+  sends_.fetch_add(1, std::memory_order_relaxed);
+  std::vector<torch::Tensor> tensors{tensor};
+  return backend_->send(tensors, static_cast<int>(peer), tag);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::recv_async(torch::Tensor& tensor, int64_t peer, int tag) {
+  recvs_.fetch_add(1, std::memory_order_relaxed);
+  std::vector<torch::Tensor> tensors{tensor};
+  return backend_->recv(tensors, static_cast<int>(peer), tag);
+}
+
+CollectiveCounts ProcessGroup::counts() const {
+  CollectiveCounts c;
+  c.all_reduce = all_reduces_.load(std::memory_order_relaxed);
+  c.broadcast = broadcasts_.load(std::memory_order_relaxed);
+  c.all_gather = all_gathers_.load(std::memory_order_relaxed);
+  c.reduce_scatter = reduce_scatters_.load(std::memory_order_relaxed);
+  c.send = sends_.load(std::memory_order_relaxed);
+  c.recv = recvs_.load(std::memory_order_relaxed);
+  return c;
+}
+
+ProcessGroupOptions process_group_options(const ClusterEnvironment& env, double timeout_s) {
+  ProcessGroupOptions options;
+  options.rank = env.global_rank();
+  options.world_size = env.world_size();
+  options.main_address = env.main_address();
+  options.main_port = env.main_port();
+  options.file_store_path = env.file_store_path();
+  options.all_local = env.num_nodes() == 1;
+  // torchrun's agent already serves a TCPStore on MASTER_PORT and says so.
+  const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+  options.store_hosted_externally = agent_store != nullptr && std::string(agent_store) == "True";
+  // torchrun --max-restarts restarts every worker against the same agent
+  // store; without a key space per attempt they would meet the dead
+  // workers' addresses (torch's env:// does the same).
+  if (options.store_hosted_externally) {
+    const char* attempt = std::getenv("TORCHELASTIC_RESTART_COUNT");
+    options.store_prefix = fmt::format("fulgur/attempt_{}", attempt != nullptr ? attempt : "0");
+  }
+  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000.0));
+  return options;
+}
+
+}  // namespace fulgur
