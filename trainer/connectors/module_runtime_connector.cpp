@@ -132,10 +132,11 @@ void ModuleRuntimeConnector::optimizer_step(size_t index) {
     throw std::out_of_range(fmt::format("[LightningOptimizer::step] optimizer {} is not part of the running fit", index));
   }
   torch::optim::Optimizer& optimizer = *configs_[index].optimizer;
-  context_.strategy().optimizer_step(optimizer, [&] {
-    context_.hooks().call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
-                     &LightningModule::on_before_optimizer_step, optimizer);
-  });
+  Strategy& strategy = context_.strategy();
+  strategy.prepare_optimizer_step(optimizer);  // as the automatic loop's step: no call back from the strategy
+  context_.hooks().call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
+                             &LightningModule::on_before_optimizer_step, optimizer);
+  strategy.finish_optimizer_step(optimizer);
   context_.count_optimizer_step();  // the same call as the automatic loop's
 }
 

@@ -232,13 +232,12 @@ void TrainingEpochLoop::optimizer_step() {
   if (o.gradient_clip_val() && *o.gradient_clip_val() > 0.0) {
     clip = Strategy::Clip{*o.gradient_clip_val(), c.gradient_clip_algorithm};
   }
-  context_.strategy().optimizer_step(
-      optimizer,
-      [&] {
-        context_.hooks().call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
-                                 &LightningModule::on_before_optimizer_step, optimizer);
-      },
-      clip);
+  // One way: the strategy synchronises and unscales, the hooks see true gradients, the strategy steps.
+  Strategy& strategy = context_.strategy();
+  strategy.prepare_optimizer_step(optimizer);
+  context_.hooks().call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
+                             &LightningModule::on_before_optimizer_step, optimizer);
+  strategy.finish_optimizer_step(optimizer, clip);
 }
 
 void TrainingEpochLoop::step_schedulers(Interval interval, int64_t count) {
