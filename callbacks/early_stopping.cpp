@@ -105,10 +105,10 @@ std::string EarlyStopping::evaluate(double current, bool announce) {
 
 void EarlyStopping::check(Trainer& trainer) {
   // Rank 0's value decides for everyone, so no rank stops alone (a hang in DDP).
-  const std::optional<double> value = monitored_value(trainer, options_.monitor());
+  const std::map<std::string, double>& metrics = trainer.callback_metrics();
+  const std::optional<double> value = monitored_value(trainer.strategy(), metrics, options_.monitor());
   if (!value) {
-    const std::string message =
-        missing_monitor_message(trainer, "[EarlyStopping] early stopping", options_.monitor());
+    const std::string message = missing_monitor_message(metrics, "[EarlyStopping] early stopping", options_.monitor());
     if (options_.strict()) throw std::runtime_error(message);
     if (!warned_missing_ && trainer.is_global_zero()) std::cerr << "warning: " << message << std::endl;
     warned_missing_ = true;

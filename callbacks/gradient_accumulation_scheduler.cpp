@@ -1,5 +1,6 @@
 #include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
 
+#include <fulgur/trainer/loops/run_context.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fmt/format.h>
@@ -39,7 +40,7 @@ void GradientAccumulationScheduler::on_train_start(Trainer& trainer, LightningMo
 }
 
 void GradientAccumulationScheduler::on_train_epoch_start(Trainer& trainer, LightningModule&) {
-  trainer.set_accumulate_grad_batches(factor_for(trainer.current_epoch()));
+  RunContext::of(trainer).set_accumulate_grad_batches(factor_for(trainer.current_epoch()));
 }
 
 }  // namespace fulgur

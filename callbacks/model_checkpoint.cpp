@@ -2,6 +2,7 @@
 
 #include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>
 #include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
+#include <fulgur/trainer/loops/run_context.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fmt/format.h>
@@ -217,7 +218,7 @@ void ModelCheckpoint::save(Trainer& trainer, bool ranked) {
       const auto it = metrics.find(options_.monitor());
       const double local = it == metrics.end() ? std::numeric_limits<double>::quiet_NaN() : it->second;
       // Every process must take the same decision: use rank 0's value.
-      score = trainer.handling_exception()
+      score = RunContext::of(trainer).handling_exception()
                   ? local
                   : trainer.strategy().broadcast(torch::tensor({local}, torch::kFloat64), 0).item<double>();
       metrics[options_.monitor()] = score;
@@ -255,7 +256,7 @@ void ModelCheckpoint::save(Trainer& trainer, bool ranked) {
         trainer.save_checkpoint(path, options_.save_weights_only());
         if (writer && !dropped.empty() && dropped != path.string()) {
           // Only once the new file exists (an asynchronous write may still run).
-          trainer.checkpoint_connector().after_write([dropped] { remove_checkpoint(dropped); });
+          RunContext::of(trainer).checkpoints().after_write([dropped] { remove_checkpoint(dropped); });
         }
         ranked_path = path;
       }
@@ -268,7 +269,7 @@ void ModelCheckpoint::save(Trainer& trainer, bool ranked) {
       // Same content as the file just written: link it instead of writing twice.
       // A sharded one's shards stay named after the ranked file (its metadata says so).
       if (writer) {
-        trainer.checkpoint_connector().after_write([ranked_path, last] {
+        RunContext::of(trainer).checkpoints().after_write([ranked_path, last] {
           replace_with_link(ranked_path, last);
           remove_shards(last);
         });

@@ -20,14 +20,22 @@ void Strategy::setup(LightningModule& module) { module.to(root_device_); }
 
 void Strategy::backward(const torch::Tensor& loss) { precision_.backward(loss); }
 
-bool Strategy::optimizer_step(torch::optim::Optimizer& optimizer, const std::function<void()>& before_step,
-                              std::optional<Clip> clip) {
+void Strategy::prepare_optimizer_step(torch::optim::Optimizer& optimizer) {
   // Gradients must be averaged and in true units before anyone reads or clips them.
   synchronize_gradients();
   precision_.unscale_gradients(optimizer);
-  if (before_step) before_step();
+}
+
+bool Strategy::finish_optimizer_step(torch::optim::Optimizer& optimizer, std::optional<Clip> clip) {
   if (clip) clip_unscaled_gradients(optimizer, clip->value, clip->algorithm);
   return step(optimizer);
+}
+
+bool Strategy::optimizer_step(torch::optim::Optimizer& optimizer, const std::function<void()>& before_step,
+                              std::optional<Clip> clip) {
+  prepare_optimizer_step(optimizer);
+  if (before_step) before_step();
+  return finish_optimizer_step(optimizer, clip);
 }
 
 void Strategy::clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) {

@@ -95,13 +95,17 @@ class Strategy {
     double value;
     ClipAlgorithm algorithm;
   };
-  /// The one optimizer step, for automatic and manual optimization alike:
-  /// waits until gradients are the same on every process, unscales them once
-  /// (float16), runs `before_step` (the on_before_optimizer_step hooks) on
-  /// gradients in true units, clips them when `clip` is given, then steps
-  /// through the precision plugin; a sharding strategy slices and gathers
-  /// around the step. Returns whether the optimizer stepped (a gradient
-  /// scaler skips steps with inf/NaN gradients).
+  /// The one optimizer step, for automatic and manual optimization alike,
+  /// in two halves so the caller runs the on_before_optimizer_step hooks
+  /// between them (on gradients in true units) without the strategy calling
+  /// back: prepare_optimizer_step waits until gradients are the same on every
+  /// process and unscales them once (float16); finish_optimizer_step clips
+  /// them when `clip` is given, then steps through the precision plugin (a
+  /// sharding strategy slices and gathers around the step). Returns whether
+  /// the optimizer stepped (a gradient scaler skips steps with inf/NaN gradients).
+  void prepare_optimizer_step(torch::optim::Optimizer& optimizer);
+  bool finish_optimizer_step(torch::optim::Optimizer& optimizer, std::optional<Clip> clip = std::nullopt);
+  /// Both halves with `before_step` between them.
   bool optimizer_step(torch::optim::Optimizer& optimizer, const std::function<void()>& before_step,
                       std::optional<Clip> clip = std::nullopt);
   /// Averages the gradients of `parameters` (those that have one) over the

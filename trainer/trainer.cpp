@@ -17,7 +17,7 @@
 #include <fulgur/trainer/loops/fit_loop.hpp>
 #include <fulgur/trainer/connectors/hook_dispatcher.hpp>
 #include <fulgur/trainer/connectors/logger_connector.hpp>
-#include <fulgur/trainer/loops/loop_context.hpp>
+#include <fulgur/trainer/loops/run_context.hpp>
 #include <fulgur/trainer/hparams_yaml.hpp>
 #include <fulgur/trainer/connectors/module_runtime_connector.hpp>
 #include <fulgur/trainer/openmp_wait_policy.hpp>
@@ -124,20 +124,21 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
     callbacks_.push_back(std::make_shared<ModelCheckpoint>(ModelCheckpointOptions().save_last(true)));
   }
 
-  accumulate_grad_batches_ = config_.options.accumulate_grad_batches();
   if (config_.options.deterministic()) at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
   at::globalContext().setBenchmarkCuDNN(config_.options.benchmark());
 
-  hooks_ = std::make_unique<HookDispatcher>(*this, callbacks_);
-  logging_ = std::make_unique<LoggerConnector>(*this);
-  const LoopContext loops{*hooks_, *logging_, *signals_};
-  fit_loop_ = std::make_unique<FitLoop>(*this, loops);
-  validate_loop_ = std::make_unique<EvaluationLoop>(*this, loops, RunningStage::Validate);
-  test_loop_ = std::make_unique<EvaluationLoop>(*this, loops, RunningStage::Test);
-  predict_loop_ = std::make_unique<PredictLoop>(*this, loops);
-  checkpoint_connector_ = std::make_unique<CheckpointConnector>(*this, *fit_loop_);
-  runtime_ = std::make_unique<ModuleRuntimeConnector>(*this, *hooks_,
-                                                      [this] { fit_loop_->epoch_loop().count_optimizer_step(); });
+  // Everything below runs on one context; only the hooks and the module's
+  // runtime keep the Trainer, to hand it to callbacks and to trainer().
+  context_ = std::make_unique<RunContext>(config_, *strategy_, callbacks_, loggers_, profiler_.get());
+  hooks_ = std::make_unique<HookDispatcher>(*this, callbacks_, *context_);
+  logging_ = std::make_unique<LoggerConnector>(*context_);
+  fit_loop_ = std::make_unique<FitLoop>(*context_);
+  validate_loop_ = std::make_unique<EvaluationLoop>(*context_, RunningStage::Validate);
+  test_loop_ = std::make_unique<EvaluationLoop>(*context_, RunningStage::Test);
+  predict_loop_ = std::make_unique<PredictLoop>(*context_);
+  checkpoint_connector_ = std::make_unique<CheckpointConnector>(*context_, *fit_loop_);
+  runtime_ = std::make_unique<ModuleRuntimeConnector>(*this, *context_);
+  context_->connect({*hooks_, *logging_, *signals_, *runtime_, *checkpoint_connector_});
 }
 
 Trainer::~Trainer() {
@@ -160,55 +161,35 @@ void Trainer::launch_peers(const Platform& platform) {
   launcher_->launch(launch);
 }
 
-void Trainer::set_accumulate_grad_batches(int64_t batches) {
-  if (batches < 1) {
-    throw std::invalid_argument(
-        fmt::format("[Trainer::set_accumulate_grad_batches] expected a count >= 1, got {}", batches));
-  }
-  accumulate_grad_batches_ = batches;
-}
+std::optional<Stage> Trainer::stage() const { return context_->stage(); }
 
-LightningModule& Trainer::module() {
-  if (module_ == nullptr) throw std::logic_error("[Trainer::module] no LightningModule is attached outside a run");
-  return *module_;
-}
+bool Trainer::sanity_checking() const { return context_->sanity_checking(); }
 
-std::vector<OptimizerConfig>& Trainer::optimizers() { return runtime_->optimizer_configs(); }
+std::vector<OptimizerConfig>& Trainer::optimizers() { return context_->optimizers(); }
 
-int64_t Trainer::global_step() const { return fit_loop_->epoch_loop().global_step(); }
+int64_t Trainer::global_step() const { return context_->global_step(); }
 
-int64_t Trainer::current_epoch() const { return fit_loop_->current_epoch(); }
+int64_t Trainer::current_epoch() const { return context_->current_epoch(); }
 
 int64_t Trainer::num_training_batches() const { return fit_loop_->epoch_loop().num_batches(); }
 
-int64_t Trainer::num_eval_batches() const {
-  if (stage_ == Stage::Test) return test_loop_->num_batches();
-  if (stage_ == Stage::Validate) return validate_loop_->num_batches();
-  return fit_loop_->epoch_loop().val_loop().num_batches();
-}
+void Trainer::request_stop() { context_->request_stop(); }
 
-std::filesystem::path Trainer::log_dir() {
-  if (!loggers_.empty()) return loggers_.front()->log_dir();
-  return config_.options.default_root_dir();
-}
+bool Trainer::should_stop() const { return context_->should_stop(); }
+
+std::filesystem::path Trainer::log_dir() { return context_->log_dir(); }
 
 const std::map<std::string, double>& Trainer::callback_metrics() const { return logging_->callback_metrics(); }
-
-const std::map<std::string, double>& Trainer::logged_metrics() const { return logging_->logged_metrics(); }
-
-const std::map<std::string, double>& Trainer::progress_bar_metrics() const {
-  return logging_->progress_bar_metrics();
-}
 
 int Trainer::stop_signal() const { return signals_->stop_signal(); }
 
 void Trainer::save_checkpoint(const std::filesystem::path& path, bool weights_only) {
-  if (module_ != nullptr && handling_exception_) {
+  if (context_->has_module() && context_->handling_exception()) {
     // A rank failed: the others may never join a collective, so rank 0 writes alone.
     if (is_global_zero()) checkpoint_connector_->save_alone(path, weights_only);
     return;
   }
-  if (module_ != nullptr) {
+  if (context_->has_module()) {
     checkpoint_connector_->save(path, weights_only);
     return;
   }
@@ -216,14 +197,14 @@ void Trainer::save_checkpoint(const std::filesystem::path& path, bool weights_on
     throw std::logic_error("[Trainer::save_checkpoint] no model: call fit/validate/test/predict first");
   }
   // After a run: the process group may be gone, so rank 0 writes alone.
-  module_ = last_module_;
+  context_->attach_module(last_module_);
   try {
     if (is_global_zero()) checkpoint_connector_->save_alone(path, weights_only);
   } catch (...) {
-    module_ = nullptr;
+    context_->attach_module(nullptr);
     throw;
   }
-  module_ = nullptr;
+  context_->attach_module(nullptr);
 }
 
 void Trainer::write_profile() {
@@ -238,7 +219,7 @@ void Trainer::write_profile() {
 }
 
 void Trainer::setup_run(LightningModule& module) {
-  module_ = &module;
+  context_->attach_module(&module);
   hooks_->start_run(profiler_.get(), module);
   last_module_ = &module;
   strategy_->setup_environment();
@@ -262,16 +243,18 @@ void Trainer::setup_run(LightningModule& module) {
 template <class Body>
 auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
                         std::string ckpt_path, Body&& body) {
-  stage_ = stage;
+  context_->set_stage(stage);
   const ScopedModuleRuntime attached(module, *runtime_);  // detached on both paths out
   try {
     setup_run(module);
-    run_identity_ = fulgur::run_identity(hparams_to_yaml(module.hparams()), typeid(module).name());
+    context_->set_run_identity(fulgur::run_identity(hparams_to_yaml(module.hparams()), typeid(module).name()));
     // prepare_data runs once per node; the strategy orders it before setup.
     if (strategy_->local_rank() == 0) data.prepare_data();
     strategy_->barrier("prepare_data");
     data.setup(stage);
-    if (ckpt_path.empty() && stage == Stage::Fit) ckpt_path = CheckpointLocator(*this).auto_resume_path(run_identity_);
+    if (ckpt_path.empty() && stage == Stage::Fit) {
+      ckpt_path = CheckpointLocator(*this).auto_resume_path(context_->run_identity());
+    }
     if (!ckpt_path.empty()) {
       // Every process reads the same file; weights first, and the loggers
       // before they write, so a resumed fit continues the same run folder.
@@ -298,8 +281,8 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
       for (auto& logger : loggers_) logger->finalize("success");
     }
     strategy_->teardown();
-    stage_.reset();
-    module_ = nullptr;
+    context_->set_stage(std::nullopt);
+    context_->attach_module(nullptr);
     return result;
   } catch (...) {
     // The one exception path: tell callbacks, close loggers as failed, tear down.
@@ -311,10 +294,10 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
       stop_error_signal_ = e.signal();
     } catch (...) {
     }
-    sanity_checking_ = false;
-    handling_exception_ = true;
+    context_->set_sanity_checking(false);
+    context_->set_handling_exception(true);
     try {
-      if (module_ != nullptr) {
+      if (context_->has_module()) {
         hooks_->call_callback_hook("on_exception", &Callback::on_exception, error);
         checkpoint_connector_->finish_writes_quietly();
         hooks_->call_callback_hook("teardown", &Callback::teardown);
@@ -330,9 +313,9 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
     } catch (const std::exception& cleanup_error) {
       std::cerr << "fulgur: error while cleaning up after a failure: " << cleanup_error.what() << std::endl;
     }
-    handling_exception_ = false;
-    stage_.reset();
-    module_ = nullptr;
+    context_->set_handling_exception(false);
+    context_->set_stage(std::nullopt);
+    context_->attach_module(nullptr);
     std::rethrow_exception(error);
   }
 }
@@ -356,12 +339,13 @@ std::vector<int64_t> Trainer::batch_limits(const std::vector<std::shared_ptr<Dat
 
 std::exception_ptr Trainer::with_context(std::exception_ptr error) const {
   auto message = [&](const c10::Error& e) {
-    const std::string stage = stage_ ? to_string(*stage_) : "run";
-    std::string where = where_ != nullptr ? where_ : "the run";
-    if (where_batch_ >= 0) where += fmt::format(" at batch {}", where_batch_);
-    if (sanity_checking_) {
+    const RunContext& run = *context_;
+    const std::string stage = run.stage() ? to_string(*run.stage()) : "run";
+    std::string where = run.where() != nullptr ? run.where() : "the run";
+    if (run.where_batch() >= 0) where += fmt::format(" at batch {}", run.where_batch());
+    if (run.sanity_checking()) {
       where += " of the sanity check (num_sanity_val_steps, before training)";
-    } else if (stage_ == Stage::Fit) {
+    } else if (run.stage() == Stage::Fit) {
       where += fmt::format(" of epoch {}", current_epoch());
     }
     return fmt::format("[Trainer::{}] rank {}: {} failed: {}", stage, global_rank(), where, e.what_without_backtrace());
@@ -394,11 +378,6 @@ std::shared_ptr<DataLoader> Trainer::prepare_loader(std::shared_ptr<DataLoader> 
   return loader;
 }
 
-bool Trainer::stop_check_due(bool last_batch_of_epoch) const {
-  if (strategy_->world_size() == 1 || last_batch_of_epoch) return true;
-  return global_step() % config_.options.stop_check_every_n_steps() == 0;
-}
-
 void Trainer::fit(LightningModule& module, DataModule& data, const std::string& ckpt_path) {
   signals_->start_fit();
   stop_error_signal_ = 0;
@@ -427,11 +406,11 @@ void Trainer::fit(LightningModule& module, DataModule& data, const std::string& 
       }
       // Every rank runs it if any has a batch: evaluation shards are not padded.
       if (strategy_->max_over_ranks(total) > 0) {
-        sanity_checking_ = true;
+        context_->set_sanity_checking(true);
         hooks_->call_callback_hook("on_sanity_check_start", &Callback::on_sanity_check_start);
         fit_loop_->epoch_loop().val_loop().run(val, steps, /*sanity_check=*/true);
         hooks_->call_callback_hook("on_sanity_check_end", &Callback::on_sanity_check_end);
-        sanity_checking_ = false;
+        context_->set_sanity_checking(false);
       }
     }
     if (resume_checkpoint_) {

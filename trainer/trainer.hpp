@@ -28,6 +28,7 @@ class ModuleRuntimeConnector;
 class FitLoop;
 class EvaluationLoop;
 class PredictLoop;
+class RunContext;
 class SignalConnector;
 class SubprocessLauncher;
 
@@ -98,16 +99,15 @@ class Trainer {
   /// from rank 0. Inside a run every process must call it; in on_exception
   /// (a rank failed) rank 0 writes without waiting for the others.
   void save_checkpoint(const std::filesystem::path& path, bool weights_only = false);
-  /// Saving and loading checkpoints (ModelCheckpoint waits on its writes).
-  CheckpointConnector& checkpoint_connector() { return *checkpoint_connector_; }
 
-  // --- state, for callbacks, loggers and loops ----------------------------------------
+  // --- state, for callbacks and loggers ---------------------------------------------
+  // The loops and connectors run on the RunContext; these read its state.
   const TrainerConfig& config() const { return config_; }
   Strategy& strategy() { return *strategy_; }
   /// The entry point running (Fit, Validate, Test, Predict); nullopt between runs.
-  std::optional<Stage> stage() const { return stage_; }
+  std::optional<Stage> stage() const;
   /// True while fit checks its validation loop before training.
-  bool sanity_checking() const { return sanity_checking_; }
+  bool sanity_checking() const;
   bool is_global_zero() const { return strategy_->is_global_zero(); }
   /// This process's rank among all processes of the run, and their number.
   int64_t global_rank() const { return strategy_->global_rank(); }
@@ -117,45 +117,21 @@ class Trainer {
   /// Index of the epoch running (or the number completed, between epochs).
   int64_t current_epoch() const;
   int64_t num_training_batches() const;
-  /// Batches the current evaluation loop runs (validation, test or sanity check).
-  int64_t num_eval_batches() const;
 
   /// Asks training to stop after the current step; honoured once min_epochs
   /// have run. Every process must make the same decision.
-  void request_stop() { should_stop_ = true; }
-  bool should_stop() const { return should_stop_; }
-
-  /// Batches per optimizer step in the running epoch; starts at the
-  /// accumulate_grad_batches option, GradientAccumulationScheduler changes it.
-  int64_t accumulate_grad_batches() const { return accumulate_grad_batches_; }
-  void set_accumulate_grad_batches(int64_t batches);
+  void request_stop();
+  bool should_stop() const;
   /// The signal (SIGUSR1 or SIGTERM) that stopped the last fit, agreed by
   /// every rank; 0 when fit was not stopped by a signal. Set at a step
   /// boundary, before the loops' end hooks run, so callbacks (the checkpoint
   /// written whenever training stops) can see why training stopped.
   int stop_signal() const;
-  bool stopped_by_signal() const { return stop_signal() != 0; }
-  /// True while on_exception and teardown run after a failure: no collective
-  /// may be started then (a peer may be gone).
-  bool handling_exception() const { return handling_exception_; }
-  /// Whether the ranks agree on stopping after this optimizer step: every
-  /// step with one process; with more, every stop_check_every_n_steps
-  /// optimizer steps and at an epoch's last batch (a collective and a host
-  /// read, kept off the other steps). Every rank computes the same answer.
-  bool stop_check_due(bool last_batch_of_epoch) const;
-
-  /// What checkpoints of this run record to tell them from other runs'
-  /// (see run_identity()); set when a stage starts.
-  const std::string& run_identity() const { return run_identity_; }
 
   /// Latest values by base name: what ModelCheckpoint and EarlyStopping monitor.
   /// Step values logged since the last read are read from the device here,
   /// on first use: a step nobody looks at never waits for the device.
   const std::map<std::string, double>& callback_metrics() const;
-  /// Latest values sent to the loggers.
-  const std::map<std::string, double>& logged_metrics() const;
-  /// Latest values for the progress bar (read like callback_metrics()).
-  const std::map<std::string, double>& progress_bar_metrics() const;
 
   const std::vector<std::shared_ptr<Callback>>& callbacks() const { return callbacks_; }
   const std::vector<std::shared_ptr<Logger>>& loggers() const { return loggers_; }
@@ -168,18 +144,6 @@ class Trainer {
   /// The training loader of the last fit (this process's shard); null
   /// before the first fit. Lightning's trainer.train_dataloader.
   DataLoader* train_dataloader() { return train_dataloader_.get(); }
-  LightningModule& module();
-
-  /// The `profiler` option's Profiler, or nullptr when profiling is off.
-  Profiler* profiler() { return profiler_.get(); }
-
-  /// The loops say what runs (a step or hook, a string literal) and its
-  /// batch (-1: none): a LibTorch error thrown there reaches the caller as
-  /// std::runtime_error naming the stage, this, the epoch and the rank.
-  void at(const char* where, int64_t batch = -1) {
-    where_ = where;
-    where_batch_ = batch;
-  }
 
  private:
   /// Writes the profiler's report for the stage that ended (each rank its file).
@@ -197,7 +161,7 @@ class Trainer {
   static std::vector<int64_t> batch_limits(const std::vector<std::shared_ptr<DataLoader>>& loaders,
                                            const CountOrFraction& limit, const char* option);
   /// A LibTorch error (c10::Error) of the failed stage as one clear
-  /// std::runtime_error: where it happened (at()) and torch's message
+  /// std::runtime_error: where it happened (RunContext::at()) and torch's message
   /// without its backtrace. Any other exception as it is.
   std::exception_ptr with_context(std::exception_ptr error) const;
   /// Starts the other local ranks when no launcher did (see the class comment).
@@ -221,19 +185,12 @@ class Trainer {
   /// The module of the last run, for save_checkpoint() after it.
   LightningModule* last_module_ = nullptr;
 
-  LightningModule* module_ = nullptr;
   std::unique_ptr<ModuleRuntimeConnector> runtime_;
   std::shared_ptr<DataLoader> train_dataloader_;
-  std::optional<Stage> stage_;
-  const char* where_ = nullptr;  // see at()
-  int64_t where_batch_ = -1;
-  bool sanity_checking_ = false;
-  bool should_stop_ = false;
-  /// Set while on_exception and teardown run after a failure.
-  bool handling_exception_ = false;
-  int64_t accumulate_grad_batches_ = 1;
   std::unique_ptr<SignalConnector> signals_;  // installed by the constructor
-  std::string run_identity_;
+  /// What the loops, connectors and library callbacks run on (RunContext::of).
+  std::unique_ptr<RunContext> context_;
+  friend class RunContext;
   /// The program's launcher, or this Trainer's own when it was given none
   /// (joined by exit_code(), stopped on the error path).
   std::shared_ptr<SubprocessLauncher> launcher_;

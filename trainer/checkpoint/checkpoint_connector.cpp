@@ -10,6 +10,7 @@
 #include <fulgur/trainer/checkpoint/sharded_state_writer.hpp>
 #include <fulgur/strategies/sharding/shard_layout.hpp>
 #include <fulgur/trainer/loops/fit_loop.hpp>
+#include <fulgur/trainer/loops/run_context.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -37,29 +38,29 @@ Dict require_dict(const Checkpoint& checkpoint, const std::string& key, const st
 }  // namespace
 
 Checkpoint CheckpointConnector::dump(bool weights_only) {
-  LightningModule& module = trainer_.module();
+  LightningModule& module = context_.module();
   Checkpoint c = new_state_dict();
   c.insert(CheckpointIO::kVersionKey, std::string(FULGUR_VERSION));
   const Dict loops = fit_loop_.state_dict();
   c.insert("epoch", loops.at("epoch"));
-  c.insert("global_step", trainer_.global_step());
+  c.insert("global_step", context_.global_step());
   Dict weights = new_state_dict();
   for (const auto& entry : state_dict(module)) weights.insert(entry.key(), entry.value().detach());
   c.insert("state_dict", weights);
   c.insert("hyper_parameters", module.hparams().copy());
-  c.insert(kRunIdentityKey, trainer_.run_identity());
+  c.insert(kRunIdentityKey, context_.run_identity());
   if (weights_only) return c;
 
   List optimizers(c10::AnyType::get());
   List schedulers(c10::AnyType::get());
   // One entry per optimizer, and per scheduler in the same order (Lightning's lists).
-  for (const OptimizerConfig& config : trainer_.optimizers()) {
+  for (const OptimizerConfig& config : context_.optimizers()) {
     optimizers.push_back(optimizer_state_dict(*config.optimizer));
     if (config.lr_scheduler) schedulers.push_back(scheduler_state_dict(*config.lr_scheduler, *config.optimizer));
   }
   c.insert("optimizer_states", optimizers);
   c.insert("lr_schedulers", schedulers);
-  c.insert("precision", trainer_.strategy().precision().state_dict());
+  c.insert("precision", context_.strategy().precision().state_dict());
   Dict loop_states = new_state_dict();
   loop_states.insert("fit_loop", loops);
   c.insert("loops", loop_states);
@@ -80,14 +81,14 @@ Checkpoint CheckpointConnector::dump(bool weights_only) {
   c.insert("rng_states", rng);
 
   Dict callbacks = new_state_dict();
-  for (const auto& callback : trainer_.callbacks()) {
+  for (const auto& callback : context_.callbacks()) {
     Dict state = new_state_dict();
     for (const auto& [key, value] : callback->state_dict()) state.insert(key, value);
     callbacks.insert(callback->state_key(), state);
   }
   c.insert("callbacks", callbacks);
   Dict loggers = new_state_dict();
-  for (const auto& logger : trainer_.loggers()) {
+  for (const auto& logger : context_.loggers()) {
     Dict state = new_state_dict();
     for (const auto& [key, value] : logger->state_dict()) state.insert(key, value);
     loggers.insert(logger->name(), state);
@@ -96,11 +97,12 @@ Checkpoint CheckpointConnector::dump(bool weights_only) {
   return c;
 }
 
-CheckpointConnector::CheckpointConnector(Trainer& trainer, FitLoop& fit_loop) : trainer_(trainer), fit_loop_(fit_loop) {}
+CheckpointConnector::CheckpointConnector(RunContext& context, FitLoop& fit_loop)
+    : context_(context), fit_loop_(fit_loop) {}
 
 CheckpointConnector::~CheckpointConnector() { finish_writes_quietly(); }
 
-bool CheckpointConnector::async() const { return trainer_.config().options.async_checkpoint(); }
+bool CheckpointConnector::async() const { return context_.config().options.async_checkpoint(); }
 
 AsyncCheckpointIO& CheckpointConnector::async_io() {
   if (!async_io_) async_io_ = std::make_unique<AsyncCheckpointIO>();
@@ -108,13 +110,13 @@ AsyncCheckpointIO& CheckpointConnector::async_io() {
 }
 
 void CheckpointConnector::save(const std::filesystem::path& path, bool weights_only) {
-  Strategy& strategy = trainer_.strategy();
+  Strategy& strategy = context_.strategy();
   std::string error;
   std::optional<Checkpoint> gathered;
   if (const ShardLayout* layout = strategy.shard_layout()) {
     std::vector<const torch::optim::Optimizer*> optimizers;
-    for (const auto& config : trainer_.optimizers()) optimizers.push_back(config.optimizer.get());
-    const ShardedStateWriter writer(strategy, *layout, trainer_.module(), std::move(optimizers));
+    for (const auto& config : context_.optimizers()) optimizers.push_back(config.optimizer.get());
+    const ShardedStateWriter writer(strategy, *layout, context_.module(), std::move(optimizers));
     // Every rank dumps its state: the collectives pair up.
     if (strategy.sharded_state_dict()) {
       writer.save_sharded(dump(weights_only), path);
@@ -140,7 +142,7 @@ void CheckpointConnector::save(const std::filesystem::path& path, bool weights_o
 
 void CheckpointConnector::save_alone(const std::filesystem::path& path, bool weights_only) {
   if (async_io_) {
-    if (trainer_.handling_exception()) {
+    if (context_.handling_exception()) {
       finish_writes_quietly();
     } else {
       async_io_->wait();
@@ -167,7 +169,7 @@ void CheckpointConnector::finish_writes() {
       error = e.what();
     }
   }
-  agree_on_failure(trainer_.strategy(), error, "[CheckpointConnector] rank 0 failed to write the last checkpoint");
+  agree_on_failure(context_.strategy(), error, "[CheckpointConnector] rank 0 failed to write the last checkpoint");
 }
 
 void CheckpointConnector::finish_writes_quietly() {
@@ -181,17 +183,17 @@ void CheckpointConnector::finish_writes_quietly() {
 
 void CheckpointConnector::restore_model(const Checkpoint& checkpoint, const std::string& source) {
   c10::Dict<std::string, torch::Tensor> weights = checkpoint_weights(checkpoint, source);
-  Strategy& strategy = trainer_.strategy();
+  Strategy& strategy = context_.strategy();
   if (strategy.shards_parameters()) {
     // Parameters hold this rank's rows: take those rows of the whole.
-    for (const auto& item : trainer_.module().named_parameters()) {
+    for (const auto& item : context_.module().named_parameters()) {
       if (weights.contains(item.key())) {
         weights.insert_or_assign(item.key(), strategy.local_tensor(item.value(), weights.at(item.key())));
       }
     }
   }
   try {
-    load_state_dict(trainer_.module(), weights, /*strict=*/true);
+    load_state_dict(context_.module(), weights, /*strict=*/true);
   } catch (const std::invalid_argument& e) {
     throw CheckpointError(fmt::format("[CheckpointConnector] {} does not fit the model: {}", source, e.what()));
   }
@@ -200,7 +202,7 @@ void CheckpointConnector::restore_model(const Checkpoint& checkpoint, const std:
 void CheckpointConnector::restore_loggers(const Checkpoint& checkpoint) {
   if (!checkpoint.contains("loggers") || !checkpoint.at("loggers").isGenericDict()) return;
   const Dict saved = checkpoint.at("loggers").toGenericDict();
-  for (const auto& logger : trainer_.loggers()) {
+  for (const auto& logger : context_.loggers()) {
     if (!saved.contains(logger->name()) || !saved.at(logger->name()).isGenericDict()) continue;
     std::map<std::string, int64_t> state;
     for (const auto& entry : saved.at(logger->name()).toGenericDict()) {
@@ -213,7 +215,7 @@ void CheckpointConnector::restore_loggers(const Checkpoint& checkpoint) {
 void CheckpointConnector::restore_training_state(const Checkpoint& checkpoint, const std::string& source) {
   const Dict loops = require_dict(checkpoint, "loops", source);
   try {
-    std::vector<OptimizerConfig>& configs = trainer_.optimizers();
+    std::vector<OptimizerConfig>& configs = context_.optimizers();
     const auto optimizers = checkpoint.at("optimizer_states").toList();
     if (optimizers.size() != configs.size()) {
       throw CheckpointError(fmt::format("[CheckpointConnector] {} holds {} optimizer states, the model has {}", source,
@@ -222,7 +224,7 @@ void CheckpointConnector::restore_training_state(const Checkpoint& checkpoint, c
     const auto schedulers = checkpoint.at("lr_schedulers").toList();
     size_t next_scheduler = 0;
     for (size_t i = 0; i < configs.size(); ++i) {
-      Strategy& strategy = trainer_.strategy();
+      Strategy& strategy = context_.strategy();
       Dict saved = optimizers.get(i).toGenericDict();
       if (!strategy.shards_optimizer_state()) {
         load_optimizer_state_dict(*configs[i].optimizer, saved);
@@ -246,11 +248,11 @@ void CheckpointConnector::restore_training_state(const Checkpoint& checkpoint, c
       if (!configs[i].lr_scheduler || next_scheduler >= schedulers.size()) continue;
       load_scheduler_state_dict(*configs[i].lr_scheduler, schedulers.get(next_scheduler++).toGenericDict(), source);
     }
-    trainer_.strategy().precision().load_state_dict(checkpoint.at("precision").toGenericDict());
+    context_.strategy().precision().load_state_dict(checkpoint.at("precision").toGenericDict());
     fit_loop_.load_state_dict(loops.at("fit_loop").toGenericDict());
 
     const Dict callbacks = checkpoint.at("callbacks").toGenericDict();
-    for (const auto& callback : trainer_.callbacks()) {
+    for (const auto& callback : context_.callbacks()) {
       if (!callbacks.contains(callback->state_key())) continue;
       CallbackState state;
       for (const auto& entry : callbacks.at(callback->state_key()).toGenericDict()) {

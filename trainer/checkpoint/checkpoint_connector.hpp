@@ -12,8 +12,8 @@
 
 namespace fulgur {
 
-class Trainer;
 class FitLoop;
+class RunContext;
 
 /// Gathers everything a run needs to continue into a Checkpoint, and puts
 /// it back: model weights, optimizer and LR-scheduler state, the gradient
@@ -27,8 +27,9 @@ class FitLoop;
 /// checkpoint keeps the first four, `hyper_parameters` and `run_identity`.
 class CheckpointConnector {
  public:
-  /// `fit_loop`: the Trainer's, whose counters a checkpoint holds.
-  CheckpointConnector(Trainer& trainer, FitLoop& fit_loop);
+  /// `context`: the run whose state it saves; `fit_loop`: the Trainer's,
+  /// whose counters a checkpoint holds.
+  CheckpointConnector(RunContext& context, FitLoop& fit_loop);
   /// Waits for a write in flight (see finish_writes_quietly()).
   ~CheckpointConnector();
 
@@ -78,7 +79,7 @@ class CheckpointConnector {
 
  private:
   bool async() const;
-  Trainer& trainer_;
+  RunContext& context_;
   FitLoop& fit_loop_;
   std::unique_ptr<AsyncCheckpointIO> async_io_;
 };

@@ -267,7 +267,7 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
       trainer.fit(*model, *data, ckpt_path);
       if (trainer.is_global_zero()) print_metrics("fit", trainer.callback_metrics());
       // Stopped by SIGUSR1/SIGTERM: the run is unfinished (exit_code says so).
-      if (trainer.stopped_by_signal()) break;
+      if (trainer.stop_signal() != 0) break;
       if (test_after_fit) {
         const auto metrics = trainer.test(*model, *data);
         if (trainer.is_global_zero()) print_metrics("test", metrics);

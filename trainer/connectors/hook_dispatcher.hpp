@@ -2,6 +2,7 @@
 
 #include <fulgur/modules/lightning_module.hpp>
 #include <fulgur/trainer/callback.hpp>
+#include <fulgur/trainer/loops/run_context.hpp>
 #include <fulgur/trainer/profilers/profiler.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
@@ -13,11 +14,12 @@ namespace fulgur {
 
 /// The one place hooks are dispatched: every callback's hook, then the
 /// module's, each timed by the profiler when one runs. Owned by the Trainer
-/// and handed to its loops and connectors; not part of the Trainer's face.
+/// and reached through the RunContext; not part of the Trainer's face. It
+/// holds the Trainer only to hand it to the callbacks' hooks.
 class HookDispatcher {
  public:
-  HookDispatcher(Trainer& trainer, const std::vector<std::shared_ptr<Callback>>& callbacks)
-      : trainer_(trainer), callbacks_(callbacks) {}
+  HookDispatcher(Trainer& trainer, const std::vector<std::shared_ptr<Callback>>& callbacks, RunContext& context)
+      : trainer_(trainer), callbacks_(callbacks), context_(context) {}
 
   /// The profiler (null when off) and the module whose hooks run, set when a run starts.
   void start_run(Profiler* profiler, LightningModule& module);
@@ -29,7 +31,7 @@ class HookDispatcher {
                  void (LightningModule::*module_hook)(ModuleArgs...), Args&&... args) {
     call_callback_hook(hook, callback_hook, args...);
     ProfileScope scope(profiler_, [&] { return "[LightningModule]" + module_name_ + "." + hook; });
-    trainer_.at(hook);
+    context_.at(hook);
     (module_->*module_hook)(args...);
   }
 
@@ -57,12 +59,13 @@ class HookDispatcher {
   void call_one(Callback& callback, const char* hook,
                 void (Callback::*callback_hook)(Trainer&, LightningModule&, CallbackArgs...), Args&&... args) {
     ProfileScope scope(profiler_, [&] { return "[Callback]" + callback.state_key() + "." + hook; });
-    trainer_.at(hook);
+    context_.at(hook);
     (callback.*callback_hook)(trainer_, *module_, args...);
   }
 
   Trainer& trainer_;
   const std::vector<std::shared_ptr<Callback>>& callbacks_;
+  RunContext& context_;
   Profiler* profiler_ = nullptr;
   LightningModule* module_ = nullptr;
   /// The module's class name, for the profiler's action names.

@@ -2,6 +2,7 @@
 
 #include <fulgur/trainer/hparams_yaml.hpp>
 #include <fulgur/loggers/run_folder.hpp>
+#include <fulgur/trainer/loops/run_context.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <iostream>
@@ -9,8 +10,8 @@
 namespace fulgur {
 
 void LoggerConnector::claim_run_folder() {
-  const auto& loggers = trainer_.loggers();
-  Strategy& strategy = trainer_.strategy();
+  const auto& loggers = context_.loggers();
+  Strategy& strategy = context_.strategy();
   std::vector<int64_t> versions(loggers.size(), -1);
   if (strategy.is_global_zero()) {
     std::map<std::filesystem::path, int64_t> claimed;
@@ -32,21 +33,21 @@ void LoggerConnector::claim_run_folder() {
 }
 
 void LoggerConnector::start_loggers(LightningModule& module) {
-  if (trainer_.is_global_zero() && !trainer_.loggers().empty()) {
+  if (context_.is_global_zero() && !context_.loggers().empty()) {
     const YAML::Node hparams = hparams_to_yaml(module.hparams());
-    for (const auto& logger : trainer_.loggers()) logger->log_hyperparams(hparams);
+    for (const auto& logger : context_.loggers()) logger->log_hyperparams(hparams);
     if (!run_folder_announced_) {
-      std::cout << "fulgur: run folder " << trainer_.log_dir().string() << std::endl;
+      std::cout << "fulgur: run folder " << context_.log_dir().string() << std::endl;
       run_folder_announced_ = true;
     }
   }
 }
 
 void LoggerConnector::log_to_loggers(const std::map<std::string, double>& metrics) {
-  if (metrics.empty() || !trainer_.is_global_zero()) return;
+  if (metrics.empty() || !context_.is_global_zero()) return;
   auto row = metrics;
-  row["epoch"] = static_cast<double>(trainer_.current_epoch());
-  for (const auto& logger : trainer_.loggers()) logger->log_metrics(row, trainer_.global_step());
+  row["epoch"] = static_cast<double>(context_.current_epoch());
+  for (const auto& logger : context_.loggers()) logger->log_metrics(row, context_.global_step());
 }
 
 ResultCollection::Metrics LoggerConnector::read_pending_step_values() const {
@@ -93,8 +94,8 @@ void LoggerConnector::report_epoch(const ResultCollection::Metrics& metrics) {
   for (const auto& [k, v] : metrics.prog_bar) progress_bar_metrics_[k] = v;
   for (const auto& [k, v] : metrics.logger) logged_metrics_[k] = v;
   log_to_loggers(metrics.logger);
-  if (trainer_.is_global_zero()) {
-    for (const auto& logger : trainer_.loggers()) logger->save();
+  if (context_.is_global_zero()) {
+    for (const auto& logger : context_.loggers()) logger->save();
   }
 }
 

@@ -9,7 +9,7 @@
 namespace fulgur {
 
 class LightningModule;
-class Trainer;
+class RunContext;
 
 /// Where what the loops reduce from log() goes: the metric maps callbacks
 /// and the progress bar read (Trainer::callback_metrics() and friends) and
@@ -17,7 +17,7 @@ class Trainer;
 /// or a reader needs them. Owned by the Trainer, used by its loops.
 class LoggerConnector {
  public:
-  explicit LoggerConnector(Trainer& trainer) : trainer_(trainer) {}
+  explicit LoggerConnector(RunContext& context) : context_(context) {}
 
   /// Rank 0 claims (creates) one version_<N> per <root>/<name> the open
   /// loggers share; every rank's loggers take the same numbers.
@@ -42,7 +42,7 @@ class LoggerConnector {
   /// Reads the step values not read yet into the metric maps; returns them.
   ResultCollection::Metrics read_pending_step_values() const;
 
-  Trainer& trainer_;
+  RunContext& context_;
   bool run_folder_announced_ = false;
   // Read lazily (see callback_metrics()), hence mutable.
   mutable std::map<std::string, double> callback_metrics_;

@@ -2,6 +2,7 @@
 
 #include <fulgur/trainer/trainer.hpp>
 #include <fulgur/trainer/connectors/hook_dispatcher.hpp>
+#include <fulgur/trainer/loops/run_context.hpp>
 
 #include <fmt/format.h>
 
@@ -9,9 +10,8 @@
 
 namespace fulgur {
 
-ModuleRuntimeConnector::ModuleRuntimeConnector(Trainer& trainer, HookDispatcher& hooks,
-                                               std::function<void()> count_step)
-    : trainer_(trainer), hooks_(hooks), count_step_(std::move(count_step)) {}
+ModuleRuntimeConnector::ModuleRuntimeConnector(Trainer& trainer, RunContext& context)
+    : trainer_(trainer), context_(context) {}
 
 void ModuleRuntimeConnector::set_optimizers(const OptimizerConfig& config) {
   clear_optimizers();
@@ -38,8 +38,8 @@ void ModuleRuntimeConnector::set_optimizers(const OptimizerConfig& config) {
       }
     }
   }
-  const LightningModule& module = trainer_.module();
-  const TrainerOptions& o = trainer_.config().options;
+  const LightningModule& module = context_.module();
+  const TrainerOptions& o = context_.config().options;
   if (module.automatic_optimization()) {
     if (entries.size() > 1) {
       throw std::invalid_argument(fmt::format(
@@ -58,7 +58,7 @@ void ModuleRuntimeConnector::set_optimizers(const OptimizerConfig& config) {
     }
   }
   for (size_t i = 0; i < entries.size(); ++i) {
-    trainer_.strategy().setup_optimizers(*entries[i].optimizer);
+    context_.strategy().setup_optimizers(*entries[i].optimizer);
     optimizers_.push_back(std::make_shared<LightningOptimizer>(entries[i].optimizer, i, this));
   }
   configs_ = std::move(entries);
@@ -77,19 +77,19 @@ void ModuleRuntimeConnector::clear_optimizers() {
   optimizers_.clear();
 }
 
-torch::Device ModuleRuntimeConnector::device() const { return trainer_.strategy().root_device(); }
+torch::Device ModuleRuntimeConnector::device() const { return context_.strategy().root_device(); }
 
-int64_t ModuleRuntimeConnector::global_rank() const { return trainer_.global_rank(); }
+int64_t ModuleRuntimeConnector::global_rank() const { return context_.strategy().global_rank(); }
 
-int64_t ModuleRuntimeConnector::world_size() const { return trainer_.world_size(); }
+int64_t ModuleRuntimeConnector::world_size() const { return context_.strategy().world_size(); }
 
 torch::Tensor ModuleRuntimeConnector::all_reduce(const torch::Tensor& tensor, ReduceOp op) {
   if (world_size() == 1) return tensor.detach().clone();
-  return trainer_.strategy().all_reduce(tensor, op);
+  return context_.strategy().all_reduce(tensor, op);
 }
 
 torch::Tensor ModuleRuntimeConnector::all_gather(const torch::Tensor& tensor) {
-  return trainer_.strategy().all_gather(tensor);
+  return context_.strategy().all_gather(tensor);
 }
 
 std::vector<std::shared_ptr<LightningOptimizer>> ModuleRuntimeConnector::optimizers() {
@@ -108,14 +108,15 @@ std::vector<std::shared_ptr<torch::optim::LRScheduler>> ModuleRuntimeConnector::
 }
 
 void ModuleRuntimeConnector::manual_backward(const torch::Tensor& loss) {
-  LightningModule& module = trainer_.module();
+  LightningModule& module = context_.module();
   if (module.automatic_optimization()) {
     throw std::logic_error(
         "[LightningModule::manual_backward] is for manual optimization: call automatic_optimization(false) in the "
         "module's constructor, or return the loss from training_step and let the Trainer run backward");
   }
-  Strategy& strategy = trainer_.strategy();
-  hooks_.call_hook("on_before_backward", &Callback::on_before_backward, &LightningModule::on_before_backward, loss);
+  Strategy& strategy = context_.strategy();
+  context_.hooks().call_hook("on_before_backward", &Callback::on_before_backward,
+                             &LightningModule::on_before_backward, loss);
   strategy.backward(loss);
   // Every rank runs the same steps, so every rank averages the same set.
   std::vector<torch::Tensor> params;
@@ -123,7 +124,7 @@ void ModuleRuntimeConnector::manual_backward(const torch::Tensor& loss) {
     if (p.requires_grad() && p.grad().defined()) params.push_back(p);
   }
   strategy.average_gradients(params);
-  hooks_.call_hook("on_after_backward", &Callback::on_after_backward, &LightningModule::on_after_backward);
+  context_.hooks().call_hook("on_after_backward", &Callback::on_after_backward, &LightningModule::on_after_backward);
 }
 
 void ModuleRuntimeConnector::optimizer_step(size_t index) {
@@ -131,15 +132,16 @@ void ModuleRuntimeConnector::optimizer_step(size_t index) {
     throw std::out_of_range(fmt::format("[LightningOptimizer::step] optimizer {} is not part of the running fit", index));
   }
   torch::optim::Optimizer& optimizer = *configs_[index].optimizer;
-  trainer_.strategy().optimizer_step(optimizer, [&] {
-    hooks_.call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
-                     &LightningModule::on_before_optimizer_step, optimizer);
-  });
-  count_step_();
+  Strategy& strategy = context_.strategy();
+  strategy.prepare_optimizer_step(optimizer);  // as the automatic loop's step: no call back from the strategy
+  context_.hooks().call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
+                             &LightningModule::on_before_optimizer_step, optimizer);
+  strategy.finish_optimizer_step(optimizer);
+  context_.count_optimizer_step();  // the same call as the automatic loop's
 }
 
 void ModuleRuntimeConnector::clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) {
-  trainer_.strategy().clip_gradients(optimizer, value, algorithm);
+  context_.strategy().clip_gradients(optimizer, value, algorithm);
 }
 
 }  // namespace fulgur

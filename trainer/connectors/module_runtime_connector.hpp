@@ -3,22 +3,22 @@
 #include <fulgur/modules/module_runtime.hpp>
 #include <fulgur/modules/optimizer_config.hpp>
 
-#include <functional>
 #include <memory>
 #include <vector>
 
 namespace fulgur {
 
 class Trainer;
-class HookDispatcher;
+class RunContext;
 
 /// The Trainer's side of ModuleRuntime: what a module reaches through
 /// device(), all_gather(), manual_backward(), optimizers() and friends. It
 /// holds the optimizers configure_optimizers returned for the running fit.
 class ModuleRuntimeConnector final : public ModuleRuntime {
  public:
-  /// `count_step` adds one optimizer step to global_step (manual optimization).
-  ModuleRuntimeConnector(Trainer& trainer, HookDispatcher& hooks, std::function<void()> count_step);
+  /// `trainer` is only what the module's trainer() returns; the rest comes
+  /// from `context`, whose step counter a manual step advances.
+  ModuleRuntimeConnector(Trainer& trainer, RunContext& context);
 
   /// Takes configure_optimizers' result: checks it against the module's
   /// optimization mode and the Trainer's options, then hands every
@@ -45,8 +45,7 @@ class ModuleRuntimeConnector final : public ModuleRuntime {
 
  private:
   Trainer& trainer_;
-  HookDispatcher& hooks_;
-  std::function<void()> count_step_;
+  RunContext& context_;
   std::vector<OptimizerConfig> configs_;
   std::vector<std::shared_ptr<LightningOptimizer>> optimizers_;
 };

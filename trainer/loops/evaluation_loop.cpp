@@ -1,9 +1,9 @@
 #include <fulgur/trainer/loops/evaluation_loop.hpp>
 
-#include <fulgur/trainer/trainer.hpp>
 #include <fulgur/trainer/connectors/hook_dispatcher.hpp>
 #include <fulgur/trainer/connectors/logger_connector.hpp>
 #include <fulgur/trainer/connectors/signal_connector.hpp>
+#include <fulgur/trainer/loops/run_context.hpp>
 #include <fulgur/modules/scoped_metric_sink.hpp>
 
 #include <fmt/format.h>
@@ -45,14 +45,14 @@ const BatchCalls kTestCalls{"on_test_batch_start", &Callback::on_test_batch_star
 
 }  // namespace
 
-EvaluationLoop::EvaluationLoop(Trainer& trainer, const LoopContext& context, RunningStage stage)
-    : trainer_(trainer), context_(context), stage_(stage), results_(stage) {}
+EvaluationLoop::EvaluationLoop(RunContext& context, RunningStage stage)
+    : context_(context), stage_(stage), results_(stage) {}
 
 std::map<std::string, double> EvaluationLoop::run(const std::vector<std::shared_ptr<DataLoader>>& loaders,
                                                   const std::vector<int64_t>& max_batches, bool sanity_check) {
   const bool validating = stage_ == RunningStage::Validate;
-  LightningModule& module = trainer_.module();
-  Strategy& strategy = trainer_.strategy();
+  LightningModule& module = context_.module();
+  Strategy& strategy = context_.strategy();
   const bool was_training = module.is_training();
 
   std::vector<int64_t> counts;
@@ -61,6 +61,7 @@ std::map<std::string, double> EvaluationLoop::run(const std::vector<std::shared_
     counts.push_back(std::min(loaders[i]->size(), max_batches.at(i)));
     num_batches_ += counts.back();
   }
+  context_.set_num_eval_batches(num_batches_);  // for the progress bar
   batch_progress_.reset_current();
   results_.reset();
   const ScopedMetricSink sink(module, &results_);
@@ -69,15 +70,15 @@ std::map<std::string, double> EvaluationLoop::run(const std::vector<std::shared_
   strategy.before_evaluation(num_batches_);  // FULL_SHARD: what no ShardedUnit gathers is gathered for the loop
 
   if (validating) {
-    context_.hooks.call_hook("on_validation_start", &Callback::on_validation_start, &LightningModule::on_validation_start);
-    context_.hooks.call_hook("on_validation_epoch_start", &Callback::on_validation_epoch_start,
+    context_.hooks().call_hook("on_validation_start", &Callback::on_validation_start, &LightningModule::on_validation_start);
+    context_.hooks().call_hook("on_validation_epoch_start", &Callback::on_validation_epoch_start,
                        &LightningModule::on_validation_epoch_start);
   } else {
-    context_.hooks.call_hook("on_test_start", &Callback::on_test_start, &LightningModule::on_test_start);
-    context_.hooks.call_hook("on_test_epoch_start", &Callback::on_test_epoch_start, &LightningModule::on_test_epoch_start);
+    context_.hooks().call_hook("on_test_start", &Callback::on_test_start, &LightningModule::on_test_start);
+    context_.hooks().call_hook("on_test_epoch_start", &Callback::on_test_epoch_start, &LightningModule::on_test_epoch_start);
   }
 
-  Profiler* profiler = trainer_.profiler();
+  Profiler* profiler = context_.profiler();
   const char* next_action = validating ? "[_EvaluationLoop].val_next" : "[_EvaluationLoop].test_next";
   for (size_t loader_idx = 0; loader_idx < loaders.size(); ++loader_idx) {
     const auto dataloader_idx = static_cast<int64_t>(loader_idx);
@@ -94,15 +95,15 @@ std::map<std::string, double> EvaluationLoop::run(const std::vector<std::shared_
       const Batch batch = strategy.batch_to_device(*next);
       results_.set_batch_size(batch.size());
       const BatchCalls& calls = validating ? kValidationCalls : kTestCalls;
-      context_.hooks.call_hook(calls.start_hook, calls.callback_start, calls.module_start, batch, batch_idx);
+      context_.hooks().call_hook(calls.start_hook, calls.callback_start, calls.module_start, batch, batch_idx);
       StepOutput output;
       {
         ProfileScope scope(profiler, calls.profile_action);
         Precision::AutocastScope autocast(strategy.precision());
-        trainer_.at(calls.step_name, batch_idx);
+        context_.at(calls.step_name, batch_idx);
         output = (module.*calls.step)(batch, batch_idx, dataloader_idx);
       }
-      context_.hooks.call_hook(calls.end_hook, calls.callback_end, calls.module_end, output, batch, batch_idx,
+      context_.hooks().call_hook(calls.end_hook, calls.callback_end, calls.module_end, output, batch, batch_idx,
                                dataloader_idx);
       batch_progress_.increment();
     }
@@ -111,18 +112,18 @@ std::map<std::string, double> EvaluationLoop::run(const std::vector<std::shared_
   strategy.evaluation_batches_done();  // stop loader workers before the epoch-end work
 
   if (validating) {
-    context_.hooks.call_hook("on_validation_epoch_end", &Callback::on_validation_epoch_end,
+    context_.hooks().call_hook("on_validation_epoch_end", &Callback::on_validation_epoch_end,
                        &LightningModule::on_validation_epoch_end);
   } else {
-    context_.hooks.call_hook("on_test_epoch_end", &Callback::on_test_epoch_end, &LightningModule::on_test_epoch_end);
+    context_.hooks().call_hook("on_test_epoch_end", &Callback::on_test_epoch_end, &LightningModule::on_test_epoch_end);
   }
   const ResultCollection::Metrics metrics = results_.epoch_metrics(strategy, &module);
-  if (!sanity_check) context_.logging.report_epoch(metrics);
+  if (!sanity_check) context_.logging().report_epoch(metrics);
 
   if (validating) {
-    context_.hooks.call_hook("on_validation_end", &Callback::on_validation_end, &LightningModule::on_validation_end);
+    context_.hooks().call_hook("on_validation_end", &Callback::on_validation_end, &LightningModule::on_validation_end);
   } else {
-    context_.hooks.call_hook("on_test_end", &Callback::on_test_end, &LightningModule::on_test_end);
+    context_.hooks().call_hook("on_test_end", &Callback::on_test_end, &LightningModule::on_test_end);
   }
   strategy.after_evaluation();
   if (was_training) module.train();

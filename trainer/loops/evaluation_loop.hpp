@@ -1,7 +1,6 @@
 #pragma once
 
 #include <fulgur/datamodules/data_loader.hpp>
-#include <fulgur/trainer/loops/loop_context.hpp>
 #include <fulgur/trainer/loops/progress.hpp>
 #include <fulgur/trainer/result_collection.hpp>
 
@@ -12,7 +11,7 @@
 
 namespace fulgur {
 
-class Trainer;
+class RunContext;
 
 /// One pass of validation_step or test_step over a loader, without
 /// gradients and with the module in eval mode; reduces what the steps logged
@@ -21,7 +20,7 @@ class Trainer;
 class EvaluationLoop {
  public:
   /// `stage` is RunningStage::Validate or RunningStage::Test.
-  EvaluationLoop(Trainer& trainer, const LoopContext& context, RunningStage stage);
+  EvaluationLoop(RunContext& context, RunningStage stage);
 
   /// Runs at most `max_batches[i]` batches of each loader i, one loader
   /// after the other (with several, the steps get the loader's index and
@@ -35,8 +34,7 @@ class EvaluationLoop {
   int64_t num_batches() const { return num_batches_; }
 
  private:
-  Trainer& trainer_;
-  LoopContext context_;
+  RunContext& context_;
   RunningStage stage_;
   ResultCollection results_;
   Progress batch_progress_;

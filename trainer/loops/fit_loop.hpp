@@ -8,23 +8,21 @@
 
 namespace fulgur {
 
-class Trainer;
-class HookDispatcher;
+class RunContext;
 
 /// Repeats training epochs until max_epochs or max_steps is reached, or a
 /// stop request is honoured (never before min_epochs).
 class FitLoop {
  public:
-  FitLoop(Trainer& trainer, const LoopContext& context);
+  explicit FitLoop(RunContext& context);
 
   /// Trains over `train`; validates over the `val` loaders (none: no validation).
   void run(DataLoader& train, const std::vector<std::shared_ptr<DataLoader>>& val);
 
   /// Epochs completed so far; while an epoch runs, its index.
-  int64_t current_epoch() const { return epoch_progress_.total; }
+  int64_t current_epoch() const;
   bool done() const;
   TrainingEpochLoop& epoch_loop() { return epoch_loop_; }
-  const Progress& epoch_progress() const { return epoch_progress_; }
 
   /// Where training stands, for checkpoints: `epoch` (the one to run or
   /// continue), `batch_in_epoch` (batches of it already done) and the epoch
@@ -37,9 +35,7 @@ class FitLoop {
   /// Which limit has been reached: "max_steps=N", "max_epochs=N", or empty.
   std::string limit_reached() const;
 
-  Trainer& trainer_;
-  HookDispatcher& hooks_;
-  Progress epoch_progress_;
+  RunContext& context_;
   TrainingEpochLoop epoch_loop_;
 };
 

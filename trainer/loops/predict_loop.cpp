@@ -1,7 +1,7 @@
 #include <fulgur/trainer/loops/predict_loop.hpp>
 
-#include <fulgur/trainer/trainer.hpp>
 #include <fulgur/trainer/connectors/hook_dispatcher.hpp>
+#include <fulgur/trainer/loops/run_context.hpp>
 
 #include <algorithm>
 
@@ -9,8 +9,8 @@ namespace fulgur {
 
 std::vector<torch::Tensor> PredictLoop::run(const std::vector<std::shared_ptr<DataLoader>>& loaders,
                                             const std::vector<int64_t>& max_batches) {
-  LightningModule& module = trainer_.module();
-  Strategy& strategy = trainer_.strategy();
+  LightningModule& module = context_.module();
+  Strategy& strategy = context_.strategy();
   std::vector<int64_t> counts;
   int64_t num_batches = 0;
   for (size_t i = 0; i < loaders.size(); ++i) {
@@ -21,7 +21,7 @@ std::vector<torch::Tensor> PredictLoop::run(const std::vector<std::shared_ptr<Da
   module.eval();
   torch::NoGradGuard no_grad;
   strategy.before_evaluation(num_batches);  // FULL_SHARD: what no ShardedUnit gathers is gathered for the loop
-  hooks_.call_hook("on_predict_start", &Callback::on_predict_start, &LightningModule::on_predict_start);
+  context_.hooks().call_hook("on_predict_start", &Callback::on_predict_start, &LightningModule::on_predict_start);
 
   std::vector<torch::Tensor> outputs;
   outputs.reserve(static_cast<size_t>(num_batches));
@@ -32,16 +32,16 @@ std::vector<torch::Tensor> PredictLoop::run(const std::vector<std::shared_ptr<Da
       if (!next) break;
       const Batch batch = strategy.batch_to_device(*next);
       Precision::AutocastScope autocast(strategy.precision());
-      trainer_.at("predict_step", batch_idx);
+      context_.at("predict_step", batch_idx);
       outputs.push_back(module.predict_step(batch, batch_idx, static_cast<int64_t>(loader_idx)));
       batch_progress_.increment();
-      hooks_.call_callback_hook("on_predict_batch_end", &Callback::on_predict_batch_end, outputs.back(), batch,
+      context_.hooks().call_callback_hook("on_predict_batch_end", &Callback::on_predict_batch_end, outputs.back(), batch,
                                 batch_idx);
     }
   }
   strategy.evaluation_batches_done();
-  hooks_.call_callback_hook("on_predict_epoch_end", &Callback::on_predict_epoch_end, outputs);
-  hooks_.call_hook("on_predict_end", &Callback::on_predict_end, &LightningModule::on_predict_end);
+  context_.hooks().call_callback_hook("on_predict_epoch_end", &Callback::on_predict_epoch_end, outputs);
+  context_.hooks().call_hook("on_predict_end", &Callback::on_predict_end, &LightningModule::on_predict_end);
   strategy.after_evaluation();
   return outputs;
 }

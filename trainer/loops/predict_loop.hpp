@@ -1,7 +1,6 @@
 #pragma once
 
 #include <fulgur/datamodules/data_loader.hpp>
-#include <fulgur/trainer/loops/loop_context.hpp>
 #include <fulgur/trainer/loops/progress.hpp>
 
 #include <torch/torch.h>
@@ -11,13 +10,13 @@
 
 namespace fulgur {
 
-class Trainer;
+class RunContext;
 
 /// predict_step over each loader in turn, without gradients, in eval mode;
 /// collects the outputs in loader and batch order.
 class PredictLoop {
  public:
-  PredictLoop(Trainer& trainer, const LoopContext& context) : trainer_(trainer), hooks_(context.hooks) {}
+  explicit PredictLoop(RunContext& context) : context_(context) {}
 
   /// At most `max_batches[i]` batches of loader i.
   std::vector<torch::Tensor> run(const std::vector<std::shared_ptr<DataLoader>>& loaders,
@@ -25,8 +24,7 @@ class PredictLoop {
   const Progress& batch_progress() const { return batch_progress_; }
 
  private:
-  Trainer& trainer_;
-  HookDispatcher& hooks_;
+  RunContext& context_;
   Progress batch_progress_;
 };
 

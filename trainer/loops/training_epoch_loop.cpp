@@ -1,11 +1,11 @@
 #include <fulgur/trainer/loops/training_epoch_loop.hpp>
 
-#include <fulgur/trainer/trainer.hpp>
 #include <fulgur/trainer/connectors/hook_dispatcher.hpp>
 #include <fulgur/trainer/connectors/logger_connector.hpp>
 #include <fulgur/trainer/connectors/module_runtime_connector.hpp>
 #include <fulgur/trainer/monitored_metric.hpp>
 #include <fulgur/trainer/connectors/signal_connector.hpp>
+#include <fulgur/trainer/loops/run_context.hpp>
 #include <fulgur/modules/scoped_metric_sink.hpp>
 
 #include <fmt/format.h>
@@ -17,19 +17,19 @@
 
 namespace fulgur {
 
-TrainingEpochLoop::TrainingEpochLoop(Trainer& trainer, const LoopContext& context)
-    : trainer_(trainer), context_(context), val_loop_(trainer, context, RunningStage::Validate) {}
+TrainingEpochLoop::TrainingEpochLoop(RunContext& context)
+    : context_(context), val_loop_(context, RunningStage::Validate) {}
 
 bool TrainingEpochLoop::done() const {
-  const TrainerOptions& o = trainer_.config().options;
-  if (o.max_steps() != -1 && global_step() >= o.max_steps()) return true;
-  if (trainer_.stopped_by_signal()) return true;  // min_epochs does not hold back a signal
-  return trainer_.should_stop() && trainer_.current_epoch() >= o.min_epochs();
+  const TrainerOptions& o = context_.config().options;
+  if (o.max_steps() != -1 && context_.global_step() >= o.max_steps()) return true;
+  if (context_.stop_signal() != 0) return true;  // min_epochs does not hold back a signal
+  return context_.should_stop() && context_.current_epoch() >= o.min_epochs();
 }
 
 bool TrainingEpochLoop::should_validate(int64_t batch_idx, bool is_last_batch) const {
-  const TrainerOptions& o = trainer_.config().options;
-  if (o.check_val_every_n_epoch() && (trainer_.current_epoch() + 1) % *o.check_val_every_n_epoch() != 0) return false;
+  const TrainerOptions& o = context_.config().options;
+  if (o.check_val_every_n_epoch() && (context_.current_epoch() + 1) % *o.check_val_every_n_epoch() != 0) return false;
   if (o.val_check_interval().is_fraction()) {
     if (o.val_check_interval().value() == 1.0) return is_last_batch;
     const int64_t every = std::max<int64_t>(1, static_cast<int64_t>(num_batches_ * o.val_check_interval().value()));
@@ -47,10 +47,10 @@ void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, const std::v
   running_ = true;
   // A graph belongs to one fit's module and optimizer (each fit configures its own).
   const torch::optim::Optimizer* optimizer =
-      trainer_.optimizers().empty() ? nullptr : trainer_.optimizers().front().optimizer.get();
-  if (trainer_.config().options.cuda_graph() && graph_optimizer_ != optimizer) {
-    graph_ = CudaGraphStep::for_run(trainer_.config(), trainer_.module(), trainer_.optimizers(),
-                                    trainer_.strategy().root_device(), trainer_.is_global_zero());
+      context_.optimizers().empty() ? nullptr : context_.optimizers().front().optimizer.get();
+  if (context_.config().options.cuda_graph() && graph_optimizer_ != optimizer) {
+    graph_ = CudaGraphStep::for_run(context_.config(), context_.module(), context_.optimizers(),
+                                    context_.strategy().root_device(), context_.is_global_zero());
     graph_optimizer_ = optimizer;
   }
   // A resumed run continues the epoch where its checkpoint was taken.
@@ -58,8 +58,8 @@ void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, const std::v
   if (!restarting_) batch_progress_.reset_current();
   restarting_ = false;
   results_.reset();
-  const ScopedMetricSink sink(trainer_.module(), &results_);  // the validation loop routes to its own meanwhile
-  context_.hooks.call_hook("on_train_epoch_start", &Callback::on_train_epoch_start, &LightningModule::on_train_epoch_start);
+  const ScopedMetricSink sink(context_.module(), &results_);  // the validation loop routes to its own meanwhile
+  context_.hooks().call_hook("on_train_epoch_start", &Callback::on_train_epoch_start, &LightningModule::on_train_epoch_start);
 
   auto validate_if_due = [&](int64_t batch_idx, bool is_last_batch) {
     if (validates && should_validate(batch_idx, is_last_batch)) {
@@ -72,10 +72,10 @@ void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, const std::v
     validate_if_due(first_batch - 1, first_batch == num_batches_);
   }
 
-  Profiler* profiler = trainer_.profiler();
+  Profiler* profiler = context_.profiler();
   ProfileScope epoch_scope(profiler, "run_training_epoch");
   auto batches = train.iterate(first_batch);
-  Strategy& strategy = trainer_.strategy();
+  Strategy& strategy = context_.strategy();
   // On CUDA the next batch's copy starts before the current step runs (a
   // side stream); elsewhere each batch moves when its step starts.
   const bool ahead = strategy.copies_batches_ahead();
@@ -96,15 +96,16 @@ void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, const std::v
     if (!current) break;
     const bool is_last_batch = batch_idx + 1 == num_batches_;
     if (ahead && !is_last_batch) next_batch = fetch();
-    if (profiler != nullptr) profiler->on_train_batch_start(global_step());
+    if (profiler != nullptr) profiler->on_train_batch_start(context_.global_step());
     advance(strategy.finish_batch_to_device(std::move(*current)), batch_idx, is_last_batch);
-    if (profiler != nullptr) profiler->on_train_batch_end(global_step());
+    if (profiler != nullptr) profiler->on_train_batch_end(context_.global_step());
     validate_if_due(batch_idx, is_last_batch);
     // A step boundary (never inside an accumulation window): stop here on a signal?
     // The ranks agree (a collective) only where a check is due.
-    const bool boundary = (batch_idx + 1) % trainer_.accumulate_grad_batches() == 0 || is_last_batch;
-    if (boundary && trainer_.stop_check_due(is_last_batch) && context_.signals.agree_to_stop(strategy, global_step())) {
-      trainer_.request_stop();
+    const bool boundary = (batch_idx + 1) % context_.accumulate_grad_batches() == 0 || is_last_batch;
+    if (boundary && context_.stop_check_due(is_last_batch) &&
+        context_.signals().agree_to_stop(strategy, context_.global_step())) {
+      context_.request_stop();
     }
   }
   batches.reset();
@@ -112,21 +113,21 @@ void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, const std::v
 
   // Callbacks that monitor metrics (EarlyStopping, ModelCheckpoint) run last,
   // so they see what the module logs in its hook and the epoch aggregates.
-  context_.hooks.call_callback_hook_where(false, "on_train_epoch_end", &Callback::on_train_epoch_end);
-  trainer_.module().on_train_epoch_end();
-  context_.logging.report_epoch(results_.epoch_metrics(trainer_.strategy(), &trainer_.module()));
-  context_.hooks.call_callback_hook_where(true, "on_train_epoch_end", &Callback::on_train_epoch_end);
+  context_.hooks().call_callback_hook_where(false, "on_train_epoch_end", &Callback::on_train_epoch_end);
+  context_.module().on_train_epoch_end();
+  context_.logging().report_epoch(results_.epoch_metrics(context_.strategy(), &context_.module()));
+  context_.hooks().call_callback_hook_where(true, "on_train_epoch_end", &Callback::on_train_epoch_end);
 
   // An epoch cut short by a stop does not step epoch schedulers: a resumed
   // run finishes that epoch and steps them then, as an uninterrupted run would.
-  if (epoch_complete_) step_schedulers(Interval::Epoch, trainer_.current_epoch() + 1);
+  if (epoch_complete_) step_schedulers(Interval::Epoch, context_.current_epoch() + 1);
   running_ = false;
 }
 
 c10::impl::GenericDict TrainingEpochLoop::state_dict() const {
   auto state = c10::impl::GenericDict(c10::StringType::get(), c10::AnyType::get());
   state.insert("batches_total", batch_progress_.total);
-  state.insert("optimizer_steps", optimizer_steps_.total);
+  state.insert("optimizer_steps", context_.global_step());
   state.insert("validated_at_batch_total", validated_at_batch_total_);
   return state;
 }
@@ -134,42 +135,42 @@ c10::impl::GenericDict TrainingEpochLoop::state_dict() const {
 void TrainingEpochLoop::load_state_dict(const c10::impl::GenericDict& state, int64_t batches_done) {
   batch_progress_.total = state.at("batches_total").toInt();
   batch_progress_.current = batches_done;
-  optimizer_steps_.total = optimizer_steps_.current = state.at("optimizer_steps").toInt();
+  context_.restore_global_step(state.at("optimizer_steps").toInt());
   validated_at_batch_total_ = state.at("validated_at_batch_total").toInt();
   restarting_ = true;
 }
 
 void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_last_batch) {
-  LightningModule& module = trainer_.module();
-  Strategy& strategy = trainer_.strategy();
-  const TrainerOptions& o = trainer_.config().options;
+  LightningModule& module = context_.module();
+  Strategy& strategy = context_.strategy();
+  const TrainerOptions& o = context_.config().options;
 
-  Profiler* profiler = trainer_.profiler();
+  Profiler* profiler = context_.profiler();
   ProfileScope batch_scope(profiler, "run_training_batch");
   results_.set_batch_size(batch.size());
-  context_.hooks.call_hook("on_train_batch_start", &Callback::on_train_batch_start, &LightningModule::on_train_batch_start,
+  context_.hooks().call_hook("on_train_batch_start", &Callback::on_train_batch_start, &LightningModule::on_train_batch_start,
                      batch, batch_idx);
 
   strategy.before_training_step();
   const bool manual = !module.automatic_optimization();
   if (manual) {
     // A GradientAccumulationScheduler may raise it during the fit.
-    ModuleRuntimeConnector::check_manual_accumulation(trainer_.accumulate_grad_batches());
+    ModuleRuntimeConnector::check_manual_accumulation(context_.accumulate_grad_batches());
     // training_step does backward and steps; the Trainer only reports.
     const torch::Tensor loss = training_step(batch, batch_idx);
     batch_progress_.increment();
-    context_.logging.report_step(results_.step_values(), batch_progress_.total % o.log_every_n_steps() == 0);
-    context_.hooks.call_hook("on_train_batch_end", &Callback::on_train_batch_end, &LightningModule::on_train_batch_end,
+    context_.logging().report_step(results_.step_values(), batch_progress_.total % o.log_every_n_steps() == 0);
+    context_.hooks().call_hook("on_train_batch_end", &Callback::on_train_batch_end, &LightningModule::on_train_batch_end,
                        loss.defined() ? loss.detach() : loss, batch, batch_idx);
     results_.reset_step();
     return;
   }
 
   // The optimizer steps once per accumulation window and at the epoch's end.
-  const int64_t accumulate = trainer_.accumulate_grad_batches();
+  const int64_t accumulate = context_.accumulate_grad_batches();
   const bool step_now = (batch_idx + 1) % accumulate == 0 || is_last_batch;
   auto step = [&](const Batch& b) { return forward_backward_step(b, batch_idx, accumulate, step_now); };
-  torch::optim::Optimizer& optimizer = *trainer_.optimizers().front().optimizer;
+  torch::optim::Optimizer& optimizer = *context_.optimizers().front().optimizer;
   if (accumulate != 1) {  // a GradientAccumulationScheduler can raise it during the fit
     graph_.disable(fmt::format("accumulate_grad_batches={}: the step differs from batch to batch", accumulate));
   }
@@ -177,23 +178,23 @@ void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_l
       graph_.enabled() ? graph_.step(batch, module, results_, optimizer, step) : CudaGraphStep::Result{step(batch)};
   if (step_now) {
     if (!result.replayed) optimizer.zero_grad();
-    optimizer_steps_.increment();
-    step_schedulers(Interval::Step, global_step());
+    context_.count_optimizer_step();  // the same call as a manual step's
+    step_schedulers(Interval::Step, context_.global_step());
   }
 
   batch_progress_.increment();
   const bool send_to_loggers = batch_progress_.total % o.log_every_n_steps() == 0;
-  context_.logging.report_step(results_.step_values(), send_to_loggers);
-  context_.hooks.call_hook("on_train_batch_end", &Callback::on_train_batch_end, &LightningModule::on_train_batch_end,
+  context_.logging().report_step(results_.step_values(), send_to_loggers);
+  context_.hooks().call_hook("on_train_batch_end", &Callback::on_train_batch_end, &LightningModule::on_train_batch_end,
                      result.loss.detach(), batch, batch_idx);
   results_.reset_step();
 }
 
 torch::Tensor TrainingEpochLoop::training_step(const Batch& batch, int64_t batch_idx) {
-  ProfileScope scope(trainer_.profiler(), "[Strategy]training_step");
-  Precision::AutocastScope autocast(trainer_.strategy().precision());
-  trainer_.at("training_step", batch_idx);
-  return trainer_.module().training_step(batch, batch_idx);
+  ProfileScope scope(context_.profiler(), "[Strategy]training_step");
+  Precision::AutocastScope autocast(context_.strategy().precision());
+  context_.at("training_step", batch_idx);
+  return context_.module().training_step(batch, batch_idx);
 }
 
 torch::Tensor TrainingEpochLoop::forward_backward_step(const Batch& batch, int64_t batch_idx, int64_t accumulate,
@@ -208,41 +209,40 @@ torch::Tensor TrainingEpochLoop::forward_backward_step(const Batch& batch, int64
                                       loss.requires_grad())));
   }
   const torch::Tensor scaled = accumulate > 1 ? loss / accumulate : loss;
-  context_.hooks.call_hook("on_before_backward", &Callback::on_before_backward, &LightningModule::on_before_backward, scaled);
+  context_.hooks().call_hook("on_before_backward", &Callback::on_before_backward, &LightningModule::on_before_backward, scaled);
   {
-    ProfileScope scope(trainer_.profiler(), "[Strategy]backward");
+    ProfileScope scope(context_.profiler(), "[Strategy]backward");
     std::optional<Strategy::NoSync> no_sync;  // inside an accumulation window
-    if (!step_now) no_sync.emplace(trainer_.strategy());
-    trainer_.strategy().backward(scaled);
+    if (!step_now) no_sync.emplace(context_.strategy());
+    context_.strategy().backward(scaled);
   }
-  context_.hooks.call_hook("on_after_backward", &Callback::on_after_backward, &LightningModule::on_after_backward);
+  context_.hooks().call_hook("on_after_backward", &Callback::on_after_backward, &LightningModule::on_after_backward);
   if (step_now) {
-    ProfileScope scope(trainer_.profiler(), "optimizer_step");
+    ProfileScope scope(context_.profiler(), "optimizer_step");
     optimizer_step();
   }
   return loss;
 }
 
 void TrainingEpochLoop::optimizer_step() {
-  const TrainerConfig& c = trainer_.config();
+  const TrainerConfig& c = context_.config();
   const TrainerOptions& o = c.options;
-  torch::optim::Optimizer& optimizer = *trainer_.optimizers().front().optimizer;
+  torch::optim::Optimizer& optimizer = *context_.optimizers().front().optimizer;
   std::optional<Strategy::Clip> clip;
   if (o.gradient_clip_val() && *o.gradient_clip_val() > 0.0) {
     clip = Strategy::Clip{*o.gradient_clip_val(), c.gradient_clip_algorithm};
   }
-  trainer_.strategy().optimizer_step(
-      optimizer,
-      [&] {
-        context_.hooks.call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
-                                 &LightningModule::on_before_optimizer_step, optimizer);
-      },
-      clip);
+  // One way: the strategy synchronises and unscales, the hooks see true gradients, the strategy steps.
+  Strategy& strategy = context_.strategy();
+  strategy.prepare_optimizer_step(optimizer);
+  context_.hooks().call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
+                             &LightningModule::on_before_optimizer_step, optimizer);
+  strategy.finish_optimizer_step(optimizer, clip);
 }
 
 void TrainingEpochLoop::step_schedulers(Interval interval, int64_t count) {
-  if (!trainer_.module().automatic_optimization()) return;  // manual optimization steps its own
-  for (auto& config : trainer_.optimizers()) {
+  if (!context_.module().automatic_optimization()) return;  // manual optimization steps its own
+  for (auto& config : context_.optimizers()) {
     auto& scheduler = config.lr_scheduler;
     if (!scheduler || scheduler->interval != interval || count % scheduler->frequency != 0) continue;
     if (scheduler->plateau) {
@@ -255,13 +255,14 @@ void TrainingEpochLoop::step_schedulers(Interval interval, int64_t count) {
 
 void TrainingEpochLoop::step_plateau(const LRSchedulerConfig& config) {
   // Rank 0's value steps every rank's scheduler, so their learning rates stay equal.
-  const std::optional<double> value = monitored_value(trainer_, config.monitor);
+  const std::map<std::string, double>& metrics = context_.logging().callback_metrics();
+  const std::optional<double> value = monitored_value(context_.strategy(), metrics, config.monitor);
   if (!value) {
-    const std::string message = missing_monitor_message(trainer_, "[Trainer] ReduceLROnPlateau", config.monitor) +
+    const std::string message = missing_monitor_message(metrics, "[Trainer] ReduceLROnPlateau", config.monitor) +
                                 ". Set the lr_scheduler config's monitor to one of them, or strict = false to skip "
                                 "the step";
     if (config.strict) throw std::runtime_error(message);
-    if (trainer_.is_global_zero()) std::cerr << "fulgur: warning: " << message << std::endl;
+    if (context_.is_global_zero()) std::cerr << "fulgur: warning: " << message << std::endl;
     return;
   }
   config.plateau->step(static_cast<float>(*value));

@@ -4,23 +4,23 @@
 #include <fulgur/modules/optimizer_config.hpp>
 #include <fulgur/trainer/loops/cuda_graph_step.hpp>
 #include <fulgur/trainer/loops/evaluation_loop.hpp>
-#include <fulgur/trainer/loops/loop_context.hpp>
 #include <fulgur/trainer/loops/progress.hpp>
 #include <fulgur/trainer/result_collection.hpp>
 
 namespace fulgur {
 
-class Trainer;
+class RunContext;
 
 /// One training epoch: training_step, backward, and every
 /// accumulate_grad_batches batches (and at the epoch's last batch) gradient
 /// clipping, the optimizer step and step-interval LR schedulers; runs
-/// validation where val_check_interval says. global_step is the number of
-/// optimizer steps. With manual optimization training_step does backward
-/// and the steps itself, and steps its schedulers too.
+/// validation where val_check_interval says. Each optimizer step advances
+/// the context's global_step (RunContext::count_optimizer_step, the call a
+/// manual step makes too). With manual optimization training_step does
+/// backward and the steps itself, and steps its schedulers too.
 class TrainingEpochLoop {
  public:
-  TrainingEpochLoop(Trainer& trainer, const LoopContext& context);
+  explicit TrainingEpochLoop(RunContext& context);
 
   /// Runs the epoch `epoch` over `train` (at most `num_batches` batches).
   /// `val` may be empty (no validation); `num_val_batches[i]` for its loader i
@@ -28,9 +28,6 @@ class TrainingEpochLoop {
   void run(DataLoader& train, int64_t num_batches, const std::vector<std::shared_ptr<DataLoader>>& val,
            const std::vector<int64_t>& num_val_batches);
 
-  int64_t global_step() const { return optimizer_steps_.total; }
-  /// One optimizer step of manual optimization (LightningOptimizer::step).
-  void count_optimizer_step() { optimizer_steps_.increment(); }
   /// max_steps reached, or a stop was requested and may be honoured.
   bool done() const;
   const Progress& batch_progress() const { return batch_progress_; }
@@ -60,11 +57,9 @@ class TrainingEpochLoop {
   void step_plateau(const LRSchedulerConfig& config);
   bool should_validate(int64_t batch_idx, bool is_last_batch) const;
 
-  Trainer& trainer_;
-  LoopContext context_;
+  RunContext& context_;
   ResultCollection results_{RunningStage::Train};
   Progress batch_progress_;
-  Progress optimizer_steps_;
   EvaluationLoop val_loop_;
   int64_t num_batches_ = 0;
   bool running_ = false;
