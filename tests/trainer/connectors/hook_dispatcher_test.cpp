@@ -5,6 +5,7 @@
 #include "support/tiny_modules.hpp"
 
 #include <fulgur/trainer/connectors/hook_dispatcher.hpp>
+#include <fulgur/trainer/loops/run_context.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <doctest/doctest.h>
@@ -70,7 +71,7 @@ TEST_CASE("hook_dispatcher: callbacks in their order first, then the module, wit
                                                    std::make_shared<NamedCallback>("second", log)};
   Trainer trainer(testing::quiet_options(dir.path().string()).logger(false).enable_checkpointing(false));
   LoggingModule module(log);
-  HookDispatcher hooks(trainer, callbacks);
+  HookDispatcher hooks(trainer, callbacks, RunContext::of(trainer));
   hooks.start_run(nullptr, module);
 
   hooks.call_hook("on_fit_start", &Callback::on_fit_start, &LightningModule::on_fit_start);
@@ -97,7 +98,7 @@ TEST_CASE("hook_dispatcher: callbacks that monitor metrics are called apart from
                                                    std::make_shared<NamedCallback>("plain", log)};
   Trainer trainer(testing::quiet_options(dir.path().string()).logger(false).enable_checkpointing(false));
   LoggingModule module(log);
-  HookDispatcher hooks(trainer, callbacks);
+  HookDispatcher hooks(trainer, callbacks, RunContext::of(trainer));
   hooks.start_run(nullptr, module);
   hooks.call_callback_hook_where(false, "on_train_epoch_end", &Callback::on_train_epoch_end);
   CHECK(log == Log{"plain.on_train_epoch_end"});
@@ -112,7 +113,7 @@ TEST_CASE("hook_dispatcher: a profiler times each callback's hook and the module
   Trainer trainer(testing::quiet_options(dir.path().string()).logger(false).enable_checkpointing(false));
   LoggingModule module(log);
   RecordingProfiler profiler;
-  HookDispatcher hooks(trainer, callbacks);
+  HookDispatcher hooks(trainer, callbacks, RunContext::of(trainer));
   hooks.start_run(&profiler, module);
   hooks.call_hook("on_fit_start", &Callback::on_fit_start, &LightningModule::on_fit_start);
   REQUIRE(profiler.actions.size() == 4);

@@ -6,6 +6,7 @@
 
 #include <fulgur/loggers/csv_logger.hpp>
 #include <fulgur/trainer/connectors/logger_connector.hpp>
+#include <fulgur/trainer/loops/run_context.hpp>
 #include <fulgur/trainer/result_collection.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
@@ -31,7 +32,7 @@ struct Connected {
   TempDir dir;
   std::shared_ptr<MemoryLogger> memory = std::make_shared<MemoryLogger>(dir.path());
   Trainer trainer{testing::quiet_options(dir.path().string()).enable_checkpointing(false), {}, {memory}};
-  LoggerConnector connector{trainer};
+  LoggerConnector connector{RunContext::of(trainer)};
 };
 
 /// What one training step logged: (name, value, options) each.
@@ -54,7 +55,7 @@ TEST_CASE("logger_connector: loggers sharing a run folder get one new version, o
   auto fixed = std::make_shared<CSVLogger>(dir.path(), "shared", 7);  // a version given is kept
   Trainer trainer(testing::quiet_options(dir.path().string()).enable_checkpointing(false), {},
                   {first, second, alone, fixed});
-  LoggerConnector connector(trainer);
+  LoggerConnector connector(RunContext::of(trainer));
   connector.claim_run_folder();
   CHECK(first->log_dir() == dir.path() / "shared" / "version_1");
   CHECK(second->log_dir() == dir.path() / "shared" / "version_1");
