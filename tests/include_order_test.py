@@ -9,7 +9,7 @@ import re
 import sys
 
 ORDER = ["version.hpp", "modules", "datamodules", "strategies/options", "strategies/environments", "strategies/cuda", "strategies/launchers",
-         "strategies/sync", "strategies", "trainer", "callbacks", "trainer/cli"]
+         "strategies/sync", "strategies", "trainer", "callbacks", "trainer/cli", "online"]
 
 INCLUDE = re.compile(r"^\s*#\s*include\s*<fulgur/([^>]+)>", re.MULTILINE)
 

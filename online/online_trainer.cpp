@@ -1,0 +1,149 @@
+#include <fulgur/online/online_trainer.hpp>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace fulgur {
+
+OnlineTrainer::OnlineTrainer(ModuleFactory make_module, OnlineOptions options, std::vector<std::shared_ptr<Logger>> loggers,
+                             Platform platform)
+    : options_(std::move(options)) {
+  if (options_.publish_every_n_steps < 1) {
+    throw std::invalid_argument(fmt::format("[OnlineOptions] publish_every_n_steps must be >= 1, got {}",
+                                            options_.publish_every_n_steps));
+  }
+  if (options_.num_threads && *options_.num_threads < 1) {
+    throw std::invalid_argument(fmt::format("[OnlineOptions] num_threads must be >= 1, got {}", *options_.num_threads));
+  }
+  stream_ = std::make_shared<SampleStream>(options_.stream);
+  module_ = make_module();
+  inference_module_ = make_module();
+  if (!module_ || !inference_module_) throw std::invalid_argument("[OnlineTrainer] the module factory returned null");
+  fabric_ = std::make_unique<Fabric>(options_.trainer, std::move(loggers), std::move(platform));
+  fabric_->setup(*module_);
+  if (fabric_->strategy().shards_parameters()) {
+    throw std::invalid_argument(
+        "[OnlineTrainer] a strategy that shards parameters between steps (fsdp FULL_SHARD) cannot publish whole "
+        "weights for predict(); use ddp, horovod or fsdp with SHARD_GRAD_OP");
+  }
+  inference_module_->to(fabric_->device());
+  inference_module_->eval();
+  publish();
+}
+
+OnlineTrainer::~OnlineTrainer() {
+  stream_->end();
+  if (thread_.joinable()) thread_.join();
+}
+
+void OnlineTrainer::apply_num_threads() const {
+  if (options_.num_threads) at::set_num_threads(static_cast<int>(*options_.num_threads));
+}
+
+double OnlineTrainer::step(const Batch& batch) {
+  const torch::Tensor loss = fabric_->training_loss(batch);
+  const double value = loss.detach().item<double>();
+  if (!std::isfinite(value)) {
+    // Before backward: the weights stay those of the last good step.
+    throw std::runtime_error(fmt::format(
+        "[OnlineTrainer] the loss of step {} is {}: no step was taken; the weights after step {} are kept "
+        "(published: step {})",
+        global_step_.load() + 1, value, global_step_.load(), snapshot_.step()));
+  }
+  fabric_->backward(loss);
+  fabric_->optimizer_step(0);
+  const int64_t done = ++global_step_;
+  if (done % options_.publish_every_n_steps == 0) publish();
+  return value;
+}
+
+double OnlineTrainer::train_step(const torch::Tensor& inputs, const torch::Tensor& targets) {
+  if (running_) throw std::logic_error("[OnlineTrainer::train_step] background training is running; stop() it first");
+  if (!inputs.defined() || !targets.defined() || inputs.dim() < 1 || inputs.size(0) != targets.size(0)) {
+    throw std::invalid_argument("[OnlineTrainer::train_step] inputs and targets must be tensors with the same "
+                                "first dimension (the batch)");
+  }
+  apply_num_threads();
+  return step(Batch{inputs, targets, {}});
+}
+
+void OnlineTrainer::publish() { snapshot_.publish(*module_, global_step_.load()); }
+
+void OnlineTrainer::start() {
+  if (running_ || thread_.joinable()) {
+    throw std::logic_error("[OnlineTrainer::start] background training was started already (one run per object)");
+  }
+  running_ = true;
+  thread_ = std::thread([this] { run_background(); });
+}
+
+void OnlineTrainer::run_background() {
+  try {
+    apply_num_threads();
+    const bool several = fabric_->world_size() > 1;
+    while (options_.max_steps < 0 || global_step_.load() < options_.max_steps) {
+      std::optional<Batch> batch = stream_->next_batch();
+      // Every rank steps while every rank has a batch: the first to run out
+      // (its stream ended) stops them all at the same step.
+      if (several && fabric_->strategy().max_over_ranks(batch ? 0 : 1) != 0) break;
+      if (!batch) break;
+      step(*batch);
+    }
+    publish();
+  } catch (...) {
+    error_ = std::current_exception();
+    failed_ = true;
+    stream_->end();  // a producer waiting for room wakes up
+  }
+  running_ = false;
+}
+
+void OnlineTrainer::rethrow_training_error() {
+  try {
+    std::rethrow_exception(error_);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("[OnlineTrainer] background training stopped at step {}: {}",
+                                         global_step_.load(), e.what()));
+  }
+}
+
+void OnlineTrainer::push(const torch::Tensor& inputs, const torch::Tensor& targets) {
+  if (failed_) rethrow_training_error();
+  try {
+    stream_->push(inputs, targets);
+  } catch (const std::logic_error&) {
+    if (failed_) rethrow_training_error();  // the stream ended because training failed
+    throw;
+  }
+}
+
+void OnlineTrainer::stop() {
+  stream_->end();
+  if (thread_.joinable()) thread_.join();
+  if (failed_) rethrow_training_error();
+}
+
+torch::Tensor OnlineTrainer::predict(const torch::Tensor& inputs) {
+  std::lock_guard lock(predict_mutex_);
+  inference_step_ = snapshot_.copy_to(*inference_module_, inference_step_);
+  torch::NoGradGuard no_grad;
+  Precision::AutocastScope autocast(fabric_->strategy().precision());
+  Batch batch{inputs.to(fabric_->device()), {}, {}};
+  return inference_module_->predict_step(batch, 0).to(torch::kCPU);
+}
+
+void OnlineTrainer::save_checkpoint(const std::filesystem::path& path) {
+  if (running_) throw std::logic_error("[OnlineTrainer::save_checkpoint] background training is running; stop() it first");
+  fabric_->save_checkpoint(path);
+}
+
+void OnlineTrainer::load_checkpoint(const std::filesystem::path& path) {
+  if (running_) throw std::logic_error("[OnlineTrainer::load_checkpoint] background training is running; stop() it first");
+  fabric_->load_checkpoint(path);
+  global_step_ = fabric_->global_step();
+  publish();
+}
+
+}  // namespace fulgur
