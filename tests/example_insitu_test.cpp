@@ -39,13 +39,13 @@ double run_example(const TempDir& dir, int ranks) {
 
 }  // namespace
 
-TEST_CASE("heat_insitu trains its surrogate in the background on 1 and 2 ranks to a relative error under 5%") {
+TEST_CASE("heat_insitu trains its surrogate in the background on 1 and 2 ranks to a relative error under 10%") {
   TempDir dir("example-insitu");
   const double one = run_example(dir, 1);
   const double two = run_example(dir, 2);
   MESSAGE("surrogate relative error after 10 steps: 1 rank " << one << ", 2 ranks " << two);
-  CHECK(one < 0.05);
-  CHECK(two < 0.05);
+  CHECK(one < 0.10);
+  CHECK(two < 0.10);
 }
 
 }  // namespace example_insitu_test
