@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
       solver.step();
       ++sim_steps;
       online.push(as_batch(before), as_batch(solver.field()));
-      if (sim_steps % 100 == 0) solver.reset(static_cast<uint64_t>(sim_steps) + 1);  // new hot spots
+      if (sim_steps % 25 == 0) solver.reset(static_cast<uint64_t>(sim_steps) + 1);  // new hot spots
     }
     online.stop();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
