@@ -1,7 +1,8 @@
 // The online trainer beside a simulation, each figure against a peer
 // measured in the same run:
 //   1. a simulation thread's step time alone vs with background training
-//      (training on 1 thread: --train_threads) pushing a sample every step;
+//      (training on 1 thread: --train_threads) pushing a sample every step,
+//      and vs pushing without training (what push() itself costs);
 //   2. background training's samples/s meanwhile;
 //   3. predict() latency while training runs (median);
 //   4. inline train_step against a bare LibTorch step of the same model
@@ -94,10 +95,14 @@ int main(int argc, char** argv) {
   at::set_num_threads(1);  // the simulation thread's own torch work (push) stays on its core
 
   // 1-3: the simulation alone and beside background training, alternating.
-  std::vector<double> ratios, samples_per_s, latencies;
+  std::vector<double> ratios, push_ratios, samples_per_s, latencies;
   for (int64_t p = 0; p < pairs; ++p) {
-    Simulation alone(grid), beside(grid);
+    Simulation alone(grid), beside(grid), pushing(grid);
     const double t_alone = simulate(alone, sim_steps, nullptr);
+    {  // pushing only (training not started): the cost of push() itself
+      fulgur::OnlineTrainer idle([] { return std::make_shared<Mlp>(); }, options_for(train_threads));
+      push_ratios.push_back(simulate(pushing, sim_steps, &idle) / t_alone);
+    }
     torch::manual_seed(0);
     fulgur::OnlineTrainer online([] { return std::make_shared<Mlp>(); }, options_for(train_threads));
     simulate(beside, 100, &online);  // fill the replay buffer's first batch
@@ -151,6 +156,7 @@ int main(int argc, char** argv) {
 
   std::printf("\nmedian over %lld pairs (grid %lld, training threads %lld):\n", static_cast<long long>(pairs),
               static_cast<long long>(grid), static_cast<long long>(train_threads));
+  std::printf("  simulation step pushing a sample (no training) / alone: x%.3f\n", median(push_ratios));
   std::printf("  simulation step beside background training / alone: x%.3f (target <= 1.10)\n", median(ratios));
   std::printf("  background training: %.0f samples/s (batch 64, MLP 64-256-256-64)\n", median(samples_per_s));
   std::printf("  predict latency while training: %.1f us (median of %zu)\n", median(latencies) * 1e6,

@@ -4,6 +4,7 @@
 #include <fulgur/trainer/trainer_options.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 
 namespace fulgur {
@@ -27,6 +28,11 @@ struct OnlineOptions {
   /// Background mode stops after this many optimizer steps (-1: at stop()
   /// or the end of the stream).
   int64_t max_steps = -1;
+  /// Where the trainer keeps `online_last.ckpt` (empty: nowhere). When set,
+  /// SIGTERM or SIGUSR1 (SLURM) make it save there at the next step
+  /// boundary and stop, and a trainer constructed with the same folder
+  /// resumes from that file.
+  std::filesystem::path checkpoint_dir;
 };
 
 }  // namespace fulgur

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <iostream>
 #include <stdexcept>
 
 namespace fulgur {
@@ -30,7 +31,34 @@ OnlineTrainer::OnlineTrainer(ModuleFactory make_module, OnlineOptions options, s
   }
   inference_module_->to(fabric_->device());
   inference_module_->eval();
+  if (!options_.checkpoint_dir.empty()) {
+    signals_ = std::make_unique<StopSignalFlag>();
+    // A restarted simulation: continue where the stopped one saved.
+    if (std::filesystem::exists(last_checkpoint())) {
+      fabric_->load_checkpoint(last_checkpoint());
+      global_step_ = fabric_->global_step();
+      if (fabric_->is_global_zero()) {
+        std::cout << "fulgur: resumed online training at step " << global_step_.load() << " from "
+                  << last_checkpoint().string() << std::endl;
+      }
+    }
+  }
   publish();
+}
+
+std::filesystem::path OnlineTrainer::last_checkpoint() const {
+  return options_.checkpoint_dir.empty() ? std::filesystem::path() : options_.checkpoint_dir / "online_last.ckpt";
+}
+
+void OnlineTrainer::check_stop_signal() {
+  if (!signals_) return;
+  int signal = signals_->signal();
+  // Every rank stops at the same step, the one where any rank saw a signal.
+  if (fabric_->world_size() > 1) signal = static_cast<int>(fabric_->strategy().max_over_ranks(signal));
+  if (signal == 0) return;
+  fabric_->save_checkpoint(last_checkpoint());
+  publish();
+  stop_signal_ = signal;
 }
 
 OnlineTrainer::~OnlineTrainer() {
@@ -56,11 +84,17 @@ double OnlineTrainer::step(const Batch& batch) {
   fabric_->optimizer_step(0);
   const int64_t done = ++global_step_;
   if (done % options_.publish_every_n_steps == 0) publish();
+  check_stop_signal();
   return value;
 }
 
 double OnlineTrainer::train_step(const torch::Tensor& inputs, const torch::Tensor& targets) {
   if (running_) throw std::logic_error("[OnlineTrainer::train_step] background training is running; stop() it first");
+  if (stop_signal_ != 0) {
+    throw std::runtime_error(fmt::format(
+        "[OnlineTrainer::train_step] training stopped on signal {} and saved {} at step {}; exit, and restart to resume",
+        stop_signal_.load(), last_checkpoint().string(), global_step_.load()));
+  }
   if (!inputs.defined() || !targets.defined() || inputs.dim() < 1 || inputs.size(0) != targets.size(0)) {
     throw std::invalid_argument("[OnlineTrainer::train_step] inputs and targets must be tensors with the same "
                                 "first dimension (the batch)");
@@ -83,7 +117,7 @@ void OnlineTrainer::run_background() {
   try {
     apply_num_threads();
     const bool several = fabric_->world_size() > 1;
-    while (options_.max_steps < 0 || global_step_.load() < options_.max_steps) {
+    while ((options_.max_steps < 0 || global_step_.load() < options_.max_steps) && stop_signal_ == 0) {
       std::optional<Batch> batch = stream_->next_batch();
       // Every rank steps while every rank has a batch: the first to run out
       // (its stream ended) stops them all at the same step.

@@ -3,6 +3,7 @@
 #include <fulgur/online/fabric.hpp>
 #include <fulgur/online/online_options.hpp>
 #include <fulgur/online/sample_stream.hpp>
+#include <fulgur/online/stop_signal_flag.hpp>
 #include <fulgur/online/weight_snapshot.hpp>
 
 #include <torch/torch.h>
@@ -84,6 +85,13 @@ class OnlineTrainer {
   /// Restores it, so training continues from that step, and publishes the
   /// restored weights.
   void load_checkpoint(const std::filesystem::path& path);
+  /// The signal (SIGTERM, SIGUSR1) that made training save
+  /// checkpoint_dir/online_last.ckpt and stop; 0 if none. After it,
+  /// train_step throws: the program exits (128 + the signal) and its
+  /// restart resumes from the checkpoint.
+  int stop_signal() const { return stop_signal_.load(); }
+  /// The file checkpoint_dir keeps (empty without checkpoint_dir).
+  std::filesystem::path last_checkpoint() const;
   /// The layer under it: strategy, collectives, loggers.
   Fabric& fabric() { return *fabric_; }
   /// The model that trains (read it only between steps).
@@ -94,6 +102,8 @@ class OnlineTrainer {
   double step(const Batch& batch);
   void run_background();
   void apply_num_threads() const;
+  /// After a step: a stop signal on any rank saves the checkpoint and stops.
+  void check_stop_signal();
   /// The background error, as thrown by stop() and push().
   [[noreturn]] void rethrow_training_error();
 
@@ -108,6 +118,8 @@ class OnlineTrainer {
   std::atomic<int64_t> global_step_{0};
   std::atomic<bool> running_{false};
   std::atomic<bool> failed_{false};
+  std::unique_ptr<StopSignalFlag> signals_;  // with checkpoint_dir only
+  std::atomic<int> stop_signal_{0};
   std::thread thread_;
   std::exception_ptr error_;  // written by the thread before failed_
 };

@@ -6,6 +6,8 @@
 
 #include <torch/torch.h>
 
+#include <filesystem>
+
 #include <doctest/doctest.h>
 
 namespace online_mpirun_test {
@@ -53,6 +55,24 @@ TEST_CASE("Fabric with ddp on 2 ranks ends at fit's weights (fit over a stream, 
   CHECK(torch::equal(fabric, fit));
   // and the 2-rank run equals one process on the whole batches
   CHECK(torch::allclose(fabric, run_probe(dir, "fabric", 1), 1e-6, 1e-6));
+}
+
+TEST_CASE("SIGTERM mid-run saves a checkpoint at a step boundary; the restarted program resumes and ends as an unstopped run") {
+  TempDir dir("online-resume");
+  const torch::Tensor straight = run_probe(dir, "inline", 1);
+  const std::string output = (dir / "resumed.pt").string();
+  const std::string checkpoints = (dir / "checkpoints").string();
+  const std::string command = kProbe + " resume " + output + " " + checkpoints;
+  const auto stopped = run_command(command + " 5", 300);
+  INFO(stopped.output);
+  CHECK(stopped.exit_code == 143);  // 128 + SIGTERM: the scheduler sees an unfinished run
+  CHECK(std::filesystem::exists(dir / "checkpoints" / "online_last.ckpt"));
+  CHECK_FALSE(std::filesystem::exists(output));
+  const auto resumed = run_command(command + " -1", 300);
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(resumed.output.find("resumed online training at step 6") != std::string::npos);
+  CHECK(torch::equal(load_pickled_tensor(output), straight));
 }
 
 }  // namespace online_mpirun_test

@@ -3,15 +3,20 @@
 // then rank 0 writes the final parameters, flattened, to OUTPUT.
 //
 //   online_probe inline|fabric|fit OUTPUT
+//   online_probe resume OUTPUT CHECKPOINT_DIR STOP_AT
 //
 // inline: OnlineTrainer::train_step; fabric: Fabric::training_step; fit:
-// Trainer::fit over a SampleStream. Under several ranks (mpirun, the
+// Trainer::fit over a SampleStream; resume: inline with a checkpoint folder,
+// raising SIGTERM before step STOP_AT (-1: never), exiting 143 once the
+// trainer saved and stopped, and resuming from the folder when restarted.
+// Under several ranks (mpirun, the
 // rendezvous from FULGUR_FILE_STORE) the strategy is ddp.
 #include <fulgur/fulgur.hpp>
 #include <fulgur/online/fabric.hpp>
 #include <fulgur/online/online_trainer.hpp>
 #include <fulgur/online/stream_data_module.hpp>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -49,8 +54,8 @@ void write_parameters(torch::nn::Module& module, const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::cerr << "usage: online_probe inline|fabric|fit OUTPUT\n";
+  if (argc != 3 && argc != 5) {
+    std::cerr << "usage: online_probe inline|fabric|fit OUTPUT, or online_probe resume OUTPUT DIR STOP_AT\n";
     return 2;
   }
   const std::string mode = argv[1];
@@ -84,6 +89,19 @@ int main(int argc, char** argv) {
       online.trainer = options;
       OnlineTrainer trainer([] { return std::make_shared<Mlp>(); }, online, {}, platform);
       for (const Batch& b : local) trainer.train_step(b.input, b.target);
+      if (rank == 0) write_parameters(trainer.module(), output);
+    } else if (mode == "resume" && argc == 5) {
+      OnlineOptions online;
+      online.trainer = options;
+      online.checkpoint_dir = argv[3];
+      const int64_t stop_at = std::stoll(argv[4]);
+      OnlineTrainer trainer([] { return std::make_shared<Mlp>(); }, online, {}, platform);
+      // The program knows where its stream stands from the trainer's step.
+      for (auto i = static_cast<size_t>(trainer.global_step()); i < local.size(); ++i) {
+        if (static_cast<int64_t>(i) == stop_at) std::raise(SIGTERM);  // as SLURM would, mid-run
+        trainer.train_step(local[i].input, local[i].target);
+        if (trainer.stop_signal() != 0) return 128 + trainer.stop_signal();
+      }
       if (rank == 0) write_parameters(trainer.module(), output);
     } else if (mode == "fabric") {
       Mlp model;  // outlives the Fabric
