@@ -56,6 +56,9 @@ ConfiguredModel::ConfiguredModel(ModelSpec spec) : spec_(std::move(spec)) {
   for (int64_t width : spec_.layers) {
     if (width < 1) throw std::invalid_argument(fmt::format("model.layers: sizes must be >= 1, got {}", width));
   }
+  if (spec_.loss_border < 0) {
+    throw std::invalid_argument(fmt::format("model.loss_border: must be >= 0, got {}", spec_.loss_border));
+  }
   if (!mlp && (spec_.kernel_size < 1 || spec_.kernel_size % 2 == 0)) {
     throw std::invalid_argument(fmt::format("model.kernel_size: must be odd and >= 1, got {}", spec_.kernel_size));
   }
@@ -74,18 +77,25 @@ ConfiguredModel::ConfiguredModel(ModelSpec spec) : spec_(std::move(spec)) {
 
 torch::Tensor ConfiguredModel::forward(const torch::Tensor& input) {
   if (script_) return script_->forward({input}).toTensor();
-  return net_->forward(input);
+  return spec_.residual ? input + net_->forward(input) : net_->forward(input);
 }
 
 torch::Tensor ConfiguredModel::training_step(const Batch& batch, int64_t) {
-  const torch::Tensor out = forward(batch.input);
+  torch::Tensor out = forward(batch.input);
+  torch::Tensor target = batch.target;
+  if (spec_.loss_border > 0 && out.dim() == 4) {
+    const int64_t b = spec_.loss_border;
+    auto inside = [b](const torch::Tensor& t) { return t.narrow(2, b, t.size(2) - 2 * b).narrow(3, b, t.size(3) - 2 * b); };
+    out = inside(out);
+    target = inside(target);
+  }
   torch::Tensor loss;
   if (spec_.loss == "mse") {
-    loss = torch::mse_loss(out, batch.target);
+    loss = torch::mse_loss(out, target);
   } else if (spec_.loss == "l1") {
-    loss = torch::l1_loss(out, batch.target);
+    loss = torch::l1_loss(out, target);
   } else {
-    loss = torch::smooth_l1_loss(out, batch.target);
+    loss = torch::smooth_l1_loss(out, target);
   }
   log("train_loss", loss);
   return loss;

@@ -25,6 +25,13 @@ struct ModelSpec {
   std::string activation = "tanh";
   /// cnn: odd kernel size (padding keeps the field's size).
   int64_t kernel_size = 3;
+  /// mlp and cnn: the network learns a correction, out = input + net(input)
+  /// (a time step of a field: input and output shaped alike).
+  bool residual = false;
+  /// cnn: the loss leaves out this many cells at each edge of the field
+  /// (halo rows whose next values depend on cells the rank lacks, fixed
+  /// boundary values).
+  int64_t loss_border = 0;
   /// torchscript: the file.
   std::filesystem::path path;
   /// "mse", "l1" or "smooth_l1".

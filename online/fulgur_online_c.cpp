@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -74,13 +75,21 @@ fulgur_status fulgur_online_create(const char* config_path, fulgur_online** out)
     return fail(FULGUR_INVALID_ARGUMENT, "fulgur_online_create: config_path and out must not be null");
   }
   try {
-    const fulgur::OnlineConfig config = fulgur::OnlineConfig::from_yaml_file(config_path);
+    fulgur::OnlineConfig config = fulgur::OnlineConfig::from_yaml_file(config_path);
+    // Under mpirun or srun with N ranks, "devices: auto" means those N ranks:
+    // one file serves any rank count.
+    const fulgur::Platform platform = fulgur::Platform::detect();
+    fulgur::TrainerOptions& trainer = config.options.trainer;
+    if (platform.world_size > 1 && trainer.devices() == "auto") {
+      trainer.devices(std::to_string(platform.world_size / std::max<int64_t>(1, trainer.num_nodes())));
+    }
     torch::manual_seed(config.seed);
     auto handle = std::make_unique<fulgur_online>();
     const fulgur::ModelSpec spec = config.model;
     try {
       handle->trainer = std::make_unique<fulgur::OnlineTrainer>(
-          [spec] { return std::make_shared<fulgur::ConfiguredModel>(spec); }, config.options);
+          [spec] { return std::make_shared<fulgur::ConfiguredModel>(spec); }, config.options,
+          std::vector<std::shared_ptr<fulgur::Logger>>{}, platform);
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(fmt::format("{}: {}", config_path, e.what()));
     }

@@ -51,6 +51,8 @@ OnlineConfig read(const YAML::Node& root) {
   m.layers = model.get<std::vector<int64_t>>("layers", m.layers);
   m.activation = model.get<std::string>("activation", m.activation);
   m.kernel_size = model.get<int64_t>("kernel_size", m.kernel_size);
+  m.residual = model.get<bool>("residual", m.residual);
+  m.loss_border = model.get<int64_t>("loss_border", m.loss_border);
   m.path = model.get<std::string>("path", "");
   check_all_read(model);
 

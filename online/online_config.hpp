@@ -12,7 +12,7 @@ namespace fulgur {
 /// An OnlineTrainer described by a YAML file, for programs that do not
 /// write C++ (the C API, Fortran):
 ///
-///   model: {type: cnn, layers: [1, 16, 1], activation: tanh, kernel_size: 3}
+///   model: {type: cnn, layers: [1, 16, 1], activation: tanh, kernel_size: 3, residual: false}
 ///   loss: mse
 ///   optimizer: {type: adam, lr: 0.001, weight_decay: 0, momentum: 0}
 ///   lr_scheduler: {step_size: 500, gamma: 0.5}
