@@ -381,4 +381,31 @@ TEST_CASE("OnlineConfig: a YAML file describes the model, optimizer and options;
         "model.path: TorchScript file '/nonexistent/net.pt' does not exist");
 }
 
+TEST_CASE("a TorchScript model written in Python trains and predicts from its YAML description") {
+  TempDir dir("online-torchscript");
+  const std::string script = (dir / "net.pt").string();
+  const auto made = fulgur::testing::run_command(
+      std::string(FULGUR_PYTHON) +
+          " -c \"import torch; torch.manual_seed(0); "
+          "m = torch.nn.Sequential(torch.nn.Linear(2, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1)); "
+          "torch.jit.save(torch.jit.script(m), '" + script + "')\"",
+      120);
+  INFO(made.output);
+  REQUIRE(made.exit_code == 0);
+  OnlineConfig config = OnlineConfig::from_yaml(
+      "model: {type: torchscript, path: " + script + "}\noptimizer: {type: adam, lr: 0.02}\n", "script.yaml");
+  config.options.trainer = quiet_options(dir.path()).logger(false);
+  OnlineTrainer online([&] { return std::make_shared<ConfiguredModel>(config.model); }, config.options);
+  CHECK(online.module().parameters().size() == 4);  // the script's own tensors train
+  torch::manual_seed(2);
+  const torch::Tensor x = torch::rand({256, 2}) * 2 - 1;
+  const torch::Tensor y = (x.select(1, 0) * x.select(1, 1) + x.select(1, 0).sin()).unsqueeze(1);
+  const double before = torch::mse_loss(online.predict(x), y).item<double>();
+  for (int i = 0; i < 200; ++i) online.train_step(x, y);
+  online.publish();
+  const double after = torch::mse_loss(online.predict(x), y).item<double>();
+  MESSAGE("TorchScript MLP: mse " << before << " -> " << after);
+  CHECK(after < before / 10);
+}
+
 }  // namespace online_test

@@ -2,10 +2,11 @@
 // trains on its slice of one fixed global stream (8 batches of 8 samples),
 // then rank 0 writes the final parameters, flattened, to OUTPUT.
 //
-//   online_probe inline|fabric|fit OUTPUT
+//   online_probe inline|horovod|fabric|fit OUTPUT
 //   online_probe resume OUTPUT CHECKPOINT_DIR STOP_AT
 //
-// inline: OnlineTrainer::train_step; fabric: Fabric::training_step; fit:
+// inline: OnlineTrainer::train_step (horovod: the same under the horovod
+// strategy's ring allreduce); fabric: Fabric::training_step; fit:
 // Trainer::fit over a SampleStream; resume: inline with a checkpoint folder,
 // raising SIGTERM before step STOP_AT (-1: never), exiting 143 once the
 // trainer saved and stopped, and resuming from the folder when restarted.
@@ -55,7 +56,7 @@ void write_parameters(torch::nn::Module& module, const std::string& path) {
 
 int main(int argc, char** argv) {
   if (argc != 3 && argc != 5) {
-    std::cerr << "usage: online_probe inline|fabric|fit OUTPUT, or online_probe resume OUTPUT DIR STOP_AT\n";
+    std::cerr << "usage: online_probe inline|horovod|fabric|fit OUTPUT, or online_probe resume OUTPUT DIR STOP_AT\n";
     return 2;
   }
   const std::string mode = argv[1];
@@ -71,7 +72,7 @@ int main(int argc, char** argv) {
                                  .logger(false)
                                  .enable_checkpointing(false)
                                  .default_root_dir(std::filesystem::path(output).parent_path().string());
-    if (world > 1) options.strategy(StrategyKind::DDP).devices(world);
+    if (world > 1) options.strategy(mode == "horovod" ? StrategyKind::Horovod : StrategyKind::DDP).devices(world);
 
     // The global stream: rank r takes rows [r * 8 / world, (r + 1) * 8 / world) of each batch.
     torch::manual_seed(11);
@@ -84,7 +85,7 @@ int main(int argc, char** argv) {
     }
 
     torch::manual_seed(3);
-    if (mode == "inline") {
+    if (mode == "inline" || mode == "horovod") {
       OnlineOptions online;
       online.trainer = options;
       OnlineTrainer trainer([] { return std::make_shared<Mlp>(); }, online, {}, platform);
