@@ -1,6 +1,9 @@
 #include <fulgur/online/configured_model.hpp>
 
+#include <fulgur/online/online_model_registry.hpp>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <stdexcept>
@@ -47,7 +50,10 @@ ConfiguredModel::ConfiguredModel(ModelSpec spec) : spec_(std::move(spec)) {
   }
   const bool mlp = spec_.type == "mlp";
   if (!mlp && spec_.type != "cnn") {
-    throw std::invalid_argument(fmt::format("model.type: '{}' is not one of mlp, cnn, torchscript", spec_.type));
+    const std::vector<std::string> registered = OnlineModelRegistry::names();
+    throw std::invalid_argument(fmt::format("model.type: '{}' is not one of mlp, cnn, torchscript{}", spec_.type,
+                                            registered.empty() ? std::string(" (no model is registered)")
+                                                               : fmt::format(", {}", fmt::join(registered, ", "))));
   }
   if (spec_.layers.size() < 2) {
     throw std::invalid_argument(fmt::format("model.layers: needs at least 2 sizes (input and output), got {}",

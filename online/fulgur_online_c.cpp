@@ -3,6 +3,7 @@
 #include <fulgur/online/fulgur_online.h>
 
 #include <fulgur/online/online_config.hpp>
+#include <fulgur/online/online_model_registry.hpp>
 #include <fulgur/online/online_trainer.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
 
@@ -86,10 +87,15 @@ fulgur_status fulgur_online_create(const char* config_path, fulgur_online** out)
     torch::manual_seed(config.seed);
     auto handle = std::make_unique<fulgur_online>();
     const fulgur::ModelSpec spec = config.model;
+    // A C++ module registered by name, else a built-in or TorchScript model.
+    fulgur::OnlineTrainer::ModuleFactory factory =
+        fulgur::OnlineModelRegistry::find(spec.type)
+            .value_or([spec]() -> std::shared_ptr<fulgur::LightningModule> {
+              return std::make_shared<fulgur::ConfiguredModel>(spec);
+            });
     try {
       handle->trainer = std::make_unique<fulgur::OnlineTrainer>(
-          [spec] { return std::make_shared<fulgur::ConfiguredModel>(spec); }, config.options,
-          std::vector<std::shared_ptr<fulgur::Logger>>{}, platform);
+          factory, config.options, std::vector<std::shared_ptr<fulgur::Logger>>{}, platform);
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(fmt::format("{}: {}", config_path, e.what()));
     }

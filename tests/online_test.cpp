@@ -3,13 +3,16 @@
 #include "support/tiny_modules.hpp"
 
 #include <fulgur/online/fabric.hpp>
+#include <fulgur/online/fulgur_online.h>
 #include <fulgur/online/online_config.hpp>
+#include <fulgur/online/online_model_registry.hpp>
 #include <fulgur/online/online_trainer.hpp>
 #include <fulgur/online/sample_stream.hpp>
 #include <fulgur/online/stream_data_module.hpp>
 
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -406,6 +409,31 @@ TEST_CASE("a TorchScript model written in Python trains and predicts from its YA
   const double after = torch::mse_loss(online.predict(x), y).item<double>();
   MESSAGE("TorchScript MLP: mse " << before << " -> " << after);
   CHECK(after < before / 10);
+}
+
+TEST_CASE("the C API builds a C++ module registered by name; an unknown type lists the registered ones") {
+  TempDir dir("online-registered");
+  OnlineModelRegistry::add("online_test_twins", [] { return std::make_shared<Twins>(); });
+  CHECK(error_of([] { OnlineModelRegistry::add("online_test_twins", [] { return std::make_shared<Twins>(); }); }) ==
+        "[OnlineModelRegistry::add] 'online_test_twins' is registered already");
+  CHECK(error_of([] { OnlineModelRegistry::add("mlp", [] { return std::make_shared<Twins>(); }); }) ==
+        "[OnlineModelRegistry::add] 'mlp' is a built-in model type");
+  const std::string config = (dir / "twins.yaml").string();
+  std::ofstream(config) << "model: {type: online_test_twins}\ntrainer: {accelerator: cpu, enable_progress_bar: false}\n";
+  fulgur_online* handle = nullptr;
+  REQUIRE(fulgur_online_create(config.c_str(), &handle) == FULGUR_OK);
+  const std::vector<float> x(4, 0.0F), y(4, 2.0F);
+  const int64_t shape[2] = {4, 1};
+  double loss = 0.0;
+  CHECK(fulgur_online_train_step(handle, x.data(), shape, 2, y.data(), shape, 2, &loss) == FULGUR_OK);
+  CHECK(loss == 8.0);  // (0 - 2)^2 for a and for b: Twins' own training_step
+  fulgur_online_destroy(handle);
+
+  std::ofstream(config) << "model: {type: nothing_like_it}\n";
+  CHECK(fulgur_online_create(config.c_str(), &handle) == FULGUR_CONFIG_ERROR);
+  CHECK(std::string(fulgur_online_last_error()) ==
+        "fulgur_online_create: " + config +
+            ": model.type: 'nothing_like_it' is not one of mlp, cnn, torchscript, online_test_twins");
 }
 
 }  // namespace online_test
