@@ -33,6 +33,9 @@ struct OnlineOptions {
   /// boundary and stop, and a trainer constructed with the same folder
   /// resumes from that file.
   std::filesystem::path checkpoint_dir;
+  /// Checkpoints also hold the samples buffered in the stream (a replay
+  /// buffer refills at once after a restart), and loading one pushes them back.
+  bool checkpoint_buffer = false;
 };
 
 }  // namespace fulgur

@@ -35,8 +35,7 @@ OnlineTrainer::OnlineTrainer(ModuleFactory make_module, OnlineOptions options, s
     signals_ = std::make_unique<StopSignalFlag>();
     // A restarted simulation: continue where the stopped one saved.
     if (std::filesystem::exists(last_checkpoint())) {
-      fabric_->load_checkpoint(last_checkpoint());
-      global_step_ = fabric_->global_step();
+      load_state(last_checkpoint());
       if (fabric_->is_global_zero()) {
         std::cout << "fulgur: resumed online training at step " << global_step_.load() << " from "
                   << last_checkpoint().string() << std::endl;
@@ -56,7 +55,7 @@ void OnlineTrainer::check_stop_signal() {
   // Every rank stops at the same step, the one where any rank saw a signal.
   if (fabric_->world_size() > 1) signal = static_cast<int>(fabric_->strategy().max_over_ranks(signal));
   if (signal == 0) return;
-  fabric_->save_checkpoint(last_checkpoint());
+  save_state(last_checkpoint());
   publish();
   stop_signal_ = signal;
 }
@@ -170,14 +169,37 @@ torch::Tensor OnlineTrainer::predict(const torch::Tensor& inputs) {
 
 void OnlineTrainer::save_checkpoint(const std::filesystem::path& path) {
   if (running_) throw std::logic_error("[OnlineTrainer::save_checkpoint] background training is running; stop() it first");
-  fabric_->save_checkpoint(path);
+  save_state(path);
 }
 
 void OnlineTrainer::load_checkpoint(const std::filesystem::path& path) {
   if (running_) throw std::logic_error("[OnlineTrainer::load_checkpoint] background training is running; stop() it first");
-  fabric_->load_checkpoint(path);
-  global_step_ = fabric_->global_step();
+  load_state(path);
   publish();
+}
+
+void OnlineTrainer::save_state(const std::filesystem::path& path) {
+  Checkpoint extra = new_state_dict();
+  if (options_.checkpoint_buffer) {
+    // Rank 0 writes the file: its own samples are the ones kept.
+    const auto [inputs, targets] = stream_->buffered_samples();
+    if (inputs.defined()) {
+      Checkpoint buffer = new_state_dict();
+      buffer.insert("inputs", inputs);
+      buffer.insert("targets", targets);
+      extra.insert("stream_buffer", buffer);
+    }
+  }
+  fabric_->save_checkpoint(path, extra);
+}
+
+void OnlineTrainer::load_state(const std::filesystem::path& path) {
+  const Checkpoint checkpoint = fabric_->load_checkpoint(path);
+  global_step_ = fabric_->global_step();
+  if (options_.checkpoint_buffer && checkpoint.contains("stream_buffer")) {
+    const auto buffer = checkpoint.at("stream_buffer").toGenericDict();
+    stream_->push(buffer.at("inputs").toTensor(), buffer.at("targets").toTensor());
+  }
 }
 
 }  // namespace fulgur

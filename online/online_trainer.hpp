@@ -79,8 +79,8 @@ class OnlineTrainer {
   int64_t global_step() const { return global_step_.load(); }
   int64_t published_step() const { return snapshot_.step(); }
   /// Writes the training state (weights, optimizer, scheduler, step: see
-  /// Fabric::save_checkpoint); every rank calls it, between steps (inline
-  /// mode, or after stop()).
+  /// Fabric::save_checkpoint; with checkpoint_buffer, the stream's samples
+  /// too); every rank calls it, between steps (inline mode, or after stop()).
   void save_checkpoint(const std::filesystem::path& path);
   /// Restores it, so training continues from that step, and publishes the
   /// restored weights.
@@ -102,6 +102,10 @@ class OnlineTrainer {
   double step(const Batch& batch);
   void run_background();
   void apply_num_threads() const;
+  /// Fabric::save_checkpoint with the stream's samples (checkpoint_buffer).
+  void save_state(const std::filesystem::path& path);
+  /// Fabric::load_checkpoint, the samples pushed back (checkpoint_buffer).
+  void load_state(const std::filesystem::path& path);
   /// After a step: a stop signal on any rank saves the checkpoint and stops.
   void check_stop_signal();
   /// The background error, as thrown by stop() and push().

@@ -163,6 +163,17 @@ Batch SampleStream::draw_replay() {
   return Batch{torch::stack(xs), torch::stack(ys), {}};
 }
 
+std::pair<torch::Tensor, torch::Tensor> SampleStream::buffered_samples() const {
+  std::lock_guard lock(mutex_);
+  if (samples_.empty()) return {};
+  std::vector<torch::Tensor> xs, ys;
+  for (const auto& [x, y] : samples_) {
+    xs.push_back(x);
+    ys.push_back(y);
+  }
+  return {torch::stack(xs), torch::stack(ys)};
+}
+
 int64_t SampleStream::pushed() const {
   std::lock_guard lock(mutex_);
   return pushed_;

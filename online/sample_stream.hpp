@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace fulgur {
@@ -48,6 +49,11 @@ class SampleStream : public DataLoader, public Exhaustible {
   /// The next batch, waiting for the producer when there are too few
   /// samples; nullopt once the stream ended and nothing is left.
   std::optional<Batch> next_batch();
+
+  /// The buffered samples, oldest first, stacked (first dimension: samples),
+  /// for a checkpoint; undefined tensors when the buffer is empty. push()
+  /// puts them back.
+  std::pair<torch::Tensor, torch::Tensor> buffered_samples() const;
 
   /// Samples pushed, dropped (DropOldest, and Replay's overwritten ones)
   /// and buffered now.

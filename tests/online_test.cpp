@@ -436,4 +436,27 @@ TEST_CASE("the C API builds a C++ module registered by name; an unknown type lis
             ": model.type: 'nothing_like_it' is not one of mlp, cnn, torchscript, online_test_twins");
 }
 
+TEST_CASE("checkpoint_buffer: the stream's samples travel with the checkpoint and refill a restarted replay buffer") {
+  TempDir dir("online-buffer");
+  OnlineOptions options = online_options(dir);
+  options.stream = SampleStreamOptions{.capacity = 32, .when_full = WhenFull::Replay, .batch_size = 4, .seed = 5};
+  options.checkpoint_buffer = true;
+  const std::vector<Batch> batches = fixed_batches(3, 4);
+  OnlineTrainer first([] { return std::make_shared<Mlp>(); }, options);
+  for (const Batch& b : batches) first.push(b.input, b.target);
+  first.save_checkpoint(dir / "with-buffer.ckpt");
+
+  OnlineTrainer second([] { return std::make_shared<Mlp>(); }, options);
+  second.load_checkpoint(dir / "with-buffer.ckpt");
+  CHECK(second.stream().buffered() == 12);
+  const auto [inputs, targets] = second.stream().buffered_samples();
+  CHECK(torch::equal(inputs, torch::cat({batches[0].input, batches[1].input, batches[2].input})));
+  CHECK(torch::equal(targets, torch::cat({batches[0].target, batches[1].target, batches[2].target})));
+
+  options.checkpoint_buffer = false;  // the same file, the samples left out
+  OnlineTrainer third([] { return std::make_shared<Mlp>(); }, options);
+  third.load_checkpoint(dir / "with-buffer.ckpt");
+  CHECK(third.stream().buffered() == 0);
+}
+
 }  // namespace online_test
