@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+#include <iostream>
 #include <set>
 #include <stdexcept>
 
@@ -31,11 +33,26 @@ torch::Tensor LightningModule::predict_step(const Batch&, int64_t) {
   throw std::logic_error("[LightningModule::predict_step] not implemented: override predict_step to use predict()");
 }
 
-void LightningModule::log(const std::string& name, const torch::Tensor& value, const LogOptions& options) {
-  if (results_ == nullptr) {
-    throw std::logic_error(fmt::format(
-        "[LightningModule::log] '{}' was logged outside a Trainer loop (log only inside steps and hooks)", name));
+namespace {
+
+/// Outside any run log() is a no-op, as Lightning's: a model used in an own
+/// loop or a test keeps working. Said once per process, not per call.
+bool logged_outside_run(const std::string& name) {
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) {
+    std::cerr << fmt::format(
+                     "fulgur: warning: [LightningModule::log] '{}' was logged outside a Trainer or Fabric run and is "
+                     "dropped (said once)",
+                     name)
+              << std::endl;
   }
+  return true;
+}
+
+}  // namespace
+
+void LightningModule::log(const std::string& name, const torch::Tensor& value, const LogOptions& options) {
+  if (results_ == nullptr && logged_outside_run(name)) return;
   results_->log(name, value, options);
 }
 
@@ -44,10 +61,7 @@ void LightningModule::log(const std::string& name, double value, const LogOption
 }
 
 void LightningModule::log(const std::string& name, metrics::Metric& metric, const LogOptions& options) {
-  if (results_ == nullptr) {
-    throw std::logic_error(fmt::format(
-        "[LightningModule::log] '{}' was logged outside a Trainer loop (log only inside steps and hooks)", name));
-  }
+  if (results_ == nullptr && logged_outside_run(name)) return;
   metric.set_runtime(runtime_);
   results_->log(name, metric, options);
 }

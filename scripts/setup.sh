@@ -25,6 +25,8 @@ apt_packages=(
   libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev
   libgloo-dev iproute2 openmpi-bin clang
   libhdf5-dev
+  gfortran  # the Fortran module's test (online/fulgur_online.f90)
+  libopenmpi-dev  # examples/insitu: the simulation's own MPI (halo exchange)
   python3-venv
   libpython3.11-stdlib  # the transformer_lm example's corpus (pydoc_data/topics.py)
 )

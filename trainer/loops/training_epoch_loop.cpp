@@ -7,6 +7,7 @@
 #include <fulgur/trainer/connectors/signal_connector.hpp>
 #include <fulgur/trainer/loops/run_context.hpp>
 #include <fulgur/modules/scoped_metric_sink.hpp>
+#include <fulgur/datamodules/exhaustible.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -110,6 +111,10 @@ void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, const std::v
   }
   batches.reset();
   epoch_complete_ = batch_idx >= num_batches_;
+  if (!epoch_complete_) {  // a stream that ended: no epoch after this one
+    const auto* source = dynamic_cast<const Exhaustible*>(&train);
+    if (source != nullptr && source->exhausted()) trainer_.request_stop();
+  }
 
   // Callbacks that monitor metrics (EarlyStopping, ModelCheckpoint) run last,
   // so they see what the module logs in its hook and the epoch aggregates.

@@ -1,0 +1,226 @@
+#include <fulgur/online/fabric.hpp>
+
+#include <fulgur/modules/scoped_metric_sink.hpp>
+#include <fulgur/modules/scoped_module_runtime.hpp>
+#include <fulgur/online/fabric_runtime.hpp>
+#include <fulgur/modules/state_dict.hpp>
+#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
+#include <fulgur/trainer/checkpoint/optimizer_state.hpp>
+#include <fulgur/trainer/checkpoint/scheduler_state.hpp>
+#include <fulgur/strategies/create_strategy.hpp>
+#include <fulgur/version.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <stdexcept>
+
+namespace fulgur {
+
+Fabric::Fabric(TrainerOptions options, std::vector<std::shared_ptr<Logger>> loggers, Platform platform)
+    : config_(TrainerConfig::resolve(options, platform)), loggers_(std::move(loggers)) {
+  if (config_.needs_launch) {
+    throw std::invalid_argument(fmt::format(
+        "[Fabric] the options ask for {} processes but {} runs: a Fabric starts no processes; launch the "
+        "program with mpirun, srun or torchrun",
+        config_.world_size, platform.world_size_source));
+  }
+  strategy_ = create_strategy(config_.strategy_spec(platform));
+  runtime_ = std::make_unique<FabricRuntime>(*this);
+}
+
+Fabric::~Fabric() {
+  sink_.reset();
+  attached_.reset();
+  if (module_ != nullptr) {
+    try {
+      strategy_->teardown();
+    } catch (...) {  // a destructor: the process group may already be gone
+    }
+  }
+}
+
+void Fabric::setup(LightningModule& module) {
+  if (module_ != nullptr) throw std::logic_error("[Fabric::setup] a Fabric sets up one module");
+  strategy_->setup_environment();
+  attached_ = std::make_unique<ScopedModuleRuntime>(module, *runtime_);
+  sink_ = std::make_unique<ScopedMetricSink>(module, runtime_.get());
+  module_ = &module;
+  strategy_->setup(module);
+  module.train();
+  optimizers_ = module.resolved_optimizers().entries();
+  for (size_t i = 0; i < optimizers_.size(); ++i) {
+    if (!optimizers_[i].optimizer) {
+      throw std::invalid_argument(fmt::format("[Fabric::setup] configure_optimizers returned no optimizer at position {}", i));
+    }
+    strategy_->setup_optimizers(*optimizers_[i].optimizer);
+    lightning_optimizers_.push_back(
+        std::make_shared<LightningOptimizer>(optimizers_[i].optimizer, i, static_cast<ModuleRuntime*>(runtime_.get())));
+  }
+}
+
+LightningModule& Fabric::module() {
+  if (module_ == nullptr) throw std::logic_error("[Fabric] no module: call setup(module) first");
+  return *module_;
+}
+
+Batch Fabric::to_device(const Batch& batch) const { return strategy_->batch_to_device(batch); }
+
+torch::Tensor Fabric::training_loss(const Batch& batch) {
+  LightningModule& m = module();
+  const Batch on_device = to_device(batch);
+  strategy_->before_training_step();
+  torch::Tensor loss;
+  {
+    Precision::AutocastScope autocast(strategy_->precision());
+    loss = m.training_step(on_device, global_step_);
+  }
+  if (!loss.defined() || loss.numel() != 1 || !loss.requires_grad()) {
+    throw std::runtime_error(fmt::format(
+        "[Fabric::training_loss] training_step must return a scalar loss that requires grad (step {}), got {}",
+        global_step_,
+        !loss.defined() ? std::string("an undefined tensor")
+                        : fmt::format("shape [{}] requires_grad={}", fmt::join(loss.sizes(), ","), loss.requires_grad())));
+  }
+  return loss;
+}
+
+void Fabric::backward(const torch::Tensor& loss) {
+  LightningModule& m = module();
+  m.on_before_backward(loss);
+  strategy_->backward(loss);
+  m.on_after_backward();
+}
+
+bool Fabric::optimizer_step(size_t index) {
+  LightningModule& m = module();
+  if (index >= optimizers_.size()) {
+    throw std::out_of_range(
+        fmt::format("[Fabric::optimizer_step] optimizer {} does not exist; there are {}", index, optimizers_.size()));
+  }
+  torch::optim::Optimizer& optimizer = *optimizers_[index].optimizer;
+  std::optional<Strategy::Clip> clip;
+  const auto& clip_val = config_.options.gradient_clip_val();
+  if (clip_val && *clip_val > 0.0) clip = Strategy::Clip{*clip_val, config_.gradient_clip_algorithm};
+  const bool stepped = strategy_->optimizer_step(optimizer, [&] { m.on_before_optimizer_step(optimizer); }, clip);
+  optimizer.zero_grad();
+  ++global_step_;
+  const auto& scheduler = optimizers_[index].lr_scheduler;
+  if (scheduler && scheduler->scheduler && scheduler->interval == Interval::Step &&
+      global_step_ % scheduler->frequency == 0) {
+    scheduler->scheduler->step();
+  }
+  flush_logged();
+  return stepped;
+}
+
+torch::Tensor Fabric::training_step(const Batch& batch) {
+  const torch::Tensor loss = training_loss(batch);
+  backward(loss);
+  optimizer_step(0);
+  return loss.detach();
+}
+
+void Fabric::end_epoch() {
+  for (auto& entry : optimizers_) {
+    if (entry.lr_scheduler && entry.lr_scheduler->scheduler && entry.lr_scheduler->interval == Interval::Epoch) {
+      entry.lr_scheduler->scheduler->step();
+    }
+  }
+}
+
+torch::Tensor Fabric::all_reduce(const torch::Tensor& tensor, ReduceOp op) {
+  if (world_size() == 1) return tensor.detach().clone();
+  return strategy_->all_reduce(tensor, op);
+}
+
+torch::Tensor Fabric::broadcast(const torch::Tensor& tensor, int64_t source_rank) {
+  return strategy_->broadcast(tensor, source_rank);
+}
+
+void Fabric::barrier(const std::string& name) { strategy_->barrier(name); }
+
+int64_t Fabric::global_rank() const { return strategy_->global_rank(); }
+
+int64_t Fabric::world_size() const { return strategy_->world_size(); }
+
+torch::Device Fabric::device() const { return strategy_->root_device(); }
+
+void Fabric::log(const std::string& name, double value) { log_dict({{name, value}}); }
+
+void Fabric::log_dict(const std::map<std::string, double>& values) {
+  if (!is_global_zero() || values.empty()) return;
+  for (auto& logger : loggers_) logger->log_metrics(values, global_step_);
+}
+
+void Fabric::flush_logged() {
+  const std::map<std::string, double> values = runtime_->take_logged();
+  if (global_step_ % config_.options.log_every_n_steps() == 0) log_dict(values);
+}
+
+void Fabric::save_checkpoint(const std::filesystem::path& path, const Checkpoint& extra) {
+  LightningModule& m = module();
+  if (strategy_->shards_parameters() || strategy_->shards_optimizer_state()) {
+    throw std::logic_error("[Fabric::save_checkpoint] a sharding strategy's checkpoint needs the Trainer; use ddp");
+  }
+  if (is_global_zero()) {
+    Checkpoint c = new_state_dict();
+    c.insert(CheckpointIO::kVersionKey, std::string(FULGUR_VERSION));
+    c.insert("epoch", int64_t{0});
+    c.insert("global_step", global_step_);
+    Checkpoint weights = new_state_dict();
+    for (const auto& entry : state_dict(m)) weights.insert(entry.key(), entry.value().detach());
+    c.insert("state_dict", weights);
+    c.insert("hyper_parameters", m.hparams().copy());
+    c10::impl::GenericList optimizers(c10::AnyType::get());
+    c10::impl::GenericList schedulers(c10::AnyType::get());
+    for (auto& entry : optimizers_) {
+      optimizers.push_back(optimizer_state_dict(*entry.optimizer));
+      if (entry.lr_scheduler) schedulers.push_back(scheduler_state_dict(*entry.lr_scheduler, *entry.optimizer));
+    }
+    c.insert("optimizer_states", optimizers);
+    c.insert("lr_schedulers", schedulers);
+    c.insert("precision", strategy_->precision().state_dict());
+    for (const auto& entry : extra) c.insert_or_assign(entry.key(), entry.value());
+    CheckpointIO::save(c, path);
+  }
+  barrier("fabric_save_checkpoint");
+}
+
+Checkpoint Fabric::load_checkpoint(const std::filesystem::path& path) {
+  LightningModule& m = module();
+  const std::string source = path.string();
+  Checkpoint c = CheckpointIO::load(path);
+  for (const char* key : {"global_step", "state_dict", "optimizer_states", "lr_schedulers", "precision"}) {
+    if (!c.contains(key)) throw CheckpointError(fmt::format("[Fabric::load_checkpoint] {} has no '{}'", source, key));
+  }
+  c10::Dict<std::string, torch::Tensor> weights;
+  for (const auto& entry : c.at("state_dict").toGenericDict()) {
+    weights.insert(entry.key().toStringRef(), entry.value().toTensor());
+  }
+  try {
+    load_state_dict(m, weights, /*strict=*/true);
+    const auto optimizers = c.at("optimizer_states").toList();
+    if (optimizers.size() != optimizers_.size()) {
+      throw std::invalid_argument(
+          fmt::format("it holds {} optimizer states, the model has {}", optimizers.size(), optimizers_.size()));
+    }
+    const auto schedulers = c.at("lr_schedulers").toList();
+    size_t next_scheduler = 0;
+    for (size_t i = 0; i < optimizers_.size(); ++i) {
+      load_optimizer_state_dict(*optimizers_[i].optimizer, optimizers.get(i).toGenericDict());
+      if (optimizers_[i].lr_scheduler && next_scheduler < schedulers.size()) {
+        load_scheduler_state_dict(*optimizers_[i].lr_scheduler, schedulers.get(next_scheduler++).toGenericDict(), source);
+      }
+    }
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw CheckpointError(fmt::format("[Fabric::load_checkpoint] {}: {}", source, e.what()));
+  }
+  strategy_->precision().load_state_dict(c.at("precision").toGenericDict());
+  global_step_ = c.at("global_step").toInt();
+  return c;
+}
+
+}  // namespace fulgur

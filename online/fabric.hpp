@@ -1,0 +1,129 @@
+#pragma once
+
+#include <fulgur/modules/batch.hpp>
+#include <fulgur/modules/lightning_module.hpp>
+#include <fulgur/modules/optimizer_config.hpp>
+#include <fulgur/modules/reduce_op.hpp>
+#include <fulgur/strategies/strategy.hpp>
+#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+#include <fulgur/loggers/logger.hpp>
+#include <fulgur/trainer/trainer_config.hpp>
+#include <fulgur/trainer/trainer_options.hpp>
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fulgur {
+
+class FabricRuntime;
+class ScopedMetricSink;
+class ScopedModuleRuntime;
+
+/// The layer under the Trainer, for a program that owns its loop
+/// (Lightning's Fabric): the strategy, precision and device that
+/// TrainerOptions choose, a module and its optimizers set up on them, and
+/// the Trainer's own step sequence. It starts no processes: under mpirun,
+/// srun or torchrun each process makes one Fabric and the ranks come from
+/// the launcher's environment.
+///
+///   Fabric fabric(TrainerOptions().strategy(StrategyKind::DDP));
+///   fabric.setup(model);
+///   for (const Batch& batch : my_batches) fabric.training_step(batch);
+class Fabric {
+ public:
+  /// Resolves `options` as the Trainer does (std::invalid_argument naming a
+  /// bad option) and creates the strategy. Throws std::invalid_argument when
+  /// the options ask for processes no launcher started.
+  explicit Fabric(TrainerOptions options = {}, std::vector<std::shared_ptr<Logger>> loggers = {},
+                  Platform platform = Platform::detect());
+  ~Fabric();
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+
+  /// Joins the process group (a collective under ddp, horovod, fsdp), moves
+  /// `module` to the device and wraps its gradient path, then builds its
+  /// optimizers (configure_optimizers). The module must outlive the Fabric;
+  /// from here on its log() goes to the loggers and its all_reduce() and
+  /// device() to this Fabric's strategy.
+  void setup(LightningModule& module);
+
+  // --- the step, as the Trainer runs it ------------------------------------------------
+  /// training_step(batch) under the precision's autocast, after the
+  /// strategy's before_training_step; `batch` is moved to the device first.
+  /// Checks that the loss is a scalar that requires grad.
+  torch::Tensor training_loss(const Batch& batch);
+  /// Backward through the precision plugin and the strategy (gradients
+  /// averaged over ranks), with the module's backward hooks around it.
+  void backward(const torch::Tensor& loss);
+  /// Optimizer `index` steps through the strategy (gradient_clip_val from the
+  /// options), its gradients are zeroed, its step-interval scheduler steps,
+  /// and the global step counts one; values logged since the last step go to
+  /// the loggers. Returns whether the optimizer stepped (float16's scaler
+  /// skips steps with inf/NaN gradients).
+  bool optimizer_step(size_t index = 0);
+  /// training_loss, backward, optimizer_step: one Trainer step. Returns the
+  /// loss, detached.
+  torch::Tensor training_step(const Batch& batch);
+  /// Steps the epoch-interval schedulers (a Fabric has no epochs of its own).
+  void end_epoch();
+
+  // --- the processes ----------------------------------------------------------------
+  torch::Tensor all_reduce(const torch::Tensor& tensor, ReduceOp op = ReduceOp::Sum);
+  torch::Tensor broadcast(const torch::Tensor& tensor, int64_t source_rank = 0);
+  void barrier(const std::string& name = "fabric");
+  int64_t global_rank() const;
+  int64_t world_size() const;
+  bool is_global_zero() const { return global_rank() == 0; }
+  torch::Device device() const;
+  Batch to_device(const Batch& batch) const;
+
+  // --- logging ----------------------------------------------------------------------
+  /// Sends values to the loggers at the current global step (rank 0 only).
+  void log(const std::string& name, double value);
+  void log_dict(const std::map<std::string, double>& values);
+
+  // --- checkpoints -----------------------------------------------------------------
+  /// Writes the module's weights (`state_dict`), its optimizers' and
+  /// schedulers' states (`optimizer_states`, `lr_schedulers`), the
+  /// precision's scaler and `global_step` with the Trainer's keys, plus the
+  /// entries of `extra`, atomically from rank 0; every rank calls it.
+  /// Not under a strategy that shards (fsdp): std::logic_error.
+  void save_checkpoint(const std::filesystem::path& path, const Checkpoint& extra = new_state_dict());
+  /// Restores what save_checkpoint wrote (every rank reads the file) and
+  /// returns the whole checkpoint, `extra` entries included. A missing or
+  /// corrupt file, or weights that do not fit, throw naming the path.
+  Checkpoint load_checkpoint(const std::filesystem::path& path);
+
+  /// Optimizer steps taken since setup (or restored by load_checkpoint).
+  int64_t global_step() const { return global_step_; }
+  const TrainerConfig& config() const { return config_; }
+  Strategy& strategy() { return *strategy_; }
+  /// The optimizers (each with its scheduler) of the module set up.
+  std::vector<OptimizerConfig>& optimizers() { return optimizers_; }
+  LightningModule& module();
+  const std::vector<std::shared_ptr<Logger>>& loggers() const { return loggers_; }
+
+ private:
+  friend class FabricRuntime;
+  /// Sends what the module logged to the loggers.
+  void flush_logged();
+
+  TrainerConfig config_;
+  std::unique_ptr<Strategy> strategy_;
+  std::vector<std::shared_ptr<Logger>> loggers_;
+  std::unique_ptr<FabricRuntime> runtime_;
+  std::unique_ptr<ScopedModuleRuntime> attached_;
+  std::unique_ptr<ScopedMetricSink> sink_;
+  LightningModule* module_ = nullptr;
+  std::vector<OptimizerConfig> optimizers_;
+  std::vector<std::shared_ptr<LightningOptimizer>> lightning_optimizers_;
+  int64_t global_step_ = 0;
+};
+
+}  // namespace fulgur

@@ -1,0 +1,198 @@
+! fulgur's online trainer for Fortran programs, over the C API
+! (fulgur_online.h) with iso_c_binding. Arrays are real(c_float); their
+! last dimension counts the samples (Fortran order), which is the C API's
+! first: x(n_features, n_samples) or x(nx, ny, n_channels, n_samples).
+! Every function returns a status (FULGUR_OK = 0); fulgur_last_error()
+! says why a call failed.
+module fulgur_online
+  use, intrinsic :: iso_c_binding
+  implicit none
+  private
+
+  integer(c_int), parameter, public :: FULGUR_OK = 0, FULGUR_INVALID_ARGUMENT = 1, FULGUR_CONFIG_ERROR = 2, &
+                                       FULGUR_TRAINING_ERROR = 3, FULGUR_CHECKPOINT_ERROR = 4, &
+                                       FULGUR_INTERNAL_ERROR = 5
+
+  public :: fulgur_create, fulgur_destroy, fulgur_train_step, fulgur_push, fulgur_start, fulgur_stop, &
+            fulgur_predict, fulgur_save_checkpoint, fulgur_load_checkpoint, fulgur_global_step, fulgur_last_error
+
+  interface fulgur_train_step
+    module procedure train_step_2d, train_step_4d
+  end interface
+  interface fulgur_push
+    module procedure push_2d, push_4d
+  end interface
+  interface fulgur_predict
+    module procedure predict_2d, predict_4d
+  end interface
+
+  interface
+    integer(c_int) function c_create(path, handle) bind(c, name="fulgur_online_create")
+      import :: c_int, c_char, c_ptr
+      character(kind=c_char), intent(in) :: path(*)
+      type(c_ptr), intent(out) :: handle
+    end function
+    subroutine c_destroy(handle) bind(c, name="fulgur_online_destroy")
+      import :: c_ptr
+      type(c_ptr), value :: handle
+    end subroutine
+    integer(c_int) function c_train_step(handle, x, xs, xn, y, ys, yn, loss) bind(c, name="fulgur_online_train_step")
+      import :: c_int, c_ptr, c_int64_t, c_double
+      type(c_ptr), value :: handle, x, y
+      integer(c_int64_t), intent(in) :: xs(*), ys(*)
+      integer(c_int), value :: xn, yn
+      real(c_double), intent(out) :: loss
+    end function
+    integer(c_int) function c_push(handle, x, xs, xn, y, ys, yn) bind(c, name="fulgur_online_push")
+      import :: c_int, c_ptr, c_int64_t
+      type(c_ptr), value :: handle, x, y
+      integer(c_int64_t), intent(in) :: xs(*), ys(*)
+      integer(c_int), value :: xn, yn
+    end function
+    integer(c_int) function c_start(handle) bind(c, name="fulgur_online_start")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: handle
+    end function
+    integer(c_int) function c_stop(handle) bind(c, name="fulgur_online_stop")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: handle
+    end function
+    integer(c_int) function c_predict(handle, x, xs, xn, out, count) bind(c, name="fulgur_online_predict")
+      import :: c_int, c_ptr, c_int64_t
+      type(c_ptr), value :: handle, x, out
+      integer(c_int64_t), intent(in) :: xs(*)
+      integer(c_int), value :: xn
+      integer(c_int64_t), value :: count
+    end function
+    integer(c_int) function c_save(handle, path) bind(c, name="fulgur_online_save_checkpoint")
+      import :: c_int, c_ptr, c_char
+      type(c_ptr), value :: handle
+      character(kind=c_char), intent(in) :: path(*)
+    end function
+    integer(c_int) function c_load(handle, path) bind(c, name="fulgur_online_load_checkpoint")
+      import :: c_int, c_ptr, c_char
+      type(c_ptr), value :: handle
+      character(kind=c_char), intent(in) :: path(*)
+    end function
+    integer(c_int) function c_global_step(handle, step) bind(c, name="fulgur_online_global_step")
+      import :: c_int, c_ptr, c_int64_t
+      type(c_ptr), value :: handle
+      integer(c_int64_t), intent(out) :: step
+    end function
+    type(c_ptr) function c_last_error() bind(c, name="fulgur_online_last_error")
+      import :: c_ptr
+    end function
+    integer(c_size_t) function c_strlen(s) bind(c, name="strlen")
+      import :: c_size_t, c_ptr
+      type(c_ptr), value :: s
+    end function
+  end interface
+
+contains
+
+  ! The C shape of a Fortran array: its extents, last first.
+  function c_shape(extents) result(shape)
+    integer, intent(in) :: extents(:)
+    integer(c_int64_t) :: shape(size(extents))
+    integer :: i
+    do i = 1, size(extents)
+      shape(i) = int(extents(size(extents) + 1 - i), c_int64_t)
+    end do
+  end function
+
+  integer(c_int) function fulgur_create(config_path, handle) result(status)
+    character(len=*), intent(in) :: config_path
+    type(c_ptr), intent(out) :: handle
+    status = c_create(trim(config_path) // c_null_char, handle)
+  end function
+
+  subroutine fulgur_destroy(handle)
+    type(c_ptr), intent(inout) :: handle
+    call c_destroy(handle)
+    handle = c_null_ptr
+  end subroutine
+
+  integer(c_int) function train_step_2d(handle, x, y, loss) result(status)
+    type(c_ptr), intent(in) :: handle
+    real(c_float), intent(in), target, contiguous :: x(:, :), y(:, :)
+    real(c_double), intent(out) :: loss
+    status = c_train_step(handle, c_loc(x), c_shape(shape(x)), 2, c_loc(y), c_shape(shape(y)), 2, loss)
+  end function
+
+  integer(c_int) function train_step_4d(handle, x, y, loss) result(status)
+    type(c_ptr), intent(in) :: handle
+    real(c_float), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
+    real(c_double), intent(out) :: loss
+    status = c_train_step(handle, c_loc(x), c_shape(shape(x)), 4, c_loc(y), c_shape(shape(y)), 4, loss)
+  end function
+
+  integer(c_int) function push_2d(handle, x, y) result(status)
+    type(c_ptr), intent(in) :: handle
+    real(c_float), intent(in), target, contiguous :: x(:, :), y(:, :)
+    status = c_push(handle, c_loc(x), c_shape(shape(x)), 2, c_loc(y), c_shape(shape(y)), 2)
+  end function
+
+  integer(c_int) function push_4d(handle, x, y) result(status)
+    type(c_ptr), intent(in) :: handle
+    real(c_float), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
+    status = c_push(handle, c_loc(x), c_shape(shape(x)), 4, c_loc(y), c_shape(shape(y)), 4)
+  end function
+
+  integer(c_int) function fulgur_start(handle) result(status)
+    type(c_ptr), intent(in) :: handle
+    status = c_start(handle)
+  end function
+
+  integer(c_int) function fulgur_stop(handle) result(status)
+    type(c_ptr), intent(in) :: handle
+    status = c_stop(handle)
+  end function
+
+  integer(c_int) function predict_2d(handle, x, y) result(status)
+    type(c_ptr), intent(in) :: handle
+    real(c_float), intent(in), target, contiguous :: x(:, :)
+    real(c_float), intent(inout), target, contiguous :: y(:, :)
+    status = c_predict(handle, c_loc(x), c_shape(shape(x)), 2, c_loc(y), int(size(y), c_int64_t))
+  end function
+
+  integer(c_int) function predict_4d(handle, x, y) result(status)
+    type(c_ptr), intent(in) :: handle
+    real(c_float), intent(in), target, contiguous :: x(:, :, :, :)
+    real(c_float), intent(inout), target, contiguous :: y(:, :, :, :)
+    status = c_predict(handle, c_loc(x), c_shape(shape(x)), 4, c_loc(y), int(size(y), c_int64_t))
+  end function
+
+  integer(c_int) function fulgur_save_checkpoint(handle, path) result(status)
+    type(c_ptr), intent(in) :: handle
+    character(len=*), intent(in) :: path
+    status = c_save(handle, trim(path) // c_null_char)
+  end function
+
+  integer(c_int) function fulgur_load_checkpoint(handle, path) result(status)
+    type(c_ptr), intent(in) :: handle
+    character(len=*), intent(in) :: path
+    status = c_load(handle, trim(path) // c_null_char)
+  end function
+
+  integer(c_int) function fulgur_global_step(handle, step) result(status)
+    type(c_ptr), intent(in) :: handle
+    integer(c_int64_t), intent(out) :: step
+    status = c_global_step(handle, step)
+  end function
+
+  ! The message of the last failed call, as a Fortran string.
+  function fulgur_last_error() result(message)
+    character(len=:), allocatable :: message
+    type(c_ptr) :: text
+    character(kind=c_char), pointer :: chars(:)
+    integer :: i, n
+    text = c_last_error()
+    n = int(c_strlen(text))
+    call c_f_pointer(text, chars, [n])
+    allocate(character(len=n) :: message)
+    do i = 1, n
+      message(i:i) = chars(i)
+    end do
+  end function
+
+end module fulgur_online

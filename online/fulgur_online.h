@@ -1,0 +1,66 @@
+/* fulgur's online trainer for C and Fortran programs (a simulation that owns
+ * its loop). Every function returns a status; on failure
+ * fulgur_online_last_error() says why, in one line naming the file, key or
+ * value. Nothing throws across this boundary and nothing calls exit().
+ * Arrays are float32 in C order; a shape lists the sample count first. */
+#ifndef FULGUR_ONLINE_H
+#define FULGUR_ONLINE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  FULGUR_OK = 0,
+  /* A bad argument: a null pointer, a shape or dtype unlike the first push's. */
+  FULGUR_INVALID_ARGUMENT = 1,
+  /* The configuration file: missing, not YAML, an unknown key, a bad value,
+   * a missing TorchScript file. */
+  FULGUR_CONFIG_ERROR = 2,
+  /* Training failed (a NaN loss, a rank that died); what was trained before stays. */
+  FULGUR_TRAINING_ERROR = 3,
+  /* A checkpoint could not be written or read. */
+  FULGUR_CHECKPOINT_ERROR = 4,
+  /* Anything else. */
+  FULGUR_INTERNAL_ERROR = 5
+} fulgur_status;
+
+typedef struct fulgur_online fulgur_online;
+
+/* Builds the model, optimizer and trainer a YAML file describes
+ * (docs/online.md, "The configuration file"). */
+fulgur_status fulgur_online_create(const char* config_path, fulgur_online** out);
+/* Stops background training and frees everything; null is allowed. */
+void fulgur_online_destroy(fulgur_online* handle);
+
+/* Inline mode: one optimizer step on a batch; the loss goes to *loss. */
+fulgur_status fulgur_online_train_step(fulgur_online* handle, const float* inputs, const int64_t* input_shape,
+                                       int input_ndim, const float* targets, const int64_t* target_shape,
+                                       int target_ndim, double* loss);
+/* Background mode: start training on its own thread, push samples (copied
+ * before it returns), stop (waits; reports the error that stopped training). */
+fulgur_status fulgur_online_start(fulgur_online* handle);
+fulgur_status fulgur_online_push(fulgur_online* handle, const float* inputs, const int64_t* input_shape, int input_ndim,
+                                 const float* targets, const int64_t* target_shape, int target_ndim);
+fulgur_status fulgur_online_stop(fulgur_online* handle);
+
+/* The published model on `inputs`; writes `output_count` floats to
+ * `outputs` (FULGUR_INVALID_ARGUMENT when the prediction has another size). */
+fulgur_status fulgur_online_predict(fulgur_online* handle, const float* inputs, const int64_t* input_shape,
+                                    int input_ndim, float* outputs, int64_t output_count);
+
+fulgur_status fulgur_online_save_checkpoint(fulgur_online* handle, const char* path);
+fulgur_status fulgur_online_load_checkpoint(fulgur_online* handle, const char* path);
+/* Optimizer steps taken. */
+fulgur_status fulgur_online_global_step(fulgur_online* handle, int64_t* step);
+
+/* The message of this thread's last failed call ("" if none). */
+const char* fulgur_online_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FULGUR_ONLINE_H */

@@ -1,0 +1,184 @@
+// The C API over OnlineTrainer (fulgur_online.h): every call catches what
+// the C++ side throws and turns it into a status and a message.
+#include <fulgur/online/fulgur_online.h>
+
+#include <fulgur/online/online_config.hpp>
+#include <fulgur/online/online_model_registry.hpp>
+#include <fulgur/online/online_trainer.hpp>
+#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+
+struct fulgur_online {
+  std::unique_ptr<fulgur::OnlineTrainer> trainer;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+fulgur_status fail(fulgur_status status, const std::string& message) {
+  last_error = message;
+  return status;
+}
+
+/// Runs `body`, mapping each exception type to its status.
+template <class Body>
+fulgur_status guarded(const char* function, Body&& body) {
+  try {
+    body();
+    last_error.clear();
+    return FULGUR_OK;
+  } catch (const fulgur::CheckpointError& e) {
+    return fail(FULGUR_CHECKPOINT_ERROR, fmt::format("{}: {}", function, e.what()));
+  } catch (const std::invalid_argument& e) {
+    return fail(FULGUR_INVALID_ARGUMENT, fmt::format("{}: {}", function, e.what()));
+  } catch (const c10::Error& e) {
+    return fail(FULGUR_TRAINING_ERROR, fmt::format("{}: {}", function, e.what_without_backtrace()));
+  } catch (const std::runtime_error& e) {
+    return fail(FULGUR_TRAINING_ERROR, fmt::format("{}: {}", function, e.what()));
+  } catch (const std::exception& e) {
+    return fail(FULGUR_INTERNAL_ERROR, fmt::format("{}: {}", function, e.what()));
+  } catch (...) {
+    return fail(FULGUR_INTERNAL_ERROR, fmt::format("{}: an unknown error", function));
+  }
+}
+
+/// A view of the caller's array (push and train_step copy it).
+torch::Tensor view(const char* what, const float* data, const int64_t* shape, int ndim) {
+  if (data == nullptr || shape == nullptr || ndim < 1) {
+    throw std::invalid_argument(fmt::format("{}: needs data, a shape and ndim >= 1 (got ndim {})", what, ndim));
+  }
+  std::vector<int64_t> sizes(shape, shape + ndim);
+  for (int64_t s : sizes) {
+    if (s < 1) throw std::invalid_argument(fmt::format("{}: every extent must be >= 1, got {}", what, s));
+  }
+  return torch::from_blob(const_cast<float*>(data), sizes, torch::kFloat32);
+}
+
+fulgur::OnlineTrainer& trainer_of(fulgur_online* handle) {
+  if (handle == nullptr || !handle->trainer) throw std::invalid_argument("the handle is null");
+  return *handle->trainer;
+}
+
+}  // namespace
+
+extern "C" {
+
+fulgur_status fulgur_online_create(const char* config_path, fulgur_online** out) {
+  if (out != nullptr) *out = nullptr;
+  if (config_path == nullptr || out == nullptr) {
+    return fail(FULGUR_INVALID_ARGUMENT, "fulgur_online_create: config_path and out must not be null");
+  }
+  try {
+    fulgur::OnlineConfig config = fulgur::OnlineConfig::from_yaml_file(config_path);
+    // Under mpirun or srun with N ranks, "devices: auto" means those N ranks:
+    // one file serves any rank count.
+    const fulgur::Platform platform = fulgur::Platform::detect();
+    fulgur::TrainerOptions& trainer = config.options.trainer;
+    if (platform.world_size > 1 && trainer.devices() == "auto") {
+      trainer.devices(std::to_string(platform.world_size / std::max<int64_t>(1, trainer.num_nodes())));
+    }
+    torch::manual_seed(config.seed);
+    auto handle = std::make_unique<fulgur_online>();
+    const fulgur::ModelSpec spec = config.model;
+    // A C++ module registered by name, else a built-in or TorchScript model.
+    fulgur::OnlineTrainer::ModuleFactory factory =
+        fulgur::OnlineModelRegistry::find(spec.type)
+            .value_or([spec]() -> std::shared_ptr<fulgur::LightningModule> {
+              return std::make_shared<fulgur::ConfiguredModel>(spec);
+            });
+    try {
+      handle->trainer = std::make_unique<fulgur::OnlineTrainer>(
+          factory, config.options, std::vector<std::shared_ptr<fulgur::Logger>>{}, platform);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(fmt::format("{}: {}", config_path, e.what()));
+    }
+    *out = handle.release();
+    last_error.clear();
+    return FULGUR_OK;
+  } catch (const std::invalid_argument& e) {
+    return fail(FULGUR_CONFIG_ERROR, fmt::format("fulgur_online_create: {}", e.what()));
+  } catch (const std::exception& e) {
+    return fail(FULGUR_INTERNAL_ERROR, fmt::format("fulgur_online_create: {}: {}", config_path, e.what()));
+  } catch (...) {
+    return fail(FULGUR_INTERNAL_ERROR, "fulgur_online_create: an unknown error");
+  }
+}
+
+void fulgur_online_destroy(fulgur_online* handle) {
+  try {
+    delete handle;
+  } catch (...) {  // never across the C boundary
+  }
+}
+
+fulgur_status fulgur_online_train_step(fulgur_online* handle, const float* inputs, const int64_t* input_shape,
+                                       int input_ndim, const float* targets, const int64_t* target_shape,
+                                       int target_ndim, double* loss) {
+  return guarded("fulgur_online_train_step", [&] {
+    const double value = trainer_of(handle).train_step(view("inputs", inputs, input_shape, input_ndim),
+                                                       view("targets", targets, target_shape, target_ndim));
+    if (loss != nullptr) *loss = value;
+  });
+}
+
+fulgur_status fulgur_online_start(fulgur_online* handle) {
+  return guarded("fulgur_online_start", [&] { trainer_of(handle).start(); });
+}
+
+fulgur_status fulgur_online_push(fulgur_online* handle, const float* inputs, const int64_t* input_shape, int input_ndim,
+                                 const float* targets, const int64_t* target_shape, int target_ndim) {
+  return guarded("fulgur_online_push", [&] {
+    trainer_of(handle).push(view("inputs", inputs, input_shape, input_ndim),
+                            view("targets", targets, target_shape, target_ndim));
+  });
+}
+
+fulgur_status fulgur_online_stop(fulgur_online* handle) {
+  return guarded("fulgur_online_stop", [&] { trainer_of(handle).stop(); });
+}
+
+fulgur_status fulgur_online_predict(fulgur_online* handle, const float* inputs, const int64_t* input_shape,
+                                    int input_ndim, float* outputs, int64_t output_count) {
+  return guarded("fulgur_online_predict", [&] {
+    if (outputs == nullptr) throw std::invalid_argument("outputs must not be null");
+    const torch::Tensor y =
+        trainer_of(handle).predict(view("inputs", inputs, input_shape, input_ndim)).to(torch::kFloat32).contiguous();
+    if (y.numel() != output_count) {
+      throw std::invalid_argument(
+          fmt::format("the prediction has {} values but output_count is {}", y.numel(), output_count));
+    }
+    std::memcpy(outputs, y.data_ptr<float>(), static_cast<size_t>(output_count) * sizeof(float));
+  });
+}
+
+fulgur_status fulgur_online_save_checkpoint(fulgur_online* handle, const char* path) {
+  return guarded("fulgur_online_save_checkpoint", [&] {
+    if (path == nullptr) throw std::invalid_argument("path must not be null");
+    trainer_of(handle).save_checkpoint(path);
+  });
+}
+
+fulgur_status fulgur_online_load_checkpoint(fulgur_online* handle, const char* path) {
+  return guarded("fulgur_online_load_checkpoint", [&] {
+    if (path == nullptr) throw std::invalid_argument("path must not be null");
+    trainer_of(handle).load_checkpoint(path);
+  });
+}
+
+fulgur_status fulgur_online_global_step(fulgur_online* handle, int64_t* step) {
+  return guarded("fulgur_online_global_step", [&] {
+    if (step == nullptr) throw std::invalid_argument("step must not be null");
+    *step = trainer_of(handle).global_step();
+  });
+}
+
+const char* fulgur_online_last_error(void) { return last_error.c_str(); }
+
+}  // extern "C"

@@ -1,0 +1,118 @@
+#include <fulgur/online/online_config.hpp>
+
+#include <fulgur/trainer/cli/config_section.hpp>
+#include <fulgur/trainer/cli/options_yaml.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace fulgur {
+
+namespace {
+
+WhenFull parse_when_full(const std::string& name) {
+  if (name == "block") return WhenFull::Block;
+  if (name == "drop_oldest") return WhenFull::DropOldest;
+  if (name == "replay") return WhenFull::Replay;
+  throw cli::ConfigError(fmt::format("stream.when_full: '{}' is not one of block, drop_oldest, replay", name));
+}
+
+/// Fails on keys of `section` nobody read.
+void check_all_read(const cli::ConfigSection& section) {
+  const std::vector<std::string> unread = section.unread_keys();
+  if (!unread.empty()) throw cli::ConfigError(fmt::format("{}: unknown key", unread.front()));
+}
+
+cli::ConfigSection sub(const YAML::Node& root, const std::string& name) {
+  const YAML::Node node = root[name];
+  if (node && !node.IsMap() && !node.IsNull()) throw cli::ConfigError(fmt::format("{}: expected a mapping", name));
+  return cli::ConfigSection(node ? node : YAML::Node(YAML::NodeType::Null), name);
+}
+
+OnlineConfig read(const YAML::Node& root) {
+  if (!root.IsMap()) throw cli::ConfigError("expected a mapping at the top (model:, optimizer:, ...)");
+  static const std::set<std::string> kSections{"model", "loss", "optimizer", "lr_scheduler", "seed",
+                                               "online", "stream", "trainer"};
+  for (const auto& entry : root) {
+    const std::string key = entry.first.as<std::string>();
+    if (kSections.count(key) == 0) {
+      throw cli::ConfigError(fmt::format("{}: unknown key (known: {})", key, fmt::join(kSections, ", ")));
+    }
+  }
+  OnlineConfig config;
+  ModelSpec& m = config.model;
+
+  cli::ConfigSection model = sub(root, "model");
+  m.type = model.get<std::string>("type", m.type);
+  m.layers = model.get<std::vector<int64_t>>("layers", m.layers);
+  m.activation = model.get<std::string>("activation", m.activation);
+  m.kernel_size = model.get<int64_t>("kernel_size", m.kernel_size);
+  m.residual = model.get<bool>("residual", m.residual);
+  m.loss_border = model.get<int64_t>("loss_border", m.loss_border);
+  m.path = model.get<std::string>("path", "");
+  check_all_read(model);
+
+  if (root["loss"]) m.loss = root["loss"].as<std::string>();
+
+  cli::ConfigSection optimizer = sub(root, "optimizer");
+  m.optimizer = optimizer.get<std::string>("type", m.optimizer);
+  m.lr = optimizer.get<double>("lr", m.lr);
+  m.momentum = optimizer.get<double>("momentum", m.momentum);
+  m.weight_decay = optimizer.get<double>("weight_decay", m.weight_decay);
+  check_all_read(optimizer);
+
+  cli::ConfigSection scheduler = sub(root, "lr_scheduler");
+  m.scheduler_step_size = scheduler.get<int64_t>("step_size", m.scheduler_step_size);
+  m.scheduler_gamma = scheduler.get<double>("gamma", m.scheduler_gamma);
+  check_all_read(scheduler);
+
+  if (root["seed"]) config.seed = root["seed"].as<uint64_t>();
+
+  OnlineOptions& o = config.options;
+  cli::ConfigSection online = sub(root, "online");
+  o.publish_every_n_steps = online.get<int64_t>("publish_every_n_steps", o.publish_every_n_steps);
+  const int64_t threads = online.get<int64_t>("num_threads", 0);
+  if (threads > 0) o.num_threads = threads;
+  o.max_steps = online.get<int64_t>("max_steps", o.max_steps);
+  check_all_read(online);
+
+  cli::ConfigSection stream = sub(root, "stream");
+  SampleStreamOptions& s = o.stream;
+  s.capacity = stream.get<int64_t>("capacity", s.capacity);
+  s.when_full = parse_when_full(stream.get<std::string>("when_full", "block"));
+  s.batch_size = stream.get<int64_t>("batch_size", s.batch_size);
+  s.steps_per_epoch = stream.get<int64_t>("steps_per_epoch", s.steps_per_epoch);
+  s.seed = static_cast<uint64_t>(stream.get<int64_t>("seed", 0));
+  s.min_samples = stream.get<int64_t>("min_samples", s.min_samples);
+  check_all_read(stream);
+
+  cli::ConfigSection trainer = sub(root, "trainer");
+  o.trainer = cli::read_options(trainer, TrainerOptions());
+  return config;
+}
+
+}  // namespace
+
+OnlineConfig OnlineConfig::from_yaml(const std::string& text, const std::string& source) {
+  try {
+    return read(YAML::Load(text));
+  } catch (const YAML::Exception& e) {
+    throw std::invalid_argument(fmt::format("{}: not valid YAML: {}", source, e.what()));
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(fmt::format("{}: {}", source, e.what()));
+  }
+}
+
+OnlineConfig OnlineConfig::from_yaml_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument(fmt::format("{}: cannot read the configuration file", path.string()));
+  std::stringstream text;
+  text << in.rdbuf();
+  return from_yaml(text.str(), path.string());
+}
+
+}  // namespace fulgur

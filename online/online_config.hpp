@@ -1,0 +1,38 @@
+#pragma once
+
+#include <fulgur/online/configured_model.hpp>
+#include <fulgur/online/online_options.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+namespace fulgur {
+
+/// An OnlineTrainer described by a YAML file, for programs that do not
+/// write C++ (the C API, Fortran):
+///
+///   model: {type: cnn, layers: [1, 16, 1], activation: tanh, kernel_size: 3, residual: false}
+///   loss: mse
+///   optimizer: {type: adam, lr: 0.001, weight_decay: 0, momentum: 0}
+///   lr_scheduler: {step_size: 500, gamma: 0.5}
+///   seed: 0
+///   online: {publish_every_n_steps: 10, num_threads: 1, max_steps: -1}
+///   stream: {capacity: 1024, when_full: replay, batch_size: 32, steps_per_epoch: 100, seed: 0, min_samples: 0}
+///   trainer: {accelerator: cpu, strategy: auto, precision: 32-true, devices: auto, gradient_clip_val: null}
+///
+/// `trainer:` takes every TrainerOptions key. A key that does not exist, a
+/// value of the wrong type and a bad value are one std::invalid_argument
+/// naming the file and the dotted key.
+struct OnlineConfig {
+  ModelSpec model;
+  OnlineOptions options;
+  /// Seeds torch before the model is built (reproducible first weights).
+  uint64_t seed = 0;
+
+  static OnlineConfig from_yaml_file(const std::filesystem::path& path);
+  /// `source` names the text in errors.
+  static OnlineConfig from_yaml(const std::string& text, const std::string& source);
+};
+
+}  // namespace fulgur

@@ -1,0 +1,205 @@
+#include <fulgur/online/online_trainer.hpp>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <iostream>
+#include <stdexcept>
+
+namespace fulgur {
+
+OnlineTrainer::OnlineTrainer(ModuleFactory make_module, OnlineOptions options, std::vector<std::shared_ptr<Logger>> loggers,
+                             Platform platform)
+    : options_(std::move(options)) {
+  if (options_.publish_every_n_steps < 1) {
+    throw std::invalid_argument(fmt::format("[OnlineOptions] publish_every_n_steps must be >= 1, got {}",
+                                            options_.publish_every_n_steps));
+  }
+  if (options_.num_threads && *options_.num_threads < 1) {
+    throw std::invalid_argument(fmt::format("[OnlineOptions] num_threads must be >= 1, got {}", *options_.num_threads));
+  }
+  stream_ = std::make_shared<SampleStream>(options_.stream);
+  module_ = make_module();
+  inference_module_ = make_module();
+  if (!module_ || !inference_module_) throw std::invalid_argument("[OnlineTrainer] the module factory returned null");
+  fabric_ = std::make_unique<Fabric>(options_.trainer, std::move(loggers), std::move(platform));
+  fabric_->setup(*module_);
+  if (fabric_->strategy().shards_parameters()) {
+    throw std::invalid_argument(
+        "[OnlineTrainer] a strategy that shards parameters between steps (fsdp FULL_SHARD) cannot publish whole "
+        "weights for predict(); use ddp, horovod or fsdp with SHARD_GRAD_OP");
+  }
+  inference_module_->to(fabric_->device());
+  inference_module_->eval();
+  if (!options_.checkpoint_dir.empty()) {
+    signals_ = std::make_unique<StopSignalFlag>();
+    // A restarted simulation: continue where the stopped one saved.
+    if (std::filesystem::exists(last_checkpoint())) {
+      load_state(last_checkpoint());
+      if (fabric_->is_global_zero()) {
+        std::cout << "fulgur: resumed online training at step " << global_step_.load() << " from "
+                  << last_checkpoint().string() << std::endl;
+      }
+    }
+  }
+  publish();
+}
+
+std::filesystem::path OnlineTrainer::last_checkpoint() const {
+  return options_.checkpoint_dir.empty() ? std::filesystem::path() : options_.checkpoint_dir / "online_last.ckpt";
+}
+
+void OnlineTrainer::check_stop_signal() {
+  if (!signals_) return;
+  int signal = signals_->signal();
+  // Every rank stops at the same step, the one where any rank saw a signal.
+  if (fabric_->world_size() > 1) signal = static_cast<int>(fabric_->strategy().max_over_ranks(signal));
+  if (signal == 0) return;
+  save_state(last_checkpoint());
+  publish();
+  stop_signal_ = signal;
+}
+
+OnlineTrainer::~OnlineTrainer() {
+  stream_->end();
+  if (thread_.joinable()) thread_.join();
+}
+
+void OnlineTrainer::apply_num_threads() const {
+  if (options_.num_threads) at::set_num_threads(static_cast<int>(*options_.num_threads));
+}
+
+double OnlineTrainer::step(const Batch& batch) {
+  const torch::Tensor loss = fabric_->training_loss(batch);
+  const double value = loss.detach().item<double>();
+  if (!std::isfinite(value)) {
+    // Before backward: the weights stay those of the last good step.
+    throw std::runtime_error(fmt::format(
+        "[OnlineTrainer] the loss of step {} is {}: no step was taken; the weights after step {} are kept "
+        "(published: step {})",
+        global_step_.load() + 1, value, global_step_.load(), snapshot_.step()));
+  }
+  fabric_->backward(loss);
+  fabric_->optimizer_step(0);
+  const int64_t done = ++global_step_;
+  if (done % options_.publish_every_n_steps == 0) publish();
+  check_stop_signal();
+  return value;
+}
+
+double OnlineTrainer::train_step(const torch::Tensor& inputs, const torch::Tensor& targets) {
+  if (running_) throw std::logic_error("[OnlineTrainer::train_step] background training is running; stop() it first");
+  if (stop_signal_ != 0) {
+    throw std::runtime_error(fmt::format(
+        "[OnlineTrainer::train_step] training stopped on signal {} and saved {} at step {}; exit, and restart to resume",
+        stop_signal_.load(), last_checkpoint().string(), global_step_.load()));
+  }
+  if (!inputs.defined() || !targets.defined() || inputs.dim() < 1 || inputs.size(0) != targets.size(0)) {
+    throw std::invalid_argument("[OnlineTrainer::train_step] inputs and targets must be tensors with the same "
+                                "first dimension (the batch)");
+  }
+  apply_num_threads();
+  return step(Batch{inputs, targets, {}});
+}
+
+void OnlineTrainer::publish() { snapshot_.publish(*module_, global_step_.load()); }
+
+void OnlineTrainer::start() {
+  if (running_ || thread_.joinable()) {
+    throw std::logic_error("[OnlineTrainer::start] background training was started already (one run per object)");
+  }
+  running_ = true;
+  thread_ = std::thread([this] { run_background(); });
+}
+
+void OnlineTrainer::run_background() {
+  try {
+    apply_num_threads();
+    const bool several = fabric_->world_size() > 1;
+    while ((options_.max_steps < 0 || global_step_.load() < options_.max_steps) && stop_signal_ == 0) {
+      std::optional<Batch> batch = stream_->next_batch();
+      // Every rank steps while every rank has a batch: the first to run out
+      // (its stream ended) stops them all at the same step.
+      if (several && fabric_->strategy().max_over_ranks(batch ? 0 : 1) != 0) break;
+      if (!batch) break;
+      step(*batch);
+    }
+    publish();
+  } catch (...) {
+    error_ = std::current_exception();
+    failed_ = true;
+    stream_->end();  // a producer waiting for room wakes up
+  }
+  running_ = false;
+}
+
+void OnlineTrainer::rethrow_training_error() {
+  try {
+    std::rethrow_exception(error_);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("[OnlineTrainer] background training stopped at step {}: {}",
+                                         global_step_.load(), e.what()));
+  }
+}
+
+void OnlineTrainer::push(const torch::Tensor& inputs, const torch::Tensor& targets) {
+  if (failed_) rethrow_training_error();
+  try {
+    stream_->push(inputs, targets);
+  } catch (const std::logic_error&) {
+    if (failed_) rethrow_training_error();  // the stream ended because training failed
+    throw;
+  }
+}
+
+void OnlineTrainer::stop() {
+  stream_->end();
+  if (thread_.joinable()) thread_.join();
+  if (failed_) rethrow_training_error();
+}
+
+torch::Tensor OnlineTrainer::predict(const torch::Tensor& inputs) {
+  std::lock_guard lock(predict_mutex_);
+  inference_step_ = snapshot_.copy_to(*inference_module_, inference_step_);
+  torch::NoGradGuard no_grad;
+  Precision::AutocastScope autocast(fabric_->strategy().precision());
+  Batch batch{inputs.to(fabric_->device()), {}, {}};
+  return inference_module_->predict_step(batch, 0).to(torch::kCPU);
+}
+
+void OnlineTrainer::save_checkpoint(const std::filesystem::path& path) {
+  if (running_) throw std::logic_error("[OnlineTrainer::save_checkpoint] background training is running; stop() it first");
+  save_state(path);
+}
+
+void OnlineTrainer::load_checkpoint(const std::filesystem::path& path) {
+  if (running_) throw std::logic_error("[OnlineTrainer::load_checkpoint] background training is running; stop() it first");
+  load_state(path);
+  publish();
+}
+
+void OnlineTrainer::save_state(const std::filesystem::path& path) {
+  Checkpoint extra = new_state_dict();
+  if (options_.checkpoint_buffer) {
+    // Rank 0 writes the file: its own samples are the ones kept.
+    const auto [inputs, targets] = stream_->buffered_samples();
+    if (inputs.defined()) {
+      Checkpoint buffer = new_state_dict();
+      buffer.insert("inputs", inputs);
+      buffer.insert("targets", targets);
+      extra.insert("stream_buffer", buffer);
+    }
+  }
+  fabric_->save_checkpoint(path, extra);
+}
+
+void OnlineTrainer::load_state(const std::filesystem::path& path) {
+  const Checkpoint checkpoint = fabric_->load_checkpoint(path);
+  global_step_ = fabric_->global_step();
+  if (options_.checkpoint_buffer && checkpoint.contains("stream_buffer")) {
+    const auto buffer = checkpoint.at("stream_buffer").toGenericDict();
+    stream_->push(buffer.at("inputs").toTensor(), buffer.at("targets").toTensor());
+  }
+}
+
+}  // namespace fulgur

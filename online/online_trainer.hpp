@@ -1,0 +1,131 @@
+#pragma once
+
+#include <fulgur/online/fabric.hpp>
+#include <fulgur/online/online_options.hpp>
+#include <fulgur/online/sample_stream.hpp>
+#include <fulgur/online/stop_signal_flag.hpp>
+#include <fulgur/online/weight_snapshot.hpp>
+
+#include <torch/torch.h>
+
+#include <atomic>
+#include <exception>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace fulgur {
+
+/// Trains a model inside a program that owns its loop (a simulation), in
+/// one of two modes on the same object:
+/// - inline: train_step(inputs, targets) runs one optimizer step on the
+///   caller's thread and returns the loss (reproducible: the same as fit
+///   on the same batches in the same order);
+/// - background: start() trains on a thread of its own from the samples
+///   push() copies into a SampleStream, while the program goes on.
+/// In both, predict(inputs) runs the most recently published weights (every
+/// publish_every_n_steps steps) on a second instance of the model, so it
+/// never sees a half-updated model and never waits for a training step.
+///
+///   OnlineTrainer online([] { return std::make_shared<MyModel>(); }, options);
+///   online.start();
+///   online.push(x, y);                 // each simulation step
+///   torch::Tensor y_hat = online.predict(x);
+///   online.stop();
+class OnlineTrainer {
+ public:
+  using ModuleFactory = std::function<std::shared_ptr<LightningModule>()>;
+  /// Calls `make_module` twice: the model that trains (first: seed before
+  /// constructing for reproducible weights) and the one predict() runs. The
+  /// module's predict_step(Batch{inputs}, 0) is what predict() returns.
+  explicit OnlineTrainer(ModuleFactory make_module, OnlineOptions options = {},
+                         std::vector<std::shared_ptr<Logger>> loggers = {}, Platform platform = Platform::detect());
+  /// Stops background training (the end of the stream) and waits for it;
+  /// an error it had is dropped here (call stop() to see it).
+  ~OnlineTrainer();
+  OnlineTrainer(const OnlineTrainer&) = delete;
+  OnlineTrainer& operator=(const OnlineTrainer&) = delete;
+
+  // --- inline mode ------------------------------------------------------------------
+  /// One optimizer step on `inputs` and `targets` (one batch); returns the
+  /// loss. A NaN or infinite loss throws std::runtime_error before any
+  /// weight changes. Not while background training runs.
+  double train_step(const torch::Tensor& inputs, const torch::Tensor& targets);
+
+  // --- background mode --------------------------------------------------------------
+  /// Starts training on its own thread from stream(): it takes batches as
+  /// they come, until stop(), the end of the stream, max_steps or an error.
+  void start();
+  /// Copies samples into the stream (SampleStream::push); rethrows the
+  /// training thread's error once it failed.
+  void push(const torch::Tensor& inputs, const torch::Tensor& targets);
+  /// Ends the stream, waits for the training thread, publishes the last
+  /// weights, and rethrows the error that stopped training, if any.
+  void stop();
+  bool running() const { return running_.load(); }
+  SampleStream& stream() { return *stream_; }
+
+  // --- both ---------------------------------------------------------------------------
+  /// The published model's predict_step on `inputs` (no gradients), from any
+  /// thread; the result is on the CPU.
+  torch::Tensor predict(const torch::Tensor& inputs);
+  /// Publishes the training model's weights now (between steps only: from
+  /// the thread that calls train_step, or after stop()).
+  void publish();
+  /// Optimizer steps taken, and the step of the weights predict() uses.
+  int64_t global_step() const { return global_step_.load(); }
+  int64_t published_step() const { return snapshot_.step(); }
+  /// Writes the training state (weights, optimizer, scheduler, step: see
+  /// Fabric::save_checkpoint; with checkpoint_buffer, the stream's samples
+  /// too); every rank calls it, between steps (inline mode, or after stop()).
+  void save_checkpoint(const std::filesystem::path& path);
+  /// Restores it, so training continues from that step, and publishes the
+  /// restored weights.
+  void load_checkpoint(const std::filesystem::path& path);
+  /// The signal (SIGTERM, SIGUSR1) that made training save
+  /// checkpoint_dir/online_last.ckpt and stop; 0 if none. After it,
+  /// train_step throws: the program exits (128 + the signal) and its
+  /// restart resumes from the checkpoint.
+  int stop_signal() const { return stop_signal_.load(); }
+  /// The file checkpoint_dir keeps (empty without checkpoint_dir).
+  std::filesystem::path last_checkpoint() const;
+  /// The layer under it: strategy, collectives, loggers.
+  Fabric& fabric() { return *fabric_; }
+  /// The model that trains (read it only between steps).
+  LightningModule& module() { return *module_; }
+
+ private:
+  /// One step on `batch` with the NaN check; publishes when due.
+  double step(const Batch& batch);
+  void run_background();
+  void apply_num_threads() const;
+  /// Fabric::save_checkpoint with the stream's samples (checkpoint_buffer).
+  void save_state(const std::filesystem::path& path);
+  /// Fabric::load_checkpoint, the samples pushed back (checkpoint_buffer).
+  void load_state(const std::filesystem::path& path);
+  /// After a step: a stop signal on any rank saves the checkpoint and stops.
+  void check_stop_signal();
+  /// The background error, as thrown by stop() and push().
+  [[noreturn]] void rethrow_training_error();
+
+  OnlineOptions options_;
+  std::shared_ptr<LightningModule> module_;
+  std::shared_ptr<LightningModule> inference_module_;
+  std::unique_ptr<Fabric> fabric_;
+  std::shared_ptr<SampleStream> stream_;
+  WeightSnapshot snapshot_;
+  std::mutex predict_mutex_;
+  int64_t inference_step_ = -1;  // under predict_mutex_
+  std::atomic<int64_t> global_step_{0};
+  std::atomic<bool> running_{false};
+  std::atomic<bool> failed_{false};
+  std::unique_ptr<StopSignalFlag> signals_;  // with checkpoint_dir only
+  std::atomic<int> stop_signal_{0};
+  std::thread thread_;
+  std::exception_ptr error_;  // written by the thread before failed_
+};
+
+}  // namespace fulgur

@@ -1,0 +1,93 @@
+#pragma once
+
+#include <fulgur/datamodules/data_loader.hpp>
+#include <fulgur/datamodules/exhaustible.hpp>
+#include <fulgur/online/sample_stream_options.hpp>
+
+#include <torch/torch.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <utility>
+#include <vector>
+
+namespace fulgur {
+
+/// A bounded, thread-safe sample buffer that a producer (a simulation)
+/// pushes into and that training reads as a DataLoader: give it to
+/// Trainer::fit through a StreamDataModule on another thread, or to an
+/// OnlineTrainer. push() copies the samples, so the caller may reuse its
+/// memory at once. An epoch is `steps_per_epoch` batches; end() ends the
+/// stream, and fit ends once the stream has nothing left.
+///
+///   auto stream = std::make_shared<SampleStream>(SampleStreamOptions{.capacity = 256, .batch_size = 8});
+///   stream->push(inputs, targets);   // first dimension: samples
+///   stream->end();
+class SampleStream : public DataLoader, public Exhaustible {
+ public:
+  explicit SampleStream(SampleStreamOptions options);
+
+  /// Copies `inputs` and `targets` (first dimension: the number of samples,
+  /// the same in both) into the buffer. Every push must have the first
+  /// one's per-sample shapes and dtypes (std::invalid_argument names the
+  /// difference). With WhenFull::Block it waits for room; after end() it
+  /// throws std::logic_error.
+  void push(const torch::Tensor& inputs, const torch::Tensor& targets);
+  /// The same from the caller's memory (C order), copied before it returns:
+  /// `input_shape` and `target_shape` include the sample count first.
+  void push(const float* inputs, at::IntArrayRef input_shape, const float* targets, at::IntArrayRef target_shape);
+  void push(const double* inputs, at::IntArrayRef input_shape, const double* targets, at::IntArrayRef target_shape);
+  /// End of stream: no more pushes. Block and DropOldest still yield the
+  /// samples buffered (the last batch may be smaller); Replay yields no more.
+  void end();
+  bool ended() const;
+
+  /// The next batch, waiting for the producer when there are too few
+  /// samples; nullopt once the stream ended and nothing is left.
+  std::optional<Batch> next_batch();
+
+  /// The buffered samples, oldest first, stacked (first dimension: samples),
+  /// for a checkpoint; undefined tensors when the buffer is empty. push()
+  /// puts them back.
+  std::pair<torch::Tensor, torch::Tensor> buffered_samples() const;
+
+  /// Samples pushed, dropped (DropOldest, and Replay's overwritten ones)
+  /// and buffered now.
+  int64_t pushed() const;
+  int64_t dropped() const;
+  int64_t buffered() const;
+  const SampleStreamOptions& options() const { return options_; }
+
+  // --- DataLoader -----------------------------------------------------------------
+  int64_t size() const override { return options_.steps_per_epoch; }
+  /// Each rank pushes its own samples: nothing to split.
+  void shard(const Shard& shard) override { (void)shard; }
+  std::unique_ptr<BatchIterator> iterate(int64_t first_batch = 0) override;
+  /// Ended, and nothing left to yield.
+  bool exhausted() const override;
+
+ private:
+  /// Checks a push against the first one's shapes and dtypes (under the lock).
+  void check_sample(const torch::Tensor& inputs, const torch::Tensor& targets);
+  bool can_yield() const;
+  Batch take_fifo();
+  Batch draw_replay();
+
+  SampleStreamOptions options_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  /// One entry per sample (views of the copy a push made).
+  std::deque<std::pair<torch::Tensor, torch::Tensor>> samples_;
+  std::optional<std::vector<int64_t>> input_shape_, target_shape_;
+  at::ScalarType input_dtype_ = at::kFloat, target_dtype_ = at::kFloat;
+  std::mt19937_64 generator_;
+  int64_t pushed_ = 0;
+  int64_t dropped_ = 0;
+  bool ended_ = false;
+};
+
+}  // namespace fulgur

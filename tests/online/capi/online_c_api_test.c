@@ -1,0 +1,152 @@
+/* The C API from a C program: create from YAML, inline training, predict,
+ * checkpoint and reload, background mode, and the bad inputs (each one
+ * status and one message). Writes only under a fresh temporary folder.
+ * Exit code 0 when every check holds. */
+#include <fulgur/online/fulgur_online.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int failures = 0;
+
+#define CHECK(cond)                                                      \
+  do {                                                                   \
+    if (!(cond)) {                                                       \
+      fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__, __LINE__, #cond, \
+              fulgur_online_last_error());                               \
+      ++failures;                                                        \
+    }                                                                    \
+  } while (0)
+
+static void write_text(const char* path, const char* text) {
+  FILE* f = fopen(path, "w");
+  if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0) {
+    fprintf(stderr, "cannot write %s\n", path);
+    exit(1);
+  }
+}
+
+/* y = x0 * x1 + sin(x0) for x in [-1, 1]^2, from a fixed generator. */
+static float next_uniform(unsigned* state) {
+  *state = *state * 1664525u + 1013904223u;
+  return (float)(*state >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
+}
+static void make_batch(unsigned* state, float* x, float* y, int n) {
+  for (int i = 0; i < n; ++i) {
+    x[2 * i] = next_uniform(state);
+    x[2 * i + 1] = next_uniform(state);
+    y[i] = x[2 * i] * x[2 * i + 1] + sinf(x[2 * i]);
+  }
+}
+
+static double probe_error(fulgur_online* h, const float* x, const float* y, int n) {
+  float out[64];
+  const int64_t shape[2] = {n, 2};
+  if (fulgur_online_predict(h, x, shape, 2, out, n) != FULGUR_OK) return 1e9;
+  double sum = 0.0;
+  for (int i = 0; i < n; ++i) sum += (out[i] - y[i]) * (out[i] - y[i]);
+  return sum / n;
+}
+
+int main(void) {
+  char dir[] = "/tmp/fulgur-online-c-XXXXXX";
+  if (mkdtemp(dir) == NULL) return 1;
+  char config[512], bad[512], script[512], ckpt[512];
+  snprintf(config, sizeof config, "%s/config.yaml", dir);
+  snprintf(bad, sizeof bad, "%s/bad.yaml", dir);
+  snprintf(script, sizeof script, "%s/script.yaml", dir);
+  snprintf(ckpt, sizeof ckpt, "%s/online.ckpt", dir);
+  write_text(config,
+             "model: {type: mlp, layers: [2, 32, 1], activation: tanh}\n"
+             "loss: mse\n"
+             "optimizer: {type: adam, lr: 0.01}\n"
+             "seed: 0\n"
+             "online: {publish_every_n_steps: 10, num_threads: 1, max_steps: 400}\n"
+             "stream: {capacity: 256, when_full: replay, batch_size: 32, seed: 1}\n"
+             "trainer: {accelerator: cpu}\n");
+
+  /* Bad inputs: a key that does not exist, a missing TorchScript file. */
+  fulgur_online* h = NULL;
+  write_text(bad, "model: {type: mlp, layerz: [2, 1]}\n");
+  CHECK(fulgur_online_create(bad, &h) == FULGUR_CONFIG_ERROR);
+  CHECK(h == NULL);
+  CHECK(strstr(fulgur_online_last_error(), "bad.yaml: model.layerz: unknown key") != NULL);
+  write_text(script, "model: {type: torchscript, path: /nonexistent/model.pt}\n");
+  CHECK(fulgur_online_create(script, &h) == FULGUR_CONFIG_ERROR);
+  CHECK(strstr(fulgur_online_last_error(), "TorchScript file '/nonexistent/model.pt' does not exist") != NULL);
+  CHECK(fulgur_online_create("/nonexistent/config.yaml", &h) == FULGUR_CONFIG_ERROR);
+
+  CHECK(fulgur_online_create(config, &h) == FULGUR_OK);
+  if (h == NULL) return 1;
+
+  unsigned state = 7;
+  float probe_x[128], probe_y[64];
+  make_batch(&state, probe_x, probe_y, 64);
+  const double before = probe_error(h, probe_x, probe_y, 64);
+
+  /* Inline: 300 steps on fresh batches. */
+  float x[64], y[32];
+  const int64_t xs[2] = {32, 2}, ys[2] = {32, 1};
+  double first = 0.0, loss = 0.0;
+  for (int step = 0; step < 300; ++step) {
+    make_batch(&state, x, y, 32);
+    CHECK(fulgur_online_train_step(h, x, xs, 2, y, ys, 2, &loss) == FULGUR_OK);
+    if (step == 0) first = loss;
+  }
+  int64_t steps = 0;
+  CHECK(fulgur_online_global_step(h, &steps) == FULGUR_OK && steps == 300);
+  const double after = probe_error(h, probe_x, probe_y, 64);
+  printf("inline: loss %.5f -> %.5f, probe mse %.5f -> %.5f\n", first, loss, before, after);
+  CHECK(after < before / 10);
+
+  /* A NaN loss: one status, no step, training goes on. */
+  float nan_x[64];
+  for (int i = 0; i < 64; ++i) nan_x[i] = NAN;
+  CHECK(fulgur_online_train_step(h, nan_x, xs, 2, y, ys, 2, &loss) == FULGUR_TRAINING_ERROR);
+  CHECK(strstr(fulgur_online_last_error(), "the loss of step 301 is nan") != NULL);
+  CHECK(fulgur_online_global_step(h, &steps) == FULGUR_OK && steps == 300);
+  CHECK(probe_error(h, probe_x, probe_y, 64) == after);
+
+  /* A shape unlike the first push's. */
+  const int64_t wrong[2] = {16, 4}, wrong_targets[2] = {16, 1};
+  CHECK(fulgur_online_start(h) == FULGUR_OK);
+  CHECK(fulgur_online_push(h, x, xs, 2, y, ys, 2) == FULGUR_OK);
+  CHECK(fulgur_online_push(h, x, wrong, 2, y, wrong_targets, 2) == FULGUR_INVALID_ARGUMENT);
+  CHECK(strstr(fulgur_online_last_error(), "differs from the first push's [2]") != NULL);
+  /* The simulation keeps pushing until training reached max_steps (400). */
+  while (fulgur_online_global_step(h, &steps) == FULGUR_OK && steps < 400) {
+    make_batch(&state, x, y, 32);
+    if (fulgur_online_push(h, x, xs, 2, y, ys, 2) != FULGUR_OK) break;
+  }
+  CHECK(fulgur_online_stop(h) == FULGUR_OK);
+  CHECK(fulgur_online_global_step(h, &steps) == FULGUR_OK && steps == 400);
+  const double trained = probe_error(h, probe_x, probe_y, 64);
+
+  /* Checkpoint, then a fresh trainer from the same file predicts the same. */
+  CHECK(fulgur_online_save_checkpoint(h, ckpt) == FULGUR_OK);
+  fulgur_online* again = NULL;
+  CHECK(fulgur_online_create(config, &again) == FULGUR_OK);
+  CHECK(probe_error(again, probe_x, probe_y, 64) != trained);
+  CHECK(fulgur_online_load_checkpoint(again, ckpt) == FULGUR_OK);
+  CHECK(probe_error(again, probe_x, probe_y, 64) == trained);
+  int64_t restored = 0;
+  CHECK(fulgur_online_global_step(again, &restored) == FULGUR_OK && restored == steps);
+  CHECK(fulgur_online_load_checkpoint(again, config) == FULGUR_CHECKPOINT_ERROR);
+
+  float small[4];
+  CHECK(fulgur_online_predict(h, probe_x, xs, 2, small, 4) == FULGUR_INVALID_ARGUMENT);
+  CHECK(fulgur_online_train_step(NULL, x, xs, 2, y, ys, 2, &loss) == FULGUR_INVALID_ARGUMENT);
+
+  fulgur_online_destroy(again);
+  fulgur_online_destroy(h);
+  unlink(config);
+  unlink(bad);
+  unlink(script);
+  unlink(ckpt);
+  rmdir(dir);
+  printf("%s: %d failure(s)\n", failures == 0 ? "PASS" : "FAIL", failures);
+  return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,89 @@
+! The Fortran module from a Fortran program: create from YAML, train inline,
+! predict, a bad key, background mode. Writes only under a fresh temporary
+! folder (its name from the command line). Stops with code 1 on a failure.
+program online_fortran_test
+  use, intrinsic :: iso_c_binding
+  use fulgur_online
+  implicit none
+
+  type(c_ptr) :: h
+  character(len=512) :: dir
+  real(c_float) :: x(2, 32), y(1, 32), px(2, 64), py(1, 64), out(1, 64)
+  real(c_double) :: loss, first
+  integer(c_int64_t) :: steps
+  integer :: step, failures, unit
+  real :: before, after
+
+  failures = 0
+  if (command_argument_count() /= 1) stop 2
+  call get_command_argument(1, dir)
+
+  open(newunit=unit, file=trim(dir) // "/bad.yaml", status="replace")
+  write(unit, '(a)') "optimizer: {type: adam, learning_rate: 0.01}"
+  close(unit)
+  call check(fulgur_create(trim(dir) // "/bad.yaml", h) == FULGUR_CONFIG_ERROR, "unknown key refused")
+  call check(index(fulgur_last_error(), "optimizer.learning_rate: unknown key") > 0, "the message names the key")
+
+  open(newunit=unit, file=trim(dir) // "/config.yaml", status="replace")
+  write(unit, '(a)') "model: {type: mlp, layers: [2, 32, 1]}"
+  write(unit, '(a)') "optimizer: {type: adam, lr: 0.01}"
+  write(unit, '(a)') "online: {publish_every_n_steps: 5, num_threads: 1, max_steps: 350}"
+  write(unit, '(a)') "stream: {capacity: 256, when_full: replay, batch_size: 32}"
+  write(unit, '(a)') "trainer: {accelerator: cpu}"
+  close(unit)
+  call check(fulgur_create(trim(dir) // "/config.yaml", h) == FULGUR_OK, "create")
+
+  call random_seed(put=[(42, step = 1, 64)])
+  call make_batch(px, py)
+  call check(fulgur_predict(h, px, out) == FULGUR_OK, "predict")
+  before = sum((out - py)**2) / 64
+
+  do step = 1, 300
+    call make_batch(x, y)
+    call check(fulgur_train_step(h, x, y, loss) == FULGUR_OK, "train_step")
+    if (step == 1) first = loss
+  end do
+  call check(fulgur_predict(h, px, out) == FULGUR_OK, "predict after training")
+  after = sum((out - py)**2) / 64
+  print '(a, f8.5, a, f8.5)', "fortran inline: probe mse ", before, " -> ", after
+  call check(after < before / 10, "inline training lowers the error tenfold")
+
+  ! A sample shaped unlike the first push's.
+  call check(fulgur_start(h) == FULGUR_OK, "start")
+  call check(fulgur_push(h, x, y) == FULGUR_OK, "push")
+  call check(fulgur_push(h, px(:, 1:32), py(:, 1:16)) == FULGUR_INVALID_ARGUMENT, "push with 16 targets for 32 inputs")
+  steps = 0
+  do while (steps < 350)
+    call make_batch(x, y)
+    if (fulgur_push(h, x, y) /= FULGUR_OK) exit
+    if (fulgur_global_step(h, steps) /= FULGUR_OK) exit
+  end do
+  call check(fulgur_stop(h) == FULGUR_OK, "stop")
+  call check(fulgur_global_step(h, steps) == FULGUR_OK .and. steps == 350, "background reached max_steps")
+  call fulgur_destroy(h)
+
+  if (failures /= 0) then
+    print '(a, i0, a)', "FAIL: ", failures, " failure(s)"
+    stop 1
+  end if
+  print '(a)', "PASS"
+
+contains
+
+  subroutine make_batch(x, y)
+    real(c_float), intent(out) :: x(:, :), y(:, :)
+    call random_number(x)
+    x = 2 * x - 1
+    y(1, :) = x(1, :) * x(2, :) + sin(x(1, :))
+  end subroutine
+
+  subroutine check(ok, what)
+    logical, intent(in) :: ok
+    character(len=*), intent(in) :: what
+    if (.not. ok) then
+      print '(a, a, a, a)', "check failed: ", what, "; last error: ", fulgur_last_error()
+      failures = failures + 1
+    end if
+  end subroutine
+
+end program online_fortran_test
