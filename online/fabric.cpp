@@ -102,7 +102,9 @@ bool Fabric::optimizer_step(size_t index) {
   std::optional<Strategy::Clip> clip;
   const auto& clip_val = config_.options.gradient_clip_val();
   if (clip_val && *clip_val > 0.0) clip = Strategy::Clip{*clip_val, config_.gradient_clip_algorithm};
-  const bool stepped = strategy_->optimizer_step(optimizer, [&] { m.on_before_optimizer_step(optimizer); }, clip);
+  strategy_->prepare_optimizer_step(optimizer);
+  m.on_before_optimizer_step(optimizer);
+  const bool stepped = strategy_->finish_optimizer_step(optimizer, clip);
   optimizer.zero_grad();
   ++global_step_;
   const auto& scheduler = optimizers_[index].lr_scheduler;

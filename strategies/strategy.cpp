@@ -31,13 +31,6 @@ bool Strategy::finish_optimizer_step(torch::optim::Optimizer& optimizer, std::op
   return step(optimizer);
 }
 
-bool Strategy::optimizer_step(torch::optim::Optimizer& optimizer, const std::function<void()>& before_step,
-                              std::optional<Clip> clip) {
-  prepare_optimizer_step(optimizer);
-  if (before_step) before_step();
-  return finish_optimizer_step(optimizer, clip);
-}
-
 void Strategy::clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) {
   precision_.unscale_gradients(optimizer);
   clip_unscaled_gradients(optimizer, value, algorithm);

@@ -105,9 +105,6 @@ class Strategy {
   /// the optimizer stepped (a gradient scaler skips steps with inf/NaN gradients).
   void prepare_optimizer_step(torch::optim::Optimizer& optimizer);
   bool finish_optimizer_step(torch::optim::Optimizer& optimizer, std::optional<Clip> clip = std::nullopt);
-  /// Both halves with `before_step` between them.
-  bool optimizer_step(torch::optim::Optimizer& optimizer, const std::function<void()>& before_step,
-                      std::optional<Clip> clip = std::nullopt);
   /// Averages the gradients of `parameters` (those that have one) over the
   /// processes now, in one collective per dtype: manual optimization's
   /// manual_backward, where the strategy's backward hooks are not set up.

@@ -113,7 +113,7 @@ void TrainingEpochLoop::run(DataLoader& train, int64_t num_batches, const std::v
   epoch_complete_ = batch_idx >= num_batches_;
   if (!epoch_complete_) {  // a stream that ended: no epoch after this one
     const auto* source = dynamic_cast<const Exhaustible*>(&train);
-    if (source != nullptr && source->exhausted()) trainer_.request_stop();
+    if (source != nullptr && source->exhausted()) context_.request_stop();
   }
 
   // Callbacks that monitor metrics (EarlyStopping, ModelCheckpoint) run last,
