@@ -59,7 +59,7 @@ void DataParallelStrategy::abort_collectives() {
 void DataParallelStrategy::setup_environment() {
   Strategy::setup_environment();
   // One group for the strategy's lifetime: fit then test reuse it.
-  if (!group_) group_ = std::make_unique<ProcessGroup>(options_.process_group);
+  if (!group_) group_ = std::make_unique<ProcessGroup>(options_.process_group, waits_);
   if (!timeline_ && !options_.timeline_path.empty()) {
     timeline_ = std::make_unique<Timeline>(Timeline::path_for_rank(options_.timeline_path, global_rank()),
                                            global_rank());

@@ -50,6 +50,7 @@ class DataParallelStrategy : public Strategy {
   void setup(LightningModule& module) override;
   void teardown() override;
   void abort_collectives() override;
+  std::optional<CollectiveWait::Now> collective_wait() const override { return waits_->current(); }
 
   torch::Tensor all_reduce(const torch::Tensor& tensor, ReduceOp op) override;
   torch::Tensor broadcast(const torch::Tensor& tensor, int64_t source_rank) override;
@@ -88,6 +89,8 @@ class DataParallelStrategy : public Strategy {
 
   DataParallelOptions options_;
   DDPOptions ddp_;
+  // Made with the strategy, not the group: a stop signal may ask while the group is being built.
+  std::shared_ptr<CollectiveWait> waits_ = std::make_shared<CollectiveWait>();
   std::unique_ptr<ProcessGroup> group_;
   std::unique_ptr<Timeline> timeline_;
   std::unique_ptr<GradientSynchronizer> synchronizer_;

@@ -3,6 +3,7 @@
 #include <fulgur/modules/batch.hpp>
 #include <fulgur/modules/clip_algorithm.hpp>
 #include <fulgur/strategies/accelerator.hpp>
+#include <fulgur/strategies/collectives/collective_wait.hpp>
 #include <fulgur/strategies/device_batch.hpp>
 #include <fulgur/strategies/precision.hpp>
 #include <fulgur/modules/reduce_op.hpp>
@@ -49,6 +50,8 @@ class Strategy {
   /// From any thread: makes the collectives in flight fail where the
   /// backend can (NCCL; Gloo's end when their peer does). The run is over.
   virtual void abort_collectives() {}
+  /// From any thread: the collective this process waits in, if any.
+  virtual std::optional<CollectiveWait::Now> collective_wait() const { return std::nullopt; }
   /// Once the optimizer exists (Horovod: broadcast its state from rank 0).
   virtual void setup_optimizers(torch::optim::Optimizer& /*optimizer*/) {}
 

@@ -80,12 +80,10 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
   }
   // Held in a collective past the grace period: make it fail (the ranks this
   // process started first, since a Gloo wait ends only when its peer does).
-  signals_->on_stuck(
-      [strategy = strategy_.get(), launcher = launcher_](int signal) {
-        strategy->abort_collectives();
-        if (launcher) launcher->terminate_peers(signal);
-      },
-      strategy_->global_rank());
+  signals_->on_stuck(*strategy_, [strategy = strategy_.get(), launcher = launcher_](int signal) {
+    strategy->abort_collectives();
+    if (launcher) launcher->terminate_peers(signal);
+  });
   if (!platform.environment || platform.environment->global_rank() == 0) {
     for (const auto& warning : platform.warnings) std::cerr << "fulgur: warning: " << warning << std::endl;
   }

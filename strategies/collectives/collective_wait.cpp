@@ -1,13 +1,9 @@
 #include <fulgur/strategies/collectives/collective_wait.hpp>
 
-#include <atomic>
 #include <chrono>
 
 namespace fulgur {
 namespace {
-
-std::atomic<const char*> g_operation{nullptr};
-std::atomic<long long> g_since_ns{0};
 
 long long now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -16,21 +12,21 @@ long long now_ns() {
 
 }  // namespace
 
-CollectiveWait::CollectiveWait(const char* operation)
-    : previous_operation_(g_operation.load()), previous_since_ns_(g_since_ns.load()) {
-  g_since_ns.store(now_ns());
-  g_operation.store(operation);
+CollectiveWait::Scope::Scope(CollectiveWait& wait, const char* operation)
+    : wait_(wait), previous_operation_(wait.operation_.load()), previous_since_ns_(wait.since_ns_.load()) {
+  wait_.since_ns_.store(now_ns());
+  wait_.operation_.store(operation);
 }
 
-CollectiveWait::~CollectiveWait() {
-  g_operation.store(previous_operation_);
-  g_since_ns.store(previous_since_ns_);
+CollectiveWait::Scope::~Scope() {
+  wait_.operation_.store(previous_operation_);
+  wait_.since_ns_.store(previous_since_ns_);
 }
 
-std::optional<CollectiveWait::Now> CollectiveWait::current() {
-  const char* operation = g_operation.load();
+std::optional<CollectiveWait::Now> CollectiveWait::current() const {
+  const char* operation = operation_.load();
   if (operation == nullptr) return std::nullopt;
-  return Now{operation, static_cast<double>(now_ns() - g_since_ns.load()) * 1e-9};
+  return Now{operation, static_cast<double>(now_ns() - since_ns_.load()) * 1e-9};
 }
 
 }  // namespace fulgur

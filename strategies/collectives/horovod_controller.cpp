@@ -111,7 +111,7 @@ void HorovodController::finish() {
   advance_prefix();
   const int64_t target = steps_begun_ * num_tensors();
   {
-    const CollectiveWait waiting("horovod allreduce");
+    const CollectiveWait::Scope waiting(group_.waits(), "horovod allreduce");
     changed_.wait(lock, [&] { return reduced_ >= target || error_ || thread_done_; });
   }
   if (reduced_ >= target) return;  // done, even if a peer has left since

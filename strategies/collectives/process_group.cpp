@@ -1,6 +1,5 @@
 #include <fulgur/strategies/collectives/process_group.hpp>
 
-#include <fulgur/strategies/collectives/collective_wait.hpp>
 #include <fulgur/strategies/cuda/nccl_backend.hpp>
 #include <fulgur/strategies/collectives/ring_allreduce.hpp>
 #include <fulgur/strategies/collectives/torch_compat.hpp>
@@ -89,7 +88,8 @@ void ignore_sigpipe() {
 
 }  // namespace
 
-ProcessGroup::ProcessGroup(const ProcessGroupOptions& options) : options_(options) {
+ProcessGroup::ProcessGroup(const ProcessGroupOptions& options, std::shared_ptr<CollectiveWait> waits)
+    : options_(options), waits_(std::move(waits)) {
   ignore_sigpipe();
   if (options_.world_size < 1 || options_.rank < 0 || options_.rank >= options_.world_size) {
     throw std::invalid_argument(fmt::format("[ProcessGroup::ProcessGroup] rank {} is outside world size {}",
@@ -134,7 +134,7 @@ ProcessGroup::ProcessGroup(const ProcessGroup& parent, const std::string& name)
     : ProcessGroup(parent, name, parent.rank(), parent.size()) {}
 
 ProcessGroup::ProcessGroup(const ProcessGroup& parent, const std::string& name, int64_t rank, int64_t size)
-    : options_(parent.options_) {
+    : options_(parent.options_), waits_(parent.waits_) {
   options_.rank = rank;
   options_.world_size = size;
   try {
@@ -174,7 +174,7 @@ void ProcessGroup::abort() {
 
 void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const char* operation) const {
   try {
-    const CollectiveWait waiting(operation);
+    const CollectiveWait::Scope waiting(*waits_, operation);
     work->wait();
   } catch (const std::exception& e) {
     const std::string what = dynamic_cast<const c10::Error*>(&e) != nullptr

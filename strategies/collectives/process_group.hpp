@@ -1,6 +1,7 @@
 #pragma once
 
 #include <fulgur/strategies/environments/cluster_environment.hpp>
+#include <fulgur/strategies/collectives/collective_wait.hpp>
 #include <fulgur/modules/reduce_op.hpp>
 
 #include <torch/torch.h>
@@ -65,7 +66,10 @@ class RingAllreduce;
 /// training step communicates, at the cost of one atomic increment.
 class ProcessGroup {
  public:
-  explicit ProcessGroup(const ProcessGroupOptions& options);
+  /// `waits`: where its waits are marked (the strategy's; groups made from
+  /// this one share it).
+  explicit ProcessGroup(const ProcessGroupOptions& options,
+                        std::shared_ptr<CollectiveWait> waits = std::make_shared<CollectiveWait>());
   /// A second, independent group of the same processes that meets through
   /// `parent`'s store under `name`: its collectives never pair with the
   /// parent's, so another thread can use it concurrently.
@@ -115,6 +119,9 @@ class ProcessGroup {
   /// exception that names this rank and the operation.
   void wait(const c10::intrusive_ptr<c10d::Work>& work, const char* operation) const;
 
+  /// Where this group and those made from it wait, from any thread.
+  CollectiveWait& waits() const { return *waits_; }
+
   /// What this group has issued so far (all threads).
   CollectiveCounts counts() const;
 
@@ -122,6 +129,7 @@ class ProcessGroup {
   void create_backend(const c10::intrusive_ptr<c10d::Store>& store);
 
   ProcessGroupOptions options_;
+  std::shared_ptr<CollectiveWait> waits_;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::Backend> backend_;
   std::unique_ptr<RingAllreduce> ring_;  // made at the first ring_all_reduce

@@ -138,20 +138,23 @@ void SignalConnector::restore(const struct sigaction& usr1) const {
 }
 
 void SignalConnector::act_on_unacted(double waited_s) {
-  if (fitting_.load() && !CollectiveWait::current()) {
+  const auto waiting_now = [this]() -> std::optional<CollectiveWait::Now> {
+    return strategy_ != nullptr ? strategy_->collective_wait() : std::nullopt;
+  };
+  if (fitting_.load() && !waiting_now()) {
     // A collective that just failed (a peer ended on the signal) is on its
     // way to stop_error(), which acts on the signal: give it that moment.
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     if (g_unacted_stops.load() == 0) return;
   }
   const int signal = pending_stop();
-  const auto waiting = CollectiveWait::current();
+  const auto waiting = waiting_now();
   const std::string where = fmt::format(
       " within {:g} s; {}", waited_s,
       waiting ? fmt::format("waiting in {} for {:.0f} s", waiting->operation, waiting->seconds)
               : std::string("not waiting in a collective"));
   if (fitting_.load() && waiting && on_stuck_) {
-    forced_line_ = unacted_line(rank_, where);
+    forced_line_ = unacted_line(rank(), where);
     forced_.store(true);
     g_unacted_stops.store(0);  // acted on: fit ends with a StopSignalError
     std::cerr << forced_line_ << "; ending the run (process group aborted, local ranks stopped)" << std::endl;
@@ -159,15 +162,17 @@ void SignalConnector::act_on_unacted(double waited_s) {
     return;
   }
   // Nothing here can act on it: whoever handled the signal before us does.
-  std::cerr << unacted_line(rank_, where) << "; passing it on to the program's handler" << std::endl;
+  std::cerr << unacted_line(rank(), where) << "; passing it on to the program's handler" << std::endl;
   g_unacted_stops.store(0);
   restore(old_usr1_);
   ::kill(::getpid(), signal);
 }
 
-void SignalConnector::on_stuck(std::function<void(int)> action, int64_t rank) {
+int64_t SignalConnector::rank() const { return strategy_ != nullptr ? strategy_->global_rank() : 0; }
+
+void SignalConnector::on_stuck(const Strategy& strategy, std::function<void(int)> action) {
   on_stuck_ = std::move(action);
-  rank_ = rank;
+  strategy_ = &strategy;
 }
 
 int SignalConnector::received() const { return g_stop_signal.load(); }
@@ -212,7 +217,7 @@ std::exception_ptr SignalConnector::stop_error(const std::exception_ptr& error) 
   what = what.substr(0, what.find('\n'));
   const std::string message =
       forced_.load() ? fmt::format("{}; the run was ended: {}", forced_line_, what)
-                     : unacted_line(rank_, fmt::format("; the run failed meanwhile (a peer stopping on it ends "
+                     : unacted_line(rank(), fmt::format("; the run failed meanwhile (a peer stopping on it ends "
                                                        "collectives): {}",
                                                        what));
   return std::make_exception_ptr(StopSignalError(signal, message));

@@ -61,8 +61,9 @@ class SignalConnector {
   /// What the watcher calls (on its thread, with the signal) when fit is
   /// held in a collective past the grace period: it must make the
   /// collective fail (abort the process group, end the peers this process
-  /// started). `rank` names this process in the lines printed.
-  void on_stuck(std::function<void(int signal)> action, int64_t rank);
+  /// started). `strategy` says whether and where fit waits in a collective
+  /// (Strategy::collective_wait) and names this process's rank.
+  void on_stuck(const Strategy& strategy, std::function<void(int signal)> action);
 
   /// Where a stop check is due (Trainer::stop_check_due), the training loop
   /// asks whether the ranks stop after this step: an all_reduce max of the
@@ -90,6 +91,8 @@ class SignalConnector {
   class Watcher;
   /// Restores the handlers this connector replaced (SIGUSR1 as `usr1`).
   void restore(const struct sigaction& usr1) const;
+  /// This process's rank for the lines printed (0 before on_stuck).
+  int64_t rank() const;
   /// The watcher's decision once a stop signal waited past the grace period.
   void act_on_unacted(double waited_s);
 
@@ -103,7 +106,7 @@ class SignalConnector {
   std::atomic<bool> forced_{false};
   std::string forced_line_;
   std::function<void(int)> on_stuck_;
-  int64_t rank_ = 0;
+  const Strategy* strategy_ = nullptr;
   std::unique_ptr<Watcher> watcher_;  // the outermost connector's
 };
 
