@@ -3,13 +3,34 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cstring>
+#include <numeric>
 #include <stdexcept>
 
 namespace fulgur {
 
 namespace {
 
-std::vector<int64_t> sample_shape(const torch::Tensor& t) { return t.sizes().slice(1).vec(); }
+// Tensors whose first dimension counts the samples, the same in both.
+void check_counts(const torch::Tensor& inputs, const torch::Tensor& targets) {
+  if (!inputs.defined() || !targets.defined() || inputs.dim() < 1 || targets.dim() < 1) {
+    throw std::invalid_argument("[SampleStream::push] inputs and targets must be tensors whose first dimension "
+                                "counts the samples");
+  }
+  if (inputs.size(0) != targets.size(0)) {
+    throw std::invalid_argument(fmt::format("[SampleStream::push] inputs hold {} samples but targets {}",
+                                            inputs.size(0), targets.size(0)));
+  }
+}
+
+// Copies row `from` of `source` (contiguous, the ring's dtype) into row `to` of `ring`.
+void copy_row(const torch::Tensor& source, int64_t from, torch::Tensor& ring, int64_t to) {
+  const auto bytes = static_cast<size_t>(ring.numel() / ring.size(0)) * ring.element_size();
+  if (bytes == 0) return;
+  std::memcpy(static_cast<char*>(ring.data_ptr()) + static_cast<size_t>(to) * bytes,
+              static_cast<const char*>(source.data_ptr()) + static_cast<size_t>(from) * bytes, bytes);
+}
 
 class StreamIterator : public BatchIterator {
  public:
@@ -43,55 +64,62 @@ SampleStream::SampleStream(SampleStreamOptions options) : options_(options), gen
 }
 
 void SampleStream::check_sample(const torch::Tensor& inputs, const torch::Tensor& targets) {
-  if (!inputs.defined() || !targets.defined() || inputs.dim() < 1 || targets.dim() < 1) {
-    throw std::invalid_argument("[SampleStream::push] inputs and targets must be tensors whose first dimension "
-                                "counts the samples");
-  }
-  if (inputs.size(0) != targets.size(0)) {
-    throw std::invalid_argument(fmt::format("[SampleStream::push] inputs hold {} samples but targets {}",
-                                            inputs.size(0), targets.size(0)));
-  }
   if (!input_shape_) {
-    input_shape_ = sample_shape(inputs);
-    target_shape_ = sample_shape(targets);
-    input_dtype_ = inputs.scalar_type();
-    target_dtype_ = targets.scalar_type();
+    input_shape_ = inputs.sizes().slice(1).vec();
+    target_shape_ = targets.sizes().slice(1).vec();
+    auto ring_shape = [this](const std::vector<int64_t>& sample) {
+      std::vector<int64_t> shape{options_.capacity};
+      shape.insert(shape.end(), sample.begin(), sample.end());
+      return shape;
+    };
+    inputs_ = torch::empty(ring_shape(*input_shape_), inputs.options());
+    targets_ = torch::empty(ring_shape(*target_shape_), targets.options());
     return;
   }
-  auto check = [](const char* what, const torch::Tensor& t, const std::vector<int64_t>& shape, at::ScalarType dtype) {
-    if (sample_shape(t) != shape || t.scalar_type() != dtype) {
+  auto check = [](const char* what, const torch::Tensor& t, const torch::Tensor& ring) {
+    if (t.sizes().slice(1) != ring.sizes().slice(1) || t.scalar_type() != ring.scalar_type()) {
       throw std::invalid_argument(fmt::format(
           "[SampleStream::push] {} sample shape [{}] dtype {} differs from the first push's [{}] {}", what,
-          fmt::join(sample_shape(t), ","), c10::toString(t.scalar_type()), fmt::join(shape, ","),
-          c10::toString(dtype)));
+          fmt::join(t.sizes().slice(1), ","), c10::toString(t.scalar_type()), fmt::join(ring.sizes().slice(1), ","),
+          c10::toString(ring.scalar_type())));
     }
   };
-  check("inputs", inputs, *input_shape_, input_dtype_);
-  check("targets", targets, *target_shape_, target_dtype_);
+  check("inputs", inputs, inputs_);
+  check("targets", targets, targets_);
 }
 
 void SampleStream::push(const torch::Tensor& inputs, const torch::Tensor& targets) {
+  check_counts(inputs, targets);
+  // Host tensors are read in place; a device's come over first, outside the lock.
+  auto host = [](const torch::Tensor& t) { return t.is_cpu() && t.is_contiguous() ? t : t.detach().cpu().contiguous(); };
+  const torch::Tensor x = host(inputs);
+  const torch::Tensor y = host(targets);
   std::unique_lock lock(mutex_);
   if (ended_) throw std::logic_error("[SampleStream::push] the stream has ended (end() was called)");
-  check_sample(inputs, targets);
-  const int64_t n = inputs.size(0);
-  if (options_.when_full == WhenFull::Block && n > options_.capacity) {
-    throw std::invalid_argument(fmt::format(
-        "[SampleStream::push] {} samples at once exceed the capacity ({}) of a blocking stream", n, options_.capacity));
-  }
-  // The copy is made before waiting: the caller's memory is never kept.
-  const torch::Tensor x = inputs.detach().to(torch::kCPU).clone();
-  const torch::Tensor y = targets.detach().to(torch::kCPU).clone();
+  check_sample(x, y);
+  const int64_t n = x.size(0);
   if (options_.when_full == WhenFull::Block) {
-    changed_.wait(lock, [&] { return static_cast<int64_t>(samples_.size()) + n <= options_.capacity || ended_; });
+    if (n > options_.capacity) {
+      throw std::invalid_argument(fmt::format(
+          "[SampleStream::push] {} samples at once exceed the capacity ({}) of a blocking stream", n,
+          options_.capacity));
+    }
+    changed_.wait(lock, [&] { return size_ + n <= options_.capacity || ended_; });
     if (ended_) throw std::logic_error("[SampleStream::push] the stream ended while this push waited for room");
   }
-  for (int64_t i = 0; i < n; ++i) {
-    if (static_cast<int64_t>(samples_.size()) == options_.capacity) {
-      samples_.pop_front();
+  // More samples than the ring holds: the newest stay.
+  const int64_t first = std::max<int64_t>(0, n - options_.capacity);
+  dropped_ += first;
+  for (int64_t i = first; i < n; ++i) {
+    if (size_ == options_.capacity) {  // drop the oldest
+      head_ = (head_ + 1) % options_.capacity;
+      --size_;
       ++dropped_;
     }
-    samples_.emplace_back(x[i], y[i]);
+    const int64_t row = (head_ + size_) % options_.capacity;
+    copy_row(x, i, inputs_, row);
+    copy_row(y, i, targets_, row);
+    ++size_;
   }
   pushed_ += n;
   changed_.notify_all();
@@ -122,9 +150,8 @@ bool SampleStream::ended() const {
 }
 
 bool SampleStream::can_yield() const {
-  const auto n = static_cast<int64_t>(samples_.size());
-  if (options_.when_full == WhenFull::Replay) return !ended_ && n >= options_.min_samples;
-  return n >= options_.batch_size || (ended_ && n > 0);
+  if (options_.when_full == WhenFull::Replay) return !ended_ && size_ >= options_.min_samples;
+  return size_ >= options_.batch_size || (ended_ && size_ > 0);
 }
 
 bool SampleStream::exhausted() const {
@@ -141,37 +168,36 @@ std::optional<Batch> SampleStream::next_batch() {
   return batch;
 }
 
+std::pair<torch::Tensor, torch::Tensor> SampleStream::gather(const std::vector<int64_t>& logical) const {
+  torch::Tensor rows = torch::empty({static_cast<int64_t>(logical.size())}, torch::kInt64);
+  auto* row = rows.data_ptr<int64_t>();
+  for (const int64_t i : logical) *row++ = (head_ + i) % options_.capacity;
+  return {inputs_.index_select(0, rows), targets_.index_select(0, rows)};
+}
+
 Batch SampleStream::take_fifo() {
-  const int64_t n = std::min<int64_t>(options_.batch_size, static_cast<int64_t>(samples_.size()));
-  std::vector<torch::Tensor> xs, ys;
-  for (int64_t i = 0; i < n; ++i) {
-    xs.push_back(samples_.front().first);
-    ys.push_back(samples_.front().second);
-    samples_.pop_front();
-  }
-  return Batch{torch::stack(xs), torch::stack(ys), {}};
+  std::vector<int64_t> oldest(static_cast<size_t>(std::min(options_.batch_size, size_)));
+  std::iota(oldest.begin(), oldest.end(), int64_t{0});
+  auto [x, y] = gather(oldest);
+  head_ = (head_ + static_cast<int64_t>(oldest.size())) % options_.capacity;
+  size_ -= static_cast<int64_t>(oldest.size());
+  return Batch{std::move(x), std::move(y), {}};
 }
 
 Batch SampleStream::draw_replay() {
-  std::uniform_int_distribution<size_t> index(0, samples_.size() - 1);
-  std::vector<torch::Tensor> xs, ys;
-  for (int64_t i = 0; i < options_.batch_size; ++i) {
-    const auto& [x, y] = samples_[index(generator_)];
-    xs.push_back(x);
-    ys.push_back(y);
-  }
-  return Batch{torch::stack(xs), torch::stack(ys), {}};
+  std::uniform_int_distribution<int64_t> index(0, size_ - 1);
+  std::vector<int64_t> drawn(static_cast<size_t>(options_.batch_size));
+  for (auto& i : drawn) i = index(generator_);
+  auto [x, y] = gather(drawn);
+  return Batch{std::move(x), std::move(y), {}};
 }
 
 std::pair<torch::Tensor, torch::Tensor> SampleStream::buffered_samples() const {
   std::lock_guard lock(mutex_);
-  if (samples_.empty()) return {};
-  std::vector<torch::Tensor> xs, ys;
-  for (const auto& [x, y] : samples_) {
-    xs.push_back(x);
-    ys.push_back(y);
-  }
-  return {torch::stack(xs), torch::stack(ys)};
+  if (size_ == 0) return {};
+  std::vector<int64_t> all(static_cast<size_t>(size_));
+  std::iota(all.begin(), all.end(), int64_t{0});
+  return gather(all);
 }
 
 int64_t SampleStream::pushed() const {
@@ -186,7 +212,7 @@ int64_t SampleStream::dropped() const {
 
 int64_t SampleStream::buffered() const {
   std::lock_guard lock(mutex_);
-  return static_cast<int64_t>(samples_.size());
+  return size_;
 }
 
 std::unique_ptr<BatchIterator> SampleStream::iterate(int64_t first_batch) {

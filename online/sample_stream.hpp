@@ -8,7 +8,6 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -71,19 +70,25 @@ class SampleStream : public DataLoader, public Exhaustible {
   bool exhausted() const override;
 
  private:
-  /// Checks a push against the first one's shapes and dtypes (under the lock).
+  /// Checks a push against the first one's shapes and dtypes and, at the
+  /// first push, allocates the ring (under the lock).
   void check_sample(const torch::Tensor& inputs, const torch::Tensor& targets);
   bool can_yield() const;
+  /// Copies the rows `logical` (0: the oldest buffered sample) out of the ring.
+  std::pair<torch::Tensor, torch::Tensor> gather(const std::vector<int64_t>& logical) const;
   Batch take_fifo();
   Batch draw_replay();
 
   SampleStreamOptions options_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  /// One entry per sample (views of the copy a push made).
-  std::deque<std::pair<torch::Tensor, torch::Tensor>> samples_;
+  /// The ring: `capacity` samples of inputs and of targets, allocated at the
+  /// first push; a push copies rows in, a batch copies rows out, so the lock
+  /// is held for copies only.
+  torch::Tensor inputs_, targets_;
+  int64_t head_ = 0;  // the row of the oldest sample
+  int64_t size_ = 0;  // samples buffered
   std::optional<std::vector<int64_t>> input_shape_, target_shape_;
-  at::ScalarType input_dtype_ = at::kFloat, target_dtype_ = at::kFloat;
   std::mt19937_64 generator_;
   int64_t pushed_ = 0;
   int64_t dropped_ = 0;
