@@ -161,32 +161,35 @@ void Fabric::flush_logged() {
 }
 
 void Fabric::save_checkpoint(const std::filesystem::path& path, const Checkpoint& extra) {
-  LightningModule& m = module();
+  if (is_global_zero()) write_checkpoint(path, extra);
+  barrier("fabric_save_checkpoint");
+}
+
+void Fabric::write_checkpoint(const std::filesystem::path& path, const Checkpoint& extra) const {
   if (strategy_->shards_parameters() || strategy_->shards_optimizer_state()) {
     throw std::logic_error("[Fabric::save_checkpoint] a sharding strategy's checkpoint needs the Trainer; use ddp");
   }
-  if (is_global_zero()) {
-    Checkpoint c = new_state_dict();
-    c.insert(CheckpointIO::kVersionKey, std::string(FULGUR_VERSION));
-    c.insert("epoch", int64_t{0});
-    c.insert("global_step", global_step_);
-    Checkpoint weights = new_state_dict();
-    for (const auto& entry : state_dict(m)) weights.insert(entry.key(), entry.value().detach());
-    c.insert("state_dict", weights);
-    c.insert("hyper_parameters", m.hparams().copy());
-    c10::impl::GenericList optimizers(c10::AnyType::get());
-    c10::impl::GenericList schedulers(c10::AnyType::get());
-    for (auto& entry : optimizers_) {
-      optimizers.push_back(optimizer_state_dict(*entry.optimizer));
-      if (entry.lr_scheduler) schedulers.push_back(scheduler_state_dict(*entry.lr_scheduler, *entry.optimizer));
-    }
-    c.insert("optimizer_states", optimizers);
-    c.insert("lr_schedulers", schedulers);
-    c.insert("precision", strategy_->precision().state_dict());
-    for (const auto& entry : extra) c.insert_or_assign(entry.key(), entry.value());
-    CheckpointIO::save(c, path);
+  if (module_ == nullptr) throw std::logic_error("[Fabric] no module: call setup(module) first");
+  LightningModule& m = *module_;
+  Checkpoint c = new_state_dict();
+  c.insert(CheckpointIO::kVersionKey, std::string(FULGUR_VERSION));
+  c.insert("epoch", int64_t{0});
+  c.insert("global_step", global_step_);
+  Checkpoint weights = new_state_dict();
+  for (const auto& entry : state_dict(m)) weights.insert(entry.key(), entry.value().detach());
+  c.insert("state_dict", weights);
+  c.insert("hyper_parameters", m.hparams().copy());
+  c10::impl::GenericList optimizers(c10::AnyType::get());
+  c10::impl::GenericList schedulers(c10::AnyType::get());
+  for (const auto& entry : optimizers_) {
+    optimizers.push_back(optimizer_state_dict(*entry.optimizer));
+    if (entry.lr_scheduler) schedulers.push_back(scheduler_state_dict(*entry.lr_scheduler, *entry.optimizer));
   }
-  barrier("fabric_save_checkpoint");
+  c.insert("optimizer_states", optimizers);
+  c.insert("lr_schedulers", schedulers);
+  c.insert("precision", strategy_->precision().state_dict());
+  for (const auto& entry : extra) c.insert_or_assign(entry.key(), entry.value());
+  CheckpointIO::save(c, path);
 }
 
 Checkpoint Fabric::load_checkpoint(const std::filesystem::path& path) {

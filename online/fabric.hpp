@@ -95,6 +95,11 @@ class Fabric {
   /// entries of `extra`, atomically from rank 0; every rank calls it.
   /// Not under a strategy that shards (fsdp): std::logic_error.
   void save_checkpoint(const std::filesystem::path& path, const Checkpoint& extra = new_state_dict());
+  /// The same file written by this rank alone, now, with no collective:
+  /// for a rank whose peers died (its weights are every rank's after the
+  /// last step they all finished). Written atomically, so survivors that
+  /// all write the same path leave one whole file.
+  void write_checkpoint(const std::filesystem::path& path, const Checkpoint& extra = new_state_dict()) const;
   /// Restores what save_checkpoint wrote (every rank reads the file) and
   /// returns the whole checkpoint, `extra` entries included. A missing or
   /// corrupt file, or weights that do not fit, throw naming the path.

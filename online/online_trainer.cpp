@@ -74,17 +74,35 @@ double OnlineTrainer::step(const Batch& batch) {
   const double value = loss.detach().item<double>();
   if (!std::isfinite(value)) {
     // Before backward: the weights stay those of the last good step.
-    throw std::runtime_error(fmt::format(
-        "[OnlineTrainer] the loss of step {} is {}: no step was taken; the weights after step {} are kept "
-        "(published: step {})",
-        global_step_.load() + 1, value, global_step_.load(), snapshot_.step()));
+    throw std::runtime_error(fmt::format("[OnlineTrainer] the loss of step {} is {}: no step was taken; {}",
+                                         global_step_.load() + 1, value, keep_trained_state()));
   }
-  fabric_->backward(loss);
-  fabric_->optimizer_step(0);
-  const int64_t done = ++global_step_;
-  if (done % options_.publish_every_n_steps == 0) publish();
-  check_stop_signal();
+  try {
+    fabric_->backward(loss);  // ddp and horovod exchange gradients here: a dead peer fails it
+    fabric_->optimizer_step(0);
+    const int64_t done = ++global_step_;
+    if (done % options_.publish_every_n_steps == 0) publish();
+    check_stop_signal();
+  } catch (const std::exception& e) {
+    fail_keeping(e);
+  }
   return value;
+}
+
+void OnlineTrainer::fail_keeping(const std::exception& error) {
+  throw std::runtime_error(fmt::format("{}; {}", error.what(), keep_trained_state()));
+}
+
+std::string OnlineTrainer::keep_trained_state() noexcept {
+  try {
+    publish();
+    std::string kept = fmt::format("the weights after step {} are kept (published for predict()", global_step_.load());
+    if (options_.checkpoint_dir.empty()) return kept + ")";
+    fabric_->write_checkpoint(last_checkpoint(), extra_state());
+    return fmt::format("{} and saved to {}: a restart resumes there)", kept, last_checkpoint().string());
+  } catch (const std::exception& e) {
+    return fmt::format("keeping the weights after step {} failed too: {}", global_step_.load(), e.what());
+  }
 }
 
 double OnlineTrainer::train_step(const torch::Tensor& inputs, const torch::Tensor& targets) {
@@ -120,7 +138,13 @@ void OnlineTrainer::run_background() {
       std::optional<Batch> batch = stream_->next_batch();
       // Every rank steps while every rank has a batch: the first to run out
       // (its stream ended) stops them all at the same step.
-      if (several && fabric_->strategy().max_over_ranks(batch ? 0 : 1) != 0) break;
+      bool any_ended = false;
+      try {
+        any_ended = several && fabric_->strategy().max_over_ranks(batch ? 0 : 1) != 0;
+      } catch (const std::exception& e) {
+        fail_keeping(e);  // a peer died between steps
+      }
+      if (any_ended) break;
       if (!batch) break;
       step(*batch);
     }
@@ -178,10 +202,12 @@ void OnlineTrainer::load_checkpoint(const std::filesystem::path& path) {
   publish();
 }
 
-void OnlineTrainer::save_state(const std::filesystem::path& path) {
+void OnlineTrainer::save_state(const std::filesystem::path& path) { fabric_->save_checkpoint(path, extra_state()); }
+
+Checkpoint OnlineTrainer::extra_state() const {
   Checkpoint extra = new_state_dict();
   if (options_.checkpoint_buffer) {
-    // Rank 0 writes the file: its own samples are the ones kept.
+    // The rank that writes the file (rank 0, or a survivor) keeps its own samples.
     const auto [inputs, targets] = stream_->buffered_samples();
     if (inputs.defined()) {
       Checkpoint buffer = new_state_dict();
@@ -190,7 +216,7 @@ void OnlineTrainer::save_state(const std::filesystem::path& path) {
       extra.insert("stream_buffer", buffer);
     }
   }
-  fabric_->save_checkpoint(path, extra);
+  return extra;
 }
 
 void OnlineTrainer::load_state(const std::filesystem::path& path) {

@@ -102,12 +102,20 @@ class OnlineTrainer {
   double step(const Batch& batch);
   void run_background();
   void apply_num_threads() const;
-  /// Fabric::save_checkpoint with the stream's samples (checkpoint_buffer).
+  /// Fabric::save_checkpoint with extra_state().
   void save_state(const std::filesystem::path& path);
   /// Fabric::load_checkpoint, the samples pushed back (checkpoint_buffer).
   void load_state(const std::filesystem::path& path);
   /// After a step: a stop signal on any rank saves the checkpoint and stops.
   void check_stop_signal();
+  /// After a failed step (a peer died, a NaN loss): publishes this rank's
+  /// weights, those of the last step every rank finished, and with
+  /// checkpoint_dir writes them there with no collective. Says what it kept.
+  std::string keep_trained_state() noexcept;
+  /// Throws `error`'s message with what keep_trained_state() kept.
+  [[noreturn]] void fail_keeping(const std::exception& error);
+  /// What a checkpoint holds beyond Fabric's: the stream's samples (checkpoint_buffer).
+  Checkpoint extra_state() const;
   /// The background error, as thrown by stop() and push().
   [[noreturn]] void rethrow_training_error();
 

@@ -1,5 +1,7 @@
 // The online layer over a program's own ranks: real mpirun (Open MPI), the
 // rendezvous on a FileStore in the test's folder (no port to share).
+#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+
 #include "support/pickled_tensor.hpp"
 #include "support/probe_commands.hpp"
 #include "support/test_support.hpp"
@@ -7,6 +9,9 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <regex>
+#include <string>
+#include <utility>
 
 #include <doctest/doctest.h>
 
@@ -78,6 +83,61 @@ TEST_CASE("SIGTERM mid-run saves a checkpoint at a step boundary; the restarted 
   REQUIRE(resumed.exit_code == 0);
   CHECK(resumed.output.find("resumed online training at step 6") != std::string::npos);
   CHECK(torch::equal(load_pickled_tensor(output), straight));
+}
+
+TEST_CASE("background mode: ranks fed at different rates take the same steps; the first stream to end stops all") {
+  // Rank 0 pushes about 16 times as fast as rank 1, whose simulation ends
+  // first. Each step's gradient exchange pairs the ranks step by step; a
+  // slow producer's replay buffer draws its samples again instead of
+  // waiting, and every step agrees whether a stream has ended.
+  TempDir dir("online-mpirun-rates");
+  const std::string output = (dir / "rates").string();
+  const std::string command = "mpirun --allow-run-as-root --oversubscribe -np 2 -x FULGUR_FILE_STORE=" +
+                              (dir / "store").string() + " " + kProbe + " rates " + output;
+  const auto result = run_command(command, 300);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  auto counts = [&](int rank) {
+    const std::string line = fulgur::testing::read_file(output + ".rank" + std::to_string(rank) + ".txt");
+    std::smatch m;
+    REQUIRE(std::regex_search(line, m, std::regex("steps=([0-9]+) pushed=([0-9]+)")));
+    return std::pair<long, long>{std::stol(m[1]), std::stol(m[2])};
+  };
+  const auto [steps0, pushed0] = counts(0);
+  const auto [steps1, pushed1] = counts(1);
+  CHECK(steps0 == steps1);
+  CHECK(steps0 > 0);
+  CHECK(pushed1 == 24);
+  CHECK(pushed0 > pushed1);
+  CHECK(torch::equal(load_pickled_tensor(output + ".rank0.pt"), load_pickled_tensor(output + ".rank1.pt")));
+}
+
+TEST_CASE("a rank that dies: the survivor's push fails with one error, and its trained weights are kept and saved") {
+  TempDir dir("online-rank-death");
+  const std::string checkpoints = (dir / "checkpoints").string();
+  // Two ranks as mpirun would start them, without mpirun: it would end the
+  // survivor as soon as a rank died.
+  auto rank = [&](int r) {
+    return "OMPI_COMM_WORLD_RANK=" + std::to_string(r) + " OMPI_COMM_WORLD_LOCAL_RANK=" + std::to_string(r) +
+           " OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_SIZE=2 FULGUR_FILE_STORE=" + (dir / "store").string() +
+           " " + kProbe + " die " + (dir / "out").string() + " " + checkpoints;
+  };
+  const auto result = run_command("(" + rank(1) + " > /dev/null 2>&1 &); " + rank(0), 300);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  std::smatch m;
+  REQUIRE(std::regex_search(result.output, m,
+                            std::regex("push failed: \\[OnlineTrainer\\] background training stopped at step ([0-9]+): "
+                                       "[^\\n]*rank 0 of 2[^\\n]*; the weights after step ([0-9]+) are kept "
+                                       "\\(published for predict\\(\\) and saved to [^\\n]*online_last.ckpt: a restart "
+                                       "resumes there\\)")));
+  const long step = std::stol(m[1]);
+  CHECK(step >= 5);
+  CHECK(std::stol(m[2]) == step);
+  CHECK(result.output.find("predict after the failure: finite at step " + std::to_string(step) + " of " +
+                           std::to_string(step)) != std::string::npos);
+  const fulgur::Checkpoint saved = fulgur::CheckpointIO::load(dir / "checkpoints" / "online_last.ckpt");
+  CHECK(saved.at("global_step").toInt() == step);
 }
 
 }  // namespace online_mpirun_test

@@ -275,7 +275,8 @@ TEST_CASE("a NaN loss stops with one error and keeps the weights trained so far"
     const torch::Tensor bad = torch::full({4, 4}, std::numeric_limits<float>::quiet_NaN());
     CHECK(error_of([&] { online.train_step(bad, batches[1].target); }) ==
           "[OnlineTrainer] the loss of step 2 is nan: no step was taken; the weights after step 1 are kept "
-          "(published: step 0)");
+          "(published for predict())");
+    CHECK(online.published_step() == 1);
     const auto now = online.module().parameters();
     for (size_t i = 0; i < kept.size(); ++i) CHECK(torch::equal(kept[i], now[i]));
     CHECK(online.global_step() == 1);
@@ -292,8 +293,9 @@ TEST_CASE("a NaN loss stops with one error and keeps the weights trained so far"
     const std::string error = error_of([&] { online.stop(); });
     CHECK(error ==
           "[OnlineTrainer] background training stopped at step 1: [OnlineTrainer] the loss of step 2 is nan: no "
-          "step was taken; the weights after step 1 are kept (published: step 0)");
+          "step was taken; the weights after step 1 are kept (published for predict())");
     CHECK(online.global_step() == 1);
+    CHECK(online.published_step() == 1);
     CHECK(torch::isfinite(online.predict(batches[0].input)).all().item<bool>());
   }
 }

@@ -4,12 +4,19 @@
 //
 //   online_probe inline|horovod|fabric|fit OUTPUT
 //   online_probe resume OUTPUT CHECKPOINT_DIR STOP_AT
+//   online_probe rates OUTPUT
+//   online_probe die OUTPUT CHECKPOINT_DIR
 //
 // inline: OnlineTrainer::train_step (horovod: the same under the horovod
 // strategy's ring allreduce); fabric: Fabric::training_step; fit:
 // Trainer::fit over a SampleStream; resume: inline with a checkpoint folder,
 // raising SIGTERM before step STOP_AT (-1: never), exiting 143 once the
 // trainer saved and stopped, and resuming from the folder when restarted.
+// rates (2 ranks): background training from replay buffers fed at different
+// rates, rank 1's simulation ending first; each rank writes its step count,
+// samples pushed and parameters to OUTPUT.rankR. die (2 ranks): rank 1 is
+// SIGKILLed after step 5; rank 0 pushes until a push fails, prints the
+// error, then predicts from the weights it kept.
 // Under several ranks (mpirun, the
 // rendezvous from FULGUR_FILE_STORE) the strategy is ddp.
 #include <fulgur/fulgur.hpp>
@@ -17,11 +24,15 @@
 #include <fulgur/online/online_trainer.hpp>
 #include <fulgur/online/stream_data_module.hpp>
 
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <thread>
+
+#include <unistd.h>
 
 // One of the programs in a multi-call binary (started through bin/online_probe).
 namespace online_probe {
@@ -38,6 +49,7 @@ struct Mlp : LightningModule {
   torch::Tensor training_step(const Batch& batch, int64_t) override {
     return torch::mse_loss(net->forward(batch.input), batch.target);
   }
+  torch::Tensor predict_step(const Batch& batch, int64_t) override { return net->forward(batch.input); }
   OptimizerConfig configure_optimizers() override {
     return {std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(0.1).momentum(0.9)),
             std::nullopt};
@@ -55,8 +67,9 @@ void write_parameters(torch::nn::Module& module, const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3 && argc != 5) {
-    std::cerr << "usage: online_probe inline|horovod|fabric|fit OUTPUT, or online_probe resume OUTPUT DIR STOP_AT\n";
+  if (argc < 3 || argc > 5) {
+    std::cerr << "usage: online_probe inline|horovod|fabric|fit|rates OUTPUT, online_probe die OUTPUT DIR, or "
+                 "online_probe resume OUTPUT DIR STOP_AT\n";
     return 2;
   }
   const std::string mode = argv[1];
@@ -71,7 +84,8 @@ int main(int argc, char** argv) {
                                  .enable_model_summary(false)
                                  .logger(false)
                                  .enable_checkpointing(false)
-                                 .default_root_dir(std::filesystem::path(output).parent_path().string());
+                                 .default_root_dir(std::filesystem::path(output).parent_path().string())
+                                 .process_group_timeout(60.0);
     if (world > 1) options.strategy(mode == "horovod" ? StrategyKind::Horovod : StrategyKind::DDP).devices(world);
 
     // The global stream: rank r takes rows [r * 8 / world, (r + 1) * 8 / world) of each batch.
@@ -104,6 +118,65 @@ int main(int argc, char** argv) {
         if (trainer.stop_signal() != 0) return 128 + trainer.stop_signal();
       }
       if (rank == 0) write_parameters(trainer.module(), output);
+    } else if (mode == "rates" || (mode == "die" && argc == 4)) {
+      OnlineOptions online;
+      online.trainer = options;
+      online.stream = SampleStreamOptions{
+          .capacity = 64, .when_full = WhenFull::Replay, .batch_size = 4, .seed = 5, .min_samples = 8};
+      online.publish_every_n_steps = 1;
+      if (mode == "die") online.checkpoint_dir = argv[3];
+      OnlineTrainer trainer([] { return std::make_shared<Mlp>(); }, online, {}, platform);
+      trainer.start();
+      auto push = [&](int64_t n) {
+        for (int64_t i = 0; i < n; ++i) {
+          const Batch& b = local[static_cast<size_t>(i) % local.size()];
+          trainer.push(b.input.narrow(0, 0, 1), b.target.narrow(0, 0, 1));
+        }
+      };
+      int64_t pushed = 0;
+      if (mode == "die") {
+        if (rank == 1) {
+          while (trainer.global_step() < 5) {
+            push(1);
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+          ::kill(::getpid(), SIGKILL);  // a rank that dies without a word
+        }
+        try {
+          for (;;) {
+            push(4);
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+        } catch (const std::exception& e) {
+          std::cout << "push failed: " << e.what() << std::endl;
+        }
+        const bool finite = torch::isfinite(trainer.predict(local[0].input)).all().item<bool>();
+        std::cout << "predict after the failure: " << (finite ? "finite" : "NOT finite") << " at step "
+                  << trainer.published_step() << " of " << trainer.global_step() << std::endl;
+        try {
+          trainer.stop();
+        } catch (const std::exception&) {
+          // the same error again
+        }
+        return 0;
+      }
+      // rates: rank 1 pushes one sample per 4 ms and ends after 24; rank 0 pushes 4 per ms until training ends.
+      if (rank == 1) {
+        for (int i = 0; i < 24; ++i, ++pushed) {
+          push(1);
+          std::this_thread::sleep_for(std::chrono::milliseconds(4));
+        }
+      } else {
+        while (trainer.running()) {
+          push(4);
+          pushed += 4;
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      }
+      trainer.stop();
+      const std::string mine = output + ".rank" + std::to_string(rank);
+      std::ofstream(mine + ".txt") << "steps=" << trainer.global_step() << " pushed=" << pushed << "\n";
+      write_parameters(trainer.module(), mine + ".pt");
     } else if (mode == "fabric") {
       Mlp model;  // outlives the Fabric
       Fabric fabric(options, {}, platform);
