@@ -58,6 +58,11 @@ TEST_CASE("inline mode under horovod (ring allreduce): 2 ranks under mpirun equa
   CHECK(torch::allclose(run_probe(dir, "horovod", 2), run_probe(dir, "inline", 1), 1e-6, 1e-6));
 }
 
+TEST_CASE("inline mode under fsdp SHARD_GRAD_OP (sharded gradients and optimizer state): 2 ranks equal 1 rank") {
+  TempDir dir("online-mpirun-fsdp");
+  CHECK(torch::allclose(run_probe(dir, "fsdp", 2), run_probe(dir, "inline", 1), 1e-6, 1e-6));
+}
+
 TEST_CASE("Fabric with ddp on 2 ranks ends at fit's weights (fit over a stream, same ranks, same batches)") {
   TempDir dir("online-mpirun-fabric");
   const torch::Tensor fabric = run_probe(dir, "fabric", 2);

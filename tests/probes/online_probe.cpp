@@ -2,13 +2,13 @@
 // trains on its slice of one fixed global stream (8 batches of 8 samples),
 // then rank 0 writes the final parameters, flattened, to OUTPUT.
 //
-//   online_probe inline|horovod|fabric|fit OUTPUT
+//   online_probe inline|horovod|fsdp|fabric|fit OUTPUT
 //   online_probe resume OUTPUT CHECKPOINT_DIR STOP_AT
 //   online_probe rates OUTPUT
 //   online_probe die OUTPUT CHECKPOINT_DIR
 //
 // inline: OnlineTrainer::train_step (horovod: the same under the horovod
-// strategy's ring allreduce); fabric: Fabric::training_step; fit:
+// strategy's ring allreduce; fsdp: under fsdp SHARD_GRAD_OP); fabric: Fabric::training_step; fit:
 // Trainer::fit over a SampleStream; resume: inline with a checkpoint folder,
 // raising SIGTERM before step STOP_AT (-1: never), exiting 143 once the
 // trainer saved and stopped, and resuming from the folder when restarted.
@@ -86,7 +86,13 @@ int main(int argc, char** argv) {
                                  .enable_checkpointing(false)
                                  .default_root_dir(std::filesystem::path(output).parent_path().string())
                                  .process_group_timeout(60.0);
-    if (world > 1) options.strategy(mode == "horovod" ? StrategyKind::Horovod : StrategyKind::DDP).devices(world);
+    if (world > 1) {
+      options.strategy(mode == "horovod" ? StrategyKind::Horovod
+                       : mode == "fsdp"  ? StrategyKind::FSDP
+                                         : StrategyKind::DDP)
+          .devices(world)
+          .fsdp(FSDPOptions().sharding_strategy(ShardingStrategy::ShardGradOp).min_num_params(16));
+    }
 
     // The global stream: rank r takes rows [r * 8 / world, (r + 1) * 8 / world) of each batch.
     torch::manual_seed(11);
@@ -99,7 +105,7 @@ int main(int argc, char** argv) {
     }
 
     torch::manual_seed(3);
-    if (mode == "inline" || mode == "horovod") {
+    if (mode == "inline" || mode == "horovod" || mode == "fsdp") {
       OnlineOptions online;
       online.trainer = options;
       OnlineTrainer trainer([] { return std::make_shared<Mlp>(); }, online, {}, platform);
