@@ -9,6 +9,7 @@
 #include <fulgur/online/online_trainer.hpp>
 #include <fulgur/online/sample_stream.hpp>
 #include <fulgur/online/stream_data_module.hpp>
+#include <fulgur/trainer/checkpoint/checkpoint_weights.hpp>
 
 #include <doctest/doctest.h>
 
@@ -353,6 +354,9 @@ TEST_CASE("a checkpoint saved at step 4 and loaded into a fresh trainer continue
   resumed.load_checkpoint(dir / "step4.ckpt");
   CHECK(resumed.global_step() == 4);
   CHECK(resumed.published_step() == 4);
+  Mlp offline;  // a program that goes on with Trainer::fit starts from the same weights
+  fulgur::load_checkpoint_weights(offline, dir / "step4.ckpt");
+  CHECK(same_weights(offline, resumed.module()));
   for (size_t i = 4; i < 8; ++i) resumed.train_step(batches[i].input, batches[i].target);
   CHECK(same_weights(straight.module(), resumed.module()));  // Adam's moments came back too
 
