@@ -99,12 +99,9 @@ bool Fabric::optimizer_step(size_t index) {
         fmt::format("[Fabric::optimizer_step] optimizer {} does not exist; there are {}", index, optimizers_.size()));
   }
   torch::optim::Optimizer& optimizer = *optimizers_[index].optimizer;
-  std::optional<Strategy::Clip> clip;
-  const auto& clip_val = config_.options.gradient_clip_val();
-  if (clip_val && *clip_val > 0.0) clip = Strategy::Clip{*clip_val, config_.gradient_clip_algorithm};
   strategy_->prepare_optimizer_step(optimizer);
   m.on_before_optimizer_step(optimizer);
-  const bool stepped = strategy_->finish_optimizer_step(optimizer, clip);
+  const bool stepped = strategy_->finish_optimizer_step(optimizer, config_.gradient_clip());
   optimizer.zero_grad();
   ++global_step_;
   const auto& scheduler = optimizers_[index].lr_scheduler;

@@ -5,6 +5,7 @@
 #include <fulgur/strategies/create_strategy.hpp>
 #include <fulgur/strategies/environments/cluster_environment.hpp>
 #include <fulgur/strategies/precision.hpp>
+#include <fulgur/strategies/strategy.hpp>
 #include <fulgur/trainer/trainer_options.hpp>
 
 #include <cstdint>
@@ -83,6 +84,12 @@ struct TrainerConfig {
   /// -1: no limit.
   int64_t max_epochs = 1000;
   ClipAlgorithm gradient_clip_algorithm = ClipAlgorithm::Norm;
+  /// What an optimizer step clips: gradient_clip_val with the algorithm, or nothing.
+  std::optional<Strategy::Clip> gradient_clip() const {
+    const auto& value = options.gradient_clip_val();
+    if (!value || *value <= 0.0) return std::nullopt;
+    return Strategy::Clip{*value, gradient_clip_algorithm};
+  }
   /// Compute threads for this process (torch::set_num_threads); nullopt
   /// leaves LibTorch's default. From SLURM_CPUS_PER_TASK; else, with
   /// several ranks per node and no OMP_NUM_THREADS, each rank's share of

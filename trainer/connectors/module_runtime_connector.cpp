@@ -50,11 +50,11 @@ void ModuleRuntimeConnector::set_optimizers(const OptimizerConfig& config) {
     }
   } else {
     check_manual_accumulation(o.accumulate_grad_batches());
-    if (o.gradient_clip_val() && *o.gradient_clip_val() > 0.0) {
+    if (const auto clip = context_.config().gradient_clip()) {
       throw std::invalid_argument(fmt::format(
           "[Trainer::fit] gradient_clip_val={} is not supported with manual optimization; "
           "call clip_gradients(optimizer, value) in training_step",
-          *o.gradient_clip_val()));
+          clip->value));
     }
   }
   for (size_t i = 0; i < entries.size(); ++i) {

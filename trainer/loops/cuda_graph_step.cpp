@@ -110,7 +110,7 @@ std::optional<std::string> CudaGraphStep::refusal(const TrainerConfig& config, c
   if (o.accumulate_grad_batches() != 1) {
     return fmt::format("accumulate_grad_batches={}: the step differs from batch to batch", o.accumulate_grad_batches());
   }
-  if (o.gradient_clip_val() && *o.gradient_clip_val() > 0.0) return "gradient clipping reads the total norm on the host";
+  if (config.gradient_clip()) return "gradient clipping reads the total norm on the host";
   for (const auto& entry : optimizers) {
     if (entry.lr_scheduler && entry.lr_scheduler->interval == Interval::Step) {
       return "an LR scheduler with interval step changes the learning rate every step, and a graph holds the "

@@ -230,19 +230,13 @@ torch::Tensor TrainingEpochLoop::forward_backward_step(const Batch& batch, int64
 }
 
 void TrainingEpochLoop::optimizer_step() {
-  const TrainerConfig& c = context_.config();
-  const TrainerOptions& o = c.options;
   torch::optim::Optimizer& optimizer = *context_.optimizers().front().optimizer;
-  std::optional<Strategy::Clip> clip;
-  if (o.gradient_clip_val() && *o.gradient_clip_val() > 0.0) {
-    clip = Strategy::Clip{*o.gradient_clip_val(), c.gradient_clip_algorithm};
-  }
   // One way: the strategy synchronises and unscales, the hooks see true gradients, the strategy steps.
   Strategy& strategy = context_.strategy();
   strategy.prepare_optimizer_step(optimizer);
   context_.hooks().call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
                              &LightningModule::on_before_optimizer_step, optimizer);
-  strategy.finish_optimizer_step(optimizer, clip);
+  strategy.finish_optimizer_step(optimizer, context_.config().gradient_clip());
 }
 
 void TrainingEpochLoop::step_schedulers(Interval interval, int64_t count) {
