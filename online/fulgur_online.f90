@@ -1,7 +1,8 @@
 ! fulgur's online trainer for Fortran programs, over the C API
-! (fulgur_online.h) with iso_c_binding. Arrays are real(c_float); their
-! last dimension counts the samples (Fortran order), which is the C API's
-! first: x(n_features, n_samples) or x(nx, ny, n_channels, n_samples).
+! (fulgur_online.h) with iso_c_binding. Arrays are real(c_float) or
+! real(c_double) (converted to the model's float32 and back); their last
+! dimension counts the samples (Fortran order), which is the C API's first:
+! x(n_features, n_samples) or x(nx, ny, n_channels, n_samples).
 ! Every function returns a status (FULGUR_OK = 0); fulgur_last_error()
 ! says why a call failed.
 module fulgur_online
@@ -17,13 +18,13 @@ module fulgur_online
             fulgur_predict, fulgur_save_checkpoint, fulgur_load_checkpoint, fulgur_global_step, fulgur_last_error
 
   interface fulgur_train_step
-    module procedure train_step_2d, train_step_4d
+    module procedure train_step_2d, train_step_4d, train_step_2d_f64, train_step_4d_f64
   end interface
   interface fulgur_push
-    module procedure push_2d, push_4d
+    module procedure push_2d, push_4d, push_2d_f64, push_4d_f64
   end interface
   interface fulgur_predict
-    module procedure predict_2d, predict_4d
+    module procedure predict_2d, predict_4d, predict_2d_f64, predict_4d_f64
   end interface
 
   interface
@@ -43,7 +44,21 @@ module fulgur_online
       integer(c_int), value :: xn, yn
       real(c_double), intent(out) :: loss
     end function
+    integer(c_int) function c_train_step_f64(handle, x, xs, xn, y, ys, yn, loss) &
+        bind(c, name="fulgur_online_train_step_f64")
+      import :: c_int, c_ptr, c_int64_t, c_double
+      type(c_ptr), value :: handle, x, y
+      integer(c_int64_t), intent(in) :: xs(*), ys(*)
+      integer(c_int), value :: xn, yn
+      real(c_double), intent(out) :: loss
+    end function
     integer(c_int) function c_push(handle, x, xs, xn, y, ys, yn) bind(c, name="fulgur_online_push")
+      import :: c_int, c_ptr, c_int64_t
+      type(c_ptr), value :: handle, x, y
+      integer(c_int64_t), intent(in) :: xs(*), ys(*)
+      integer(c_int), value :: xn, yn
+    end function
+    integer(c_int) function c_push_f64(handle, x, xs, xn, y, ys, yn) bind(c, name="fulgur_online_push_f64")
       import :: c_int, c_ptr, c_int64_t
       type(c_ptr), value :: handle, x, y
       integer(c_int64_t), intent(in) :: xs(*), ys(*)
@@ -58,6 +73,13 @@ module fulgur_online
       type(c_ptr), value :: handle
     end function
     integer(c_int) function c_predict(handle, x, xs, xn, out, count) bind(c, name="fulgur_online_predict")
+      import :: c_int, c_ptr, c_int64_t
+      type(c_ptr), value :: handle, x, out
+      integer(c_int64_t), intent(in) :: xs(*)
+      integer(c_int), value :: xn
+      integer(c_int64_t), value :: count
+    end function
+    integer(c_int) function c_predict_f64(handle, x, xs, xn, out, count) bind(c, name="fulgur_online_predict_f64")
       import :: c_int, c_ptr, c_int64_t
       type(c_ptr), value :: handle, x, out
       integer(c_int64_t), intent(in) :: xs(*)
@@ -160,6 +182,46 @@ contains
     real(c_float), intent(in), target, contiguous :: x(:, :, :, :)
     real(c_float), intent(inout), target, contiguous :: y(:, :, :, :)
     status = c_predict(handle, c_loc(x), c_shape(shape(x)), 4, c_loc(y), int(size(y), c_int64_t))
+  end function
+
+  integer(c_int) function train_step_2d_f64(handle, x, y, loss) result(status)
+    type(c_ptr), intent(in) :: handle
+    real(c_double), intent(in), target, contiguous :: x(:, :), y(:, :)
+    real(c_double), intent(out) :: loss
+    status = c_train_step_f64(handle, c_loc(x), c_shape(shape(x)), 2, c_loc(y), c_shape(shape(y)), 2, loss)
+  end function
+
+  integer(c_int) function train_step_4d_f64(handle, x, y, loss) result(status)
+    type(c_ptr), intent(in) :: handle
+    real(c_double), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
+    real(c_double), intent(out) :: loss
+    status = c_train_step_f64(handle, c_loc(x), c_shape(shape(x)), 4, c_loc(y), c_shape(shape(y)), 4, loss)
+  end function
+
+  integer(c_int) function push_2d_f64(handle, x, y) result(status)
+    type(c_ptr), intent(in) :: handle
+    real(c_double), intent(in), target, contiguous :: x(:, :), y(:, :)
+    status = c_push_f64(handle, c_loc(x), c_shape(shape(x)), 2, c_loc(y), c_shape(shape(y)), 2)
+  end function
+
+  integer(c_int) function push_4d_f64(handle, x, y) result(status)
+    type(c_ptr), intent(in) :: handle
+    real(c_double), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
+    status = c_push_f64(handle, c_loc(x), c_shape(shape(x)), 4, c_loc(y), c_shape(shape(y)), 4)
+  end function
+
+  integer(c_int) function predict_2d_f64(handle, x, y) result(status)
+    type(c_ptr), intent(in) :: handle
+    real(c_double), intent(in), target, contiguous :: x(:, :)
+    real(c_double), intent(inout), target, contiguous :: y(:, :)
+    status = c_predict_f64(handle, c_loc(x), c_shape(shape(x)), 2, c_loc(y), int(size(y), c_int64_t))
+  end function
+
+  integer(c_int) function predict_4d_f64(handle, x, y) result(status)
+    type(c_ptr), intent(in) :: handle
+    real(c_double), intent(in), target, contiguous :: x(:, :, :, :)
+    real(c_double), intent(inout), target, contiguous :: y(:, :, :, :)
+    status = c_predict_f64(handle, c_loc(x), c_shape(shape(x)), 4, c_loc(y), int(size(y), c_int64_t))
   end function
 
   integer(c_int) function fulgur_save_checkpoint(handle, path) result(status)

@@ -51,6 +51,17 @@ fulgur_status fulgur_online_stop(fulgur_online* handle);
 fulgur_status fulgur_online_predict(fulgur_online* handle, const float* inputs, const int64_t* input_shape,
                                     int input_ndim, float* outputs, int64_t output_count);
 
+/* The same three for a program that holds doubles: the values are
+ * converted to the model's float32 on the way in, and back on the way out. */
+fulgur_status fulgur_online_train_step_f64(fulgur_online* handle, const double* inputs, const int64_t* input_shape,
+                                           int input_ndim, const double* targets, const int64_t* target_shape,
+                                           int target_ndim, double* loss);
+fulgur_status fulgur_online_push_f64(fulgur_online* handle, const double* inputs, const int64_t* input_shape,
+                                     int input_ndim, const double* targets, const int64_t* target_shape,
+                                     int target_ndim);
+fulgur_status fulgur_online_predict_f64(fulgur_online* handle, const double* inputs, const int64_t* input_shape,
+                                        int input_ndim, double* outputs, int64_t output_count);
+
 fulgur_status fulgur_online_save_checkpoint(fulgur_online* handle, const char* path);
 fulgur_status fulgur_online_load_checkpoint(fulgur_online* handle, const char* path);
 /* Optimizer steps taken. */

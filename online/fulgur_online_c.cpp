@@ -49,8 +49,15 @@ fulgur_status guarded(const char* function, Body&& body) {
   }
 }
 
-/// A view of the caller's array (push and train_step copy it).
-torch::Tensor view(const char* what, const float* data, const int64_t* shape, int ndim) {
+fulgur::OnlineTrainer& trainer_of(fulgur_online* handle) {
+  if (handle == nullptr || !handle->trainer) throw std::invalid_argument("the handle is null");
+  return *handle->trainer;
+}
+
+// The caller's array as a float32 tensor: a view of a float array (push and
+// train_step copy it), a converted copy of a double one.
+template <typename T>
+torch::Tensor view(const char* what, const T* data, const int64_t* shape, int ndim) {
   if (data == nullptr || shape == nullptr || ndim < 1) {
     throw std::invalid_argument(fmt::format("{}: needs data, a shape and ndim >= 1 (got ndim {})", what, ndim));
   }
@@ -58,12 +65,44 @@ torch::Tensor view(const char* what, const float* data, const int64_t* shape, in
   for (int64_t s : sizes) {
     if (s < 1) throw std::invalid_argument(fmt::format("{}: every extent must be >= 1, got {}", what, s));
   }
-  return torch::from_blob(const_cast<float*>(data), sizes, torch::kFloat32);
+  return torch::from_blob(const_cast<T*>(data), sizes, c10::CppTypeToScalarType<T>::value).to(torch::kFloat32);
 }
 
-fulgur::OnlineTrainer& trainer_of(fulgur_online* handle) {
-  if (handle == nullptr || !handle->trainer) throw std::invalid_argument("the handle is null");
-  return *handle->trainer;
+template <typename T>
+fulgur_status train_step(const char* name, fulgur_online* handle, const T* inputs, const int64_t* input_shape,
+                         int input_ndim, const T* targets, const int64_t* target_shape, int target_ndim,
+                         double* loss) {
+  return guarded(name, [&] {
+    const double value = trainer_of(handle).train_step(view("inputs", inputs, input_shape, input_ndim),
+                                                       view("targets", targets, target_shape, target_ndim));
+    if (loss != nullptr) *loss = value;
+  });
+}
+
+template <typename T>
+fulgur_status push(const char* name, fulgur_online* handle, const T* inputs, const int64_t* input_shape,
+                   int input_ndim, const T* targets, const int64_t* target_shape, int target_ndim) {
+  return guarded(name, [&] {
+    trainer_of(handle).push(view("inputs", inputs, input_shape, input_ndim),
+                            view("targets", targets, target_shape, target_ndim));
+  });
+}
+
+template <typename T>
+fulgur_status predict(const char* name, fulgur_online* handle, const T* inputs, const int64_t* input_shape,
+                      int input_ndim, T* outputs, int64_t output_count) {
+  return guarded(name, [&] {
+    if (outputs == nullptr) throw std::invalid_argument("outputs must not be null");
+    const torch::Tensor y = trainer_of(handle)
+                                .predict(view("inputs", inputs, input_shape, input_ndim))
+                                .to(c10::CppTypeToScalarType<T>::value)
+                                .contiguous();
+    if (y.numel() != output_count) {
+      throw std::invalid_argument(
+          fmt::format("the prediction has {} values but output_count is {}", y.numel(), output_count));
+    }
+    std::memcpy(outputs, y.data_ptr<T>(), static_cast<size_t>(output_count) * sizeof(T));
+  });
 }
 
 }  // namespace
@@ -121,11 +160,15 @@ void fulgur_online_destroy(fulgur_online* handle) {
 fulgur_status fulgur_online_train_step(fulgur_online* handle, const float* inputs, const int64_t* input_shape,
                                        int input_ndim, const float* targets, const int64_t* target_shape,
                                        int target_ndim, double* loss) {
-  return guarded("fulgur_online_train_step", [&] {
-    const double value = trainer_of(handle).train_step(view("inputs", inputs, input_shape, input_ndim),
-                                                       view("targets", targets, target_shape, target_ndim));
-    if (loss != nullptr) *loss = value;
-  });
+  return train_step("fulgur_online_train_step", handle, inputs, input_shape, input_ndim, targets, target_shape,
+                    target_ndim, loss);
+}
+
+fulgur_status fulgur_online_train_step_f64(fulgur_online* handle, const double* inputs, const int64_t* input_shape,
+                                           int input_ndim, const double* targets, const int64_t* target_shape,
+                                           int target_ndim, double* loss) {
+  return train_step("fulgur_online_train_step_f64", handle, inputs, input_shape, input_ndim, targets, target_shape,
+                    target_ndim, loss);
 }
 
 fulgur_status fulgur_online_start(fulgur_online* handle) {
@@ -134,10 +177,13 @@ fulgur_status fulgur_online_start(fulgur_online* handle) {
 
 fulgur_status fulgur_online_push(fulgur_online* handle, const float* inputs, const int64_t* input_shape, int input_ndim,
                                  const float* targets, const int64_t* target_shape, int target_ndim) {
-  return guarded("fulgur_online_push", [&] {
-    trainer_of(handle).push(view("inputs", inputs, input_shape, input_ndim),
-                            view("targets", targets, target_shape, target_ndim));
-  });
+  return push("fulgur_online_push", handle, inputs, input_shape, input_ndim, targets, target_shape, target_ndim);
+}
+
+fulgur_status fulgur_online_push_f64(fulgur_online* handle, const double* inputs, const int64_t* input_shape,
+                                     int input_ndim, const double* targets, const int64_t* target_shape,
+                                     int target_ndim) {
+  return push("fulgur_online_push_f64", handle, inputs, input_shape, input_ndim, targets, target_shape, target_ndim);
 }
 
 fulgur_status fulgur_online_stop(fulgur_online* handle) {
@@ -146,16 +192,12 @@ fulgur_status fulgur_online_stop(fulgur_online* handle) {
 
 fulgur_status fulgur_online_predict(fulgur_online* handle, const float* inputs, const int64_t* input_shape,
                                     int input_ndim, float* outputs, int64_t output_count) {
-  return guarded("fulgur_online_predict", [&] {
-    if (outputs == nullptr) throw std::invalid_argument("outputs must not be null");
-    const torch::Tensor y =
-        trainer_of(handle).predict(view("inputs", inputs, input_shape, input_ndim)).to(torch::kFloat32).contiguous();
-    if (y.numel() != output_count) {
-      throw std::invalid_argument(
-          fmt::format("the prediction has {} values but output_count is {}", y.numel(), output_count));
-    }
-    std::memcpy(outputs, y.data_ptr<float>(), static_cast<size_t>(output_count) * sizeof(float));
-  });
+  return predict("fulgur_online_predict", handle, inputs, input_shape, input_ndim, outputs, output_count);
+}
+
+fulgur_status fulgur_online_predict_f64(fulgur_online* handle, const double* inputs, const int64_t* input_shape,
+                                        int input_ndim, double* outputs, int64_t output_count) {
+  return predict("fulgur_online_predict_f64", handle, inputs, input_shape, input_ndim, outputs, output_count);
 }
 
 fulgur_status fulgur_online_save_checkpoint(fulgur_online* handle, const char* path) {

@@ -136,6 +136,24 @@ int main(void) {
   CHECK(fulgur_online_global_step(again, &restored) == FULGUR_OK && restored == steps);
   CHECK(fulgur_online_load_checkpoint(again, config) == FULGUR_CHECKPOINT_ERROR);
 
+  /* Doubles: converted to the model's float32 on the way in and back out. */
+  const int64_t probe_shape[2] = {64, 2};
+  double probe_xd[128], predicted_d[64], xd[64], yd[32];
+  float predicted_f[64];
+  for (int i = 0; i < 128; ++i) probe_xd[i] = probe_x[i];
+  for (int i = 0; i < 64; ++i) xd[i] = x[i];
+  for (int i = 0; i < 32; ++i) yd[i] = y[i];
+  CHECK(fulgur_online_predict(again, probe_x, probe_shape, 2, predicted_f, 64) == FULGUR_OK);
+  CHECK(fulgur_online_predict_f64(again, probe_xd, probe_shape, 2, predicted_d, 64) == FULGUR_OK);
+  double largest = 0.0;
+  for (int i = 0; i < 64; ++i) largest = fmax(largest, fabs(predicted_d[i] - predicted_f[i]));
+  CHECK(largest == 0.0);
+  CHECK(fulgur_online_train_step_f64(again, xd, xs, 2, yd, ys, 2, &loss) == FULGUR_OK && isfinite(loss));
+  CHECK(fulgur_online_global_step(again, &restored) == FULGUR_OK && restored == steps + 1);
+  CHECK(fulgur_online_push_f64(again, xd, xs, 2, yd, ys, 2) == FULGUR_OK);
+  CHECK(fulgur_online_push_f64(again, xd, wrong, 2, yd, wrong_targets, 2) == FULGUR_INVALID_ARGUMENT);
+  CHECK(strstr(fulgur_online_last_error(), "fulgur_online_push_f64: ") != NULL);
+
   float small[4];
   CHECK(fulgur_online_predict(h, probe_x, xs, 2, small, 4) == FULGUR_INVALID_ARGUMENT);
   CHECK(fulgur_online_train_step(NULL, x, xs, 2, y, ys, 2, &loss) == FULGUR_INVALID_ARGUMENT);

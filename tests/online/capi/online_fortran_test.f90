@@ -9,7 +9,7 @@ program online_fortran_test
   type(c_ptr) :: h
   character(len=512) :: dir
   real(c_float) :: x(2, 32), y(1, 32), px(2, 64), py(1, 64), out(1, 64)
-  real(c_double) :: loss, first
+  real(c_double) :: loss, first, xd(2, 32), yd(1, 32), pxd(2, 64), outd(1, 64)
   integer(c_int64_t) :: steps
   integer :: step, failures, unit
   real :: before, after
@@ -48,9 +48,19 @@ program online_fortran_test
   print '(a, f8.5, a, f8.5)', "fortran inline: probe mse ", before, " -> ", after
   call check(after < before / 10, "inline training lowers the error tenfold")
 
+  ! Doubles: converted to the model's float32 on the way in and back out.
+  pxd = real(px, c_double)
+  call check(fulgur_predict(h, pxd, outd) == FULGUR_OK, "predict from doubles")
+  call check(maxval(abs(outd - real(out, c_double))) == 0, "doubles predict what floats predict")
+  xd = real(x, c_double)
+  yd = real(y, c_double)
+  call check(fulgur_train_step(h, xd, yd, loss) == FULGUR_OK, "train_step from doubles")
+  call check(fulgur_global_step(h, steps) == FULGUR_OK .and. steps == 301, "a step from doubles counts")
+
   ! A sample shaped unlike the first push's.
   call check(fulgur_start(h) == FULGUR_OK, "start")
   call check(fulgur_push(h, x, y) == FULGUR_OK, "push")
+  call check(fulgur_push(h, xd, yd) == FULGUR_OK, "push doubles")
   call check(fulgur_push(h, px(:, 1:32), py(:, 1:16)) == FULGUR_INVALID_ARGUMENT, "push with 16 targets for 32 inputs")
   steps = 0
   do while (steps < 350)
