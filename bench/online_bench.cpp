@@ -8,7 +8,7 @@
 //   4. inline train_step against a bare LibTorch step of the same model
 //      and optimizer (median of alternating pairs).
 //
-//   online_bench [--grid 256] [--sim_steps 2000] [--pairs 7] [--train_threads 1]
+//   online_bench [--grid 256] [--sim_steps 20000] [--pairs 7] [--train_threads 1]
 #include "bench_support.hpp"
 
 #include <fulgur/online/online_trainer.hpp>
@@ -89,7 +89,7 @@ double simulate(Simulation& sim, int64_t steps, fulgur::OnlineTrainer* online) {
 
 int main(int argc, char** argv) {
   const int64_t grid = flag(argc, argv, "--grid", int64_t{256});
-  const int64_t sim_steps = flag(argc, argv, "--sim_steps", int64_t{2000});
+  const int64_t sim_steps = flag(argc, argv, "--sim_steps", int64_t{20000});
   const int64_t pairs = flag(argc, argv, "--pairs", int64_t{7});
   const int64_t train_threads = flag(argc, argv, "--train_threads", int64_t{1});
   at::set_num_threads(1);  // the simulation thread's own torch work (push) stays on its core
@@ -134,20 +134,33 @@ int main(int argc, char** argv) {
     torch::optim::Adam adam(bare.parameters(), torch::optim::AdamOptions(1e-3));
     fulgur::OnlineOptions o = options_for(train_threads);
     fulgur::OnlineTrainer online([] { return std::make_shared<Mlp>(); }, o);
-    const int steps = 200;
+    const int steps = 1000;
     at::set_num_threads(static_cast<int>(train_threads));
-    auto start = Clock::now();
-    for (int s = 0; s < steps; ++s) {
-      torch::Tensor loss = torch::mse_loss(bare.net->forward(x), y);
-      loss.backward();
-      adam.step();
-      adam.zero_grad();
-      (void)loss.item<double>();  // train_step returns the loss to the host too
+    auto run_bare = [&] {
+      const auto start = Clock::now();
+      for (int s = 0; s < steps; ++s) {
+        torch::Tensor loss = torch::mse_loss(bare.net->forward(x), y);
+        loss.backward();
+        adam.step();
+        adam.zero_grad();
+        (void)loss.item<double>();  // train_step returns the loss to the host too
+      }
+      return seconds_since(start);
+    };
+    auto run_inline = [&] {
+      const auto start = Clock::now();
+      for (int s = 0; s < steps; ++s) online.train_step(x, y);
+      return seconds_since(start);
+    };
+    // The order alternates from pair to pair, so drift hits both sides.
+    double t_bare = 0.0, t_inline = 0.0;
+    if (p % 2 == 0) {
+      t_bare = run_bare();
+      t_inline = run_inline();
+    } else {
+      t_inline = run_inline();
+      t_bare = run_bare();
     }
-    const double t_bare = seconds_since(start);
-    start = Clock::now();
-    for (int s = 0; s < steps; ++s) online.train_step(x, y);
-    const double t_inline = seconds_since(start);
     inline_ratios.push_back(t_inline / t_bare);
     std::printf("pair %lld: bare step %.1f us, inline train_step %.1f us (x%.3f)\n", static_cast<long long>(p),
                 t_bare / steps * 1e6, t_inline / steps * 1e6, inline_ratios.back());
