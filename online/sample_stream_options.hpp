@@ -8,7 +8,8 @@ namespace fulgur {
 
 /// How a SampleStream buffers and batches what a producer pushes.
 struct SampleStreamOptions {
-  /// Samples the buffer holds at most.
+  /// Samples the buffer holds at most; the first push allocates room for
+  /// all of them (capacity times one sample's inputs and targets).
   int64_t capacity = 1024;
   WhenFull when_full = WhenFull::Block;
   /// Samples per training batch.
