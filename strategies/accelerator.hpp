@@ -15,7 +15,8 @@ class Accelerator {
   explicit Accelerator(AcceleratorKind kind) : kind_(kind) {}
 
   AcceleratorKind kind() const { return kind_; }
-  /// The device a process with this local rank uses.
+  /// The device a process with this local rank uses (GPUs shared round-robin
+  /// when ranks outnumber them: process_group_backend gloo).
   torch::Device device(int64_t local_rank) const;
   /// Makes `device` current for this thread (CUDA) so allocations land there,
   /// and installs the HostCachingAllocator for host tensors.

@@ -22,6 +22,7 @@ std::unique_ptr<Strategy> create_strategy(const StrategySpec& spec) {
   const ClusterEnvironment& env = *spec.environment;
   DataParallelOptions data_parallel;
   data_parallel.process_group = process_group_options(env, spec.process_group_timeout);
+  data_parallel.process_group.backend = spec.process_group_backend;
   data_parallel.local_rank = env.local_rank();
   data_parallel.node_rank = env.node_rank();
   data_parallel.timeline_path = spec.timeline_path;

@@ -6,6 +6,7 @@
 #include <fulgur/strategies/options/fsdp_options.hpp>
 #include <fulgur/strategies/options/horovod_options.hpp>
 #include <fulgur/strategies/precision_mode.hpp>
+#include <fulgur/strategies/process_group_backend.hpp>
 #include <fulgur/strategies/strategy.hpp>
 #include <fulgur/strategies/strategy_kind.hpp>
 
@@ -26,6 +27,8 @@ struct StrategySpec {
   const ClusterEnvironment* environment = nullptr;
   /// Seconds a collective may wait for a peer.
   double process_group_timeout = 1800.0;
+  /// The collectives' backend (Auto: NCCL for CUDA tensors, else Gloo).
+  ProcessGroupBackend process_group_backend = ProcessGroupBackend::Auto;
   /// Chrome-trace file of the gradient collectives ("" = none).
   std::string timeline_path;
   /// The unused-parameter switch of every data-parallel kind is ddp's.

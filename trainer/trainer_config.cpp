@@ -84,7 +84,13 @@ TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& pl
   const int64_t available = c.accelerator == AcceleratorKind::Cuda ? platform.cuda_device_count : 1;
   const int64_t devices = parse_devices(o.devices(), available);
   c.devices = devices == -1 ? (c.accelerator == AcceleratorKind::Cuda ? available : 1) : devices;
-  if (c.accelerator == AcceleratorKind::Cuda && c.devices > platform.cuda_device_count) {
+  if (o.process_group_backend() == ProcessGroupBackend::Nccl && c.accelerator != AcceleratorKind::Cuda) {
+    config_error("process_group_backend 'nccl' needs accelerator 'gpu' (NCCL moves CUDA tensors only), got accelerator "
+                 "'cpu'; use 'gloo' or 'auto'");
+  }
+  // Gloo lets ranks share a GPU (local rank r uses GPU r modulo the count); NCCL refuses that.
+  const bool shared_gpus = o.process_group_backend() == ProcessGroupBackend::Gloo;
+  if (c.accelerator == AcceleratorKind::Cuda && c.devices > platform.cuda_device_count && !shared_gpus) {
     config_error(fmt::format("devices={} but only {} CUDA device(s) are visible", c.devices, platform.cuda_device_count));
   }
   c.world_size = c.devices * o.num_nodes();
@@ -184,6 +190,7 @@ StrategySpec TrainerConfig::strategy_spec(const Platform& platform) const {
   }
   spec.environment = platform.environment.get();
   spec.process_group_timeout = options.process_group_timeout();
+  spec.process_group_backend = options.process_group_backend();
   spec.timeline_path = options.timeline();
   spec.ddp = options.ddp();
   spec.fsdp = options.fsdp();

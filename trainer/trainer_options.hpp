@@ -7,6 +7,7 @@
 #include <fulgur/strategies/options/fsdp_options.hpp>
 #include <fulgur/strategies/options/horovod_options.hpp>
 #include <fulgur/strategies/precision_mode.hpp>
+#include <fulgur/strategies/process_group_backend.hpp>
 #include <fulgur/strategies/strategy_kind.hpp>
 #include <fulgur/trainer/count_or_fraction.hpp>
 #include <fulgur/trainer/openmp_wait_policy.hpp>
@@ -116,6 +117,10 @@ namespace fulgur {
     fulgur::check::Any{})                                                                                     \
   X(double, process_group_timeout, 1800.0, "seconds a collective may wait for a peer before the run fails",   \
     fulgur::check::Positive{})                                                                                \
+  X(fulgur::ProcessGroupBackend, process_group_backend, fulgur::ProcessGroupBackend::Auto,                    \
+    "collectives' backend: auto (nccl on the GPU, gloo on the CPU), gloo (also CUDA tensors: several ranks may " \
+    "share one GPU), nccl (GPU only)",                                                                        \
+    fulgur::check::Any{})                                                                                     \
   X(int64_t, node_rank, 0, "this machine's index when fulgur starts several nodes", fulgur::check::AtLeast{0}) \
   X(bool, use_distributed_sampler, true, "give each process its share of the data", fulgur::check::Any{})    \
   X(std::string, timeline, "", "Chrome-trace JSON of every gradient collective (ddp, horovod); empty = off",  \

@@ -111,7 +111,9 @@ ProcessGroup::ProcessGroup(const ProcessGroupOptions& options, std::shared_ptr<C
 void ProcessGroup::create_backend(const c10::intrusive_ptr<c10d::Store>& store) {
   const int rank = static_cast<int>(options_.rank);
   const int size = static_cast<int>(options_.world_size);
-  if (options_.device_type == torch::kCUDA) {
+  const bool nccl = options_.backend == ProcessGroupBackend::Nccl ||
+                    (options_.backend == ProcessGroupBackend::Auto && options_.device_type == torch::kCUDA);
+  if (nccl) {
     backend_ = make_nccl_backend(store, rank, size, options_.timeout);
   } else {
     auto gloo = c10d::ProcessGroupGloo::Options::create();

@@ -3,6 +3,7 @@
 #include <fulgur/strategies/environments/cluster_environment.hpp>
 #include <fulgur/strategies/collectives/collective_wait.hpp>
 #include <fulgur/modules/reduce_op.hpp>
+#include <fulgur/strategies/process_group_backend.hpp>
 
 #include <torch/torch.h>
 
@@ -39,8 +40,11 @@ struct ProcessGroupOptions {
   /// Every rank on this machine: the store listens on loopback only
   /// (c10d stores have no authentication).
   bool all_local = true;
-  /// CPU tensors go through Gloo, CUDA tensors through NCCL.
+  /// CPU tensors go through Gloo, CUDA tensors through NCCL (unless
+  /// `backend` says otherwise).
   torch::DeviceType device_type = torch::kCPU;
+  /// Auto: NCCL for CUDA tensors, else Gloo. Gloo also takes CUDA tensors.
+  ProcessGroupBackend backend = ProcessGroupBackend::Auto;
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};
 };
 

@@ -47,6 +47,18 @@ TEST_CASE("ddp: 2 and 4 processes equal one process on the same global batch") {
   CHECK_FALSE(std::filesystem::exists(dir / "two" / "fulgur_logs" / "version_1"));
 }
 
+TEST_CASE("ddp: process_group_backend gloo, named explicitly, equals the default (auto) on the CPU") {
+  TempDir dir("ddp-gloo-backend");
+  const auto automatic = run_command(fit_command(dir, "auto", "--trainer.devices 2 --data.batch_size 8"), 300);
+  INFO(automatic.output);
+  REQUIRE(automatic.exit_code == 0);
+  const auto gloo = run_command(
+      fit_command(dir, "gloo", "--trainer.devices 2 --data.batch_size 8 --trainer.process_group_backend gloo"), 300);
+  INFO(gloo.output);
+  REQUIRE(gloo.exit_code == 0);
+  CHECK(torch::equal(load_pickled_tensor(dir / "gloo.pt"), load_pickled_tensor(dir / "auto.pt")));
+}
+
 TEST_CASE("ddp and horovod with one process (no MASTER_PORT): a group of one on a free port, same result") {
   // Lightning accepts strategy="ddp" on one device; the store then binds any free port.
   TempDir dir("ddp-one-process");

@@ -55,6 +55,16 @@ TEST_CASE("TrainerConfig: accelerator auto picks the GPU when one is visible") {
   CHECK(two.needs_launch);
 }
 
+TEST_CASE("TrainerConfig: process_group_backend gloo lets ranks share a GPU; auto keeps one rank per GPU") {
+  const TrainerOptions shared = TrainerOptions().accelerator(fulgur::AcceleratorKind::Cuda).devices(2);
+  CHECK_THROWS_WITH_AS(TrainerConfig::resolve(shared, with_gpus(1)),
+                       "[TrainerConfig::resolve] devices=2 but only 1 CUDA device(s) are visible", std::invalid_argument);
+  const TrainerOptions gloo = TrainerOptions(shared).process_group_backend(fulgur::ProcessGroupBackend::Gloo);
+  const TrainerConfig c = TrainerConfig::resolve(gloo, with_gpus(1));
+  CHECK(c.devices == 2);
+  CHECK(c.strategy == fulgur::StrategyKind::DDP);
+}
+
 TEST_CASE("TrainerConfig: strategy auto is ddp above one process; launched runs must match the launch") {
   const TrainerConfig local = TrainerConfig::resolve(TrainerOptions().accelerator(fulgur::AcceleratorKind::Cpu).devices(3), cpu_only());
   CHECK(local.strategy == fulgur::StrategyKind::DDP);
@@ -87,6 +97,18 @@ TEST_CASE("TrainerConfig: strategy auto is ddp above one process; launched runs 
   CHECK_THROWS_WITH_AS(TrainerConfig::resolve(TrainerOptions().process_group_timeout(0), cpu_only()),
                        "[TrainerOptions] process_group_timeout must be > 0, got 0",
                        std::invalid_argument);
+  // NCCL moves CUDA tensors only; auto and gloo are fine on the CPU.
+  CHECK_THROWS_WITH_AS(
+      TrainerConfig::resolve(TrainerOptions()
+                                 .accelerator(fulgur::AcceleratorKind::Cpu)
+                                 .process_group_backend(fulgur::ProcessGroupBackend::Nccl),
+                             cpu_only()),
+      "[TrainerConfig::resolve] process_group_backend 'nccl' needs accelerator 'gpu' (NCCL moves CUDA tensors only), "
+      "got accelerator 'cpu'; use 'gloo' or 'auto'",
+      std::invalid_argument);
+  CHECK_NOTHROW(TrainerConfig::resolve(
+      TrainerOptions().accelerator(fulgur::AcceleratorKind::Cpu).process_group_backend(fulgur::ProcessGroupBackend::Gloo),
+      cpu_only()));
 }
 
 TEST_CASE("TrainerConfig: compute threads: SLURM's CPUs per task, else each local rank's share of the CPUs") {
