@@ -17,7 +17,7 @@ model=(--layers "${LAYERS:-8}" --dim "${DIM:-128}" --heads 4 --context 256 --bat
 run() {  # $1 = true|false; prints "peak_rss_mib step_s"
   "$build/bin/transformer_lm" --activation_checkpointing "$1" --default_root_dir "$work/$1" "${model[@]}" > "$work/out" 2>&1 ||
     { cat "$work/out"; exit 1; }
-  sed -n 's/^transformer_lm rank 0: .* peak_rss_mib \([0-9]*\) step_s \([0-9.e-]*\)$/\1 \2/p' "$work/out"
+  sed -n 's/^transformer_lm rank 0: .* peak_rss_mib \([0-9]*\) step_s \([0-9.e-]*\).*$/\1 \2/p' "$work/out"
 }
 
 read -r plain_rss plain_step <<< "$(run false)"

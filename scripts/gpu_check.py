@@ -6,8 +6,11 @@ check's key figure) and exits 1 when the check fails.
   gpu_check.py timeline FILE                a Horovod timeline (Chrome trace) with events in it
   gpu_check.py quiet-step COUNTS LOG_EVERY  ddp_probe's per-step counts: no host read outside logging steps
   gpu_check.py gpu                          torch's version and the first GPU, exit 1 without one
+  gpu_check.py same-weights A B TOL         two pickled weight tensors (ddp_probe's --model.output) within TOL
+  gpu_check.py profile-mean PROFILE ACTION  an action's mean seconds in a simple profiler's profile.txt
+  gpu_check.py positive RUN_DIR KEY...      metrics.csv has, for each KEY, a column ending in KEY whose last value is > 0
 
-Only `resume` and `gpu` import torch.
+Only `resume`, `same-weights` and `gpu` import torch.
 """
 import csv
 import glob
@@ -85,6 +88,72 @@ def quiet_step(path, log_every):
     return 0 if quiet and logging and not noisy and sum(s[4] for s in logging) > 0 else 1
 
 
+def same_weights(a, b, tol):
+    import torch
+
+    def load(path):
+        value = torch.load(path, weights_only=True)
+        # torch::pickle_save of one tensor, or a container of them.
+        if isinstance(value, torch.Tensor):
+            return value.detach().cpu().double().flatten()
+        if isinstance(value, dict):
+            value = list(value.values())
+        return torch.cat([t.detach().cpu().double().flatten() for t in value])
+
+    try:
+        x, y = load(a), load(b)
+    except Exception as e:  # a missing or unreadable file: the check's figure
+        print(f"cannot read the weights: {e}")
+        return 1
+    if x.shape != y.shape:
+        print(f"{x.numel()} against {y.numel()} weights")
+        return 1
+    diff = (x - y).abs().max().item()
+    moved = (x.abs().max().item() > 0)
+    print(f"{x.numel()} weights, largest difference {diff:.3g} (tolerance {float(tol):g})")
+    return 0 if moved and diff <= float(tol) else 1
+
+
+def profile_mean(path, action):
+    try:
+        with open(path) as f:
+            for line in f:
+                cells = [c.strip() for c in line.strip().strip("|").split("|")]
+                if len(cells) >= 2 and cells[0] == action:
+                    print(cells[1])
+                    return 0
+    except OSError as e:
+        print(f"no profile: {e}")
+        return 1
+    print(f"no {action} in {path}")
+    return 1
+
+
+def positive(run_dir, *keys):
+    last = {}
+    try:
+        with open(f"{run_dir}/metrics.csv", newline="") as f:
+            for row in csv.DictReader(f):
+                for column, value in row.items():
+                    if value:
+                        last[column] = value
+    except OSError as e:
+        print(f"no metrics.csv: {e}")
+        return 1
+    found, bad = [], []
+    for key in keys:
+        columns = sorted(c for c in last if c.endswith(key))
+        if not columns:
+            bad.append(f"no column *{key}")
+            continue
+        value = float(last[columns[0]])
+        found.append(f"{columns[0]}={value:.4g}")
+        if not value > 0:
+            bad.append(f"{columns[0]}={value:g}")
+    print("; ".join(bad + found) if bad else "; ".join(found))
+    return 1 if bad else 0
+
+
 def gpu():
     import torch
     if not torch.cuda.is_available():
@@ -96,7 +165,8 @@ def gpu():
 
 
 def main(argv):
-    commands = {"metric": metric, "resume": resume, "timeline": timeline, "quiet-step": quiet_step, "gpu": gpu}
+    commands = {"metric": metric, "resume": resume, "timeline": timeline, "quiet-step": quiet_step, "gpu": gpu,
+                "same-weights": same_weights, "profile-mean": profile_mean, "positive": positive}
     if not argv or argv[0] not in commands:
         print(__doc__)
         return 2

@@ -5,6 +5,10 @@
 //
 //   mpirun -np 2 -x FULGUR_FILE_STORE=$PWD/rendezvous build/bin/heat_insitu --train_steps 400
 //
+// --accelerator gpu trains on the GPU (the simulation stays on the CPU);
+// --alone_steps N times N simulation steps before training starts, for the
+// last line: the simulation's step time alone and while training.
+//
 // Each rank pushes its own rows; the ranks train one model with DDP (the
 // process group from mpirun's variables and the FileStore; fulgur never
 // touches MPI_COMM_WORLD).
@@ -28,12 +32,22 @@ struct Args {
   int64_t rollout = 10;
   int64_t grid = 64;
   int64_t threads = 1;
+  int64_t alone_steps = 200;
+  fulgur::AcceleratorKind accelerator = fulgur::AcceleratorKind::Cpu;
 };
 
 Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string key = argv[i];
+    if (key == "--accelerator") {
+      try {
+        a.accelerator = fulgur::parse_choice<fulgur::AcceleratorKind>(argv[i + 1]);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string("--accelerator ") + e.what());
+      }
+      continue;
+    }
     const int64_t value = std::stoll(argv[i + 1]);
     if (key == "--train_steps") {
       a.train_steps = value;
@@ -43,8 +57,10 @@ Args parse(int argc, char** argv) {
       a.grid = value;
     } else if (key == "--threads") {
       a.threads = value;
+    } else if (key == "--alone_steps") {
+      a.alone_steps = value;
     } else {
-      throw std::invalid_argument("unknown option " + key + " (--train_steps, --rollout, --grid, --threads)");
+      throw std::invalid_argument("unknown option " + key + " (--train_steps, --rollout, --grid, --threads, --alone_steps, --accelerator)");
     }
   }
   return a;
@@ -64,7 +80,7 @@ int main(int argc, char** argv) {
     const Args args = parse(argc, argv);
     fulgur::OnlineOptions options;
     options.trainer = fulgur::TrainerOptions()
-                          .accelerator(fulgur::AcceleratorKind::Cpu)
+                          .accelerator(args.accelerator)
                           .enable_progress_bar(false)
                           .enable_model_summary(false)
                           .logger(false);
@@ -82,6 +98,16 @@ int main(int argc, char** argv) {
     fulgur::OnlineTrainer online([] { return std::make_shared<insitu::HeatSurrogate>(); }, options);
 
     insitu::HeatSolver solver(MPI_COMM_WORLD, args.grid, args.grid, 0.2);
+    solver.reset(1);
+    // The simulation's own step time (the same clone and step, no push), before training starts.
+    const auto alone_started = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < args.alone_steps; ++i) {
+      const torch::Tensor before = solver.field().clone();
+      solver.step();
+      if ((i + 1) % 25 == 0) solver.reset(static_cast<uint64_t>(i) + 2);
+    }
+    const double alone_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - alone_started).count();
     solver.reset(1);
     const auto started = std::chrono::steady_clock::now();
     online.start();
@@ -119,6 +145,12 @@ int main(int argc, char** argv) {
                   static_cast<long long>(sim_steps), static_cast<long long>(online.global_step()), seconds);
       std::printf("insitu: surrogate relative L2 error after %lld steps on its own: %.4f\n",
                   static_cast<long long>(args.rollout), error);
+      if (args.alone_steps > 0 && sim_steps > 0) {
+        const double alone_ms = 1e3 * alone_seconds / static_cast<double>(args.alone_steps);
+        const double beside_ms = 1e3 * seconds / static_cast<double>(sim_steps);
+        std::printf("insitu: simulation step %.4f ms alone (%lld steps), %.4f ms while training (%.2fx)\n", alone_ms,
+                    static_cast<long long>(args.alone_steps), beside_ms, beside_ms / alone_ms);
+      }
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "heat_insitu (rank %d): %s\n", rank, e.what());

@@ -6,6 +6,7 @@
 // under --strategy fsdp (FULL_SHARD) its parameters are gathered for its
 // own forward and backward only.
 #include <fulgur/fulgur.hpp>
+#include <fulgur/strategies/cuda/cuda_device_stats.hpp>
 #include <fulgur/trainer/training_state_bytes.hpp>
 
 #include <sys/resource.h>
@@ -70,6 +71,7 @@ struct TransformerLM : fulgur::LightningModule {
             std::nullopt};
   }
   // Step time (after two warm-up steps), what a rank keeps between steps,
+  // its peak CUDA memory (torch.cuda.max_memory_allocated; 0 on the CPU)
   // and its peak resident memory: one line per rank at the end of fit.
   void on_train_batch_start(const fulgur::Batch&, int64_t) override {
     const auto now = std::chrono::steady_clock::now();
@@ -80,9 +82,18 @@ struct TransformerLM : fulgur::LightningModule {
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
     const int64_t state = fulgur::training_state_bytes(trainer()->strategy(), *this, trainer()->optimizers());
-    std::cout << "transformer_lm rank " << global_rank() << ": state_bytes " << state
-              << " peak_rss_mib " << usage.ru_maxrss / 1024 << " step_s "
-              << (steps > 3 ? timed_seconds / static_cast<double>(steps - 3) : 0.0) << std::endl;
+    const torch::Device device = trainer()->strategy().root_device();
+    double peak_cuda = 0.0;
+    if (device.is_cuda()) {
+      const auto stats = fulgur::CudaDeviceStats::memory_stats(device.has_index() ? device.index() : 0);
+      const auto found = stats.find("allocated_bytes.all.peak");
+      if (found != stats.end()) peak_cuda = found->second;
+    }
+    // peak_cuda_mib last: bench/sharding.sh reads the fields before it by position.
+    std::cout << "transformer_lm rank " << global_rank() << ": state_bytes " << state << " peak_rss_mib "
+              << usage.ru_maxrss / 1024 << " step_s "
+              << (steps > 3 ? timed_seconds / static_cast<double>(steps - 3) : 0.0) << " peak_cuda_mib "
+              << static_cast<int64_t>(peak_cuda / (1024.0 * 1024.0)) << std::endl;
   }
 
   double lr;
