@@ -5,8 +5,9 @@
 //   build/bin/sequence_classifier --devices 2 --strategy horovod --max_epochs 3
 //
 // Flags: every TrainerOptions field (--devices, --strategy, --max_epochs,
-// --default_root_dir, ...), --batch_size (per process), --ckpt_path,
-// --weights; --help lists them.
+// --default_root_dir, ...), --batch_size (per process), --optimizer (adam,
+// or sgd: a step --cuda_graph true captures), --ckpt_path, --weights;
+// --help lists them.
 #include "sequence_classifier.hpp"
 #include "sequence_data.hpp"
 
@@ -14,7 +15,10 @@
 
 #include <iostream>
 
-#define SEQUENCE_FLAGS(X) X(int64_t, batch_size, 32, "sequences per process and batch", fulgur::check::Positive{})
+#define SEQUENCE_FLAGS(X)                                                                          \
+  X(int64_t, batch_size, 32, "sequences per process and batch", fulgur::check::Positive{})         \
+  X(std::string, optimizer, "adam", "adam, or sgd (a step --cuda_graph true can capture)",          \
+    fulgur::check::OneOf{{"adam", "sgd"}})
 
 struct SequenceFlags {
   FULGUR_OPTIONS(SequenceFlags, SEQUENCE_FLAGS)
@@ -26,7 +30,8 @@ int main(int argc, char** argv) {
         argc, argv, examples::example_trainer_options().max_epochs(4).default_root_dir("runs/sequence"),
         examples::RunFlags(), SequenceFlags());
     fulgur::seed_everything(7);
-    examples::SequenceClassifier model(/*vocab=*/8, /*dim=*/16, /*lr=*/0.02);
+    examples::SequenceClassifier model(/*vocab=*/8, /*dim=*/16, /*lr=*/flags.optimizer() == "sgd" ? 0.5 : 0.02,
+                                       /*sgd=*/flags.optimizer() == "sgd");
     examples::SequenceData data(flags.batch_size(), /*vocab=*/8);
     fulgur::Trainer trainer(trainer_options);
     trainer.fit(model, data, run.ckpt_path());

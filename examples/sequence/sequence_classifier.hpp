@@ -8,7 +8,8 @@ namespace examples {
 
 class SequenceClassifier : public fulgur::LightningModule {
  public:
-  SequenceClassifier(int64_t vocab, int64_t dim, double lr) : lr_(lr) {
+  /// `sgd`: plain SGD instead of Adam, a step the cuda_graph option can capture.
+  SequenceClassifier(int64_t vocab, int64_t dim, double lr, bool sgd = false) : lr_(lr), sgd_(sgd) {
     embedding = register_module("embedding", torch::nn::Embedding(vocab, dim));
     head = register_module("head", torch::nn::Linear(dim, 2));
   }
@@ -29,6 +30,7 @@ class SequenceClassifier : public fulgur::LightningModule {
     log("val_acc", (logits.argmax(1) == batch.target).to(torch::kFloat).mean(), {.prog_bar = true, .sync_dist = true});
   }
   fulgur::OptimizerConfig configure_optimizers() override {
+    if (sgd_) return {std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(lr_)), std::nullopt};
     return {std::make_shared<torch::optim::Adam>(parameters(), torch::optim::AdamOptions(lr_)), std::nullopt};
   }
 
@@ -37,6 +39,7 @@ class SequenceClassifier : public fulgur::LightningModule {
 
  private:
   double lr_;
+  bool sgd_;
 };
 
 }  // namespace examples

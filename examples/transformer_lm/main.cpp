@@ -10,7 +10,8 @@
 // --activation_checkpointing true: each block's forward runs again in
 // backward instead of keeping its activations; --fsdp.KEY VALUE, ...), the
 // model's (--text, --layers, --dim, --heads, --context, --lr, --batch_size
-// per process), --ckpt_path, --weights; --help lists them.
+// per process, --optimizer adamw or sgd: a step --cuda_graph true captures),
+// --ckpt_path, --weights; --help lists them.
 // Prints the validation perplexity, exp(val_loss), at the end.
 #include "text_data.hpp"
 #include "transformer_lm.hpp"
@@ -29,7 +30,9 @@
   X(int64_t, heads, 4, "attention heads", fulgur::check::Positive{})                                       \
   X(int64_t, context, 128, "bytes of context", fulgur::check::Positive{})                                  \
   X(double, lr, 0.001, "AdamW learning rate", fulgur::check::Positive{})                                   \
-  X(int64_t, batch_size, 16, "sequences per process and batch", fulgur::check::Positive{})
+  X(int64_t, batch_size, 16, "sequences per process and batch", fulgur::check::Positive{})                 \
+  X(std::string, optimizer, "adamw", "adamw, or sgd (a step --cuda_graph true can capture; use --lr 0.1)", \
+    fulgur::check::OneOf{{"adamw", "sgd"}})
 // clang-format on
 
 struct TransformerLMFlags {
@@ -47,7 +50,8 @@ int main(int argc, char** argv) {
             .limit_val_batches(fulgur::CountOrFraction(20)),
         examples::RunFlags(), TransformerLMFlags());
     fulgur::seed_everything(7);
-    examples::TransformerLM model(flags.layers(), flags.dim(), flags.heads(), flags.context(), flags.lr());
+    examples::TransformerLM model(flags.layers(), flags.dim(), flags.heads(), flags.context(), flags.lr(),
+                                 flags.optimizer() == "sgd");
     examples::TextData data(flags.text(), flags.context(), flags.batch_size());
     // Each block is a unit of its own (ShardedUnit); the embeddings and the head make the rest.
     fulgur::Trainer trainer(trainer_options);

@@ -42,7 +42,9 @@ struct TransformerBlockImpl : torch::nn::Module {
 TORCH_MODULE(TransformerBlock);
 
 struct TransformerLM : fulgur::LightningModule {
-  TransformerLM(int64_t layers, int64_t dim, int64_t heads, int64_t context, double lr) : lr(lr) {
+  /// `sgd`: plain SGD instead of AdamW, a step the cuda_graph option can capture.
+  TransformerLM(int64_t layers, int64_t dim, int64_t heads, int64_t context, double lr, bool sgd = false)
+      : lr(lr), sgd(sgd) {
     token = register_module("token", torch::nn::Embedding(256, dim));
     position = register_module("position", torch::nn::Embedding(context, dim));
     blocks = register_module("blocks", torch::nn::Sequential());
@@ -67,6 +69,7 @@ struct TransformerLM : fulgur::LightningModule {
     log("val_loss", loss_of(b), {.sync_dist = true});
   }
   fulgur::OptimizerConfig configure_optimizers() override {
+    if (sgd) return {std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(lr)), std::nullopt};
     return {std::make_shared<torch::optim::AdamW>(parameters(), torch::optim::AdamWOptions(lr).weight_decay(0.01)),
             std::nullopt};
   }
@@ -97,6 +100,7 @@ struct TransformerLM : fulgur::LightningModule {
   }
 
   double lr;
+  bool sgd;
   int64_t steps = 0;
   double timed_seconds = 0.0;
   std::chrono::steady_clock::time_point last_start;
