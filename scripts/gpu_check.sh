@@ -483,6 +483,7 @@ c_cuda_graph_examples() {
   needs "$bin/sequence_classifier" "$bin/transformer_lm" || return 1
   local steps=300 lm_steps=200 seq_figure rc=0
   $small && steps=20 lm_steps=8
+  pair_figure=""
   graph_pair sequence 32 "$bin/sequence_classifier" --accelerator "$acc" --optimizer sgd --batch_size 32 --max_steps "$steps" \
     --max_epochs -1 --limit_val_batches 0 --log_every_n_steps 10 --enable_checkpointing false || rc=1
   seq_figure="${pair_figure:-$figure}"
