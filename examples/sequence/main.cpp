@@ -18,7 +18,7 @@
 #define SEQUENCE_FLAGS(X)                                                                          \
   X(int64_t, batch_size, 32, "sequences per process and batch", fulgur::check::Positive{})         \
   X(std::string, optimizer, "adam", "adam, or sgd (a step --cuda_graph true can capture)",          \
-    fulgur::check::OneOf{{"adam", "sgd"}})
+    (fulgur::check::OneOf{{"adam", "sgd"}}))
 
 struct SequenceFlags {
   FULGUR_OPTIONS(SequenceFlags, SEQUENCE_FLAGS)

@@ -32,7 +32,7 @@
   X(double, lr, 0.001, "AdamW learning rate", fulgur::check::Positive{})                                   \
   X(int64_t, batch_size, 16, "sequences per process and batch", fulgur::check::Positive{})                 \
   X(std::string, optimizer, "adamw", "adamw, or sgd (a step --cuda_graph true can capture; use --lr 0.1)", \
-    fulgur::check::OneOf{{"adamw", "sgd"}})
+    (fulgur::check::OneOf{{"adamw", "sgd"}}))
 // clang-format on
 
 struct TransformerLMFlags {
