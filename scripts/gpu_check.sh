@@ -476,13 +476,14 @@ graph_pair() {  # graph_pair NAME SAMPLES_PER_STEP PROGRAM ARGS...: sets pair_fi
       rate_off="$(awk -v b="$batch" -v t="$mean" 'BEGIN { printf "%.0f", b / t }')" loss_off="$loss"
     fi
   done
-  pair_figure="$tag: $rate_off -> $rate_on samples/s, loss $loss_off / $loss_on (${on:0:70})"
+  pair_figure="$tag: $rate_off -> $rate_on samples/s, loss $(awk -v a="$loss_off" -v b="$loss_on" \
+    'BEGIN { printf "%.6g / %.6g", a, b }') (${on:0:45})"
   awk -v a="$loss_off" -v b="$loss_on" 'BEGIN { d = a - b; if (d < 0) d = -d; s = a < 0 ? -a : a; exit !(d <= 1e-3 * s + 1e-7) }'
 }
 c_cuda_graph_examples() {
   needs "$bin/sequence_classifier" "$bin/transformer_lm" || return 1
   local steps=300 lm_steps=200 seq_figure rc=0
-  $small && steps=20 lm_steps=8
+  $small && steps=20 lm_steps=10
   pair_figure=""
   graph_pair sequence 32 "$bin/sequence_classifier" --accelerator "$acc" --optimizer sgd --batch_size 32 --max_steps "$steps" \
     --max_epochs -1 --limit_val_batches 0 --log_every_n_steps 10 --enable_checkpointing false || rc=1
