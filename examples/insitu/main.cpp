@@ -60,7 +60,8 @@ Args parse(int argc, char** argv) {
     } else if (key == "--alone_steps") {
       a.alone_steps = value;
     } else {
-      throw std::invalid_argument("unknown option " + key + " (--train_steps, --rollout, --grid, --threads, --alone_steps, --accelerator)");
+      throw std::invalid_argument("unknown option " + key +
+                                  " (--train_steps, --rollout, --grid, --threads, --alone_steps, --accelerator)");
     }
   }
   return a;

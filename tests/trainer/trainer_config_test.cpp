@@ -106,9 +106,10 @@ TEST_CASE("TrainerConfig: strategy auto is ddp above one process; launched runs 
       "[TrainerConfig::resolve] process_group_backend 'nccl' needs accelerator 'gpu' (NCCL moves CUDA tensors only), "
       "got accelerator 'cpu'; use 'gloo' or 'auto'",
       std::invalid_argument);
-  CHECK_NOTHROW(TrainerConfig::resolve(
-      TrainerOptions().accelerator(fulgur::AcceleratorKind::Cpu).process_group_backend(fulgur::ProcessGroupBackend::Gloo),
-      cpu_only()));
+  CHECK_NOTHROW(TrainerConfig::resolve(TrainerOptions()
+                                           .accelerator(fulgur::AcceleratorKind::Cpu)
+                                           .process_group_backend(fulgur::ProcessGroupBackend::Gloo),
+                                       cpu_only()));
 }
 
 TEST_CASE("TrainerConfig: compute threads: SLURM's CPUs per task, else each local rank's share of the CPUs") {
