@@ -4,8 +4,6 @@
 #include "support/probe_commands.hpp"
 #include "support/test_support.hpp"
 
-#include <fulgur/strategies/accelerator.hpp>
-
 #include <fmt/format.h>
 #include <torch/torch.h>
 
@@ -59,27 +57,6 @@ TEST_CASE("ddp: process_group_backend gloo, named explicitly, equals the default
   INFO(gloo.output);
   REQUIRE(gloo.exit_code == 0);
   CHECK(torch::equal(load_pickled_tensor(dir / "gloo.pt"), load_pickled_tensor(dir / "auto.pt")));
-}
-
-TEST_CASE("ddp: two ranks share one GPU over Gloo (process_group_backend gloo) and end where one rank ends") {
-  // NCCL refuses two ranks on one device; Gloo takes CUDA tensors. Skipped without a GPU.
-  if (!fulgur::Accelerator::is_cuda_available()) {
-    MESSAGE("no CUDA device: skipped");
-    return;
-  }
-  TempDir dir("ddp-gloo-gpu");
-  const auto one =
-      run_command(fit_command(dir, "one", "--data.batch_size 16 --trainer.accelerator gpu --trainer.devices 1"), 300);
-  INFO(one.output);
-  REQUIRE(one.exit_code == 0);
-  const auto two = run_command(fit_command(dir, "two",
-                                           "--data.batch_size 8 --trainer.accelerator gpu --trainer.devices 2 "
-                                           "--trainer.process_group_backend gloo"),
-                               300);
-  INFO(two.output);
-  REQUIRE(two.exit_code == 0);
-  // The GPU's kernels for batches of 8 and 16 may sum in other orders.
-  CHECK(torch::allclose(load_pickled_tensor(dir / "two.pt"), load_pickled_tensor(dir / "one.pt"), 1e-4, 1e-4));
 }
 
 TEST_CASE("ddp and horovod with one process (no MASTER_PORT): a group of one on a free port, same result") {
