@@ -6,7 +6,7 @@
 #include <fulgur/strategies/options/fsdp_options.hpp>
 #include <fulgur/strategies/options/horovod_options.hpp>
 #include <fulgur/strategies/precision_mode.hpp>
-#include <fulgur/strategies/process_group_backend.hpp>
+#include <fulgur/strategies/options/process_group_backend.hpp>
 #include <fulgur/strategies/strategy.hpp>
 #include <fulgur/strategies/strategy_kind.hpp>
 

@@ -7,7 +7,7 @@
 #include <fulgur/strategies/options/fsdp_options.hpp>
 #include <fulgur/strategies/options/horovod_options.hpp>
 #include <fulgur/strategies/precision_mode.hpp>
-#include <fulgur/strategies/process_group_backend.hpp>
+#include <fulgur/strategies/options/process_group_backend.hpp>
 #include <fulgur/strategies/strategy_kind.hpp>
 #include <fulgur/trainer/count_or_fraction.hpp>
 #include <fulgur/trainer/openmp_wait_policy.hpp>

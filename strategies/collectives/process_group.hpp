@@ -3,7 +3,7 @@
 #include <fulgur/strategies/environments/cluster_environment.hpp>
 #include <fulgur/strategies/collectives/collective_wait.hpp>
 #include <fulgur/modules/reduce_op.hpp>
-#include <fulgur/strategies/process_group_backend.hpp>
+#include <fulgur/strategies/options/process_group_backend.hpp>
 
 #include <torch/torch.h>
 
