@@ -8,11 +8,15 @@
 #include <fulgur/trainer/checkpoint/optimizer_state.hpp>
 #include <fulgur/trainer/checkpoint/scheduler_state.hpp>
 #include <fulgur/strategies/create_strategy.hpp>
+#include <fulgur/trainer/monitored_metric.hpp>
+#include <fulgur/trainer/optimizer_checks.hpp>
 #include <fulgur/version.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <iostream>
+#include <optional>
 #include <stdexcept>
 
 namespace fulgur {
@@ -49,10 +53,10 @@ void Fabric::setup(LightningModule& module) {
   strategy_->setup(module);
   module.train();
   optimizers_ = module.resolved_optimizers().entries();
+  // The Trainer's checks; several optimizers are fine here (optimizer_step(i) steps each).
+  check_optimizer_configs(optimizers_, /*automatic=*/false, !module.automatic_optimization(), config_,
+                          "[Fabric::setup]");
   for (size_t i = 0; i < optimizers_.size(); ++i) {
-    if (!optimizers_[i].optimizer) {
-      throw std::invalid_argument(fmt::format("[Fabric::setup] configure_optimizers returned no optimizer at position {}", i));
-    }
     strategy_->setup_optimizers(*optimizers_[i].optimizer);
     lightning_optimizers_.push_back(
         std::make_shared<LightningOptimizer>(optimizers_[i].optimizer, i, static_cast<ModuleRuntime*>(runtime_.get())));
@@ -104,16 +108,39 @@ bool Fabric::optimizer_step(size_t index) {
   const bool stepped = strategy_->finish_optimizer_step(optimizer, config_.gradient_clip());
   optimizer.zero_grad();
   ++global_step_;
+  flush_logged();  // a plateau scheduler watches what this step logged
   const auto& scheduler = optimizers_[index].lr_scheduler;
-  if (scheduler && scheduler->scheduler && scheduler->interval == Interval::Step &&
-      global_step_ % scheduler->frequency == 0) {
-    scheduler->scheduler->step();
+  if (scheduler && scheduler->interval == Interval::Step && global_step_ % scheduler->frequency == 0) {
+    step_scheduler(*scheduler);
   }
-  flush_logged();
   return stepped;
 }
 
+void Fabric::step_scheduler(const LRSchedulerConfig& config) {
+  if (!config.plateau) {
+    config.scheduler->step();
+    return;
+  }
+  // Rank 0's value steps every rank's scheduler, so their learning rates stay equal.
+  const std::optional<double> value = monitored_value(*strategy_, metrics_, config.monitor);
+  if (!value) {
+    const std::string message = missing_monitor_message(metrics_, "[Fabric] ReduceLROnPlateau", config.monitor) +
+                                ": log it from the module (log()) or with Fabric::log before the scheduler steps, or "
+                                "set the lr_scheduler config's strict = false to skip the step";
+    if (config.strict) throw std::runtime_error(message);
+    if (is_global_zero()) std::cerr << "fulgur: warning: " << message << std::endl;
+    return;
+  }
+  config.plateau->step(static_cast<float>(*value));
+}
+
 torch::Tensor Fabric::training_step(const Batch& batch) {
+  if (optimizers_.size() != 1) {
+    throw std::logic_error(fmt::format(
+        "[Fabric::training_step] steps one optimizer, and configure_optimizers returned {}; step each with "
+        "training_loss(batch), backward(loss) and optimizer_step(index)",
+        optimizers_.size()));
+  }
   const torch::Tensor loss = training_loss(batch);
   backward(loss);
   optimizer_step(0);
@@ -121,9 +148,11 @@ torch::Tensor Fabric::training_step(const Batch& batch) {
 }
 
 void Fabric::end_epoch() {
+  ++epochs_;
   for (auto& entry : optimizers_) {
-    if (entry.lr_scheduler && entry.lr_scheduler->scheduler && entry.lr_scheduler->interval == Interval::Epoch) {
-      entry.lr_scheduler->scheduler->step();
+    const auto& scheduler = entry.lr_scheduler;
+    if (scheduler && scheduler->interval == Interval::Epoch && epochs_ % scheduler->frequency == 0) {
+      step_scheduler(*scheduler);
     }
   }
 }
@@ -148,12 +177,14 @@ torch::Device Fabric::device() const { return strategy_->root_device(); }
 void Fabric::log(const std::string& name, double value) { log_dict({{name, value}}); }
 
 void Fabric::log_dict(const std::map<std::string, double>& values) {
+  for (const auto& [name, value] : values) metrics_[name] = value;
   if (!is_global_zero() || values.empty()) return;
   for (auto& logger : loggers_) logger->log_metrics(values, global_step_);
 }
 
 void Fabric::flush_logged() {
   const std::map<std::string, double> values = runtime_->take_logged();
+  for (const auto& [name, value] : values) metrics_[name] = value;
   if (global_step_ % config_.options.log_every_n_steps() == 0) log_dict(values);
 }
 

@@ -68,9 +68,14 @@ class Fabric {
   /// skips steps with inf/NaN gradients).
   bool optimizer_step(size_t index = 0);
   /// training_loss, backward, optimizer_step: one Trainer step. Returns the
-  /// loss, detached.
+  /// loss, detached. With several optimizers, std::logic_error: step each
+  /// by index.
   torch::Tensor training_step(const Batch& batch);
-  /// Steps the epoch-interval schedulers (a Fabric has no epochs of its own).
+  /// Steps the epoch-interval schedulers (a Fabric has no epochs of its
+  /// own), each every `frequency` calls. A ReduceLROnPlateau scheduler
+  /// steps on the latest value of its monitor logged through the module's
+  /// log() or Fabric::log (rank 0's, on every rank); a monitor never logged
+  /// throws (strict) or warns and skips.
   void end_epoch();
 
   // --- the processes ----------------------------------------------------------------
@@ -118,6 +123,8 @@ class Fabric {
   friend class FabricRuntime;
   /// Sends what the module logged to the loggers.
   void flush_logged();
+  /// One scheduler step; a plateau's on its monitored value (metrics_).
+  void step_scheduler(const LRSchedulerConfig& config);
 
   TrainerConfig config_;
   std::unique_ptr<Strategy> strategy_;
@@ -129,6 +136,9 @@ class Fabric {
   std::vector<OptimizerConfig> optimizers_;
   std::vector<std::shared_ptr<LightningOptimizer>> lightning_optimizers_;
   int64_t global_step_ = 0;
+  int64_t epochs_ = 0;  // end_epoch() calls
+  /// The latest value of everything logged (what a plateau scheduler monitors).
+  std::map<std::string, double> metrics_;
 };
 
 }  // namespace fulgur

@@ -1,5 +1,7 @@
 #include <fulgur/online/online_trainer.hpp>
 
+#include <fulgur/trainer/run_settings.hpp>
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -32,7 +34,6 @@ OnlineTrainer::OnlineTrainer(ModuleFactory make_module, OnlineOptions options, s
   inference_module_->to(fabric_->device());
   inference_module_->eval();
   if (!options_.checkpoint_dir.empty()) {
-    signals_ = std::make_unique<StopSignalFlag>();
     // A restarted simulation: continue where the stopped one saved.
     if (std::filesystem::exists(last_checkpoint())) {
       load_state(last_checkpoint());
@@ -49,24 +50,27 @@ std::filesystem::path OnlineTrainer::last_checkpoint() const {
   return options_.checkpoint_dir.empty() ? std::filesystem::path() : options_.checkpoint_dir / "online_last.ckpt";
 }
 
+void OnlineTrainer::hold_stop_signals() {
+  // From the first step (or start) on, until stop() or the end: the online
+  // trainer's run. Only with checkpoint_dir, where a signal has somewhere to save.
+  if (!options_.checkpoint_dir.empty() && !signals_) signals_.emplace();
+}
+
 void OnlineTrainer::check_stop_signal() {
   if (!signals_) return;
-  int signal = signals_->signal();
+  int signal = StopSignals::received();
   // Every rank stops at the same step, the one where any rank saw a signal.
   if (fabric_->world_size() > 1) signal = static_cast<int>(fabric_->strategy().max_over_ranks(signal));
   if (signal == 0) return;
   save_state(last_checkpoint());
   publish();
   stop_signal_ = signal;
+  StopSignals::mark_acted();  // saved and stopped: nothing passes it on
 }
 
 OnlineTrainer::~OnlineTrainer() {
   stream_->end();
   if (thread_.joinable()) thread_.join();
-}
-
-void OnlineTrainer::apply_num_threads() const {
-  if (options_.num_threads) at::set_num_threads(static_cast<int>(*options_.num_threads));
 }
 
 double OnlineTrainer::step(const Batch& batch) {
@@ -116,7 +120,8 @@ double OnlineTrainer::train_step(const torch::Tensor& inputs, const torch::Tenso
     throw std::invalid_argument("[OnlineTrainer::train_step] inputs and targets must be tensors with the same "
                                 "first dimension (the batch)");
   }
-  apply_num_threads();
+  hold_stop_signals();
+  const RunSettings settings({options_.num_threads, std::nullopt, std::nullopt});  // this step's thread count only
   return step(Batch{inputs, targets, {}});
 }
 
@@ -126,13 +131,14 @@ void OnlineTrainer::start() {
   if (running_ || thread_.joinable()) {
     throw std::logic_error("[OnlineTrainer::start] background training was started already (one run per object)");
   }
+  hold_stop_signals();
   running_ = true;
   thread_ = std::thread([this] { run_background(); });
 }
 
 void OnlineTrainer::run_background() {
   try {
-    apply_num_threads();
+    const RunSettings settings({options_.num_threads, std::nullopt, std::nullopt});
     const bool several = fabric_->world_size() > 1;
     while ((options_.max_steps < 0 || global_step_.load() < options_.max_steps) && stop_signal_ == 0) {
       std::optional<Batch> batch = stream_->next_batch();
@@ -179,6 +185,7 @@ void OnlineTrainer::push(const torch::Tensor& inputs, const torch::Tensor& targe
 void OnlineTrainer::stop() {
   stream_->end();
   if (thread_.joinable()) thread_.join();
+  signals_.reset();  // the program's handlers are back
   if (failed_) rethrow_training_error();
 }
 

@@ -1,9 +1,9 @@
 #pragma once
 
+#include <fulgur/core/stop_signals.hpp>
 #include <fulgur/online/fabric.hpp>
 #include <fulgur/online/online_options.hpp>
 #include <fulgur/online/sample_stream.hpp>
-#include <fulgur/online/stop_signal_flag.hpp>
 #include <fulgur/online/weight_snapshot.hpp>
 
 #include <torch/torch.h>
@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -101,7 +102,8 @@ class OnlineTrainer {
   /// One step on `batch` with the NaN check; publishes when due.
   double step(const Batch& batch);
   void run_background();
-  void apply_num_threads() const;
+  /// Holds StopSignals from the first train_step or start() on (checkpoint_dir only).
+  void hold_stop_signals();
   /// Fabric::save_checkpoint with extra_state().
   void save_state(const std::filesystem::path& path);
   /// Fabric::load_checkpoint, the samples pushed back (checkpoint_buffer).
@@ -130,7 +132,7 @@ class OnlineTrainer {
   std::atomic<int64_t> global_step_{0};
   std::atomic<bool> running_{false};
   std::atomic<bool> failed_{false};
-  std::unique_ptr<StopSignalFlag> signals_;  // with checkpoint_dir only
+  std::optional<StopSignals> signals_;  // with checkpoint_dir, during the run
   std::atomic<int> stop_signal_{0};
   std::thread thread_;
   std::exception_ptr error_;  // written by the thread before failed_

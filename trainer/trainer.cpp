@@ -25,10 +25,9 @@
 #include <fulgur/trainer/connectors/signal_connector.hpp>
 #include <fulgur/trainer/connectors/stop_signal_error.hpp>
 #include <fulgur/trainer/run_identity.hpp>
+#include <fulgur/trainer/run_settings.hpp>
 #include <fulgur/trainer/slurm_requeue.hpp>
 
-#include <ATen/Context.h>
-#include <ATen/Parallel.h>
 #include <c10/util/Type.h>
 #include <fmt/format.h>
 
@@ -44,52 +43,30 @@ namespace fulgur {
 Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> callbacks,
                  std::vector<std::shared_ptr<Logger>> loggers, Platform platform,
                  std::shared_ptr<SubprocessLauncher> launcher)
-    : config_(TrainerConfig::resolve(options, platform)),
+    : options_(options),
+      config_(TrainerConfig::resolve(options, platform)),
       callbacks_(std::move(callbacks)),
       loggers_(std::move(loggers)),
+      signals_(std::make_unique<SignalConnector>()),  // reads FULGUR_SIGNAL_GRACE_S; installs nothing
       launcher_(std::move(launcher)) {
+  // Options are resolved and checked here; nothing in the process changes
+  // (no handler, thread, child process or LibTorch setting) before a run.
   for (const auto& callback : callbacks_) {
     if (!callback) throw std::invalid_argument("[Trainer::Trainer] a callback is null");
   }
   for (const auto& logger : loggers_) {
     if (!logger) throw std::invalid_argument("[Trainer::Trainer] a logger is null");
   }
-  // Everything is checked. The OpenMP policy of a running process cannot
-  // change: only the ranks launched below get the passive one.
-  if (config_.options.openmp_wait_policy() == OpenMPWaitPolicy::Passive) warn_without_passive_openmp_wait();
-  // From here on a signal only sets a flag.
-  signals_ = std::make_unique<SignalConnector>();
   // The program's next Trainer: this process is rank 0 of the ranks its launcher started.
   if (launcher_ && launcher_->launched()) {
     platform = Platform::detect(launcher_->environment());
     config_ = TrainerConfig::resolve(options, platform);
   }
-  if (config_.needs_launch) {
-    if (!launcher_) launcher_ = std::make_shared<SubprocessLauncher>();
-    launch_peers(platform);
-    try {
-      platform = Platform::detect(launcher_->environment());  // now a launched rank, as under torchrun
-      config_ = TrainerConfig::resolve(options, platform);
-      strategy_ = create_strategy(config_.strategy_spec(platform));
-    } catch (...) {
-      launcher_->join(/*stop=*/true);  // they would wait for this rank
-      throw;
-    }
-  } else {
-    strategy_ = create_strategy(config_.strategy_spec(platform));
-  }
-  // Held in a collective past the grace period: make it fail (the ranks this
-  // process started first, since a Gloo wait ends only when its peer does).
-  signals_->on_stuck(*strategy_, [strategy = strategy_.get(), launcher = launcher_](int signal) {
-    strategy->abort_collectives();
-    if (launcher) launcher->terminate_peers(signal);
-  });
   if (!platform.environment || platform.environment->global_rank() == 0) {
     for (const auto& warning : platform.warnings) std::cerr << "fulgur: warning: " << warning << std::endl;
   }
-  // SLURM_CPUS_PER_TASK: use the CPUs the job was given, and no more.
-  // Or each rank's share of the node's CPUs (TrainerConfig::num_threads).
-  if (config_.num_threads) at::set_num_threads(static_cast<int>(*config_.num_threads));
+  // The OpenMP policy of a running process cannot change: only the ranks a run launches get the passive one.
+  if (config_.options.openmp_wait_policy() == OpenMPWaitPolicy::Passive) warn_without_passive_openmp_wait();
 
   if (!config_.options.logger()) {
     loggers_.clear();
@@ -121,10 +98,22 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
   if (config_.options.enable_checkpointing() && !has_model_checkpoint) {
     callbacks_.push_back(std::make_shared<ModelCheckpoint>(ModelCheckpointOptions().save_last(true)));
   }
+  // Ranks this Trainer starts itself are started by its first run (start_ranks).
+  if (config_.needs_launch) {
+    launch_platform_ = std::move(platform);
+  } else {
+    build(platform);
+  }
+}
 
-  if (config_.options.deterministic()) at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
-  at::globalContext().setBenchmarkCuDNN(config_.options.benchmark());
-
+void Trainer::build(const Platform& platform) {
+  strategy_ = create_strategy(config_.strategy_spec(platform));
+  // Held in a collective past the grace period: make it fail (the ranks this
+  // process started first, since a Gloo wait ends only when its peer does).
+  signals_->on_stuck(*strategy_, [strategy = strategy_.get(), launcher = launcher_](int signal) {
+    strategy->abort_collectives();
+    if (launcher) launcher->terminate_peers(signal);
+  });
   // Everything below runs on one context; only the hooks and the module's
   // runtime keep the Trainer, to hand it to callbacks and to trainer().
   context_ = std::make_unique<RunContext>(config_, *strategy_, callbacks_, loggers_, profiler_.get());
@@ -139,15 +128,22 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
   context_->connect({*hooks_, *logging_, *signals_, *runtime_, *checkpoint_connector_});
 }
 
+void Trainer::start_ranks() {
+  if (context_) return;
+  if (!launcher_) launcher_ = std::make_shared<SubprocessLauncher>();
+  launch_peers(launch_platform_);
+  try {
+    const Platform platform = Platform::detect(launcher_->environment());  // now a launched rank, as under torchrun
+    config_ = TrainerConfig::resolve(options_, platform);
+    build(platform);
+  } catch (...) {
+    launcher_->join(/*stop=*/true);  // they would wait for this rank
+    throw;
+  }
+}
+
 Trainer::~Trainer() {
-  if (checkpoint_connector_) checkpoint_connector_->finish_writes_quietly();  // before a SIGTERM is raised again
-  // A SIGTERM that no fit acted on (it came after the last step, or during
-  // validate/test) still ends the process, as it would have without us.
-  const int pending = signals_ ? signals_->received() : 0;
-  const int stopped_on = signals_ ? signals_->stop_signal() : 0;
-  signals_.reset();
-  // A fit that threw StopSignalError acted on it (the program has the error).
-  if ((pending == SIGTERM || pending == SIGINT) && stopped_on != pending && stop_error_signal_ == 0) std::raise(pending);
+  if (checkpoint_connector_) checkpoint_connector_->finish_writes_quietly();
 }
 
 void Trainer::launch_peers(const Platform& platform) {
@@ -159,25 +155,45 @@ void Trainer::launch_peers(const Platform& platform) {
   launcher_->launch(launch);
 }
 
-std::optional<Stage> Trainer::stage() const { return context_->stage(); }
+std::optional<Stage> Trainer::stage() const { return context_ ? context_->stage() : std::nullopt; }
 
-bool Trainer::sanity_checking() const { return context_->sanity_checking(); }
+bool Trainer::sanity_checking() const { return context_ && context_->sanity_checking(); }
 
-std::vector<OptimizerConfig>& Trainer::optimizers() { return context_->optimizers(); }
+std::vector<OptimizerConfig>& Trainer::optimizers() { return context_ ? context_->optimizers() : no_optimizers_; }
 
-int64_t Trainer::global_step() const { return context_->global_step(); }
+int64_t Trainer::global_step() const { return context_ ? context_->global_step() : 0; }
 
-int64_t Trainer::current_epoch() const { return context_->current_epoch(); }
+int64_t Trainer::current_epoch() const { return context_ ? context_->current_epoch() : 0; }
 
-int64_t Trainer::num_training_batches() const { return fit_loop_->epoch_loop().num_batches(); }
+int64_t Trainer::num_training_batches() const { return fit_loop_ ? fit_loop_->epoch_loop().num_batches() : 0; }
 
-void Trainer::request_stop() { context_->request_stop(); }
+void Trainer::request_stop() {
+  if (!context_) throw std::logic_error("[Trainer::request_stop] no run has started");
+  context_->request_stop();
+}
 
-bool Trainer::should_stop() const { return context_->should_stop(); }
+bool Trainer::should_stop() const { return context_ && context_->should_stop(); }
 
-std::filesystem::path Trainer::log_dir() { return context_->log_dir(); }
+std::filesystem::path Trainer::log_dir() {
+  if (!loggers_.empty()) return loggers_.front()->log_dir();
+  return config_.options.default_root_dir();
+}
 
-const std::map<std::string, double>& Trainer::callback_metrics() const { return logging_->callback_metrics(); }
+const std::map<std::string, double>& Trainer::callback_metrics() const {
+  static const std::map<std::string, double> kNone;  // before the first run: nothing logged
+  return logging_ ? logging_->callback_metrics() : kNone;
+}
+
+Strategy& Trainer::strategy() {
+  if (!strategy_) throw std::logic_error("[Trainer::strategy] the ranks this Trainer starts exist from its first run on");
+  return *strategy_;
+}
+
+bool Trainer::is_global_zero() const { return global_rank() == 0; }
+
+int64_t Trainer::global_rank() const { return strategy_ ? strategy_->global_rank() : 0; }
+
+int64_t Trainer::world_size() const { return strategy_ ? strategy_->world_size() : config_.world_size; }
 
 int Trainer::stop_signal() const { return signals_->stop_signal(); }
 
@@ -241,6 +257,16 @@ void Trainer::setup_run(LightningModule& module) {
 template <class Body>
 auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
                         std::string ckpt_path, Body&& body) {
+  start_ranks();
+  // What the run changes in the process, put back on every path out (in reverse order).
+  const RunSettings settings({config_.num_threads,
+                              config_.options.deterministic() ? std::optional<bool>(true) : std::nullopt,
+                              config_.options.benchmark()});
+  struct EndRun {
+    SignalConnector& signals;
+    ~EndRun() { signals.end_run(); }
+  } end_run{*signals_};
+  signals_->begin_run(stage == Stage::Fit);
   context_->set_stage(stage);
   const ScopedModuleRuntime attached(module, *runtime_);  // detached on both paths out
   try {
@@ -377,12 +403,7 @@ std::shared_ptr<DataLoader> Trainer::prepare_loader(std::shared_ptr<DataLoader> 
 }
 
 void Trainer::fit(LightningModule& module, DataModule& data, const std::string& ckpt_path) {
-  signals_->start_fit();
   stop_error_signal_ = 0;
-  struct EndFit {
-    SignalConnector& signals;
-    ~EndFit() { signals.end_fit(); }
-  } end_fit{*signals_};
   bool requeue = false;
   run_stage(Stage::Fit, module, data, ckpt_path, [&] {
     auto train = prepare_loader(data.train_dataloader(), /*training=*/true);
@@ -426,7 +447,7 @@ void Trainer::fit(LightningModule& module, DataModule& data, const std::string& 
       // warning, requeues; SIGTERM is also what scancel sends, and a
       // cancelled job must stay cancelled.
       strategy_->barrier("signal stop");
-      requeue = stop_signal() == SIGUSR1 && is_global_zero();
+      requeue = stop_signal() == SIGUSR1 && is_global_zero() && config_.options.auto_requeue();
     }
     return 0;
   });

@@ -40,31 +40,36 @@ class SubprocessLauncher;
 ///   trainer.fit(model, data);
 ///   auto metrics = trainer.test(model, data);
 ///
-/// The Trainer runs the same in any program, and leaves the program's
-/// process as it found it:
+/// The Trainer runs the same in any program, and is a guest in it: the
+/// constructor only resolves and checks options; a run (fit, validate,
+/// test, predict) changes what it needs and puts back exactly what was
+/// there when it ends, on every path out (docs/user-guide.md, "A guest in
+/// the program's process"):
 /// - launching: when the options ask for more processes than were started
-///   (devices * num_nodes > 1 and no torchrun, srun or mpirun), the
-///   constructor asks its SubprocessLauncher to start the other local ranks
-///   as new processes of this program; this process becomes local rank 0
-///   (its environment is not changed). A program that builds several
-///   Trainers hands each the same launcher (the last constructor argument);
-///   a Trainer given none makes its own;
-/// - signals: from construction on, SIGUSR1, SIGTERM and SIGINT are only
-///   recorded; fit stops at a step every rank agrees on (SLURM's time-limit
-///   warning can come while the program still loads its data). A fit held in
-///   a collective past the grace period throws StopSignalError. A SIGTERM no
-///   fit acted on is raised again when the Trainer is destroyed, after the
-///   program's own handlers are back;
+///   (devices * num_nodes > 1 and no torchrun, srun or mpirun), the first
+///   run asks the SubprocessLauncher to start the other local ranks as new
+///   processes of this program; this process becomes local rank 0 (its
+///   environment is not changed). A program that builds several Trainers
+///   hands each the same launcher (the last constructor argument); a
+///   Trainer given none makes its own;
+/// - signals: during a run, SIGUSR1, SIGTERM and SIGINT are only recorded
+///   (SignalConnector); fit stops at a step every rank agrees on and
+///   stop_signal() / exit_code() report it. Nothing is raised again by the
+///   Trainer; a SIGTERM no run acted on goes to the program's own handler
+///   when the run ends;
+/// - settings: the thread count, deterministic algorithms and cuDNN's
+///   benchmark mode the options ask for hold during a run only (RunSettings);
 /// - resuming: fit() of a job that SLURM requeued or torchrun restarted
 ///   continues from the newest checkpoint its own run wrote (same
 ///   run_identity), unless ckpt_path says otherwise;
-/// - requeueing: after a SIGUSR1 stop under SLURM, rank 0 requeues the job.
+/// - requeueing: after a SIGUSR1 stop under SLURM, rank 0 requeues the job
+///   (auto_requeue, on by default).
 class Trainer {
  public:
   explicit Trainer(TrainerOptions options = {}, std::vector<std::shared_ptr<Callback>> callbacks = {},
                    std::vector<std::shared_ptr<Logger>> loggers = {}, Platform platform = Platform::detect(),
                    std::shared_ptr<SubprocessLauncher> launcher = nullptr);
-  /// Puts SIGUSR1/SIGTERM handling back; see the class comment.
+  /// Waits for checkpoint writes still in flight; changes nothing else.
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
@@ -103,15 +108,19 @@ class Trainer {
   // --- state, for callbacks and loggers ---------------------------------------------
   // The loops and connectors run on the RunContext; these read its state.
   const TrainerConfig& config() const { return config_; }
-  Strategy& strategy() { return *strategy_; }
+  /// Throws std::logic_error before the first run of a Trainer that starts
+  /// its own ranks (they start with that run).
+  Strategy& strategy();
   /// The entry point running (Fit, Validate, Test, Predict); nullopt between runs.
   std::optional<Stage> stage() const;
   /// True while fit checks its validation loop before training.
   bool sanity_checking() const;
-  bool is_global_zero() const { return strategy_->is_global_zero(); }
-  /// This process's rank among all processes of the run, and their number.
-  int64_t global_rank() const { return strategy_->global_rank(); }
-  int64_t world_size() const { return strategy_->world_size(); }
+  bool is_global_zero() const;
+  /// This process's rank among all processes of the run, and their number
+  /// (before a Trainer that starts its own ranks started them: 0, and the
+  /// number it will start).
+  int64_t global_rank() const;
+  int64_t world_size() const;
   /// Optimizer steps taken so far.
   int64_t global_step() const;
   /// Index of the epoch running (or the number completed, between epochs).
@@ -166,8 +175,16 @@ class Trainer {
   std::exception_ptr with_context(std::exception_ptr error) const;
   /// Starts the other local ranks when no launcher did (see the class comment).
   void launch_peers(const Platform& platform);
+  /// Makes the strategy, the run context, the loops and the connectors.
+  void build(const Platform& platform);
+  /// At the first run of a Trainer that starts its own ranks: starts them,
+  /// then build()s on the launched environment.
+  void start_ranks();
 
+  TrainerOptions options_;  // as given, resolved again once the ranks are started
   TrainerConfig config_;
+  /// What the first run launches the other ranks from (needs_launch only).
+  Platform launch_platform_;
   std::unique_ptr<Strategy> strategy_;
   std::vector<std::shared_ptr<Callback>> callbacks_;
   std::vector<std::shared_ptr<Logger>> loggers_;
@@ -187,7 +204,8 @@ class Trainer {
 
   std::unique_ptr<ModuleRuntimeConnector> runtime_;
   std::shared_ptr<DataLoader> train_dataloader_;
-  std::unique_ptr<SignalConnector> signals_;  // installed by the constructor
+  std::unique_ptr<SignalConnector> signals_;  // installs its handlers during runs only
+  std::vector<OptimizerConfig> no_optimizers_;  // optimizers() before the first run
   /// What the loops, connectors and library callbacks run on (RunContext::of).
   std::unique_ptr<RunContext> context_;
   friend class RunContext;

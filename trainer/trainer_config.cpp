@@ -1,5 +1,7 @@
 #include <fulgur/trainer/trainer_config.hpp>
 
+#include <fulgur/strategies/cuda/cuda_runtime.hpp>
+
 #include <fulgur/strategies/environments/detect_cluster_environment.hpp>
 #include <fulgur/strategies/environments/slurm_environment.hpp>
 
@@ -36,6 +38,7 @@ Platform Platform::detect() { return detect(process_environment()); }
 
 Platform Platform::detect(const EnvLookup& variables) {
   Platform platform;
+  CudaRuntime::load();  // before ATen is first asked about CUDA (CudaRuntime)
   platform.cuda_device_count = static_cast<int64_t>(torch::cuda::device_count());
   std::shared_ptr<const ClusterEnvironment> env = detect_cluster_environment(variables);
   platform.world_size = env->world_size();

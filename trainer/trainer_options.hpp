@@ -93,7 +93,12 @@ namespace fulgur {
     "recompute each ShardedUnit's forward during backward instead of keeping its activations (any strategy): " \
     "less memory for one more forward per step",                                                              \
     fulgur::check::Any{})                                                                                     \
-  X(bool, benchmark, false, "cuDNN benchmark mode", fulgur::check::Any{})                                     \
+  X(bool, benchmark, false, "cuDNN benchmark mode (during runs; the program's own is back after)",            \
+    fulgur::check::Any{})                                                                                     \
+  X(bool, auto_requeue, true,                                                                                 \
+    "after a SIGUSR1 stop under SLURM, rank 0 requeues the job (scontrol requeue), as Lightning's "           \
+    "SLURMEnvironment(auto_requeue=True)",                                                                    \
+    fulgur::check::Any{})                                                                                     \
   X(fulgur::OpenMPWaitPolicy, openmp_wait_policy, fulgur::OpenMPWaitPolicy::Launched,                       \
     "where OMP_WAIT_POLICY is unset, idle OpenMP threads sleep (PASSIVE) in: launched: the ranks the Trainer " \
     "starts; passive: those, and a warning when this program itself started without the variable (the "       \

@@ -77,20 +77,10 @@ c10::intrusive_ptr<c10d::Store> make_store(const ProcessGroupOptions& o) {
   return c10::make_intrusive<c10d::TCPStore>(o.all_local ? "127.0.0.1" : o.main_address, t);
 }
 
-// A write to the socket of a peer that died raises SIGPIPE, which by default
-// kills this process before it can say which rank died; ignored (as Python
-// does at start-up), the write fails and the group reports the error. A
-// handler the program installed itself is left alone.
-void ignore_sigpipe() {
-  struct sigaction current {};
-  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) ::signal(SIGPIPE, SIG_IGN);
-}
-
 }  // namespace
 
 ProcessGroup::ProcessGroup(const ProcessGroupOptions& options, std::shared_ptr<CollectiveWait> waits)
     : options_(options), waits_(std::move(waits)) {
-  ignore_sigpipe();
   if (options_.world_size < 1 || options_.rank < 0 || options_.rank >= options_.world_size) {
     throw std::invalid_argument(fmt::format("[ProcessGroup::ProcessGroup] rank {} is outside world size {}",
                                             options_.rank, options_.world_size));

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <fulgur/core/ignored_sigpipe.hpp>
+
 #include <fulgur/strategies/environments/cluster_environment.hpp>
 #include <fulgur/strategies/collectives/collective_wait.hpp>
 #include <fulgur/modules/reduce_op.hpp>
@@ -132,6 +134,7 @@ class ProcessGroup {
  private:
   void create_backend(const c10::intrusive_ptr<c10d::Store>& store);
 
+  IgnoredSigpipe sigpipe_;  // while the group's sockets are open
   ProcessGroupOptions options_;
   std::shared_ptr<CollectiveWait> waits_;
   c10::intrusive_ptr<c10d::Store> store_;

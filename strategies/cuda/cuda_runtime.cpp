@@ -66,10 +66,6 @@ const Loaded& loaded() {
   return once;
 }
 
-// Loaded before main: anything that asks ATen about CUDA first (seeding,
-// torch::cuda::is_available) would make it decide "no CUDA" for good.
-[[maybe_unused]] const bool kLoadedAtStart = CudaRuntime::load();
-
 }  // namespace
 
 bool CudaRuntime::load() { return loaded().module != nullptr; }

@@ -7,11 +7,15 @@ namespace fulgur {
 /// Loads LibTorch's CUDA half (libtorch_cuda, and cuDNN, cuBLAS, NCCL behind
 /// it) only on a machine with a CUDA driver. fulgur links LibTorch's CPU
 /// half alone; with a CUDA build of LibTorch the fulgur_cuda module (which
-/// needs libtorch_cuda and holds the NCCL backend) is loaded at start-up,
-/// before anything asks whether CUDA is there: ATen decides that once per
-/// process. Without a driver nothing is loaded, which spares a CPU-only run
-/// about 390 MB of resident memory and part of a second of start-up, and
-/// CUDA reads as unavailable, as it would anyway.
+/// needs libtorch_cuda and holds the NCCL backend) is loaded on first use:
+/// by fulgur's entry points (Platform::detect — every Trainer, Fabric and
+/// OnlineTrainer —, seed_everything, the command line), never before main.
+/// ATen decides once per process whether CUDA is there, so a program that
+/// asks LibTorch about CUDA itself (torch::cuda::is_available,
+/// torch::manual_seed) before any of those calls load() first. Without a
+/// driver nothing is loaded, which spares a CPU-only run about 390 MB of
+/// resident memory and part of a second of start-up, and CUDA reads as
+/// unavailable, as it would anyway.
 class CudaRuntime {
  public:
   /// True when the module is loaded (so torch::cuda::is_available() can be

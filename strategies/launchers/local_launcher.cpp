@@ -22,7 +22,7 @@ int LocalLauncher::launch(int argc, const char* const* argv) {
   const int64_t port = o.main_port() != 0 ? o.main_port() : pick_free_port(o.main_address());
   const std::vector<std::string> args(argv, argv + argc);
 
-  ProcessSupervisor::StopSignals signals;
+  ProcessSupervisor::Signals signals;
   ProcessSupervisor ranks("LocalLauncher", o.grace_period_s());
   for (int64_t local_rank = 0; local_rank < o.nprocs(); ++local_rank) {
     // Interrupted during start-up: start no more; wait() forwards the signal.

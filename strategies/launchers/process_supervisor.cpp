@@ -22,13 +22,6 @@ extern char** environ;
 namespace fulgur {
 namespace {
 
-// The only state a signal handler may reach is static (see StopSignals).
-std::atomic<int> g_received_signal{0};
-std::atomic<bool> g_stop_signals_alive{false};
-static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a lock-free atomic");
-
-void record_launcher_signal(int sig) { g_received_signal.store(sig); }
-
 constexpr const char* kSelfExe = "/proc/self/exe";
 
 double now_s() {
@@ -64,9 +57,10 @@ struct ChildSpec {
 };
 
 // Runs in the forked child; never returns.
-[[noreturn]] void exec_child(const ChildSpec& spec, pid_t supervisor, const ProcessSupervisor::StopSignals* signals,
+[[noreturn]] void exec_child(const ChildSpec& spec, pid_t supervisor, const ProcessSupervisor::Signals* signals,
                              const sigset_t& original_mask) {
-  if (signals != nullptr) signals->restore();
+  StopSignals::restore_in_child();
+  if (signals != nullptr) signals->restore_in_child();
   // Die with the supervisor even if it is SIGKILLed. If it died before prctl
   // took effect, we were re-parented already and must not run unsupervised.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != supervisor) ::_exit(127);
@@ -86,39 +80,23 @@ struct ChildSpec {
 
 }  // namespace
 
-ProcessSupervisor::StopSignals::StopSignals() {
-  bool expected = false;
-  if (!g_stop_signals_alive.compare_exchange_strong(expected, true)) {
-    throw std::logic_error("[ProcessSupervisor::StopSignals] another launcher already supervises this process");
-  }
-  g_received_signal.store(0);
-  struct sigaction recorder {};
-  recorder.sa_handler = record_launcher_signal;
-  sigemptyset(&recorder.sa_mask);
-  recorder.sa_flags = 0;  // no SA_RESTART: the wait loop's sleep should wake up
-  ::sigaction(SIGINT, &recorder, &old_int_);
-  ::sigaction(SIGTERM, &recorder, &old_term_);
+ProcessSupervisor::Signals::Signals() {
   struct sigaction default_chld {};
   default_chld.sa_handler = SIG_DFL;
   sigemptyset(&default_chld.sa_mask);
   ::sigaction(SIGCHLD, &default_chld, &old_chld_);
 }
 
-ProcessSupervisor::StopSignals::~StopSignals() {
-  restore();
-  g_received_signal.store(0);  // nothing is left to stop
-  g_stop_signals_alive.store(false);
-}
-
-int ProcessSupervisor::StopSignals::take() { return g_received_signal.exchange(0); }
-
-bool ProcessSupervisor::StopSignals::pending() const { return g_received_signal.load() != 0; }
-
-void ProcessSupervisor::StopSignals::restore() const {
-  ::sigaction(SIGINT, &old_int_, nullptr);
-  ::sigaction(SIGTERM, &old_term_, nullptr);
+ProcessSupervisor::Signals::~Signals() {
   ::sigaction(SIGCHLD, &old_chld_, nullptr);
+  StopSignals::mark_acted();  // wait() acted on it: stopping the ranks
 }
+
+int ProcessSupervisor::Signals::take() { return StopSignals::take(); }
+
+bool ProcessSupervisor::Signals::pending() const { return StopSignals::received() != 0; }
+
+void ProcessSupervisor::Signals::restore_in_child() const { ::sigaction(SIGCHLD, &old_chld_, nullptr); }
 
 ProcessSupervisor::ProcessSupervisor(std::string name, double grace_period_s)
     : name_(std::move(name)), grace_period_s_(grace_period_s) {}
@@ -129,7 +107,7 @@ ProcessSupervisor::~ProcessSupervisor() {
 
 void ProcessSupervisor::start(int64_t rank, const std::vector<std::string>& argv,
                               const std::vector<std::pair<std::string, std::string>>& environment,
-                              const StopSignals* signals) {
+                              const Signals* signals) {
   ChildSpec spec;
   spec.argv_storage = argv;
   for (auto& arg : spec.argv_storage) spec.argv.push_back(arg.data());
@@ -197,7 +175,7 @@ void ProcessSupervisor::poll() {
   }
 }
 
-int ProcessSupervisor::wait(StopSignals* signals) {
+int ProcessSupervisor::wait(Signals* signals) {
   // Checks for a signal before the first reap, so one that arrived before
   // any rank started still yields 128 + signal.
   for (;;) {

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <fulgur/core/stop_signals.hpp>
+
 #include <csignal>
 #include <mutex>
 #include <cstdint>
@@ -21,29 +23,26 @@ namespace fulgur {
 /// Used by both launchers (LocalLauncher, SubprocessLauncher).
 class ProcessSupervisor {
  public:
-  /// Records SIGINT and SIGTERM while it lives (for a supervisor that only
-  /// supervises: the torchrun-like LocalLauncher) and sets SIGCHLD to its
-  /// default, since an ignored SIGCHLD makes the kernel reap children itself
-  /// and hides how a rank ended. Puts the previous dispositions back when
-  /// destroyed. A signal handler can only reach static state, so the
-  /// recorded signal is one process-wide atomic: only one instance may live
-  /// at a time (the constructor throws otherwise).
-  class StopSignals {
+  /// While alive, SIGINT and SIGTERM are recorded through StopSignals (the
+  /// library's one signal mechanism) for wait() to act on — for a supervisor
+  /// that only supervises: the torchrun-like LocalLauncher — and SIGCHLD is
+  /// at its default, since an ignored SIGCHLD makes the kernel reap children
+  /// itself and hides how a rank ended. The previous dispositions are back
+  /// when it is destroyed.
+  class Signals {
    public:
-    StopSignals();
-    ~StopSignals();
-    StopSignals(const StopSignals&) = delete;
-    StopSignals& operator=(const StopSignals&) = delete;
+    Signals();
+    ~Signals();
+    Signals(const Signals&) = delete;
+    Signals& operator=(const Signals&) = delete;
     /// The signal received since the last call (0: none); clears it.
     int take();
     bool pending() const;
-    /// Async-signal-safe: run in a forked rank before exec, so it starts
-    /// with the dispositions the launching program itself had.
-    void restore() const;
+    /// Async-signal-safe: puts SIGCHLD back in a forked rank before exec.
+    void restore_in_child() const;
 
    private:
-    struct sigaction old_int_ {};
-    struct sigaction old_term_ {};
+    StopSignals held_;
     struct sigaction old_chld_ {};
   };
 
@@ -56,11 +55,12 @@ class ProcessSupervisor {
 
   /// Starts /proc/self/exe with `argv` (argv[0] included) and this process's
   /// environment, less any variable named in `environment`, plus those.
-  /// `signals` (may be null) are put back in the child before exec. When
+  /// The program's own signal handlers (StopSignals::restore_in_child) and
+  /// `signals`' SIGCHLD are put back in the child before exec. When
   /// fork fails, stops the ranks started so far and throws.
   void start(int64_t rank, const std::vector<std::string>& argv,
              const std::vector<std::pair<std::string, std::string>>& environment,
-             const StopSignals* signals = nullptr);
+             const Signals* signals = nullptr);
 
   /// Asks every running rank to stop with `sig`; SIGKILL follows after the grace period.
   void stop(int sig);
@@ -80,7 +80,7 @@ class ProcessSupervisor {
   /// `signals`, a SIGINT/SIGTERM this process receives stops the ranks
   /// (a second one kills them at once) and the result is 128 + signal.
   /// Every rank is forgotten afterwards; the supervisor can start new ones.
-  int wait(StopSignals* signals = nullptr);
+  int wait(Signals* signals = nullptr);
 
   /// This process's command line as the kernel holds it
   /// (/proc/self/cmdline): what a copy of the program is started with.

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -42,9 +43,18 @@ class ThreadRecordingDataset : public Dataset {
       std::lock_guard<std::mutex> lock(mutex_);
       threads_.insert(std::this_thread::get_id());
     }
-    gets.fetch_add(1);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      gets.fetch_add(1);
+    }
+    got_.notify_all();
     if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
     return {torch::full({1}, static_cast<float>(index)), fulgur::class_index(index), {}};
+  }
+  /// Waits until at least `n` examples were built (false after `timeout`).
+  bool wait_for_gets(int64_t n, std::chrono::seconds timeout) const {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return got_.wait_for(lock, timeout, [&] { return gets.load() >= n; });
   }
   std::set<std::thread::id> take_threads() const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -58,6 +68,7 @@ class ThreadRecordingDataset : public Dataset {
   int64_t n_;
   std::chrono::milliseconds delay_;
   mutable std::mutex mutex_;
+  mutable std::condition_variable got_;
   mutable std::set<std::thread::id> threads_;
 };
 
@@ -122,17 +133,14 @@ TEST_CASE("DatasetLoader: destroying an iterator whose prefetch window is full r
       DatasetLoader loader(dataset, DatasetLoaderOptions(2).num_workers(4).prefetch_factor(2).persistent_workers(persistent));
       auto it = loader.iterate();
       REQUIRE(it->next().has_value());
-      // Wait until the workers have filled the whole window (8 batches ahead) and idle.
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-      while (dataset->gets.load() < (1 + 8) * 2 && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      CHECK(dataset->gets.load() == (1 + 8) * 2);  // bounded: nothing beyond the window
+      // The workers fill the whole window (8 batches ahead), an event the dataset reports.
+      REQUIRE(dataset->wait_for_gets((1 + 8) * 2, std::chrono::seconds(20)));
       CHECK(thread_count() == before + 4);
       const auto start = std::chrono::steady_clock::now();
       it.reset();
       CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(500));
+      // The workers are joined (or parked, persistent): what they built is final, and bounded by the window.
+      CHECK(dataset->gets.load() == (1 + 8) * 2);
       CHECK(thread_count() == before + (persistent ? 4 : 0));
     }
     CHECK(thread_count() == before);

@@ -340,6 +340,75 @@ TEST_CASE("Fabric: log() reaches the loggers; outside any run LightningModule::l
   CHECK(error_of([&] { fabric.setup(model); }) == "[Fabric::setup] a Fabric sets up one module");
 }
 
+namespace {
+
+/// An Mlp whose optimizer has a ReduceLROnPlateau on `monitor` (patience 0,
+/// factor 0.5): each epoch whose monitored value does not improve halves the rate.
+struct PlateauMlp : Mlp {
+  explicit PlateauMlp(std::string monitor) : monitor_(std::move(monitor)) {}
+  OptimizerConfig configure_optimizers() override {
+    auto sgd = std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(0.1));
+    auto plateau = std::make_shared<torch::optim::ReduceLROnPlateauScheduler>(
+        *sgd, torch::optim::ReduceLROnPlateauScheduler::SchedulerMode::min, 0.5f, 0);
+    return {sgd, LRSchedulerConfig{.plateau = plateau, .monitor = monitor_}};
+  }
+  std::string monitor_;
+};
+
+/// Two optimizers, stepped by index.
+struct TwoOptimizers : Mlp {
+  OptimizerConfig configure_optimizers() override {
+    OptimizerConfig config{std::make_shared<torch::optim::SGD>(net[0]->parameters(), torch::optim::SGDOptions(0.1)),
+                           std::nullopt};
+    config.more.push_back(
+        {std::make_shared<torch::optim::SGD>(net[2]->parameters(), torch::optim::SGDOptions(0.1)), std::nullopt});
+    return config;
+  }
+};
+
+double lr_of(Fabric& fabric) {
+  return static_cast<torch::optim::SGDOptions&>(fabric.optimizers().front().optimizer->param_groups()[0].options()).lr();
+}
+
+}  // namespace
+
+TEST_CASE("Fabric: a ReduceLROnPlateau scheduler steps on its monitored value at end_epoch; a missing one throws") {
+  TempDir dir("online-fabric-plateau");
+  PlateauMlp model("flat");
+  Fabric fabric(quiet_options(dir.path().string()));
+  fabric.setup(model);
+  const std::vector<Batch> batches = fixed_batches(2, 4);
+  fabric.log("flat", 1.0);
+  fabric.end_epoch();  // the first value is the best so far
+  CHECK(lr_of(fabric) == doctest::Approx(0.1));
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (const Batch& b : batches) fabric.training_step(b);
+    fabric.log("flat", 1.0);  // no improvement: patience 0 halves the rate
+    fabric.end_epoch();
+  }
+  CHECK(lr_of(fabric) == doctest::Approx(0.025));
+
+  PlateauMlp unlogged("val_loss");
+  Fabric second(quiet_options(dir.path().string()));
+  second.setup(unlogged);
+  second.training_step(batches[0]);
+  const std::string error = error_of([&] { second.end_epoch(); });
+  CHECK(error.find("[Fabric] ReduceLROnPlateau conditioned on metric 'val_loss', which is not available") == 0);
+  CHECK(error.find("train_loss") != std::string::npos);  // what is available
+
+  TwoOptimizers two;
+  Fabric third(quiet_options(dir.path().string()));
+  third.setup(two);
+  CHECK(error_of([&] { third.training_step(batches[0]); }).find(
+            "[Fabric::training_step] steps one optimizer, and configure_optimizers returned 2") == 0);
+  const torch::Tensor first_before = two.net[0]->parameters()[0].clone();
+  const torch::Tensor second_before = two.net[2]->parameters()[0].clone();
+  third.backward(third.training_loss(batches[0]));
+  third.optimizer_step(1);
+  CHECK(torch::equal(two.net[0]->parameters()[0], first_before));  // optimizer 0 did not step
+  CHECK(!torch::equal(two.net[2]->parameters()[0], second_before));
+}
+
 TEST_CASE("a checkpoint saved at step 4 and loaded into a fresh trainer continues exactly as without the stop") {
   TempDir dir("online-checkpoint");
   const std::vector<Batch> batches = fixed_batches(8, 4);

@@ -1,4 +1,5 @@
 #include <fulgur/trainer/cli/cli.hpp>
+#include <fulgur/strategies/cuda/cuda_runtime.hpp>
 
 #include <fulgur/callbacks/prediction_writer.hpp>
 #include <fulgur/callbacks/tuner.hpp>
@@ -401,6 +402,7 @@ YAML::Node merge_configuration(const Arguments& args) {
 }
 
 int run(int argc, const char* const* argv, const Factories& factories) {
+  CudaRuntime::load();  // before a model's constructor may ask ATen about CUDA (CudaRuntime)
   return run_guarded([&] { return run_checked(parse_arguments(argc, argv), factories, argc > 0 ? argv[0] : "fulgur"); });
 }
 

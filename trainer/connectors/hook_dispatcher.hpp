@@ -25,10 +25,12 @@ class HookDispatcher {
   void start_run(Profiler* profiler, LightningModule& module);
 
   /// Calls `callback_hook` on every callback, then `module_hook` on the
-  /// module, with the same trailing arguments. `hook` names it for the profiler.
+  /// module, with the same trailing arguments. `hook` names it for the
+  /// profiler. First, SignalConnector::check() may throw StopSignalError.
   template <class... CallbackArgs, class... ModuleArgs, class... Args>
   void call_hook(const char* hook, void (Callback::*callback_hook)(Trainer&, LightningModule&, CallbackArgs...),
                  void (LightningModule::*module_hook)(ModuleArgs...), Args&&... args) {
+    context_.signals().check();  // a stop signal nothing else will act on ends the run here
     call_callback_hook(hook, callback_hook, args...);
     ProfileScope scope(profiler_, [&] { return "[LightningModule]" + module_name_ + "." + hook; });
     context_.at(hook);

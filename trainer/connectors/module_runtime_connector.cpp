@@ -3,6 +3,7 @@
 #include <fulgur/trainer/trainer.hpp>
 #include <fulgur/trainer/connectors/hook_dispatcher.hpp>
 #include <fulgur/trainer/loops/run_context.hpp>
+#include <fulgur/trainer/optimizer_checks.hpp>
 
 #include <fmt/format.h>
 
@@ -16,47 +17,9 @@ ModuleRuntimeConnector::ModuleRuntimeConnector(Trainer& trainer, RunContext& con
 void ModuleRuntimeConnector::set_optimizers(const OptimizerConfig& config) {
   clear_optimizers();
   std::vector<OptimizerConfig> entries = config.entries();
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (!entries[i].optimizer) {
-      throw std::invalid_argument(fmt::format("[Trainer::fit] configure_optimizers returned no optimizer{}",
-                                              entries.size() > 1 ? fmt::format(" at position {}", i) : ""));
-    }
-    if (entries[i].lr_scheduler) {
-      const LRSchedulerConfig& s = *entries[i].lr_scheduler;
-      if (!s.scheduler && !s.plateau) throw std::invalid_argument("[Trainer::fit] lr_scheduler config has no scheduler");
-      if (s.scheduler && s.plateau) {
-        throw std::invalid_argument("[Trainer::fit] lr_scheduler config sets both scheduler and plateau; set one");
-      }
-      if (s.plateau && s.monitor.empty()) {
-        throw std::invalid_argument(
-            "[Trainer::fit] a ReduceLROnPlateauScheduler needs the metric it watches: set the config's monitor "
-            "(e.g. \"val_loss\")");
-      }
-      if (s.frequency < 1) {
-        throw std::invalid_argument(
-            fmt::format("[Trainer::fit] lr_scheduler frequency must be >= 1, got {}", s.frequency));
-      }
-    }
-  }
   const LightningModule& module = context_.module();
-  const TrainerOptions& o = context_.config().options;
-  if (module.automatic_optimization()) {
-    if (entries.size() > 1) {
-      throw std::invalid_argument(fmt::format(
-          "[Trainer::fit] configure_optimizers returned {} optimizers, but automatic optimization steps one; "
-          "with several optimizers use manual optimization: automatic_optimization(false) in the module's "
-          "constructor, then manual_backward() and optimizers()[i]->step() in training_step",
-          entries.size()));
-    }
-  } else {
-    check_manual_accumulation(o.accumulate_grad_batches());
-    if (const auto clip = context_.config().gradient_clip()) {
-      throw std::invalid_argument(fmt::format(
-          "[Trainer::fit] gradient_clip_val={} is not supported with manual optimization; "
-          "call clip_gradients(optimizer, value) in training_step",
-          clip->value));
-    }
-  }
+  check_optimizer_configs(entries, module.automatic_optimization(), !module.automatic_optimization(),
+                          context_.config(), "[Trainer::fit]");
   for (size_t i = 0; i < entries.size(); ++i) {
     context_.strategy().setup_optimizers(*entries[i].optimizer);
     optimizers_.push_back(std::make_shared<LightningOptimizer>(entries[i].optimizer, i, this));
@@ -65,11 +28,7 @@ void ModuleRuntimeConnector::set_optimizers(const OptimizerConfig& config) {
 }
 
 void ModuleRuntimeConnector::check_manual_accumulation(int64_t accumulate_grad_batches) {
-  if (accumulate_grad_batches == 1) return;
-  throw std::invalid_argument(fmt::format(
-      "[Trainer::fit] accumulate_grad_batches={} is not supported with manual optimization; "
-      "accumulate in training_step (step the optimizer every N batches)",
-      accumulate_grad_batches));
+  fulgur::check_manual_accumulation(accumulate_grad_batches, "[Trainer::fit]");
 }
 
 void ModuleRuntimeConnector::clear_optimizers() {

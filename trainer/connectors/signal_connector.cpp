@@ -6,15 +6,11 @@
 
 #include <fmt/format.h>
 
-#include <unistd.h>
-
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <iostream>
 #include <mutex>
-#include <optional>
 #include <stdexcept>
 #include <stop_token>
 #include <string>
@@ -23,57 +19,33 @@
 namespace fulgur {
 namespace {
 
-// A signal handler can only reach state with static storage, so what it
-// writes is file-level; nothing else here is. The strongest signal received:
-std::atomic<int> g_stop_signal{0};
-static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a lock-free atomic");
-// SIGTERMs and SIGINTs received that no step boundary has acted on yet.
-std::atomic<int> g_unacted_stops{0};
-
-int rank_of(int signal) {
-  switch (signal) {
-    case SIGTERM: return 3;
-    case SIGINT: return 2;
-    case SIGUSR1: return 1;
-    default: return 0;
-  }
-}
-
-// Keeps the strongest signal: SIGTERM over SIGINT over SIGUSR1.
-void record_stop_signal(int signal) {
-  int seen = g_stop_signal.load();
-  while (rank_of(signal) > rank_of(seen) && !g_stop_signal.compare_exchange_weak(seen, signal)) {
-  }
-  if (signal != SIGUSR1) g_unacted_stops.fetch_add(1);
-}
-
 double grace_seconds() {
   const char* text = std::getenv("FULGUR_SIGNAL_GRACE_S");
   if (text == nullptr || *text == '\0') return 25.0;
   char* end = nullptr;
   const double seconds = std::strtod(text, &end);
   if (*end != '\0' || !(seconds > 0.0)) {
-    throw std::invalid_argument(fmt::format("FULGUR_SIGNAL_GRACE_S='{}' is not a positive number of seconds", text));
+    throw std::invalid_argument(fmt::format(
+        "[SignalConnector] FULGUR_SIGNAL_GRACE_S='{}' is not a positive number of seconds", text));
   }
   return seconds;
 }
 
-// The received SIGTERM or SIGINT that no step boundary acted on.
-int pending_stop() { return g_stop_signal.load() == SIGINT ? SIGINT : SIGTERM; }
+// The received SIGTERM or SIGINT that nothing acted on.
+int pending_stop() { return StopSignals::received() == SIGINT ? SIGINT : SIGTERM; }
 
 std::string unacted_line(int64_t rank, const std::string& where) {
-  return fmt::format("fulgur: rank {}: {} not acted on at a step boundary{}", rank, SignalConnector::name(pending_stop()),
+  return fmt::format("fulgur: rank {}: {} not acted on at a step boundary{}", rank, StopSignals::name(pending_stop()),
                      where);
 }
 
 }  // namespace
 
-/// Watches for a SIGTERM/SIGINT that stays unacted for the grace period.
+/// Watches, for one run, for a SIGTERM/SIGINT that stays unacted.
 class SignalConnector::Watcher {
  public:
-  explicit Watcher(SignalConnector& owner)
-      : owner_(owner), grace_(grace_seconds()), thread_([this](std::stop_token stop) { watch(stop); }) {}
-  double grace() const { return grace_; }
+  Watcher(SignalConnector& owner, double grace)
+      : owner_(owner), grace_(grace), thread_([this](std::stop_token stop) { watch(stop); }) {}
 
  private:
   void watch(const std::stop_token& stop) {
@@ -83,13 +55,13 @@ class SignalConnector::Watcher {
     std::condition_variable_any wake;
     std::unique_lock lock(mutex);
     while (!wake.wait_for(lock, stop, std::chrono::milliseconds(100), [] { return false; }) && !stop.stop_requested()) {
-      if (g_unacted_stops.load() == 0) {
+      if (StopSignals::unacted() == 0 || owner_.expired_.load() != 0) {
         since.reset();
         continue;
       }
       if (!since) since = Clock::now();
-      // Ctrl-C outside fit: nothing will act on it, so no reason to wait.
-      const bool now = g_stop_signal.load() == SIGINT && !owner_.fitting_.load();
+      // Outside fit no step boundary will act on it: no reason to wait.
+      const bool now = !owner_.fitting_.load();
       const double waited = std::chrono::duration<double>(Clock::now() - *since).count();
       if (now || waited >= grace_) {
         owner_.act_on_unacted(now ? 0.0 : grace_);
@@ -103,38 +75,24 @@ class SignalConnector::Watcher {
   std::jthread thread_;
 };
 
-SignalConnector::SignalConnector() {
-  struct sigaction recorder {};
-  recorder.sa_handler = record_stop_signal;
-  sigemptyset(&recorder.sa_mask);
-  // SA_RESTART: a read or a collective interrupted by the signal carries on.
-  recorder.sa_flags = SA_RESTART;
-  ::sigaction(SIGUSR1, &recorder, &old_usr1_);
-  ::sigaction(SIGTERM, &recorder, &old_term_);
-  ::sigaction(SIGINT, &recorder, &old_int_);
-  // An inner connector (a second Trainer alive) keeps what the outer one saw.
-  outermost_ = (old_term_.sa_flags & SA_SIGINFO) != 0 || old_term_.sa_handler != record_stop_signal;
-  if (outermost_) {
-    g_stop_signal.store(0);
-    g_unacted_stops.store(0);
-    watcher_ = std::make_unique<Watcher>(*this);
-  }
+SignalConnector::SignalConnector() : grace_s_(grace_seconds()) {}
+
+SignalConnector::~SignalConnector() { end_run(); }
+
+void SignalConnector::begin_run(bool fitting) {
+  end_run();  // a run that was not ended (it cannot happen through the Trainer)
+  held_.emplace();
+  if (fitting) stop_signal_ = 0;
+  forced_.store(false);
+  expired_.store(0);
+  fitting_.store(fitting);
+  watcher_ = std::make_unique<Watcher>(*this, grace_s_);
 }
 
-SignalConnector::~SignalConnector() {
+void SignalConnector::end_run() {
   watcher_.reset();
-  // SLURM's warning (--signal=USR1) may come after the run ended, while the
-  // process winds down; its default action would turn a finished job into a
-  // failed one, so the outermost connector leaves a default SIGUSR1 ignored.
-  struct sigaction usr1 = old_usr1_;
-  if (outermost_ && (usr1.sa_flags & SA_SIGINFO) == 0 && usr1.sa_handler == SIG_DFL) usr1.sa_handler = SIG_IGN;
-  restore(usr1);
-}
-
-void SignalConnector::restore(const struct sigaction& usr1) const {
-  ::sigaction(SIGUSR1, &usr1, nullptr);
-  ::sigaction(SIGTERM, &old_term_, nullptr);
-  ::sigaction(SIGINT, &old_int_, nullptr);
+  fitting_.store(false);
+  held_.reset();
 }
 
 void SignalConnector::act_on_unacted(double waited_s) {
@@ -145,7 +103,7 @@ void SignalConnector::act_on_unacted(double waited_s) {
     // A collective that just failed (a peer ended on the signal) is on its
     // way to stop_error(), which acts on the signal: give it that moment.
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    if (g_unacted_stops.load() == 0) return;
+    if (StopSignals::unacted() == 0) return;
   }
   const int signal = pending_stop();
   const auto waiting = waiting_now();
@@ -153,19 +111,31 @@ void SignalConnector::act_on_unacted(double waited_s) {
       " within {:g} s; {}", waited_s,
       waiting ? fmt::format("waiting in {} for {:.0f} s", waiting->operation, waiting->seconds)
               : std::string("not waiting in a collective"));
-  if (fitting_.load() && waiting && on_stuck_) {
-    forced_line_ = unacted_line(rank(), where);
+  if (!waiting && !fitting_.load()) return;  // outside fit, check() ends the run at its next hook
+  watcher_line_ = unacted_line(rank(), where);
+  if (waiting && on_stuck_) {
     forced_.store(true);
-    g_unacted_stops.store(0);  // acted on: fit ends with a StopSignalError
-    std::cerr << forced_line_ << "; ending the run (process group aborted, local ranks stopped)" << std::endl;
+    StopSignals::mark_acted();  // acted on: the run ends with a StopSignalError
+    std::cerr << watcher_line_ << "; ending the run (process group aborted, local ranks stopped)" << std::endl;
     on_stuck_(signal);
     return;
   }
-  // Nothing here can act on it: whoever handled the signal before us does.
-  std::cerr << unacted_line(rank(), where) << "; passing it on to the program's handler" << std::endl;
-  g_unacted_stops.store(0);
-  restore(old_usr1_);
-  ::kill(::getpid(), signal);
+  // The main thread throws it where it next reaches the Trainer's code.
+  expired_.store(signal);
+}
+
+void SignalConnector::check() {
+  if (const int signal = expired_.exchange(0); signal != 0) {
+    StopSignals::mark_acted();
+    throw StopSignalError(signal, watcher_line_ + "; the run stops here");
+  }
+  // Outside fit no step boundary will act on a SIGTERM/SIGINT: the run ends at once.
+  if (held_ && !fitting_.load() && StopSignals::unacted() > 0) {
+    const int signal = pending_stop();
+    StopSignals::mark_acted();
+    throw StopSignalError(signal, fmt::format("fulgur: rank {}: {} received outside fit; the run stops here", rank(),
+                                              name(signal)));
+  }
 }
 
 int64_t SignalConnector::rank() const { return strategy_ != nullptr ? strategy_->global_rank() : 0; }
@@ -175,25 +145,20 @@ void SignalConnector::on_stuck(const Strategy& strategy, std::function<void(int)
   strategy_ = &strategy;
 }
 
-int SignalConnector::received() const { return g_stop_signal.load(); }
-
-void SignalConnector::clear() {
-  g_stop_signal.store(0);
-  g_unacted_stops.store(0);
-}
+int SignalConnector::received() const { return held_ ? StopSignals::received() : 0; }
 
 bool SignalConnector::agree_to_stop(Strategy& strategy, int64_t global_step) {
   const int local = received();
   int agreed = local;
   if (strategy.world_size() > 1) {
-    // The strongest signal any rank received, by rank_of.
-    constexpr int kByRank[] = {0, SIGUSR1, SIGINT, SIGTERM};
-    const torch::Tensor flag = torch::tensor({static_cast<int64_t>(rank_of(local))}, torch::kInt64);
-    agreed = kByRank[strategy.all_reduce(flag.to(strategy.root_device()), ReduceOp::Max).cpu().item<int64_t>()];
+    // The strongest signal any rank received, by strength.
+    constexpr int kByStrength[] = {0, SIGUSR1, SIGINT, SIGTERM};
+    const torch::Tensor flag = torch::tensor({static_cast<int64_t>(StopSignals::strength(local))}, torch::kInt64);
+    agreed = kByStrength[strategy.all_reduce(flag.to(strategy.root_device()), ReduceOp::Max).cpu().item<int64_t>()];
   }
   if (agreed == 0 || stop_signal_ != 0) return false;
   stop_signal_ = agreed;
-  g_unacted_stops.store(0);  // acted on: the watcher stands down
+  StopSignals::mark_acted();  // acted on: the watcher stands down
   // One line per rank: in a multi-node log this shows every rank stopped at the same step.
   std::cerr << fmt::format("fulgur: rank {}: {} received, stopping after step {}", strategy.global_rank(),
                            name(agreed), global_step)
@@ -202,7 +167,7 @@ bool SignalConnector::agree_to_stop(Strategy& strategy, int64_t global_step) {
 }
 
 std::exception_ptr SignalConnector::stop_error(const std::exception_ptr& error) {
-  if (!forced_.load() && g_unacted_stops.load() == 0) return error;
+  if (!forced_.load() && StopSignals::unacted() == 0) return error;
   std::string what = "an unknown error";
   try {
     std::rethrow_exception(error);
@@ -213,30 +178,15 @@ std::exception_ptr SignalConnector::stop_error(const std::exception_ptr& error) 
   } catch (...) {
   }
   const int signal = pending_stop();
-  g_unacted_stops.store(0);  // acted on: fit throws it, nothing is passed on
+  StopSignals::mark_acted();  // acted on: the run throws it, nothing is passed on
+  expired_.store(0);
   what = what.substr(0, what.find('\n'));
   const std::string message =
-      forced_.load() ? fmt::format("{}; the run was ended: {}", forced_line_, what)
+      forced_.load() ? fmt::format("{}; the run was ended: {}", watcher_line_, what)
                      : unacted_line(rank(), fmt::format("; the run failed meanwhile (a peer stopping on it ends "
                                                        "collectives): {}",
                                                        what));
   return std::make_exception_ptr(StopSignalError(signal, message));
-}
-
-void SignalConnector::start_fit() {
-  if (stop_signal_ != 0) clear();
-  stop_signal_ = 0;
-  forced_.store(false);
-  fitting_.store(true);
-}
-
-void SignalConnector::end_fit() { fitting_.store(false); }
-
-const char* SignalConnector::name(int signal) {
-  if (signal == SIGUSR1) return "SIGUSR1";
-  if (signal == SIGTERM) return "SIGTERM";
-  if (signal == SIGINT) return "SIGINT";
-  return "another signal";
 }
 
 }  // namespace fulgur

@@ -91,70 +91,25 @@ class SignallingModule : public fulgur::testing::RecordingModule {
   int64_t at_step_;
 };
 
-/// What the last connector leaves for SIGUSR1: the old handler, or SIG_IGN for the default.
-void (*returned_usr1(const struct sigaction& before))(int) {
-  return before.sa_handler == SIG_DFL ? SIG_IGN : before.sa_handler;
-}
-
 }  // namespace
 
-TEST_CASE("SignalConnector: the handler only records the signal; SIGTERM outranks SIGUSR1; old handlers return") {
+TEST_CASE("SignalConnector: installs nothing until a run begins; a malformed grace period is refused") {
   struct sigaction before {};
-  ::sigaction(SIGUSR1, nullptr, &before);
-  {
-    SignalConnector connector;
-    CHECK(connector.received() == 0);
-    std::raise(SIGUSR1);  // would end the process without the handler
-    CHECK(connector.received() == SIGUSR1);
-    std::raise(SIGTERM);
-    CHECK(connector.received() == SIGTERM);
-    std::raise(SIGUSR1);
-    CHECK(connector.received() == SIGTERM);
-  }
+  ::sigaction(SIGTERM, nullptr, &before);
+  SignalConnector connector;
   struct sigaction after {};
-  ::sigaction(SIGUSR1, nullptr, &after);
-  CHECK(reinterpret_cast<void*>(after.sa_handler) == reinterpret_cast<void*>(returned_usr1(before)));
-  // A late SLURM warning after the run ended does not end the process.
-  if (before.sa_handler == SIG_DFL) std::raise(SIGUSR1);
-  SignalConnector fresh;
-  CHECK(fresh.received() == 0);
+  ::sigaction(SIGTERM, nullptr, &after);
+  CHECK(reinterpret_cast<void*>(after.sa_handler) == reinterpret_cast<void*>(before.sa_handler));
+  CHECK(connector.received() == 0);
+  connector.begin_run(/*fitting=*/true);
+  std::raise(SIGUSR1);  // would end the process without the handler
+  CHECK(connector.received() == SIGUSR1);
+  connector.end_run();
+  CHECK(connector.received() == 0);
+  ::sigaction(SIGTERM, nullptr, &after);
+  CHECK(reinterpret_cast<void*>(after.sa_handler) == reinterpret_cast<void*>(before.sa_handler));
   CHECK(std::string(SignalConnector::name(SIGUSR1)) == "SIGUSR1");
   CHECK(std::string(SignalConnector::name(SIGTERM)) == "SIGTERM");
-}
-
-TEST_CASE("SignalConnector: an inner connector keeps a signal the outer one recorded (a warning before fit)") {
-  struct sigaction before {};
-  ::sigaction(SIGUSR1, nullptr, &before);
-  {
-    SignalConnector outer;
-    std::raise(SIGUSR1);
-    {
-      SignalConnector inner;
-      CHECK(inner.received() == SIGUSR1);
-    }
-    // The inner one gave the handler back to the outer one, not to the default.
-    std::raise(SIGUSR1);
-    CHECK(outer.received() == SIGUSR1);
-  }
-  struct sigaction after {};
-  ::sigaction(SIGUSR1, nullptr, &after);
-  CHECK(reinterpret_cast<void*>(after.sa_handler) == reinterpret_cast<void*>(returned_usr1(before)));
-  {
-    SignalConnector fresh;  // outermost again: a clean slate
-    CHECK(fresh.received() == 0);
-  }
-
-  // Through fit: a signal that came before fit stops it after its first step.
-  TempDir dir("signal-stop-before-fit");
-  std::optional<SignalConnector> early(std::in_place);
-  std::raise(SIGUSR1);
-  fulgur::testing::RecordingModule model;
-  RegressionData data(10, 2);
-  Trainer trainer(quiet_options(dir.path()).max_epochs(2).logger(false), {}, {}, Platform{});
-  trainer.fit(model, data);
-  early.reset();
-  CHECK(trainer.stop_signal() == SIGUSR1);
-  CHECK(trainer.global_step() == 1);
 }
 
 TEST_CASE("signal stop: one process stops after the step the signal arrived in, ignoring min_epochs") {
@@ -304,14 +259,11 @@ TEST_CASE("SLURM_CPUS_PER_TASK: default loader workers and compute threads") {
 
   Platform platform;
   platform.cpus_per_task = 1;
-  const int before = at::get_num_threads();
   {
     TempDir dir("cpus-per-task");
     Trainer trainer(quiet_options(dir.path()).logger(false), {}, {}, platform);
-    CHECK(trainer.config().num_threads == 1);
-    CHECK(at::get_num_threads() == 1);
+    CHECK(trainer.config().num_threads == 1);  // set during runs (tests/trainer/guest_test.cpp)
   }
-  at::set_num_threads(before);
   CHECK(TrainerConfig::resolve(TrainerOptions(), Platform{}).num_threads == std::nullopt);
 }
 
