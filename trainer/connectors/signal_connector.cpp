@@ -121,6 +121,7 @@ void SignalConnector::act_on_unacted(double waited_s) {
     return;
   }
   // The main thread throws it where it next reaches the Trainer's code.
+  std::cerr << watcher_line_ << "; the run stops where it next reaches the Trainer (a hook)" << std::endl;
   expired_.store(signal);
 }
 
