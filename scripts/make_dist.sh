@@ -63,7 +63,7 @@ echo "$sha  $name.tar.gz"
 
 if ((update)); then
   shopt -s nullglob
-  ecs=("$root"/packaging/easybuild/"$name"-*.eb "$root/packaging/easybuild/$name.eb")
+  ecs=("$root"/packaging/easybuild/"$name"-*.eb "$root"/packaging/easybuild/"$name".e[b])
   ((${#ecs[@]})) || { echo "make_dist: no easyconfig packaging/easybuild/$name[-*].eb" >&2; exit 1; }
   for ec in "${ecs[@]}"; do
     grep -q "{'$name.tar.gz': '[0-9a-f]\{64\}'}" "$ec" \

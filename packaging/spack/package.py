@@ -36,7 +36,7 @@ class Fulgur(CMakePackage, CudaPackage):
 
     license("Apache-2.0", checked_by="fulgur")
 
-    version("0.1.0", sha256="0000000000000000000000000000000000000000000000000000000000000000")
+    version("0.1.0", sha256="ea43bdea26902c74dc436bcc0b63ae7abc40e4ad24040b4fca746b2331c6ed02")
 
     variant(
         "hdf5",
