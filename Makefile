@@ -56,3 +56,9 @@ bench-check: build
 
 clean:
 	rm -rf $(BUILD_DIR)
+
+## The release tarball fulgur-<version>.tar.gz of HEAD and its sha256 in
+## build/dist (scripts/make_dist.sh; DIST_ARGS="--ref v0.1.0 --update-recipes").
+.PHONY: dist
+dist:
+	@bash scripts/make_dist.sh $(DIST_ARGS)
