@@ -1,6 +1,5 @@
 #include <fulgur/callbacks/gradient_accumulation_scheduler.hpp>
 
-#include <fulgur/trainer/loops/run_context.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fmt/format.h>
@@ -40,7 +39,7 @@ void GradientAccumulationScheduler::on_train_start(Trainer& trainer, LightningMo
 }
 
 void GradientAccumulationScheduler::on_train_epoch_start(Trainer& trainer, LightningModule&) {
-  RunContext::of(trainer).set_accumulate_grad_batches(factor_for(trainer.current_epoch()));
+  trainer.set_accumulate_grad_batches(factor_for(trainer.current_epoch()));
 }
 
 }  // namespace fulgur

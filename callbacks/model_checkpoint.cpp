@@ -2,7 +2,6 @@
 
 #include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>
 #include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
-#include <fulgur/trainer/loops/run_context.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fmt/format.h>
@@ -218,7 +217,7 @@ void ModelCheckpoint::save(Trainer& trainer, bool ranked) {
       const auto it = metrics.find(options_.monitor());
       const double local = it == metrics.end() ? std::numeric_limits<double>::quiet_NaN() : it->second;
       // Every process must take the same decision: use rank 0's value.
-      score = RunContext::of(trainer).handling_exception()
+      score = trainer.interrupted()
                   ? local
                   : trainer.strategy().broadcast(torch::tensor({local}, torch::kFloat64), 0).item<double>();
       metrics[options_.monitor()] = score;
@@ -253,11 +252,24 @@ void ModelCheckpoint::save(Trainer& trainer, bool ranked) {
           }
         }
         if (options_.save_last()) last_model_path_ = (dirpath_ / "last.ckpt").string();
-        trainer.save_checkpoint(path, options_.save_weights_only());
-        if (writer && !dropped.empty() && dropped != path.string()) {
-          // Only once the new file exists (an asynchronous write may still run).
-          RunContext::of(trainer).checkpoints().after_write([dropped] { remove_checkpoint(dropped); });
+        // Only once the new file exists (an asynchronous write may still run):
+        // the checkpoint it outranked goes, and last.ckpt becomes a link to it
+        // (same content: not written twice; a sharded one's shards stay named
+        // after the ranked file, its metadata says so).
+        const bool drop = writer && !dropped.empty() && dropped != path.string();
+        const bool link_last = writer && options_.save_last();
+        const std::filesystem::path last = dirpath_ / "last.ckpt";
+        std::function<void()> after_write;
+        if (drop || link_last) {
+          after_write = [drop, dropped, link_last, path, last] {
+            if (drop) remove_checkpoint(dropped);
+            if (link_last) {
+              replace_with_link(path, last);
+              remove_shards(last);
+            }
+          };
         }
+        trainer.save_checkpoint(path, options_.save_weights_only(), std::move(after_write));
         ranked_path = path;
       }
     }
@@ -265,18 +277,8 @@ void ModelCheckpoint::save(Trainer& trainer, bool ranked) {
   if (options_.save_last()) {
     const std::filesystem::path last = dirpath_ / "last.ckpt";
     last_model_path_ = last.string();
-    if (!ranked_path.empty()) {
-      // Same content as the file just written: link it instead of writing twice.
-      // A sharded one's shards stay named after the ranked file (its metadata says so).
-      if (writer) {
-        RunContext::of(trainer).checkpoints().after_write([ranked_path, last] {
-          replace_with_link(ranked_path, last);
-          remove_shards(last);
-        });
-      }
-    } else {
-      trainer.save_checkpoint(last, options_.save_weights_only());
-    }
+    // With a ranked checkpoint just written, its after_write links last.ckpt to it.
+    if (ranked_path.empty()) trainer.save_checkpoint(last, options_.save_weights_only());
   }
   last_saved_step_ = step;
 }

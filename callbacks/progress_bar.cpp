@@ -1,7 +1,6 @@
 #include <fulgur/callbacks/progress_bar.hpp>
 
 #include <fulgur/trainer/connectors/logger_connector.hpp>
-#include <fulgur/trainer/loops/run_context.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fmt/format.h>
@@ -86,14 +85,14 @@ void ProgressBar::on_train_batch_end(Trainer& trainer, LightningModule&, const t
     return;
   }
   print(epoch_title(trainer), done, total, epoch_start_,
-        format_metrics(RunContext::of(trainer).logging().progress_bar_metrics()), false);
+        format_metrics(trainer.progress_bar_metrics()), false);
 }
 
 void ProgressBar::on_train_epoch_end(Trainer& trainer, LightningModule&) {
   if (!trainer.is_global_zero()) return;
   const int64_t total = trainer.num_training_batches();
   print(epoch_title(trainer), batches_done_, total, epoch_start_,
-        format_metrics(RunContext::of(trainer).logging().progress_bar_metrics()), true);
+        format_metrics(trainer.progress_bar_metrics()), true);
 }
 
 void ProgressBar::on_validation_start(Trainer&, LightningModule&) { validation_start_ = Clock::now(); }
@@ -104,7 +103,7 @@ void ProgressBar::on_validation_batch_end(Trainer& trainer, LightningModule&, co
   const double since = std::chrono::duration<double>(Clock::now() - last_draw_).count();
   if (since < 0.1) return;
   print(trainer.sanity_checking() ? "Sanity checking" : "Validation", batch_idx + 1,
-        RunContext::of(trainer).num_eval_batches(),
+        trainer.num_eval_batches(),
         validation_start_, "", false);
 }
 

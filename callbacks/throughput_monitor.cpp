@@ -1,7 +1,6 @@
 #include <fulgur/callbacks/throughput_monitor.hpp>
 
 #include <fulgur/strategies/cuda/cuda_device_stats.hpp>
-#include <fulgur/trainer/loops/run_context.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <torch/cuda.h>
@@ -86,7 +85,7 @@ void ThroughputMonitor::on_train_batch_end(Trainer& trainer, LightningModule& mo
   if (!trainer.is_global_zero()) return;
   update(trainer, module, "train", batch);
   // Log when an optimizer step just ended (not inside an accumulation window), every log_every_n_steps.
-  const bool stepped = (batch_idx + 1) % RunContext::of(trainer).accumulate_grad_batches() == 0 ||
+  const bool stepped = (batch_idx + 1) % trainer.accumulate_grad_batches() == 0 ||
                        batch_idx + 1 == trainer.num_training_batches();
   if (!stepped || trainer.global_step() % trainer.config().options.log_every_n_steps() != 0) return;
   log(trainer, "train", trainer.global_step());

@@ -1,6 +1,5 @@
 #include <fulgur/callbacks/timer.hpp>
 
-#include <fulgur/trainer/loops/run_context.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fmt/format.h>
@@ -100,7 +99,7 @@ void Timer::on_train_batch_end(Trainer& trainer, LightningModule&, const torch::
                                int64_t batch_idx) {
   // With several processes the ranks agree on the Trainer's stop-check schedule, not every step.
   const bool last_batch = batch_idx + 1 == trainer.num_training_batches();
-  if (options_.interval() == Interval::Step && RunContext::of(trainer).stop_check_due(last_batch)) {
+  if (options_.interval() == Interval::Step && trainer.stop_check_due(last_batch)) {
     check_time_remaining(trainer);
   }
 }

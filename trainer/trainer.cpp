@@ -174,7 +174,7 @@ void Trainer::request_stop() {
 
 bool Trainer::should_stop() const { return context_ && context_->should_stop(); }
 
-std::filesystem::path Trainer::log_dir() {
+std::filesystem::path Trainer::log_dir() const {
   if (!loggers_.empty()) return loggers_.front()->log_dir();
   return config_.options.default_root_dir();
 }
@@ -197,14 +197,38 @@ int64_t Trainer::world_size() const { return strategy_ ? strategy_->world_size()
 
 int Trainer::stop_signal() const { return signals_->stop_signal(); }
 
-void Trainer::save_checkpoint(const std::filesystem::path& path, bool weights_only) {
-  if (context_->has_module() && context_->handling_exception()) {
+const std::map<std::string, double>& Trainer::progress_bar_metrics() const {
+  static const std::map<std::string, double> kNone;
+  return logging_ ? logging_->progress_bar_metrics() : kNone;
+}
+
+int64_t Trainer::num_eval_batches() const { return context_ ? context_->num_eval_batches() : 0; }
+
+int64_t Trainer::accumulate_grad_batches() const {
+  return context_ ? context_->accumulate_grad_batches() : config_.options.accumulate_grad_batches();
+}
+
+void Trainer::set_accumulate_grad_batches(int64_t batches) {
+  if (!context_) throw std::logic_error("[Trainer::set_accumulate_grad_batches] no run has started");
+  context_->set_accumulate_grad_batches(batches);
+}
+
+bool Trainer::interrupted() const { return context_ && context_->handling_exception(); }
+
+bool Trainer::stop_check_due(bool last_batch_of_epoch) const {
+  return context_ && context_->stop_check_due(last_batch_of_epoch);
+}
+
+void Trainer::save_checkpoint(const std::filesystem::path& path, bool weights_only, std::function<void()> after_write) {
+  if (context_ && context_->has_module() && context_->handling_exception()) {
     // A rank failed: the others may never join a collective, so rank 0 writes alone.
     if (is_global_zero()) checkpoint_connector_->save_alone(path, weights_only);
+    if (after_write && is_global_zero()) checkpoint_connector_->after_write(std::move(after_write));
     return;
   }
-  if (context_->has_module()) {
+  if (context_ && context_->has_module()) {
     checkpoint_connector_->save(path, weights_only);
+    if (after_write) checkpoint_connector_->after_write(std::move(after_write));
     return;
   }
   if (last_module_ == nullptr) {

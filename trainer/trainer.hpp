@@ -13,6 +13,7 @@
 
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -103,7 +104,10 @@ class Trainer {
   /// Writes a checkpoint of the current (or last) run to `path`, atomically,
   /// from rank 0. Inside a run every process must call it; in on_exception
   /// (a rank failed) rank 0 writes without waiting for the others.
-  void save_checkpoint(const std::filesystem::path& path, bool weights_only = false);
+  /// `after_write` runs once the file is on disk (with async_checkpoint, on
+  /// the writer's side, later): what ModelCheckpoint removes or links then.
+  void save_checkpoint(const std::filesystem::path& path, bool weights_only = false,
+                       std::function<void()> after_write = {});
 
   // --- state, for callbacks and loggers ---------------------------------------------
   // The loops and connectors run on the RunContext; these read its state.
@@ -142,10 +146,31 @@ class Trainer {
   /// on first use: a step nobody looks at never waits for the device.
   const std::map<std::string, double>& callback_metrics() const;
 
+  /// What the progress bar shows: the values logged with prog_bar, by name.
+  const std::map<std::string, double>& progress_bar_metrics() const;
+  /// Batches of the evaluation loop running now (validation, test or the
+  /// sanity check); 0 outside one.
+  int64_t num_eval_batches() const;
+  /// Batches per optimizer step in the running epoch: the option, or what a
+  /// GradientAccumulationScheduler set for this epoch.
+  int64_t accumulate_grad_batches() const;
+  /// Sets it from the next batch on (GradientAccumulationScheduler, in
+  /// on_train_epoch_start); every rank must set the same. >= 1.
+  void set_accumulate_grad_batches(int64_t batches);
+  /// True while on_exception and teardown run after a failure: a callback
+  /// must start no collective then (a peer may be gone).
+  bool interrupted() const;
+  /// Whether the ranks agree on stopping after this optimizer step (the
+  /// Trainer's stop-check schedule; every rank computes the same answer):
+  /// where a callback that may stop training (Timer) decides.
+  bool stop_check_due(bool last_batch_of_epoch) const;
+  /// The `profiler` option's profiler; null when off.
+  const Profiler* profiler() const { return profiler_.get(); }
+
   const std::vector<std::shared_ptr<Callback>>& callbacks() const { return callbacks_; }
   const std::vector<std::shared_ptr<Logger>>& loggers() const { return loggers_; }
   /// The run folder: the first logger's log_dir, else default_root_dir.
-  std::filesystem::path log_dir();
+  std::filesystem::path log_dir() const;
 
   /// The optimizers (each with its scheduler) of the running or last fit,
   /// in configure_optimizers' order.
@@ -206,9 +231,8 @@ class Trainer {
   std::shared_ptr<DataLoader> train_dataloader_;
   std::unique_ptr<SignalConnector> signals_;  // installs its handlers during runs only
   std::vector<OptimizerConfig> no_optimizers_;  // optimizers() before the first run
-  /// What the loops, connectors and library callbacks run on (RunContext::of).
+  /// What the loops and connectors run on.
   std::unique_ptr<RunContext> context_;
-  friend class RunContext;
   /// The program's launcher, or this Trainer's own when it was given none
   /// (joined by exit_code(), stopped on the error path).
   std::shared_ptr<SubprocessLauncher> launcher_;

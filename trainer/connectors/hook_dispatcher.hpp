@@ -30,7 +30,7 @@ class HookDispatcher {
   template <class... CallbackArgs, class... ModuleArgs, class... Args>
   void call_hook(const char* hook, void (Callback::*callback_hook)(Trainer&, LightningModule&, CallbackArgs...),
                  void (LightningModule::*module_hook)(ModuleArgs...), Args&&... args) {
-    context_.signals().check();  // a stop signal nothing else will act on ends the run here
+    context_.check_signals();  // a stop signal nothing else will act on ends the run here
     call_callback_hook(hook, callback_hook, args...);
     ProfileScope scope(profiler_, [&] { return "[LightningModule]" + module_name_ + "." + hook; });
     context_.at(hook);

@@ -28,7 +28,8 @@ class LoggerConnector;
 /// connectors) and the run's state (module, stage, progress, the one
 /// optimizer-step counter). The Trainer builds it, attaches a module for each
 /// run (run_stage) and reads its state for its public face; the loops never
-/// call back into the Trainer.
+/// call back into the Trainer. Callbacks never see it: what they need is the
+/// Trainer's public read-only state.
 class RunContext {
  public:
   /// The connectors the Trainer owns, handed over once they exist.
@@ -51,11 +52,6 @@ class RunContext {
   RunContext(const RunContext&) = delete;
   RunContext& operator=(const RunContext&) = delete;
 
-  /// For the library's callbacks that need more than Trainer's public face
-  /// (ModelCheckpoint waits on checkpoint writes, the progress bar reads the
-  /// evaluation batch count): the context of the Trainer that calls them.
-  static RunContext& of(Trainer& trainer) { return *trainer.context_; }
-
   void connect(const Connectors& connectors) { connectors_.emplace(connectors); }
 
   // --- the Trainer's parts ---------------------------------------------------------
@@ -74,6 +70,10 @@ class RunContext {
   HookDispatcher& hooks() const { return connectors_->hooks; }
   LoggerConnector& logging() const { return connectors_->logging; }
   SignalConnector& signals() const { return connectors_->signals; }
+  /// SignalConnector::check(), once the connectors are there.
+  void check_signals() const {
+    if (connectors_) connectors_->signals.check();
+  }
   CheckpointConnector& checkpoints() const { return connectors_->checkpoints; }
   /// The optimizers (each with its scheduler) of the running or last fit.
   std::vector<OptimizerConfig>& optimizers() const { return connectors_->runtime.optimizer_configs(); }

@@ -71,7 +71,8 @@ TEST_CASE("hook_dispatcher: callbacks in their order first, then the module, wit
                                                    std::make_shared<NamedCallback>("second", log)};
   Trainer trainer(testing::quiet_options(dir.path().string()).logger(false).enable_checkpointing(false));
   LoggingModule module(log);
-  HookDispatcher hooks(trainer, callbacks, RunContext::of(trainer));
+  RunContext context(trainer.config(), trainer.strategy(), callbacks, trainer.loggers(), nullptr);
+  HookDispatcher hooks(trainer, callbacks, context);
   hooks.start_run(nullptr, module);
 
   hooks.call_hook("on_fit_start", &Callback::on_fit_start, &LightningModule::on_fit_start);
@@ -98,7 +99,8 @@ TEST_CASE("hook_dispatcher: callbacks that monitor metrics are called apart from
                                                    std::make_shared<NamedCallback>("plain", log)};
   Trainer trainer(testing::quiet_options(dir.path().string()).logger(false).enable_checkpointing(false));
   LoggingModule module(log);
-  HookDispatcher hooks(trainer, callbacks, RunContext::of(trainer));
+  RunContext context(trainer.config(), trainer.strategy(), callbacks, trainer.loggers(), nullptr);
+  HookDispatcher hooks(trainer, callbacks, context);
   hooks.start_run(nullptr, module);
   hooks.call_callback_hook_where(false, "on_train_epoch_end", &Callback::on_train_epoch_end);
   CHECK(log == Log{"plain.on_train_epoch_end"});
@@ -113,7 +115,8 @@ TEST_CASE("hook_dispatcher: a profiler times each callback's hook and the module
   Trainer trainer(testing::quiet_options(dir.path().string()).logger(false).enable_checkpointing(false));
   LoggingModule module(log);
   RecordingProfiler profiler;
-  HookDispatcher hooks(trainer, callbacks, RunContext::of(trainer));
+  RunContext context(trainer.config(), trainer.strategy(), callbacks, trainer.loggers(), nullptr);
+  HookDispatcher hooks(trainer, callbacks, context);
   hooks.start_run(&profiler, module);
   hooks.call_hook("on_fit_start", &Callback::on_fit_start, &LightningModule::on_fit_start);
   REQUIRE(profiler.actions.size() == 4);

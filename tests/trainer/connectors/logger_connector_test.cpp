@@ -32,7 +32,9 @@ struct Connected {
   TempDir dir;
   std::shared_ptr<MemoryLogger> memory = std::make_shared<MemoryLogger>(dir.path());
   Trainer trainer{testing::quiet_options(dir.path().string()).enable_checkpointing(false), {}, {memory}};
-  LoggerConnector connector{RunContext::of(trainer)};
+  std::vector<std::shared_ptr<Callback>> no_callbacks;
+  RunContext context{trainer.config(), trainer.strategy(), no_callbacks, trainer.loggers(), nullptr};
+  LoggerConnector connector{context};
 };
 
 /// What one training step logged: (name, value, options) each.
@@ -55,7 +57,9 @@ TEST_CASE("logger_connector: loggers sharing a run folder get one new version, o
   auto fixed = std::make_shared<CSVLogger>(dir.path(), "shared", 7);  // a version given is kept
   Trainer trainer(testing::quiet_options(dir.path().string()).enable_checkpointing(false), {},
                   {first, second, alone, fixed});
-  LoggerConnector connector(RunContext::of(trainer));
+  std::vector<std::shared_ptr<Callback>> no_callbacks;
+  RunContext context(trainer.config(), trainer.strategy(), no_callbacks, trainer.loggers(), nullptr);
+  LoggerConnector connector(context);
   connector.claim_run_folder();
   CHECK(first->log_dir() == dir.path() / "shared" / "version_1");
   CHECK(second->log_dir() == dir.path() / "shared" / "version_1");

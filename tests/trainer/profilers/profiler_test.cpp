@@ -25,7 +25,7 @@ TEST_CASE("profiler simple: every action's calls and time, in <run>/profile.txt"
   RegressionData data(5, 2);
   Trainer trainer(quiet_options(dir.path()).max_epochs(2).num_sanity_val_steps(0).profiler(ProfilerKind::Simple));
   trainer.fit(model, data);
-  auto* profiler = dynamic_cast<SimpleProfiler*>(RunContext::of(trainer).profiler());
+  const auto* profiler = dynamic_cast<const SimpleProfiler*>(trainer.profiler());
   REQUIRE(profiler != nullptr);
   const auto& entries = profiler->entries();
   auto calls = [&](const std::string& action) {
