@@ -8,7 +8,7 @@
 #include <fulgur/trainer/checkpoint/optimizer_state.hpp>
 #include <fulgur/trainer/checkpoint/scheduler_state.hpp>
 #include <fulgur/strategies/create_strategy.hpp>
-#include <fulgur/trainer/monitored_metric.hpp>
+#include <fulgur/trainer/loops/step_engine.hpp>
 #include <fulgur/trainer/optimizer_checks.hpp>
 #include <fulgur/version.hpp>
 
@@ -79,59 +79,36 @@ torch::Tensor Fabric::training_loss(const Batch& batch) {
     Precision::AutocastScope autocast(strategy_->precision());
     loss = m.training_step(on_device, global_step_);
   }
-  if (!loss.defined() || loss.numel() != 1 || !loss.requires_grad()) {
-    throw std::runtime_error(fmt::format(
-        "[Fabric::training_loss] training_step must return a scalar loss that requires grad (step {}), got {}",
-        global_step_,
-        !loss.defined() ? std::string("an undefined tensor")
-                        : fmt::format("shape [{}] requires_grad={}", fmt::join(loss.sizes(), ","), loss.requires_grad())));
-  }
+  StepEngine::check_loss(loss, "[Fabric::training_loss]", fmt::format("step {}", global_step_));
   return loss;
 }
 
 void Fabric::backward(const torch::Tensor& loss) {
-  LightningModule& m = module();
-  m.on_before_backward(loss);
-  strategy_->backward(loss);
-  m.on_after_backward();
+  module();  // set up
+  StepEngine::backward(*strategy_, *runtime_, loss);
 }
 
 bool Fabric::optimizer_step(size_t index) {
-  LightningModule& m = module();
+  module();  // set up
   if (index >= optimizers_.size()) {
     throw std::out_of_range(
         fmt::format("[Fabric::optimizer_step] optimizer {} does not exist; there are {}", index, optimizers_.size()));
   }
-  torch::optim::Optimizer& optimizer = *optimizers_[index].optimizer;
-  strategy_->prepare_optimizer_step(optimizer);
-  m.on_before_optimizer_step(optimizer);
-  const bool stepped = strategy_->finish_optimizer_step(optimizer, config_.gradient_clip());
-  optimizer.zero_grad();
-  ++global_step_;
-  flush_logged();  // a plateau scheduler watches what this step logged
-  const auto& scheduler = optimizers_[index].lr_scheduler;
-  if (scheduler && scheduler->interval == Interval::Step && global_step_ % scheduler->frequency == 0) {
-    step_scheduler(*scheduler);
-  }
+  const bool stepped =
+      StepEngine::optimizer_step(*strategy_, *runtime_, *optimizers_[index].optimizer, config_.gradient_clip());
+  StepEngine::after_optimizer_step(
+      optimizers_[index], /*zero_grad=*/true,
+      [this] {
+        ++global_step_;
+        flush_logged();  // a plateau scheduler watches what this step logged
+        return global_step_;
+      },
+      [this](const LRSchedulerConfig& config) { step_scheduler(config); });
   return stepped;
 }
 
 void Fabric::step_scheduler(const LRSchedulerConfig& config) {
-  if (!config.plateau) {
-    config.scheduler->step();
-    return;
-  }
-  // Rank 0's value steps every rank's scheduler, so their learning rates stay equal.
-  const std::optional<double> value = monitored_value(*strategy_, metrics_, config.monitor);
-  if (!value) {
-    const std::string message = missing_monitor_message(metrics_, "[Fabric] ReduceLROnPlateau", config.monitor) +
-                                ": log it from the module (log()) or with Fabric::log before the scheduler steps, or "
-                                "set the lr_scheduler config's strict = false to skip the step";
-    if (config.strict) throw std::runtime_error(message);
-    if (is_global_zero()) std::cerr << "fulgur: warning: " << message << std::endl;
-    return;
-  }
-  config.plateau->step(static_cast<float>(*value));
+  StepEngine::step_scheduler(config, *strategy_, metrics_, "[Fabric]");
 }
 
 torch::Tensor Fabric::training_step(const Batch& batch) {

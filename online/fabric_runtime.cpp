@@ -29,12 +29,15 @@ std::vector<std::shared_ptr<torch::optim::LRScheduler>> FabricRuntime::lr_schedu
 }
 
 void FabricRuntime::manual_backward(const torch::Tensor& loss) {
-  fabric_.backward(loss);
-  std::vector<torch::Tensor> params;
-  for (const auto& p : fabric_.module().parameters()) {
-    if (p.requires_grad() && p.grad().defined()) params.push_back(p);
-  }
-  fabric_.strategy().average_gradients(params);
+  StepEngine::manual_backward(fabric_.strategy(), *this, fabric_.module(), loss);
+}
+
+void FabricRuntime::before_backward(const torch::Tensor& loss) { fabric_.module().on_before_backward(loss); }
+
+void FabricRuntime::after_backward() { fabric_.module().on_after_backward(); }
+
+void FabricRuntime::before_optimizer_step(torch::optim::Optimizer& optimizer) {
+  fabric_.module().on_before_optimizer_step(optimizer);
 }
 
 void FabricRuntime::optimizer_step(size_t index) { fabric_.optimizer_step(index); }

@@ -2,6 +2,7 @@
 
 #include <fulgur/modules/metric_sink.hpp>
 #include <fulgur/modules/module_runtime.hpp>
+#include <fulgur/trainer/loops/step_engine.hpp>
 
 #include <map>
 #include <string>
@@ -14,7 +15,7 @@ class Fabric;
 /// strategy for device, rank and collectives, its optimizers, and log()
 /// values kept until the Fabric's next optimizer step sends them to its
 /// loggers.
-class FabricRuntime : public ModuleRuntime, public MetricSink {
+class FabricRuntime : public ModuleRuntime, public MetricSink, public StepEngine::Hooks {
  public:
   explicit FabricRuntime(Fabric& fabric) : fabric_(fabric) {}
 
@@ -30,6 +31,11 @@ class FabricRuntime : public ModuleRuntime, public MetricSink {
   void manual_backward(const torch::Tensor& loss) override;
   void optimizer_step(size_t index) override;
   void clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) override;
+
+  // StepEngine::Hooks: a Fabric has no callbacks, so the module's hooks alone.
+  void before_backward(const torch::Tensor& loss) override;
+  void after_backward() override;
+  void before_optimizer_step(torch::optim::Optimizer& optimizer) override;
 
   // --- MetricSink -----------------------------------------------------------------
   /// Kept as the latest value under `name` (averaged over ranks with sync_dist).

@@ -3,6 +3,7 @@
 #include <fulgur/modules/lightning_module.hpp>
 #include <fulgur/trainer/callback.hpp>
 #include <fulgur/trainer/loops/run_context.hpp>
+#include <fulgur/trainer/loops/step_engine.hpp>
 #include <fulgur/trainer/profilers/profiler.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
@@ -15,8 +16,9 @@ namespace fulgur {
 /// The one place hooks are dispatched: every callback's hook, then the
 /// module's, each timed by the profiler when one runs. Owned by the Trainer
 /// and reached through the RunContext; not part of the Trainer's face. It
-/// holds the Trainer only to hand it to the callbacks' hooks.
-class HookDispatcher {
+/// holds the Trainer only to hand it to the callbacks' hooks. It is the
+/// Trainer's StepEngine::Hooks: a step's hooks reach callbacks and module.
+class HookDispatcher : public StepEngine::Hooks {
  public:
   HookDispatcher(Trainer& trainer, const std::vector<std::shared_ptr<Callback>>& callbacks, RunContext& context)
       : trainer_(trainer), callbacks_(callbacks), context_(context) {}
@@ -35,6 +37,18 @@ class HookDispatcher {
     ProfileScope scope(profiler_, [&] { return "[LightningModule]" + module_name_ + "." + hook; });
     context_.at(hook);
     (module_->*module_hook)(args...);
+  }
+
+  // StepEngine::Hooks: the step's hooks, callbacks first, then the module.
+  void before_backward(const torch::Tensor& loss) override {
+    call_hook("on_before_backward", &Callback::on_before_backward, &LightningModule::on_before_backward, loss);
+  }
+  void after_backward() override {
+    call_hook("on_after_backward", &Callback::on_after_backward, &LightningModule::on_after_backward);
+  }
+  void before_optimizer_step(torch::optim::Optimizer& optimizer) override {
+    call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
+              &LightningModule::on_before_optimizer_step, optimizer);
   }
 
   /// Calls a hook that exists on callbacks only.

@@ -3,6 +3,7 @@
 #include <fulgur/trainer/trainer.hpp>
 #include <fulgur/trainer/connectors/hook_dispatcher.hpp>
 #include <fulgur/trainer/loops/run_context.hpp>
+#include <fulgur/trainer/loops/step_engine.hpp>
 #include <fulgur/trainer/optimizer_checks.hpp>
 
 #include <fmt/format.h>
@@ -67,36 +68,22 @@ std::vector<std::shared_ptr<torch::optim::LRScheduler>> ModuleRuntimeConnector::
 }
 
 void ModuleRuntimeConnector::manual_backward(const torch::Tensor& loss) {
-  LightningModule& module = context_.module();
-  if (module.automatic_optimization()) {
-    throw std::logic_error(
-        "[LightningModule::manual_backward] is for manual optimization: call automatic_optimization(false) in the "
-        "module's constructor, or return the loss from training_step and let the Trainer run backward");
-  }
-  Strategy& strategy = context_.strategy();
-  context_.hooks().call_hook("on_before_backward", &Callback::on_before_backward,
-                             &LightningModule::on_before_backward, loss);
-  strategy.backward(loss);
-  // Every rank runs the same steps, so every rank averages the same set.
-  std::vector<torch::Tensor> params;
-  for (const auto& p : module.parameters()) {
-    if (p.requires_grad() && p.grad().defined()) params.push_back(p);
-  }
-  strategy.average_gradients(params);
-  context_.hooks().call_hook("on_after_backward", &Callback::on_after_backward, &LightningModule::on_after_backward);
+  StepEngine::manual_backward(context_.strategy(), context_.hooks(), context_.module(), loss);
 }
 
 void ModuleRuntimeConnector::optimizer_step(size_t index) {
   if (index >= configs_.size()) {
     throw std::out_of_range(fmt::format("[LightningOptimizer::step] optimizer {} is not part of the running fit", index));
   }
-  torch::optim::Optimizer& optimizer = *configs_[index].optimizer;
-  Strategy& strategy = context_.strategy();
-  strategy.prepare_optimizer_step(optimizer);  // as the automatic loop's step: no call back from the strategy
-  context_.hooks().call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
-                             &LightningModule::on_before_optimizer_step, optimizer);
-  strategy.finish_optimizer_step(optimizer);
-  context_.count_optimizer_step();  // the same call as the automatic loop's
+  // Manual optimization clips itself (clip_gradients) and zeroes and schedules its own.
+  StepEngine::optimizer_step(context_.strategy(), context_.hooks(), *configs_[index].optimizer, std::nullopt);
+  StepEngine::after_optimizer_step(
+      configs_[index], /*zero_grad=*/false,
+      [this] {
+        context_.count_optimizer_step();  // the same counter as the automatic loop's
+        return context_.global_step();
+      },
+      nullptr);
 }
 
 void ModuleRuntimeConnector::clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) {

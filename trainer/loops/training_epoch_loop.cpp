@@ -3,9 +3,9 @@
 #include <fulgur/trainer/connectors/hook_dispatcher.hpp>
 #include <fulgur/trainer/connectors/logger_connector.hpp>
 #include <fulgur/trainer/connectors/module_runtime_connector.hpp>
-#include <fulgur/trainer/monitored_metric.hpp>
 #include <fulgur/trainer/connectors/signal_connector.hpp>
 #include <fulgur/trainer/loops/run_context.hpp>
+#include <fulgur/trainer/loops/step_engine.hpp>
 #include <fulgur/modules/scoped_metric_sink.hpp>
 #include <fulgur/datamodules/exhaustible.hpp>
 
@@ -182,9 +182,14 @@ void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_l
   const CudaGraphStep::Result result =
       graph_.enabled() ? graph_.step(batch, module, results_, optimizer, step) : CudaGraphStep::Result{step(batch)};
   if (step_now) {
-    if (!result.replayed) optimizer.zero_grad();
-    context_.count_optimizer_step();  // the same call as a manual step's
-    step_schedulers(Interval::Step, context_.global_step());
+    // A replayed graph zeroed the gradients inside itself.
+    StepEngine::after_optimizer_step(
+        context_.optimizers().front(), /*zero_grad=*/!result.replayed,
+        [this] {
+          context_.count_optimizer_step();  // the same counter as a manual step's
+          return context_.global_step();
+        },
+        [this](const LRSchedulerConfig& config) { step_scheduler(config); });
   }
 
   batch_progress_.increment();
@@ -205,38 +210,18 @@ torch::Tensor TrainingEpochLoop::training_step(const Batch& batch, int64_t batch
 torch::Tensor TrainingEpochLoop::forward_backward_step(const Batch& batch, int64_t batch_idx, int64_t accumulate,
                                                        bool step_now) {
   const torch::Tensor loss = training_step(batch, batch_idx);
-  if (!loss.defined() || loss.numel() != 1 || !loss.requires_grad()) {
-    throw std::runtime_error(fmt::format(
-        "[TrainingEpochLoop::advance] training_step must return a scalar loss that requires grad (batch {}), got {}",
-        batch_idx,
-        !loss.defined() ? std::string("an undefined tensor")
-                        : fmt::format("shape [{}] requires_grad={}", fmt::join(loss.sizes(), ","),
-                                      loss.requires_grad())));
-  }
+  StepEngine::check_loss(loss, "[TrainingEpochLoop::advance]", fmt::format("batch {}", batch_idx));
   const torch::Tensor scaled = accumulate > 1 ? loss / accumulate : loss;
-  context_.hooks().call_hook("on_before_backward", &Callback::on_before_backward, &LightningModule::on_before_backward, scaled);
   {
     ProfileScope scope(context_.profiler(), "[Strategy]backward");
-    std::optional<Strategy::NoSync> no_sync;  // inside an accumulation window
-    if (!step_now) no_sync.emplace(context_.strategy());
-    context_.strategy().backward(scaled);
+    StepEngine::backward(context_.strategy(), context_.hooks(), scaled, /*sync=*/step_now);
   }
-  context_.hooks().call_hook("on_after_backward", &Callback::on_after_backward, &LightningModule::on_after_backward);
   if (step_now) {
     ProfileScope scope(context_.profiler(), "optimizer_step");
-    optimizer_step();
+    StepEngine::optimizer_step(context_.strategy(), context_.hooks(), *context_.optimizers().front().optimizer,
+                               context_.config().gradient_clip());
   }
   return loss;
-}
-
-void TrainingEpochLoop::optimizer_step() {
-  torch::optim::Optimizer& optimizer = *context_.optimizers().front().optimizer;
-  // One way: the strategy synchronises and unscales, the hooks see true gradients, the strategy steps.
-  Strategy& strategy = context_.strategy();
-  strategy.prepare_optimizer_step(optimizer);
-  context_.hooks().call_hook("on_before_optimizer_step", &Callback::on_before_optimizer_step,
-                             &LightningModule::on_before_optimizer_step, optimizer);
-  strategy.finish_optimizer_step(optimizer, context_.config().gradient_clip());
 }
 
 void TrainingEpochLoop::step_schedulers(Interval interval, int64_t count) {
@@ -244,27 +229,12 @@ void TrainingEpochLoop::step_schedulers(Interval interval, int64_t count) {
   for (auto& config : context_.optimizers()) {
     auto& scheduler = config.lr_scheduler;
     if (!scheduler || scheduler->interval != interval || count % scheduler->frequency != 0) continue;
-    if (scheduler->plateau) {
-      step_plateau(*scheduler);
-    } else {
-      scheduler->scheduler->step();
-    }
+    step_scheduler(*scheduler);
   }
 }
 
-void TrainingEpochLoop::step_plateau(const LRSchedulerConfig& config) {
-  // Rank 0's value steps every rank's scheduler, so their learning rates stay equal.
-  const std::map<std::string, double>& metrics = context_.logging().callback_metrics();
-  const std::optional<double> value = monitored_value(context_.strategy(), metrics, config.monitor);
-  if (!value) {
-    const std::string message = missing_monitor_message(metrics, "[Trainer] ReduceLROnPlateau", config.monitor) +
-                                ". Set the lr_scheduler config's monitor to one of them, or strict = false to skip "
-                                "the step";
-    if (config.strict) throw std::runtime_error(message);
-    if (context_.is_global_zero()) std::cerr << "fulgur: warning: " << message << std::endl;
-    return;
-  }
-  config.plateau->step(static_cast<float>(*value));
+void TrainingEpochLoop::step_scheduler(const LRSchedulerConfig& config) {
+  StepEngine::step_scheduler(config, context_.strategy(), context_.logging().callback_metrics(), "[Trainer]");
 }
 
 }  // namespace fulgur

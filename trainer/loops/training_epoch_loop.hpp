@@ -50,11 +50,10 @@ class TrainingEpochLoop {
   /// training_step, backward and (when `step_now`) the optimizer step up to
   /// and including optimizer.step(): what a CUDA graph captures.
   torch::Tensor forward_backward_step(const Batch& batch, int64_t batch_idx, int64_t accumulate, bool step_now);
-  void optimizer_step();
-  /// Steps the schedulers of `interval` that are due at `count` (steps or epochs).
+  /// Steps the epoch schedulers due at `count` epochs.
   void step_schedulers(Interval interval, int64_t count);
-  /// A ReduceLROnPlateauScheduler's step with its monitored value.
-  void step_plateau(const LRSchedulerConfig& config);
+  /// One scheduler step (StepEngine::step_scheduler on the callback metrics).
+  void step_scheduler(const LRSchedulerConfig& config);
   bool should_validate(int64_t batch_idx, bool is_last_batch) const;
 
   RunContext& context_;
