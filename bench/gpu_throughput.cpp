@@ -14,6 +14,14 @@
 //                   --batch_size says otherwise), samples/s.
 // --cuda_graph (trainer, jpeg, mlp) sets the Trainer's cuda_graph option: the
 // training step is captured once as a CUDA graph and replayed.
+//   The jpeg loader is the shipped ImageNet one's: persistent workers (the
+//   next epoch's first batches start behind this epoch's last ones) and
+//   pin_memory on (only CPU tensors are pinned; GPU-decoded batches pass).
+// --case parity   GPU decode against the CPU decode of the same crops
+//                 (--images of --data, the training recipe): the mean and
+//                 largest difference in pixel values, and which engine decoded
+//                 them; exit 1 beyond the tolerance. --device cpu rehearses it
+//                 without a GPU (nvImageCodec's CPU backend on both sides).
 // --case probe prints whether fulgur sees a GPU and does nothing else.
 // bench/gpu_throughput/run.sh runs these and the Python peers (a plain
 // PyTorch loop, PyTorch Lightning, torchvision's DataLoader) and prints the
@@ -22,10 +30,13 @@
 //   build/bin/gpu_throughput --case trainer|bare|jpeg|mlp|probe [--precision bf16-mixed|16-mixed|32-true]
 //                            [--arch resnet50|resnet18] [--cuda_graph] [--batch_size 256] [--steps 50]
 //                            [--warmup 10] [--data DIR] [--workers N] [--decode cpu|gpu] [--width 1024] [--depth 4]
+//   build/bin/gpu_throughput --case parity --data DIR [--images 256] [--device cuda|cpu]
 #include "bench_support.hpp"
 #include "mlp_module.hpp"
 
 #include <fulgur/datamodules/datasets/imagenet_pipelines.hpp>
+#include <fulgur/datamodules/images/codecs/nvimgcodec_decoder.hpp>
+#include <fulgur/datamodules/images/device_decode_dataset.hpp>
 #include <fulgur/datamodules/images/device_image_recipe.hpp>
 #include <fulgur/datamodules/images/image_dataset.hpp>
 #include <fulgur/datamodules/images/image_file_list.hpp>
@@ -201,9 +212,54 @@ double run_bare(const std::string& arch, const std::vector<fulgur::Batch>& batch
   return static_cast<double>(images) / std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// Pixel values (0-255) of normalized [N, 3, H, W] batches' difference.
+std::pair<double, double> pixel_difference(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto std = torch::tensor(fulgur::kImageNetStd, torch::kFloat64).view({1, 3, 1, 1});
+  const torch::Tensor d = ((a.to(torch::kCPU, torch::kFloat64) - b.to(torch::kCPU, torch::kFloat64)) * std * 255.0).abs();
+  return {d.mean().item<double>(), d.max().item<double>()};
+}
+
+// Same crops, same resize (LibTorch's, in float), two decoders: the
+// device's (hardware engine / nvJPEG) and nvImageCodec's libjpeg-turbo.
+// The tolerance is the decoders' rounding (IDCT, chroma upsampling) after
+// the resize has averaged it: a first bound, to be confirmed on the GPU.
+int run_parity(const std::string& root, int64_t count, const torch::Device& device) {
+  constexpr double kMeanTolerance = 1.5;
+  constexpr double kMaxTolerance = 48.0;
+  auto images = std::make_shared<const fulgur::ImageFileList>(fulgur::ImageFileList::from_class_folders(root));
+  count = std::min(count, images->size());
+  std::vector<int64_t> indices(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) indices[static_cast<size_t>(i)] = i * images->size() / count;
+  const auto recipe = fulgur::DeviceImageRecipe::train(224, fulgur::kImageNetMean, fulgur::kImageNetStd);
+  using Backend = fulgur::NvImageCodecDecoder::Backend;
+  const fulgur::DeviceDecodeDataset on_device(
+      images, recipe,
+      std::make_shared<fulgur::NvImageCodecDecoder>(device.is_cuda() ? Backend::Gpu : Backend::Cpu,
+                                                    device.is_cuda() ? device.index() : 0, 0, static_cast<int>(count)),
+      device, 1234);
+  const fulgur::DeviceDecodeDataset on_cpu(images, recipe, std::make_shared<fulgur::NvImageCodecDecoder>(Backend::Cpu),
+                                           torch::Device(torch::kCPU), 1234);
+  const auto got = on_device.decode_batch(indices);
+  const auto want = on_cpu.decode_batch(indices);
+  const auto [mean, max] = pixel_difference(got.batch.input, want.batch.input);
+  const bool within = mean <= kMeanTolerance && max <= kMaxTolerance;
+  std::cout << fmt::format("gpu_throughput[parity, {}]: {} images, |{} decode - cpu decode| mean {:.3f} max {:.0f} "
+                           "pixel values (tolerance mean <= {}, max <= {}): {}; engines {}",
+                           device.str(), count, device.str(), mean, max, kMeanTolerance, kMaxTolerance,
+                           within ? "within" : "BEYOND", got.counts.to_string())
+            << std::endl;
+  return within ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::string device_flag = flag(argc, argv, "--device", std::string("cuda"));
+  if (device_flag == "cpu" && flag(argc, argv, "--case", std::string()) == "parity") {
+    // The rehearsal without a GPU: the same code, nvImageCodec's CPU backend.
+    return run_parity(flag(argc, argv, "--data", std::string()), flag(argc, argv, "--images", 256),
+                      torch::Device(torch::kCPU));
+  }
   if (!fulgur::CudaRuntime::load() || !torch::cuda::is_available()) {
     std::cout << "gpu_throughput: skipped, no GPU visible (" << fulgur::CudaRuntime::status() << ")" << std::endl;
     return 0;
@@ -239,6 +295,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   torch::manual_seed(0);
+  if (which == "parity") {
+    const std::string root = flag(argc, argv, "--data", std::string());
+    if (root.empty()) throw std::invalid_argument("--case parity needs --data DIR (one folder per class)");
+    return run_parity(root, flag(argc, argv, "--images", 256), torch::Device(torch::kCUDA, 0));
+  }
   double rate = 0.0;
   if (which == "trainer" || which == "bare") {
     if (which == "bare" && cuda_graph) throw std::invalid_argument("--cuda_graph: a Trainer option (trainer, jpeg, mlp)");
@@ -263,18 +324,23 @@ int main(int argc, char** argv) {
     // decode gpu: the Trainer's set_device makes it a DeviceDecodeDataset.
     fulgur::DeviceDecode on_device;
     if (decode != fulgur::DecodeMode::Cpu) {
-      on_device = {decode, fulgur::DeviceImageRecipe::train(224, fulgur::kImageNetMean, fulgur::kImageNetStd)};
+      on_device = {decode, fulgur::DeviceImageRecipe::train(224, fulgur::kImageNetMean, fulgur::kImageNetStd),
+                   batch_size, ""};
     }
     auto dataset =
         std::make_shared<const fulgur::ImageDataset>(images, fulgur::imagenet_train_pipeline(), 1234, 0, on_device);
     auto loader = std::make_shared<fulgur::DatasetLoader>(
         dataset,
-        fulgur::DatasetLoaderOptions(batch_size).shuffle(true).drop_last(true).num_workers(workers).pin_memory(
-            decode == fulgur::DecodeMode::Cpu));
+        fulgur::DatasetLoaderOptions(batch_size)
+            .shuffle(true)
+            .drop_last(true)
+            .num_workers(workers)
+            .persistent_workers(true)
+            .pin_memory(true));
     ResNetModule module(arch);
     rate = run_trainer(module, loader, precision, steps, warmup, cuda_graph);
   } else {
-    std::cerr << "error: --case: expected trainer, bare, jpeg, mlp or probe, got '" << which << "'\n";
+    std::cerr << "error: --case: expected trainer, bare, jpeg, parity, mlp or probe, got '" << which << "'\n";
     return 2;
   }
   const std::string variant = (arch == "resnet50" ? "" : ", " + arch) +

@@ -10,13 +10,21 @@
 #   $PYTHON (default python3; or $TORCH_DIR), sm_90, ${CXX:-/usr/bin/g++}
 #   (the distribution's g++: one that links parts of its own libstdc++ made
 #   LibTorch's destructors crash at exit) and builds only what `run` needs:
-#   the library, cinic10, gpu_throughput, ddp_probe, fsdp_probe,
+#   the library, cinic10, gpu_throughput, imagenet, ddp_probe, fsdp_probe,
 #   transformer_lm, sequence_classifier, heat_insitu (with MPI) and fulgur_cuda.
 #   REPORT_DIR/report.md (a line per step), build.log.
 # run: without a GPU (nvidia-smi -L fails, or torch sees none) writes "no GPU
 #   visible: skipped" and exits 0. Otherwise runs every check under
-#   `timeout`, goes on after a failure and exits 1 at the end if one failed:
-#   the digits demo in float32 (from pinned memory), 16-mixed and bf16-mixed;
+#   `timeout`, goes on after a failure and exits 1 at the end if one failed.
+#   First, alone and with their own time (GPU_CHECK_JPEG seconds, default
+#   170), the JPEG checks on generated 500x375 JPEGs, 20 batches of 256 per
+#   epoch: jpeg_throughput (ResNet-50 bf16-mixed img/s decoding on the GPU
+#   with persistent workers, against in-memory batches and torchvision's GPU
+#   decode, and the decode engines' counts), jpeg_imagenet (the shipped
+#   examples/imagenet config through its own command line with decode gpu:
+#   its img/s, its per-epoch engine lines, no pinning error) and
+#   jpeg_parity (GPU decode against the CPU decode of the same crops).
+#   Then the digits demo in float32 (from pinned memory), 16-mixed and bf16-mixed;
 #   the same with the CUDA-graph step (captured, same accuracy) and the eager
 #   fallback's reason (gradient clipping); resnet18 in channels_last; ddp,
 #   horovod (a timeline) and fsdp over a one-rank NCCL group; the quiet-step
@@ -42,7 +50,9 @@
 # GPU_CHECK_BUDGET (seconds a phase may take, default 470), GPU_CHECK_BENCH
 # (seconds of it kept for the benchmarks, default 210), GPU_CHECK_ONLY
 # (names of the checks to run, space-separated; "bench" for the benchmarks),
-# STEPS, WARMUP, MLP_STEPS, MLP_WARMUP, JPEGS for run.sh, and
+# GPU_CHECK_JPEG (seconds for the JPEG checks, default 170),
+# STEPS, WARMUP, MLP_STEPS, MLP_WARMUP for run.sh (whose own JPEG cases the
+# JPEG checks replace), and
 # GPU_CHECK_ACCELERATOR=cpu: rehearse the run phase's plumbing without a GPU
 # (slow; its figures and several verdicts mean nothing there).
 set -uo pipefail
@@ -125,7 +135,7 @@ if [[ "$phase" == build ]]; then
   configure ON || configure OFF
   if [[ -f "$build/build.ninja" ]]; then
     all_targets="$(ninja -C "$build" -t targets all 2>/dev/null | sed -n 's/^\([A-Za-z0-9_]*\): phony$/\1/p')"
-    targets=(fulgur cinic10 gpu_throughput)
+    targets=(fulgur cinic10 gpu_throughput imagenet)
     for t in fulgur_cuda ddp_probe fsdp_probe transformer_lm sequence_classifier heat_insitu; do
       grep -qx "$t" <<< "$all_targets" && targets+=("$t")
     done
@@ -571,6 +581,78 @@ c_insitu() {
   $small || awk -v e="$error" 'BEGIN { exit !(e < 0.10) }'
 }
 
+# ---- issue 59: the JPEG path as users run it, first and alone, on its own
+# time. 20 batches of 256 per epoch (real ImageNet has about 5,000) so the
+# epoch boundaries the timed steps cross are few and prefetched (persistent
+# workers); the rehearsal shrinks the sizes.
+jpeg_batch=256 jpeg_classes=10 jpeg_steps=60 jpeg_warmup=10
+$small && jpeg_batch=16 jpeg_steps=6 jpeg_warmup=2
+jpegs="$work/jpegs"
+# jpeg_data: 20 batches' worth of training JPEGs, 2 of validation, once.
+jpeg_data() {
+  [[ -f "$jpegs/.complete" ]] && return 0
+  cli "$PYTHON" bench/gpu_throughput/peers.py make-jpegs "$jpegs/train" --count $((20 * jpeg_batch)) \
+    --classes "$jpeg_classes" || return 1
+  cli "$PYTHON" bench/gpu_throughput/peers.py make-jpegs "$jpegs/val" --count $((2 * jpeg_batch)) \
+    --classes "$jpeg_classes" || return 1
+  touch "$jpegs/.complete"
+}
+# engines LOG: the last epoch's decode line of a log, shortened.
+engines() { grep -o 'decode on [^,]*, epoch [0-9]*: .*' "$1" | tail -1 | sed 's/ images in [0-9]* batches//'; }
+rate_of() { sed -n 's/.*: \([0-9.]*\) img\/s.*/\1/p' "$cur" | tail -1; }
+c_jpeg_throughput() {
+  needs "$bin/gpu_throughput" && jpeg_data || return 1
+  local common=(--precision bf16-mixed --steps "$jpeg_steps" --warmup "$jpeg_warmup" --batch_size "$jpeg_batch")
+  local mem jpeg tv line
+  cli "$bin/gpu_throughput" --case trainer "${common[@]}" || return 1
+  mem="$(rate_of)"
+  # The rehearsal: gpu_throughput measures on a GPU only (it says so and exits 0).
+  $small && grep -q skipped "$cur" && { figure="rehearsal: $(tail -1 "$cur")"; return 0; }
+  cli "$bin/gpu_throughput" --case jpeg --decode gpu --data "$jpegs/train" --workers "$(nproc)" "${common[@]}" || return 1
+  jpeg="$(rate_of)" line="$(engines "$cur")"
+  cli "$PYTHON" bench/gpu_throughput/peers.py gpu-decode --data "$jpegs/train" --workers "$(nproc)" \
+    --precision bf16-mixed --steps "$jpeg_steps" --warmup "$jpeg_warmup" --batch-size "$jpeg_batch" || return 1
+  tv="$(rate_of)"
+  if [[ -z "$mem" || -z "$jpeg" || -z "$tv" ]]; then
+    figure="no img/s figure: in-memory '${mem}', jpeg '${jpeg}', torchvision '${tv}'"
+    return 1
+  fi
+  figure="$(awk -v j="$jpeg" -v m="$mem" -v t="$tv" 'BEGIN {
+    printf "jpeg gpu %.0f img/s = %.2fx in-memory %.0f (>= 0.9), %.2fx torchvision gpu decode %.0f (>= 1.3)",
+      j, j / m, m, j / t, t }'); ${line:-no decode line}"
+  awk -v j="$jpeg" -v m="$mem" -v t="$tv" 'BEGIN { exit !(j >= 0.9 * m && j >= 1.3 * t) }'
+}
+# The shipped config (pin_memory true, persistent workers, 8 workers,
+# ResNet-50) through its own command line, decode gpu; 2 epochs.
+c_jpeg_imagenet() {
+  needs "$bin/imagenet" && jpeg_data || return 1
+  local decode=gpu size=() run mean
+  # The rehearsal's device is the CPU, which decode gpu refuses: auto says why.
+  $small && decode=auto size=(--model.arch cnn --data.crop_size 64 --data.resize_size 72)
+  cli "$bin/imagenet" fit --config examples/imagenet/config.yaml --data.root "$jpegs" --data.decode "$decode" \
+    --data.batch_size "$jpeg_batch" --model.num_classes "$jpeg_classes" "${size[@]}" \
+    --trainer.accelerator "$acc" --trainer.precision bf16-mixed --trainer.max_epochs 2 --trainer.limit_val_batches 1 \
+    --trainer.num_sanity_val_steps 0 --trainer.profiler simple --trainer.enable_progress_bar false \
+    --trainer.enable_checkpointing false --trainer.default_root_dir "$work/runs/imagenet" || return 1
+  run="$(run_dir)"
+  local line
+  line="$(engines "$cur")"
+  mean="$("$PYTHON" scripts/gpu_check.py profile-mean "$run/profile.txt" run_training_batch 2>&1)" ||
+    { figure="$mean"; return 1; }
+  figure="$(awk -v b="$jpeg_batch" -v t="$mean" 'BEGIN { printf "%.0f img/s", b / t }'); $(grep -c 'fulgur: decode on' "$cur") decode lines${line:+; $line}"
+  $small && figure="$figure; $(grep -m1 -o 'decode auto: .*' "$cur" | cut -c1-80)"
+  ! grep -q 'cannot pin' "$cur" || { figure="pinning error: $(grep -m1 'cannot pin' "$cur")"; return 1; }
+  $small || grep -q 'fulgur: decode on cuda' "$cur" || { figure="$figure; no 'decode on cuda' line"; return 1; }
+}
+c_jpeg_parity() {
+  needs "$bin/gpu_throughput" && jpeg_data || return 1
+  local device=()
+  $small && device=(--device cpu)
+  cli "$bin/gpu_throughput" --case parity --data "$jpegs/train" --images "$jpeg_batch" "${device[@]}"
+  local rc=$?
+  figure="$(grep -m1 -o 'gpu_throughput\[parity.*' "$cur" | sed 's/^gpu_throughput//')${figure:+; $figure}"
+  return $rc
+}
 # Four lanes at once: one device; NCCL; resume and validate; issue 53's checks.
 lane_single() {
   check 01 fp32 150 c_fp32
@@ -639,6 +721,16 @@ write_report() {
   summary="$passed passed, $failed failed, $skips skipped"
 }
 
+# The JPEG checks first, alone, on their own time (issue 59).
+jpeg_end=$(($(now) + ${GPU_CHECK_JPEG:-170}))
+saved_deadline=$checks_deadline
+checks_deadline=$jpeg_end
+check 00a jpeg_throughput 120 c_jpeg_throughput
+check 00b jpeg_imagenet 90 c_jpeg_imagenet
+check 00c jpeg_parity 40 c_jpeg_parity
+checks_deadline=$saved_deadline
+write_report "running the other checks"
+
 lane_single &
 lanes=($!)
 lane_nccl &
@@ -662,7 +754,7 @@ if [[ "$only" == "  " || "$only" == *" bench "* ]]; then
     printf '%s\t%s\t%s\t%s\n' benchmarks SKIP "no time left" 0 > "$work/results/14"
   else
     echo "== bench/gpu_throughput/run.sh $build $report (BENCH_BUDGET=$budget)" > "$work/logs/14-bench.log"
-    BENCH_BUDGET=$budget PYTHON="$PYTHON" STEPS="${STEPS:-40}" WARMUP="${WARMUP:-8}" \
+    BENCH_BUDGET=$budget PYTHON="$PYTHON" STEPS="${STEPS:-40}" WARMUP="${WARMUP:-8}" BENCH_JPEG=0 \
       bash bench/gpu_throughput/run.sh "$build" "$report" 2>&1 | tee -a "$work/logs/14-bench.log"
     rc=${PIPESTATUS[0]}
     measured=$(grep -c -E '^\| .* \| [0-9.]+ \| [0-9]+ \|' "$report/bench.md" 2> /dev/null)

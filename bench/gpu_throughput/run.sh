@@ -23,7 +23,8 @@
 # Environment: PYTHON (with torch, torchvision, pytorch_lightning, numpy,
 # pillow; default .venv/bin/python where it exists, else python3), STEPS=50 WARMUP=10 (ResNet-50 steps timed / before timing),
 # MLP_STEPS=2000 MLP_WARMUP=100, JPEGS=2560, BENCH_BUDGET=600 (seconds for
-# the whole run), CASE_TIMEOUT=150 (seconds per case).
+# the whole run), CASE_TIMEOUT=150 (seconds per case), BENCH_JPEG=1 (0: leave
+# out the JPEG cases; scripts/gpu_check.sh measures them first, on its own time).
 set -uo pipefail
 build="$(cd "${1:-build}" && pwd)"
 src="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -158,10 +159,11 @@ ratio "cuda_graph/eager, mlp 32-true" mlp_graph mlp_eager 1.5
 ratio "cuda_graph/eager, resnet50 bf16-mixed" graph_bf16 fulgur_bf16 ""
 
 jpeg=(--precision bf16-mixed "${resnet[@]}" --workers "$workers")
-if ((deadline - $(date +%s) >= 20)); then
+bench_jpeg="${BENCH_JPEG:-1}"
+if [[ "$bench_jpeg" == 1 ]] && ((deadline - $(date +%s) >= 20)); then
   { echo "== make-jpegs: ${JPEGS:-2560}"; "$python" "$peers" make-jpegs "$work/jpegs" --count "${JPEGS:-2560}" 2>&1; } >> "$log"
 fi
-for arch in resnet50 resnet18; do
+[[ "$bench_jpeg" == 1 ]] && for arch in resnet50 resnet18; do
   a=(--arch "$arch")
   if [[ $arch == resnet18 ]]; then
     measure mem_$arch "fulgur in-memory, $arch" bf16-mixed "$bench" --case trainer --precision bf16-mixed "${resnet[@]}" "${a[@]}"
@@ -176,7 +178,7 @@ for arch in resnet50 resnet18; do
     "$python" "$peers" dataloader --data "$work/jpegs" "${jpeg[@]}" "${a[@]}"
 done
 rate[mem_resnet50]="${rate[fulgur_bf16]}"
-for arch in resnet50 resnet18; do
+[[ "$bench_jpeg" == 1 ]] && for arch in resnet50 resnet18; do
   ratio "fulgur jpeg gpu/in-memory, $arch" jpeg_gpu_$arch mem_$arch 0.9
   ratio "fulgur jpeg gpu/torchvision gpu decode, $arch" jpeg_gpu_$arch tv_gpu_$arch 1.3
   ratio "fulgur jpeg cpu/torchvision dataloader, $arch" jpeg_cpu_$arch dataloader_$arch ""

@@ -93,10 +93,16 @@ const std::vector<std::string>& ImageNet::classes() const {
 }
 
 DeviceDecode ImageNet::device_decode(bool training) const {
-  if (options_.decode() == DecodeMode::Cpu || custom_pipelines_) return {};
+  if (options_.decode() == DecodeMode::Cpu) return {};
+  if (custom_pipelines_) {
+    // gpu refused them at construction; auto still says its one line.
+    return {options_.decode(), std::nullopt, 0, "a train_pipeline or val_pipeline set from C++ runs on the CPU"};
+  }
   const auto& o = options_;
-  return {o.decode(), training && o.augment() ? DeviceImageRecipe::train(o.crop_size(), o.mean(), o.std())
-                                              : DeviceImageRecipe::eval(o.resize_size(), o.crop_size(), o.mean(), o.std())};
+  return {o.decode(),
+          training && o.augment() ? DeviceImageRecipe::train(o.crop_size(), o.mean(), o.std())
+                                  : DeviceImageRecipe::eval(o.resize_size(), o.crop_size(), o.mean(), o.std()),
+          o.batch_size(), ""};
 }
 
 std::shared_ptr<const ImageDataset> ImageNet::dataset(Stage stage, uint64_t seed) const {

@@ -9,6 +9,7 @@
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include <iostream>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -47,13 +48,14 @@ struct Pending {
 
 DeviceDecodeDataset::DeviceDecodeDataset(std::shared_ptr<const EncodedImageSource> source, DeviceImageRecipe recipe,
                                          std::shared_ptr<NvImageCodecDecoder> decoder, torch::Device device,
-                                         uint64_t seed, int64_t epoch)
+                                         uint64_t seed, int64_t epoch, std::shared_ptr<DecodeStats> stats)
     : source_(std::move(source)),
       recipe_(std::move(recipe)),
       decoder_(std::move(decoder)),
       device_(device),
       seed_(seed),
-      epoch_(epoch) {
+      epoch_(epoch),
+      stats_(stats ? std::move(stats) : std::make_shared<DecodeStats>(device.str())) {
   if (!source_) throw std::invalid_argument("[DeviceDecodeDataset] source is null");
   if (!decoder_) throw std::invalid_argument("[DeviceDecodeDataset] decoder is null");
   const bool gpu = decoder_->backend() == NvImageCodecDecoder::Backend::Gpu;
@@ -69,6 +71,10 @@ Example DeviceDecodeDataset::get(int64_t index) const {
 }
 
 Batch DeviceDecodeDataset::get_batch(const std::vector<int64_t>& indices) const {
+  return decode_batch(indices).batch;
+}
+
+DeviceDecodeDataset::DecodedBatch DeviceDecodeDataset::decode_batch(const std::vector<int64_t>& indices) const {
   std::optional<c10::DeviceGuard> device_guard;
   std::optional<c10::Stream> stream;
   std::optional<c10::StreamGuard> stream_guard;
@@ -123,9 +129,14 @@ Batch DeviceDecodeDataset::get_batch(const std::vector<int64_t>& indices) const 
     items.push_back(item);
     item_of.push_back(i);
   }
-  const std::vector<bool> decoded = decoder_->decode(items, stream ? stream->native_handle() : nullptr);
+  const std::vector<DecodeEngine> engines = decoder_->decode(items, stream ? stream->native_handle() : nullptr);
   std::vector<bool> on_device(pending.size(), false);
-  for (size_t k = 0; k < items.size(); ++k) on_device[item_of[k]] = decoded[k];
+  DecodeCounts counts;
+  for (size_t k = 0; k < items.size(); ++k) {
+    on_device[item_of[k]] = engines[k] != DecodeEngine::None;
+    counts.add(engines[k]);
+  }
+  std::vector<std::string> one_by_one;  // names, for the warning
 
   // Per image on the device; what the decoder left goes through the CPU path.
   std::vector<torch::Tensor> images;
@@ -137,12 +148,16 @@ Batch DeviceDecodeDataset::get_batch(const std::vector<int64_t>& indices) const 
       if (on_device[i]) {
         pixels = buffer.narrow(0, p.offset, p.height * p.width * 3).view({p.height, p.width, 3});
       } else if (p.pixels) {
+        counts.add_fallback();
+        one_by_one.push_back(name);
         const DecodeRequest& r = p.plan.region;
         Image region = p.height == p.info.height && p.width == p.info.width
                            ? std::move(*p.pixels)
                            : crop_image(*p.pixels, r.top, r.left, r.height, r.width);
         pixels = image_to_tensor(std::move(region)).to(device_);
       } else {
+        counts.add_fallback();
+        one_by_one.push_back(name);
         DecodeRequest region = p.plan.region;  // full resolution: the device resizes
         pixels = image_to_tensor(decode_image_rgb(reinterpret_cast<const uint8_t*>(p.bytes.data()), p.bytes.size(),
                                                   name, region))
@@ -161,11 +176,24 @@ Batch DeviceDecodeDataset::get_batch(const std::vector<int64_t>& indices) const 
   batch.target = torch::tensor(labels, torch::kLong).to(device_);
   // Handed over finished: the consumer's stream needs no event.
   if (stream) stream->synchronize();
-  return batch;
+  if (stats_->record(epoch_, counts)) {
+    std::string names;
+    for (size_t k = 0; k < one_by_one.size() && k < 3; ++k) names += (k ? ", '" : "'") + one_by_one[k] + "'";
+    if (one_by_one.size() > 3) names += ", ...";
+    std::cerr << "fulgur: warning: decode on " + stats_->where() + ", epoch " + std::to_string(epoch_) + ": " +
+                     std::to_string(counts.fallback) + " of " + std::to_string(indices.size()) +
+                     " images of a batch decoded one by one on the CPU (not a JPEG the GPU decoders take: " + names +
+                     "); the epoch's decode line counts them all\n";
+  }
+  return {std::move(batch), counts};
+}
+
+void DeviceDecodeDataset::finished_epoch(int64_t epoch) const {
+  std::cerr << "fulgur: " + stats_->finish_epoch(epoch) + "\n";
 }
 
 std::shared_ptr<const Dataset> DeviceDecodeDataset::at_epoch(int64_t epoch) const {
-  return std::make_shared<const DeviceDecodeDataset>(source_, recipe_, decoder_, device_, seed_, epoch);
+  return std::make_shared<const DeviceDecodeDataset>(source_, recipe_, decoder_, device_, seed_, epoch, stats_);
 }
 
 }  // namespace fulgur

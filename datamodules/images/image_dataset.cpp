@@ -26,7 +26,8 @@ ImageDataset::ImageDataset(std::shared_ptr<const EncodedImageSource> source, std
       epoch_(epoch),
       device_decode_(std::move(device_decode)) {
   if (!source_) throw std::invalid_argument("[ImageDataset::ImageDataset] source is null");
-  if (device_decode_.mode != DecodeMode::Cpu && !device_decode_.recipe) {
+  if (device_decode_.mode != DecodeMode::Cpu && !device_decode_.recipe &&
+      (device_decode_.mode == DecodeMode::Gpu || device_decode_.cpu_reason.empty())) {
     throw std::invalid_argument("[ImageDataset::ImageDataset] decode " + to_string(device_decode_.mode) +
                                 " needs a DeviceImageRecipe");
   }
@@ -99,14 +100,17 @@ std::shared_ptr<const Dataset> ImageDataset::for_device(const torch::Device& dev
   std::string why_not;
   std::shared_ptr<NvImageCodecDecoder> decoder;
   torch::Device target = device;
-  if (!device.is_cuda()) {
+  if (!device_decode_.recipe) {
+    why_not = device_decode_.cpu_reason;
+  } else if (!device.is_cuda()) {
     why_not = "the run's device is " + device.str() + ", not a CUDA device";
   } else if (auto reason = NvImageCodecDecoder::unavailable_reason()) {
     why_not = *reason;
   } else {
     if (!target.has_index()) target = c10::impl::getDeviceGuardImpl(torch::kCUDA)->getDevice();
     try {
-      decoder = std::make_shared<NvImageCodecDecoder>(NvImageCodecDecoder::Backend::Gpu, target.index());
+      decoder = std::make_shared<NvImageCodecDecoder>(NvImageCodecDecoder::Backend::Gpu, target.index(), 0,
+                                                      static_cast<int>(device_decode_.batch_size));
     } catch (const std::exception& error) {
       why_not = error.what();
     }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 
 namespace fulgur {
 
@@ -29,6 +30,11 @@ namespace fulgur {
 struct DeviceDecode {
   DecodeMode mode = DecodeMode::Cpu;
   std::optional<DeviceImageRecipe> recipe;
+  /// Images per loader batch, to size the GPU decoder's buffers for (0: unknown).
+  int64_t batch_size = 0;
+  /// `auto` without a recipe: why the images stay on the CPU (a pipeline
+  /// set from C++), said in auto's one line like every other reason.
+  std::string cpu_reason;
 };
 
 class ImageDataset : public Dataset {

@@ -48,6 +48,12 @@ class Dataset {
     (void)device;
     return nullptr;
   }
+  /// Called by the loader when a pass over epoch `epoch` has returned its
+  /// last batch (not when it is abandoned mid-epoch), from the thread that
+  /// iterates, on the view the pass read (at_epoch). A dataset that counts
+  /// per epoch reports there (DeviceDecodeDataset: one line of decode
+  /// engine counts). Default: nothing.
+  virtual void finished_epoch(int64_t epoch) const { (void)epoch; }
 };
 
 }  // namespace fulgur

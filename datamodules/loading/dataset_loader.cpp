@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -16,16 +17,15 @@
 
 namespace fulgur {
 
-namespace {
-
 /// What an iterator needs of one epoch; shared so iterators and the tasks
 /// they queued do not depend on the loader outliving them.
-struct EpochPlan {
+struct DatasetLoader::EpochPlan {
   std::shared_ptr<const Dataset> dataset;
+  int64_t epoch = 0;
   std::vector<int64_t> order;
   int64_t batch_size = 1;
   int64_t num_batches = 0;
-  bool pin_memory = false;
+  std::optional<BatchPinner> pinner;  // set: pin_memory
   std::shared_ptr<BadSampleLog> bad_samples;  // set: skip bad samples
 
   std::vector<int64_t> indices_of(int64_t batch) const {
@@ -39,7 +39,7 @@ struct EpochPlan {
     // (Not InferenceMode: inference tensors cannot be saved for backward.)
     torch::NoGradGuard no_grad;
     Batch result = bad_samples ? build_skipping_bad(indices_of(batch)) : dataset->get_batch(indices_of(batch));
-    return pin_memory ? result.pin_memory() : result;
+    return pinner ? pinner->pin(result) : result;
   }
 
   /// Each sample that throws DataError is replaced by the next good index,
@@ -78,6 +78,10 @@ struct EpochPlan {
   }
 };
 
+namespace {
+
+using EpochPlan = DatasetLoader::EpochPlan;
+
 /// num_workers == 0: each batch is built by the thread that asks for it.
 class SerialIterator : public BatchIterator {
  public:
@@ -85,7 +89,10 @@ class SerialIterator : public BatchIterator {
 
   std::optional<Batch> next() override {
     if (error_) std::rethrow_exception(error_);
-    if (next_ >= plan_->num_batches) return std::nullopt;
+    if (next_ >= plan_->num_batches) {
+      finish();
+      return std::nullopt;
+    }
     try {
       Batch batch = plan_->build(next_);
       ++next_;
@@ -97,9 +104,16 @@ class SerialIterator : public BatchIterator {
   }
 
  private:
+  void finish() {
+    if (finished_) return;
+    finished_ = true;
+    plan_->dataset->finished_epoch(plan_->epoch);
+  }
+
   std::shared_ptr<const EpochPlan> plan_;
   int64_t next_;
   std::exception_ptr error_;
+  bool finished_ = false;
 };
 
 /// num_workers > 0: batch b is a task on the worker pool that fills slot
@@ -108,6 +122,9 @@ class SerialIterator : public BatchIterator {
 /// whatever the dataset size, and a slot is never overwritten before it is
 /// consumed. Workers never wait on the consumer: when the window is full
 /// they simply have no task, so stopping never has to wake a blocked one.
+/// `all_submitted` runs once, in the consumer's thread, when the last batch
+/// of the epoch has been queued (persistent workers start the next epoch's
+/// batches behind it).
 class PooledIterator : public BatchIterator {
  public:
   PooledIterator(std::shared_ptr<const EpochPlan> plan, int64_t first, std::shared_ptr<WorkerPool> pool,
@@ -117,6 +134,12 @@ class PooledIterator : public BatchIterator {
     for (int64_t b = first; b < std::min(first + window_, plan_->num_batches); ++b) submit(b);
   }
 
+  /// Set after construction, so the hook may itself make an iterator.
+  void on_all_submitted(std::function<void()> hook) {
+    all_submitted_ = std::move(hook);
+    if (next_ + window_ >= plan_->num_batches) run_all_submitted();
+  }
+
   ~PooledIterator() override { stop(); }
 
   PooledIterator(const PooledIterator&) = delete;
@@ -124,7 +147,13 @@ class PooledIterator : public BatchIterator {
 
   std::optional<Batch> next() override {
     if (error_) std::rethrow_exception(error_);
-    if (next_ >= plan_->num_batches) return std::nullopt;
+    if (next_ >= plan_->num_batches) {
+      if (!finished_) {
+        finished_ = true;
+        plan_->dataset->finished_epoch(plan_->epoch);
+      }
+      return std::nullopt;
+    }
     Slot slot;
     {
       std::unique_lock<std::mutex> lock(state_->mutex);
@@ -139,7 +168,10 @@ class PooledIterator : public BatchIterator {
       stop();
       std::rethrow_exception(error_);
     }
-    if (next_ + window_ < plan_->num_batches) submit(next_ + window_);
+    if (next_ + window_ < plan_->num_batches) {
+      submit(next_ + window_);
+      if (next_ + window_ + 1 == plan_->num_batches) run_all_submitted();
+    }
     ++next_;
     return std::move(slot.batch);
   }
@@ -184,6 +216,13 @@ class PooledIterator : public BatchIterator {
     });
   }
 
+  void run_all_submitted() {
+    if (!all_submitted_) return;
+    auto hook = std::move(all_submitted_);
+    all_submitted_ = nullptr;
+    hook();
+  }
+
   /// Cancels the queued tasks and waits for the running ones (at most one
   /// batch per worker), so nothing of this iterator runs after it is gone.
   void stop() {
@@ -202,6 +241,8 @@ class PooledIterator : public BatchIterator {
   std::shared_ptr<State> state_ = std::make_shared<State>();
   int64_t next_;
   std::exception_ptr error_;  // the first error, rethrown forever
+  bool finished_ = false;
+  std::function<void()> all_submitted_;
 };
 
 std::string range_text(int64_t low, int64_t high) {
@@ -253,10 +294,14 @@ void DatasetLoader::shard(const Shard& shard) {
                                                              .seed(shard.seed)
                                                              .pad(shard.pad));
   options_.seed(shard.seed);
+  ++generation_;
 }
 
 void DatasetLoader::set_device(const torch::Device& device) {
-  if (auto view = dataset_->for_device(device)) dataset_ = std::move(view);
+  if (auto view = dataset_->for_device(device)) {
+    dataset_ = std::move(view);
+    ++generation_;
+  }
 }
 
 int64_t DatasetLoader::size() const {
@@ -273,32 +318,72 @@ std::vector<int64_t> DatasetLoader::epoch_order() const {
   return sampler.indices();
 }
 
+std::shared_ptr<const DatasetLoader::EpochPlan> DatasetLoader::plan(int64_t epoch) const {
+  auto plan = std::make_shared<EpochPlan>();
+  plan->epoch = epoch;
+  plan->dataset = dataset_->at_epoch(epoch);
+  if (!plan->dataset) {
+    plan->dataset = dataset_;
+  } else if (plan->dataset->size() != dataset_->size()) {
+    throw std::logic_error("[DatasetLoader::iterate] the dataset's view of epoch " + std::to_string(epoch) + " has " +
+                           std::to_string(plan->dataset->size()) + " examples, the dataset " +
+                           std::to_string(dataset_->size()));
+  }
+  DistributedSampler sampler = sampler_;
+  sampler.set_epoch(epoch);
+  plan->order = sampler.indices();
+  plan->batch_size = options_.batch_size();
+  plan->num_batches = size();
+  if (options_.pin_memory()) {
+    // Decided per pass, not at construction: CUDA may load after the loader is made.
+    BatchPinner pinner = pinner_ ? *pinner_ : BatchPinner();
+    if (pinner.active()) plan->pinner = std::move(pinner);
+  }
+  if (options_.skip_bad_samples()) plan->bad_samples = bad_samples_;
+  return plan;
+}
+
+void DatasetLoader::start_ahead_after(BatchIterator& pass, int64_t next_epoch) {
+  // Only passes the consumer iterates are armed: a pass made ahead is armed
+  // when it is taken, so small epochs do not chain passes ahead without end.
+  static_cast<PooledIterator&>(pass).on_all_submitted(
+      [this, alive = std::weak_ptr<const int>(alive_), next_epoch, generation = generation_] {
+        if (!alive.lock() || generation != generation_) return;
+        ahead_ = std::make_unique<PooledIterator>(plan(next_epoch), 0, persistent_pool_,
+                                                  options_.num_workers() * options_.prefetch_factor(), false);
+        ahead_epoch_ = next_epoch;
+        ahead_generation_ = generation;
+      });
+}
+
 std::unique_ptr<BatchIterator> DatasetLoader::iterate(int64_t first_batch) {
   const int64_t batches = size();
   if (first_batch < 0 || first_batch > batches) {
     throw std::out_of_range("[DatasetLoader::iterate] first_batch " + std::to_string(first_batch) + " is outside " +
                             range_text(0, batches));
   }
-  auto plan = std::make_shared<EpochPlan>();
-  plan->dataset = dataset_->at_epoch(epoch_);
-  if (!plan->dataset) {
-    plan->dataset = dataset_;
-  } else if (plan->dataset->size() != dataset_->size()) {
-    throw std::logic_error("[DatasetLoader::iterate] the dataset's view of epoch " + std::to_string(epoch_) +
-                           " has " + std::to_string(plan->dataset->size()) + " examples, the dataset " +
-                           std::to_string(dataset_->size()));
+  // The pass the workers started ahead, if it is this one; else it is dropped.
+  std::unique_ptr<BatchIterator> ahead = std::move(ahead_);
+  const bool repeats = last_pass_epoch_ && *last_pass_epoch_ == epoch_;
+  last_pass_epoch_ = epoch_;
+  // Training loaders step the epoch, evaluation loaders repeat theirs.
+  const int64_t next_epoch = repeats ? epoch_ : epoch_ + 1;
+  if (ahead && first_batch == 0 && ahead_epoch_ == epoch_ && ahead_generation_ == generation_) {
+    ++passes_started_ahead_;
+    start_ahead_after(*ahead, next_epoch);
+    return ahead;
   }
-  plan->order = epoch_order();
-  plan->batch_size = options_.batch_size();
-  plan->num_batches = batches;
-  plan->pin_memory = options_.pin_memory() && torch::cuda::is_available();
-  if (options_.skip_bad_samples()) plan->bad_samples = bad_samples_;
+  ahead.reset();
+  std::shared_ptr<const EpochPlan> plan = this->plan(epoch_);
   const int64_t workers = options_.num_workers();
   if (workers == 0) return std::make_unique<SerialIterator>(std::move(plan), first_batch);
   const int64_t window = workers * options_.prefetch_factor();
   if (options_.persistent_workers()) {
     if (!persistent_pool_) persistent_pool_ = std::make_shared<WorkerPool>(workers);
-    return std::make_unique<PooledIterator>(std::move(plan), first_batch, persistent_pool_, window, false);
+    std::unique_ptr<BatchIterator> iterator =
+        std::make_unique<PooledIterator>(std::move(plan), first_batch, persistent_pool_, window, false);
+    start_ahead_after(*iterator, next_epoch);
+    return iterator;
   }
   // More threads than remaining batches would only idle.
   const int64_t threads = std::max<int64_t>(1, std::min(workers, batches - first_batch));

@@ -2,6 +2,7 @@
 
 #include <fulgur/datamodules/data_loader.hpp>
 #include <fulgur/datamodules/loading/bad_sample_log.hpp>
+#include <fulgur/datamodules/loading/batch_pinner.hpp>
 #include <fulgur/datamodules/loading/dataset.hpp>
 #include <fulgur/datamodules/loading/distributed_sampler.hpp>
 
@@ -42,10 +43,18 @@ struct DatasetLoaderOptions {
   TORCH_ARG(std::optional<uint64_t>, seed) = std::nullopt;
   /// Collate batches into page-locked memory so the copy to a CUDA device
   /// can be non_blocking (the Strategy copies pinned batches that way).
-  /// Ignored when no CUDA device is available.
+  /// Only CPU tensors are pinned: a batch a dataset already put on a device
+  /// (GPU decoding) passes as it is. Ignored when no CUDA device is available.
   TORCH_ARG(bool, pin_memory) = false;
   /// Keep the worker threads alive between epochs instead of starting
-  /// num_workers threads for every iterate() (PyTorch's persistent_workers).
+  /// num_workers threads for every iterate() (PyTorch's persistent_workers),
+  /// and keep them busy across the epoch boundary: once the last batch of a
+  /// pass is queued, the first batches of the next pass (the next epoch; the
+  /// same one for a loader whose epoch does not change, as validation's)
+  /// are queued behind it. The next iterate() takes them when it is that
+  /// pass from its first batch, on an unchanged loader; otherwise they are
+  /// dropped. At the boundary up to twice num_workers * prefetch_factor
+  /// batches exist.
   TORCH_ARG(bool, persistent_workers) = false;
   /// A sample whose get() throws DataError (a corrupt or unreadable file) is
   /// logged once, counted (bad_samples()) and replaced in its batch by the
@@ -67,6 +76,9 @@ class DatasetLoader : public DataLoader {
  public:
   DatasetLoader(std::shared_ptr<const Dataset> dataset, DatasetLoaderOptions options = {});
 
+  /// What the iterators of one pass share (defined in the .cpp).
+  struct EpochPlan;
+
   int64_t size() const override;
   /// The epoch of the next iterate(): its shuffle order, and the dataset's
   /// at_epoch(epoch) view when it has one (per-epoch augmentation).
@@ -77,6 +89,9 @@ class DatasetLoader : public DataLoader {
   void shard(const Shard& shard) override;
   /// Replaces the dataset by its for_device(device) view when it has one.
   void set_device(const torch::Device& device) override;
+  /// Passes that began with batches the workers had started during the
+  /// previous pass (persistent_workers).
+  int64_t passes_started_ahead() const { return passes_started_ahead_; }
   std::unique_ptr<BatchIterator> iterate(int64_t first_batch = 0) override;
 
   /// Examples this rank gets per epoch.
@@ -96,15 +111,41 @@ class DatasetLoader : public DataLoader {
   const BadSampleLog& bad_samples() const { return *bad_samples_; }
   /// Records bad samples in `log` instead, so a DataModule that makes a new
   /// loader per call can count each bad file once across them.
-  void share_bad_samples(std::shared_ptr<BadSampleLog> log) { bad_samples_ = std::move(log); }
+  void share_bad_samples(std::shared_ptr<BadSampleLog> log) {
+    bad_samples_ = std::move(log);
+    ++generation_;
+  }
+  /// How pin_memory pins (default: BatchPinner(), LibTorch's pin_memory of
+  /// the CPU tensors when CUDA is available); a test passes one that runs
+  /// without a GPU.
+  void set_pinner(BatchPinner pinner) {
+    pinner_ = std::move(pinner);
+    ++generation_;
+  }
 
  private:
+  /// The plan of one pass over `epoch`.
+  std::shared_ptr<const EpochPlan> plan(int64_t epoch) const;
+  /// With persistent workers: once `pass` (a pass of the pool) has queued
+  /// its last batch, queue the first batches of `next_epoch`'s pass (ahead_).
+  void start_ahead_after(BatchIterator& pass, int64_t next_epoch);
+
   std::shared_ptr<const Dataset> dataset_;
   DatasetLoaderOptions options_;
   DistributedSampler sampler_;
   int64_t epoch_ = 0;
   std::shared_ptr<BadSampleLog> bad_samples_ = std::make_shared<BadSampleLog>();
+  std::optional<BatchPinner> pinner_;
   std::shared_ptr<WorkerPool> persistent_pool_;  // with persistent_workers, made at the first iterate()
+  // The pass started ahead by the persistent workers, valid for ahead_epoch_
+  // while nothing that shapes a pass changed (generation_ counts changes).
+  std::optional<int64_t> last_pass_epoch_;
+  int64_t generation_ = 0;
+  int64_t ahead_epoch_ = 0;
+  int64_t ahead_generation_ = -1;
+  int64_t passes_started_ahead_ = 0;
+  std::shared_ptr<const int> alive_ = std::make_shared<const int>(0);  // the hooks' check that the loader lives
+  std::unique_ptr<BatchIterator> ahead_;  // destroyed before the pool its tasks run on
 };
 
 }  // namespace fulgur

@@ -124,6 +124,54 @@ TEST_CASE("DatasetLoader: persistent_workers keeps the same threads across epoch
   CHECK(thread_count() == before);  // the loader joined its pool
 }
 
+TEST_CASE("DatasetLoader: persistent workers start the next pass's batches behind this pass's last ones") {
+  auto dataset = std::make_shared<ThreadRecordingDataset>(40);
+  const auto options = DatasetLoaderOptions(4).num_workers(2).prefetch_factor(2).shuffle(true).seed(5);
+  DatasetLoader fresh(dataset, options);
+  const auto epoch = [&](int64_t e) { return run_epoch(fresh, e); };
+  const auto wait_for_gets = [&](int64_t want) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (dataset->gets.load() < want && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return dataset->gets.load();
+  };
+
+  DatasetLoader loader(dataset, DatasetLoaderOptions(options).persistent_workers(true));
+  dataset->gets = 0;
+  CHECK(run_epoch(loader, 0) == epoch(0));
+  dataset->gets -= 40;  // fresh's epoch
+  // Epoch 0's 10 batches, then epoch 1's first window (2 workers x 2) ahead, and no more.
+  CHECK(wait_for_gets(40 + 4 * 4) == 40 + 4 * 4);
+  CHECK(run_epoch(loader, 1) == epoch(1));
+  CHECK(loader.passes_started_ahead() == 1);
+  CHECK(run_epoch(loader, 2) == epoch(2));
+  CHECK(loader.passes_started_ahead() == 2);
+  // Not the epoch the workers guessed (3): dropped, the right batches all the same.
+  CHECK(run_epoch(loader, 7) == epoch(7));
+  CHECK(loader.passes_started_ahead() == 2);
+  // A resumed pass starts at its batch, not at the batches made ahead.
+  loader.set_epoch(8);
+  auto resumed = loader.iterate(3);
+  CHECK(resumed->next()->target[0].item<int64_t>() == epoch(8)[12]);
+  resumed.reset();
+  CHECK(loader.passes_started_ahead() == 2);
+  // A loader whose epoch stays (validation) is guessed to stay after two passes.
+  DatasetLoader validation(dataset, DatasetLoaderOptions(4).num_workers(2).seed(1).persistent_workers(true));
+  for (int pass = 0; pass < 4; ++pass) CHECK(run_epoch(validation, 0).size() == 40);
+  CHECK(validation.passes_started_ahead() == 2);
+  // A new shard is a new loader shape: what was made ahead is dropped.
+  run_epoch(loader, 9);
+  loader.shard({1, 2, 5, true});
+  loader.set_epoch(10);
+  auto sharded = loader.iterate();
+  int64_t count = 0;
+  while (auto batch = sharded->next()) count += batch->size();
+  CHECK(count == 20);
+  CHECK(loader.passes_started_ahead() == 2);
+}
+
 TEST_CASE("DatasetLoader: destroying an iterator whose prefetch window is full returns at once and leaks no thread") {
   for (const bool persistent : {false, true}) {
     CAPTURE(persistent);

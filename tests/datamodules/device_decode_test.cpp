@@ -24,6 +24,8 @@
 
 #include <filesystem>
 #include <functional>
+#include <iostream>
+#include <sstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -120,13 +122,14 @@ TEST_CASE("NvImageCodecDecoder: the CPU backend decodes a batch with regions as 
     outputs.emplace_back(static_cast<size_t>(pixels * 3), 0);
     items.push_back({data_of(b), b.size(), region, outputs.back().data()});
   }
-  const std::vector<bool> decoded = decoder->decode(items);
+  const std::vector<DecodeEngine> decoded = decoder->decode(items);
   REQUIRE(decoded.size() == items.size());
-  CHECK_FALSE(decoded[cases.size()]);      // truncated: the CPU path refuses it, so the caller must see it
-  CHECK_FALSE(decoded[cases.size() + 1]);  // not an image
+  CHECK_FALSE(decoder->has_hardware_decoder());
+  CHECK(decoded[cases.size()] == DecodeEngine::None);      // truncated: the CPU path refuses it, so the caller must see it
+  CHECK(decoded[cases.size() + 1] == DecodeEngine::None);  // not an image
   for (size_t i = 0; i < cases.size(); ++i) {
     INFO(cases[i].file.filename().string());
-    REQUIRE(decoded[i] == cases[i].decodes);
+    REQUIRE(decoded[i] == (cases[i].decodes ? DecodeEngine::Cpu : DecodeEngine::None));
     if (!cases[i].decodes) continue;
     // fulgur's libjpeg-turbo decode of the same region, at full resolution.
     const Image expected = decode_image_rgb(data_of(bytes[i]), bytes[i].size(), cases[i].file.string(), cases[i].region);
@@ -241,6 +244,73 @@ TEST_CASE("DeviceDecodeDataset: a bad file is ImageDataset's one error naming it
   CHECK(batches == 3);
   CHECK(plain.bad_samples().count() == 1);
   CHECK(on_device.bad_samples().count() == 1);
+}
+
+TEST_CASE("DeviceDecodeDataset: engine counts per batch, epoch and run; one line per epoch; a warning for one-by-one images") {
+  TempDir dir("device-decode-counts");
+  write_photo_folders(dir.path());
+  const auto source = std::make_shared<const ImageFileList>(ImageFileList::from_class_folders(dir.path()));
+  const auto device = std::make_shared<const DeviceDecodeDataset>(
+      source, DeviceImageRecipe::train(64, kImageNetMean, kImageNetStd), cpu_decoder(), torch::Device(torch::kCPU), 5);
+  // Class a: four JPEGs nvImageCodec's CPU backend decodes. Class b (sorted):
+  // cmyk.jpg and really_a_png.jpg go one by one through fulgur's CPU path.
+  const DeviceDecodeDataset::DecodedBatch a = device->decode_batch({0, 1, 2, 3});
+  CHECK(a.counts == DecodeCounts{0, 0, 4, 0});
+  CHECK(a.batch.size() == 4);
+  CHECK(device->stats()->last_batch() == a.counts);
+
+  std::ostringstream err;
+  std::streambuf* previous = std::cerr.rdbuf(err.rdbuf());
+  DatasetLoader loader(device, DatasetLoaderOptions(4).num_workers(0).seed(1));  // in this thread: err sees it all
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    loader.set_epoch(epoch);
+    auto it = loader.iterate();
+    while (it->next()) {
+    }
+    CHECK_FALSE(it->next().has_value());  // the line once per pass, not per call
+  }
+  std::cerr.rdbuf(previous);
+  const std::string out = err.str();
+  INFO(out);
+  CHECK(device->stats()->run() == DecodeCounts{0, 0, 20, 4});  // the batch above and two epochs
+  CHECK(device->stats()->run_batches() == 5);
+  // Epoch 0 also counts the batch decoded above (the dataset's own epoch is 0).
+  CHECK(out.find("fulgur: decode on cpu, epoch 0: 12 images in 3 batches: hardware 0, cuda 0, cpu 12 (2 one by one)\n") !=
+        std::string::npos);
+  CHECK(out.find("fulgur: decode on cpu, epoch 1: 8 images in 2 batches: hardware 0, cuda 0, cpu 8 (2 one by one)\n") !=
+        std::string::npos);
+  for (const char* epoch : {"0", "1"}) {
+    CHECK(out.find(std::string("fulgur: warning: decode on cpu, epoch ") + epoch +
+                   ": 2 of 4 images of a batch decoded one by one on the CPU (not a JPEG the GPU decoders take: '" +
+                   (dir / "b/cmyk.jpg").string() + "', '" + (dir / "b/really_a_png.jpg").string() + "')") !=
+          std::string::npos);
+  }
+  size_t lines = 0;
+  for (size_t at = out.find("fulgur: "); at != std::string::npos; at = out.find("fulgur: ", at + 1)) ++lines;
+  CHECK(lines == 4);
+}
+
+TEST_CASE("ImageNet decode auto says its one line with a pipeline set from C++ too") {
+  TempDir dir("imagenet-decode-custom");
+  fulgur::testing::write_class_folders(dir / "train", {"n01", "n02"}, 2, 0);
+  fulgur::testing::write_class_folders(dir / "val", {"n01", "n02"}, 1, 9);
+  ImageNet custom(ImageNetOptions(dir.path().string())
+                      .batch_size(2)
+                      .num_workers(0)
+                      .seed(1)
+                      .crop_size(16)
+                      .resize_size(16)
+                      .train_pipeline(imagenet_train_pipeline(16)));
+  custom.setup(Stage::Fit);
+  auto loader = std::dynamic_pointer_cast<DatasetLoader>(custom.train_dataloader());
+  REQUIRE(loader);
+  std::ostringstream err;
+  std::streambuf* previous = std::cerr.rdbuf(err.rdbuf());
+  loader->set_device(torch::Device(torch::kCPU));
+  std::cerr.rdbuf(previous);
+  CHECK(err.str() == "fulgur: decode auto: decoding JPEGs on the CPU: a train_pipeline or val_pipeline set from C++ "
+                     "runs on the CPU\n");
+  CHECK(std::dynamic_pointer_cast<const ImageDataset>(loader->dataset()) != nullptr);
 }
 
 TEST_CASE("ImageNet decode option: auto stays on the CPU, gpu refuses a CPU run, custom pipelines, YAML") {

@@ -1,5 +1,7 @@
 #include <fulgur/datamodules/images/codecs/nvimgcodec_decoder.hpp>
 
+#include <fulgur/datamodules/images/codecs/decode_cascade.hpp>
+
 #include <nvimgcodec.h>
 
 #include <c10/core/CPUAllocator.h>
@@ -167,13 +169,14 @@ struct NvImageCodecDecoder::State {
   nvimgcodecInstance_t instance = nullptr;
   std::vector<nvimgcodecExtension_t> extensions;
   std::vector<void*> extension_handles;
-  nvimgcodecDecoder_t decoder = nullptr;
+  // Tried in order; each names the engine it stands for.
+  std::vector<std::pair<DecodeEngine, nvimgcodecDecoder_t>> decoders;
   int device = 0;
   std::mutex mutex;
 
   ~State() {
     if (api == nullptr) return;
-    if (decoder != nullptr) api->decoder_destroy(decoder);
+    for (auto& entry : decoders) api->decoder_destroy(entry.second);
     for (auto extension : extensions) api->extension_destroy(extension);
     if (instance != nullptr) api->instance_destroy(instance);
   }
@@ -205,7 +208,7 @@ std::optional<std::string> NvImageCodecDecoder::unavailable_reason() {
   return std::nullopt;
 }
 
-NvImageCodecDecoder::NvImageCodecDecoder(Backend backend, int device, int cpu_threads)
+NvImageCodecDecoder::NvImageCodecDecoder(Backend backend, int device, int cpu_threads, int batch_size)
     : backend_(backend), state_(std::make_unique<State>()) {
   std::string error;
   state_->api = load_api(error);
@@ -225,39 +228,62 @@ NvImageCodecDecoder::NvImageCodecDecoder(Backend backend, int device, int cpu_th
   }
   state_->add_extension("libjpeg_turbo_ext");
 
-  std::vector<nvimgcodecBackend_t> backends;
-  auto allow = [&](nvimgcodecBackendKind_t kind) {
-    auto entry = described<nvimgcodecBackend_t>(NVIMGCODEC_STRUCTURE_TYPE_BACKEND);
-    entry.kind = kind;
-    entry.params = described<nvimgcodecBackendParams_t>(NVIMGCODEC_STRUCTURE_TYPE_BACKEND_PARAMS);
-    entry.params.load_hint = 1.0f;
-    backends.push_back(entry);
+  // One decoder per engine, so each image's engine is known (DecodeCascade).
+  auto make_decoder = [&](std::vector<nvimgcodecBackendKind_t> kinds, const std::string& options) {
+    std::vector<nvimgcodecBackend_t> backends;
+    for (const auto kind : kinds) {
+      auto entry = described<nvimgcodecBackend_t>(NVIMGCODEC_STRUCTURE_TYPE_BACKEND);
+      entry.kind = kind;
+      entry.params = described<nvimgcodecBackendParams_t>(NVIMGCODEC_STRUCTURE_TYPE_BACKEND_PARAMS);
+      // The whole batch to this backend, decided here once: the default
+      // policy sizes the share from the first call's batch for good.
+      entry.params.load_hint = 1.0f;
+      entry.params.load_hint_policy = NVIMGCODEC_LOAD_HINT_POLICY_FIXED;
+      backends.push_back(entry);
+    }
+    auto params = described<nvimgcodecExecutionParams_t>(NVIMGCODEC_STRUCTURE_TYPE_EXECUTION_PARAMS);
+    params.device_id = backend == Backend::Gpu ? device : NVIMGCODEC_DEVICE_CPU_ONLY;
+    params.max_num_cpu_threads = cpu_threads;
+    params.num_backends = static_cast<int>(backends.size());
+    params.backends = backends.data();
+    nvimgcodecDecoder_t decoder = nullptr;
+    const auto status = api.decoder_create(state_->instance, &decoder, &params, options.empty() ? nullptr : options.c_str());
+    return std::make_pair(status, decoder);
   };
   if (backend == Backend::Gpu) {
     // The hardware engine first; what it refuses (progressive, odd
-    // subsampling, huge) goes to nvJPEG's CUDA and hybrid decoders.
-    allow(NVIMGCODEC_BACKEND_KIND_HW_GPU_ONLY);
-    allow(NVIMGCODEC_BACKEND_KIND_GPU_ONLY);
-    allow(NVIMGCODEC_BACKEND_KIND_HYBRID_CPU_GPU);
+    // subsampling, huge) goes to nvJPEG's CUDA and hybrid decoders. A GPU
+    // without JPEG engines has no hardware decoder: the CUDA one does all.
+    const std::string hw_options =
+        batch_size > 0 ? "nvjpeg_hw_decoder:preallocate_batch_size=" + std::to_string(batch_size) : std::string();
+    if (auto [status, decoder] = make_decoder({NVIMGCODEC_BACKEND_KIND_HW_GPU_ONLY}, hw_options);
+        status == NVIMGCODEC_STATUS_SUCCESS && decoder != nullptr) {
+      state_->decoders.emplace_back(DecodeEngine::Hardware, decoder);
+    }
+    auto [status, decoder] =
+        make_decoder({NVIMGCODEC_BACKEND_KIND_GPU_ONLY, NVIMGCODEC_BACKEND_KIND_HYBRID_CPU_GPU}, std::string());
+    if (status != NVIMGCODEC_STATUS_SUCCESS) {
+      throw std::runtime_error("[NvImageCodecDecoder] creating the CUDA decoder failed: " + status_text(status));
+    }
+    state_->decoders.emplace_back(DecodeEngine::Cuda, decoder);
   } else {
-    allow(NVIMGCODEC_BACKEND_KIND_CPU_ONLY);
-  }
-  auto params = described<nvimgcodecExecutionParams_t>(NVIMGCODEC_STRUCTURE_TYPE_EXECUTION_PARAMS);
-  params.device_id = backend == Backend::Gpu ? device : NVIMGCODEC_DEVICE_CPU_ONLY;
-  params.max_num_cpu_threads = cpu_threads;
-  params.num_backends = static_cast<int>(backends.size());
-  params.backends = backends.data();
-  if (const auto status = api.decoder_create(state_->instance, &state_->decoder, &params, nullptr);
-      status != NVIMGCODEC_STATUS_SUCCESS) {
-    throw std::runtime_error("[NvImageCodecDecoder] creating the decoder failed: " + status_text(status));
+    auto [status, decoder] = make_decoder({NVIMGCODEC_BACKEND_KIND_CPU_ONLY}, std::string());
+    if (status != NVIMGCODEC_STATUS_SUCCESS) {
+      throw std::runtime_error("[NvImageCodecDecoder] creating the decoder failed: " + status_text(status));
+    }
+    state_->decoders.emplace_back(DecodeEngine::Cpu, decoder);
   }
 }
 
 NvImageCodecDecoder::~NvImageCodecDecoder() = default;
 
-std::vector<bool> NvImageCodecDecoder::decode(const std::vector<BatchDecodeItem>& items, void* cuda_stream) {
+bool NvImageCodecDecoder::has_hardware_decoder() const {
+  return !state_->decoders.empty() && state_->decoders.front().first == DecodeEngine::Hardware;
+}
+
+std::vector<DecodeEngine> NvImageCodecDecoder::decode(const std::vector<BatchDecodeItem>& items, void* cuda_stream) {
   const Api& api = *state_->api;
-  std::vector<bool> decoded(items.size(), false);
+  std::vector<DecodeEngine> engines(items.size(), DecodeEngine::None);
   std::vector<nvimgcodecCodeStream_t> streams;  // every stream made, destroyed at the end
   std::vector<nvimgcodecCodeStream_t> batch_streams;
   std::vector<nvimgcodecImage_t> batch_images;
@@ -316,26 +342,41 @@ std::vector<bool> NvImageCodecDecoder::decode(const std::vector<BatchDecodeItem>
     batch_images.push_back(image);
     batch_items.push_back(i);
   }
-  if (!batch_images.empty()) {
-    auto params = described<nvimgcodecDecodeParams_t>(NVIMGCODEC_STRUCTURE_TYPE_DECODE_PARAMS);
-    params.apply_exif_orientation = 0;  // as torchvision and the CPU path
-    nvimgcodecFuture_t future = nullptr;
-    if (api.decoder_decode(state_->decoder, batch_streams.data(), batch_images.data(),
-                           static_cast<int>(batch_images.size()), &params, &future) == NVIMGCODEC_STATUS_SUCCESS) {
+  // Each decoder in turn on what the earlier ones left.
+  DecodeCascade cascade;
+  for (const auto& [engine, decoder] : state_->decoders) {
+    cascade.add(engine, [&, decoder = decoder](const std::vector<size_t>& which) {
+      std::vector<nvimgcodecCodeStream_t> stage_streams;
+      std::vector<nvimgcodecImage_t> stage_images;
+      for (const size_t k : which) {
+        stage_streams.push_back(batch_streams[k]);
+        stage_images.push_back(batch_images[k]);
+      }
+      std::vector<bool> decoded(which.size(), false);
+      auto params = described<nvimgcodecDecodeParams_t>(NVIMGCODEC_STRUCTURE_TYPE_DECODE_PARAMS);
+      params.apply_exif_orientation = 0;  // as torchvision and the CPU path
+      nvimgcodecFuture_t future = nullptr;
+      if (api.decoder_decode(decoder, stage_streams.data(), stage_images.data(), static_cast<int>(stage_images.size()),
+                             &params, &future) != NVIMGCODEC_STATUS_SUCCESS) {
+        return decoded;
+      }
       api.future_wait(future);
-      std::vector<nvimgcodecProcessingStatus_t> statuses(batch_images.size(), NVIMGCODEC_PROCESSING_STATUS_FAIL);
+      std::vector<nvimgcodecProcessingStatus_t> statuses(stage_images.size(), NVIMGCODEC_PROCESSING_STATUS_FAIL);
       size_t count = statuses.size();
       if (api.future_status(future, statuses.data(), &count) == NVIMGCODEC_STATUS_SUCCESS) {
-        for (size_t k = 0; k < count && k < batch_items.size(); ++k) {
-          decoded[batch_items[k]] = statuses[k] == NVIMGCODEC_PROCESSING_STATUS_SUCCESS;
+        for (size_t k = 0; k < count && k < decoded.size(); ++k) {
+          decoded[k] = statuses[k] == NVIMGCODEC_PROCESSING_STATUS_SUCCESS;
         }
       }
       api.future_destroy(future);
-    }
+      return decoded;
+    });
   }
+  const std::vector<DecodeEngine> batch_engines = cascade.run(batch_images.size());
+  for (size_t k = 0; k < batch_items.size(); ++k) engines[batch_items[k]] = batch_engines[k];
   for (auto image : batch_images) api.image_destroy(image);
   for (auto it = streams.rbegin(); it != streams.rend(); ++it) api.stream_destroy(*it);
-  return decoded;
+  return engines;
 }
 
 }  // namespace fulgur

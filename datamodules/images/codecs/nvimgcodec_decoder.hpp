@@ -1,5 +1,6 @@
 #pragma once
 
+#include <fulgur/datamodules/images/codecs/decode_engine.hpp>
 #include <fulgur/datamodules/images/codecs/image_codec.hpp>
 
 #include <cstddef>
@@ -32,6 +33,14 @@ struct BatchDecodeItem {
 /// GPU. Only the extensions a backend needs are loaded (no JPEG 2000 or
 /// TIFF). decode() is thread-safe: calls from several loader threads take
 /// turns, which costs little since one call decodes a whole batch.
+///
+/// The GPU backend is two nvImageCodec decoders tried in turn (a
+/// DecodeCascade): the hardware engine alone, then nvJPEG's CUDA and hybrid
+/// decoders for what it refused, so decode() can say which engine decoded
+/// each image (nvImageCodec's fallback between backends does not). The
+/// hardware decoder's batch share is fixed (load hint 1, policy fixed), not
+/// set by whichever call comes first, and with `batch_size` its buffers
+/// are preallocated for that many images.
 class NvImageCodecDecoder {
  public:
   enum class Backend { Cpu, Gpu };
@@ -40,7 +49,9 @@ class NvImageCodecDecoder {
   /// device `device` (ignored by the CPU backend) with at most `cpu_threads`
   /// host threads (0: one per core). Throws std::runtime_error saying why
   /// it cannot: built without the header, library or extension not found.
-  NvImageCodecDecoder(Backend backend, int device = 0, int cpu_threads = 0);
+  /// `batch_size` > 0: the images per decode() call to preallocate the
+  /// hardware decoder for (the loader's batch size).
+  NvImageCodecDecoder(Backend backend, int device = 0, int cpu_threads = 0, int batch_size = 0);
   ~NvImageCodecDecoder();
   NvImageCodecDecoder(const NvImageCodecDecoder&) = delete;
   NvImageCodecDecoder& operator=(const NvImageCodecDecoder&) = delete;
@@ -51,10 +62,14 @@ class NvImageCodecDecoder {
 
   /// Decodes every item in one batched call; for the GPU backend on
   /// `cuda_stream` (a cudaStream_t; null is the legacy default stream),
-  /// returning once the results are written. One flag per item: false for
-  /// an image no backend could decode (unsupported, corrupt, truncated),
-  /// which the caller decodes another way; never throws for bad bytes.
-  std::vector<bool> decode(const std::vector<BatchDecodeItem>& items, void* cuda_stream = nullptr);
+  /// returning once the results are written. One engine per item: the one
+  /// that decoded it, or DecodeEngine::None for an image no backend could
+  /// decode (unsupported, corrupt, truncated), which the caller decodes
+  /// another way; never throws for bad bytes.
+  std::vector<DecodeEngine> decode(const std::vector<BatchDecodeItem>& items, void* cuda_stream = nullptr);
+  /// Whether the hardware engine's decoder could be made (the GPU backend on
+  /// a GPU with JPEG engines; false for the CPU backend).
+  bool has_hardware_decoder() const;
 
   Backend backend() const { return backend_; }
 

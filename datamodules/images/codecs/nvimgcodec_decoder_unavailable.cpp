@@ -20,14 +20,16 @@ struct NvImageCodecDecoder::State {};
 
 std::optional<std::string> NvImageCodecDecoder::unavailable_reason() { return std::string(kWithout); }
 
-NvImageCodecDecoder::NvImageCodecDecoder(Backend backend, int, int) : backend_(backend) {
+NvImageCodecDecoder::NvImageCodecDecoder(Backend backend, int, int, int) : backend_(backend) {
   throw std::runtime_error(std::string("[NvImageCodecDecoder] ") + kWithout);
 }
 
 NvImageCodecDecoder::~NvImageCodecDecoder() = default;
 
-std::vector<bool> NvImageCodecDecoder::decode(const std::vector<BatchDecodeItem>& items, void*) {
-  return std::vector<bool>(items.size(), false);
+std::vector<DecodeEngine> NvImageCodecDecoder::decode(const std::vector<BatchDecodeItem>& items, void*) {
+  return std::vector<DecodeEngine>(items.size(), DecodeEngine::None);
 }
+
+bool NvImageCodecDecoder::has_hardware_decoder() const { return false; }
 
 }  // namespace fulgur
