@@ -175,6 +175,34 @@ void Fabric::write_checkpoint(const std::filesystem::path& path, const Checkpoin
     throw std::logic_error("[Fabric::save_checkpoint] a sharding strategy's checkpoint needs the Trainer; use ddp");
   }
   if (module_ == nullptr) throw std::logic_error("[Fabric] no module: call setup(module) first");
+  Checkpoint c = training_state(/*copy=*/false);
+  for (const auto& entry : extra) c.insert_or_assign(entry.key(), entry.value());
+  CheckpointIO::save(c, path);
+}
+
+namespace {
+
+// A deep copy: what a later load overwrites in place must not change it.
+c10::IValue copied(const c10::IValue& value) {
+  if (value.isTensor()) return value.toTensor().detach().clone();
+  if (value.isGenericDict()) {
+    const auto dict = value.toGenericDict();
+    c10::impl::GenericDict out(dict.keyType(), dict.valueType());
+    for (const auto& entry : dict) out.insert(entry.key(), copied(entry.value()));
+    return out;
+  }
+  if (value.isList()) {
+    const auto list = value.toList();
+    c10::impl::GenericList out(list.elementType());
+    for (const auto& item : list) out.push_back(copied(item));
+    return out;
+  }
+  return value;
+}
+
+}  // namespace
+
+Checkpoint Fabric::training_state(bool copy) const {
   LightningModule& m = *module_;
   Checkpoint c = new_state_dict();
   c.insert(CheckpointIO::kVersionKey, std::string(FULGUR_VERSION));
@@ -193,28 +221,40 @@ void Fabric::write_checkpoint(const std::filesystem::path& path, const Checkpoin
   c.insert("optimizer_states", optimizers);
   c.insert("lr_schedulers", schedulers);
   c.insert("precision", strategy_->precision().state_dict());
-  for (const auto& entry : extra) c.insert_or_assign(entry.key(), entry.value());
-  CheckpointIO::save(c, path);
+  return copy ? copied(c).toGenericDict() : c;
 }
 
 Checkpoint Fabric::load_checkpoint(const std::filesystem::path& path) {
-  LightningModule& m = module();
+  module();  // set up
   const std::string source = path.string();
   Checkpoint c = CheckpointIO::load(path);
   for (const char* key : {"global_step", "state_dict", "optimizer_states", "lr_schedulers", "precision"}) {
     if (!c.contains(key)) throw CheckpointError(fmt::format("[Fabric::load_checkpoint] {} has no '{}'", source, key));
   }
+  // A load that fails part-way changes nothing: the state it found is put back.
+  const Checkpoint kept = training_state(/*copy=*/true);
+  try {
+    restore(c, source);
+  } catch (...) {
+    restore(kept, "the state before the failed load");
+    throw;
+  }
+  return c;
+}
+
+void Fabric::restore(const Checkpoint& c, const std::string& source) {
+  LightningModule& m = *module_;
   c10::Dict<std::string, torch::Tensor> weights;
   for (const auto& entry : c.at("state_dict").toGenericDict()) {
     weights.insert(entry.key().toStringRef(), entry.value().toTensor());
   }
   try {
-    load_state_dict(m, weights, /*strict=*/true);
     const auto optimizers = c.at("optimizer_states").toList();
     if (optimizers.size() != optimizers_.size()) {
       throw std::invalid_argument(
           fmt::format("it holds {} optimizer states, the model has {}", optimizers.size(), optimizers_.size()));
     }
+    load_state_dict(m, weights, /*strict=*/true);
     const auto schedulers = c.at("lr_schedulers").toList();
     size_t next_scheduler = 0;
     for (size_t i = 0; i < optimizers_.size(); ++i) {
@@ -223,14 +263,13 @@ Checkpoint Fabric::load_checkpoint(const std::filesystem::path& path) {
         load_scheduler_state_dict(*optimizers_[i].lr_scheduler, schedulers.get(next_scheduler++).toGenericDict(), source);
       }
     }
+    strategy_->precision().load_state_dict(c.at("precision").toGenericDict());
   } catch (const CheckpointError&) {
     throw;
   } catch (const std::exception& e) {
     throw CheckpointError(fmt::format("[Fabric::load_checkpoint] {}: {}", source, e.what()));
   }
-  strategy_->precision().load_state_dict(c.at("precision").toGenericDict());
   global_step_ = c.at("global_step").toInt();
-  return c;
 }
 
 }  // namespace fulgur

@@ -107,7 +107,9 @@ class Fabric {
   void write_checkpoint(const std::filesystem::path& path, const Checkpoint& extra = new_state_dict()) const;
   /// Restores what save_checkpoint wrote (every rank reads the file) and
   /// returns the whole checkpoint, `extra` entries included. A missing or
-  /// corrupt file, or weights that do not fit, throw naming the path.
+  /// corrupt file, or weights, optimizer or scheduler states that do not
+  /// fit, throw naming the path — and change nothing: weights, optimizer
+  /// and scheduler states, the scaler and global_step stay as they were.
   Checkpoint load_checkpoint(const std::filesystem::path& path);
 
   /// Optimizer steps taken since setup (or restored by load_checkpoint).
@@ -123,6 +125,12 @@ class Fabric {
   friend class FabricRuntime;
   /// Sends what the module logged to the loggers.
   void flush_logged();
+  /// What a checkpoint holds of the training (weights, optimizers,
+  /// schedulers, scaler, step); `copy`: tensors cloned, so a later load
+  /// cannot change them.
+  Checkpoint training_state(bool copy) const;
+  /// Puts `c`'s training state in place (load_checkpoint's second half).
+  void restore(const Checkpoint& c, const std::string& source);
   /// One scheduler step; a plateau's on its monitored value (metrics_).
   void step_scheduler(const LRSchedulerConfig& config);
 

@@ -78,6 +78,14 @@ OnlineConfig read(const YAML::Node& root) {
   const int64_t threads = online.get<int64_t>("num_threads", 0);
   if (threads > 0) o.num_threads = threads;
   o.max_steps = online.get<int64_t>("max_steps", o.max_steps);
+  const std::string nonfinite = online.get<std::string>("on_nonfinite", "stop");
+  if (nonfinite == "stop") {
+    o.on_nonfinite = OnNonFinite::Stop;
+  } else if (nonfinite == "skip") {
+    o.on_nonfinite = OnNonFinite::Skip;
+  } else {
+    throw cli::ConfigError(fmt::format("online.on_nonfinite: '{}' is not one of stop, skip", nonfinite));
+  }
   check_all_read(online);
 
   cli::ConfigSection stream = sub(root, "stream");

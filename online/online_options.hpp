@@ -1,5 +1,7 @@
 #pragma once
 
+#include <fulgur/online/on_nonfinite.hpp>
+
 #include <fulgur/online/sample_stream_options.hpp>
 #include <fulgur/trainer/trainer_options.hpp>
 
@@ -36,6 +38,9 @@ struct OnlineOptions {
   /// Checkpoints also hold the samples buffered in the stream (a replay
   /// buffer refills at once after a restart), and loading one pushes them back.
   bool checkpoint_buffer = false;
+  /// A step whose loss or gradients are not finite is never taken; Stop
+  /// ends training with an error, Skip skips and counts it (OnNonFinite).
+  OnNonFinite on_nonfinite = OnNonFinite::Stop;
 };
 
 }  // namespace fulgur

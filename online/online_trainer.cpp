@@ -76,13 +76,30 @@ OnlineTrainer::~OnlineTrainer() {
 double OnlineTrainer::step(const Batch& batch) {
   const torch::Tensor loss = fabric_->training_loss(batch);
   const double value = loss.detach().item<double>();
-  if (!std::isfinite(value)) {
-    // Before backward: the weights stay those of the last good step.
-    throw std::runtime_error(fmt::format("[OnlineTrainer] the loss of step {} is {}: no step was taken; {}",
-                                         global_step_.load() + 1, value, keep_trained_state()));
-  }
   try {
-    fabric_->backward(loss);  // ddp and horovod exchange gradients here: a dead peer fails it
+    // Backward also with a non-finite loss: the other ranks wait in this
+    // step's gradient exchange; the ranks then skip the step together.
+    fabric_->backward(loss);
+    const int64_t at = global_step_.load() + 1;
+    const std::string local = nonfinite_tensor(value, at);
+    bool skip = !local.empty();
+    // One small all-reduce: a sharded gradient (fsdp) or a NaN only one rank
+    // saw reaches every rank's decision.
+    if (fabric_->world_size() > 1) skip = fabric_->strategy().max_over_ranks(skip ? 1 : 0) != 0;
+    if (skip) {
+      for (auto& entry : fabric_->optimizers()) entry.optimizer->zero_grad();
+      const std::string what = local.empty() ? fmt::format("step {} is not finite on another rank", at) : local;
+      if (options_.on_nonfinite == OnNonFinite::Stop) {
+        throw std::runtime_error(fmt::format("[OnlineTrainer] {}: no step was taken", what));
+      }
+      ++skipped_steps_;
+      if (fabric_->is_global_zero()) {
+        std::cerr << fmt::format("fulgur: warning: {}: step skipped (on_nonfinite: skip; {} so far)", what,
+                                 skipped_steps_.load())
+                  << std::endl;
+      }
+      return value;
+    }
     fabric_->optimizer_step(0);
     const int64_t done = ++global_step_;
     if (done % options_.publish_every_n_steps == 0) publish();
@@ -91,6 +108,27 @@ double OnlineTrainer::step(const Batch& batch) {
     fail_keeping(e);
   }
   return value;
+}
+
+std::string OnlineTrainer::nonfinite_tensor(double loss, int64_t at) const {
+  const int64_t rank = fabric_->global_rank();
+  if (!std::isfinite(loss)) return fmt::format("the loss of step {} is {} on rank {}", at, loss, rank);
+  // One reduction and one read for the common case; names the tensor only when one is bad.
+  std::vector<torch::Tensor> flags;
+  const auto parameters = module_->named_parameters();
+  for (const auto& entry : parameters) {
+    const torch::Tensor& grad = entry.value().grad();
+    if (grad.defined()) flags.push_back(torch::isfinite(grad).all());
+  }
+  if (flags.empty() || torch::stack(flags).all().item<bool>()) return "";
+  for (const auto& entry : parameters) {
+    const torch::Tensor& grad = entry.value().grad();
+    if (grad.defined() && !torch::isfinite(grad).all().item<bool>()) {
+      return fmt::format("the gradient of '{}' in step {} holds NaN or Inf on rank {} (loss {})", entry.key(), at,
+                         rank, loss);
+    }
+  }
+  return "";
 }
 
 void OnlineTrainer::fail_keeping(const std::exception& error) {

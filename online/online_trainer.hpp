@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -52,8 +53,10 @@ class OnlineTrainer {
 
   // --- inline mode ------------------------------------------------------------------
   /// One optimizer step on `inputs` and `targets` (one batch); returns the
-  /// loss. A NaN or infinite loss throws std::runtime_error before any
-  /// weight changes. Not while background training runs.
+  /// loss. A NaN or infinite loss or gradient takes no step: with
+  /// on_nonfinite stop (the default) it throws std::runtime_error naming the
+  /// step, the rank and the tensor; with skip it is counted. Not while
+  /// background training runs.
   double train_step(const torch::Tensor& inputs, const torch::Tensor& targets);
 
   // --- background mode --------------------------------------------------------------
@@ -76,6 +79,9 @@ class OnlineTrainer {
   /// Publishes the training model's weights now (between steps only: from
   /// the thread that calls train_step, or after stop()).
   void publish();
+  /// Steps skipped because their loss or gradients were not finite
+  /// (on_nonfinite: skip).
+  int64_t skipped_steps() const { return skipped_steps_.load(); }
   /// Optimizer steps taken, and the step of the weights predict() uses.
   int64_t global_step() const { return global_step_.load(); }
   int64_t published_step() const { return snapshot_.step(); }
@@ -99,8 +105,13 @@ class OnlineTrainer {
   LightningModule& module() { return *module_; }
 
  private:
-  /// One step on `batch` with the NaN check; publishes when due.
+  /// One step on `batch`, taken only when its loss and gradients are finite
+  /// on every rank (OnlineOptions::on_nonfinite); publishes when due.
   double step(const Batch& batch);
+  /// What is not finite on this rank in step `at` ("the loss of step 3 is
+  /// nan on rank 0", "the gradient of 'net.0.weight' in step 3 holds NaN or
+  /// Inf on rank 1 (loss 0.5)"), or "" when all is.
+  std::string nonfinite_tensor(double loss, int64_t at) const;
   void run_background();
   /// Holds StopSignals from the first train_step or start() on (checkpoint_dir only).
   void hold_stop_signals();
@@ -130,6 +141,7 @@ class OnlineTrainer {
   std::mutex predict_mutex_;
   int64_t inference_step_ = -1;  // under predict_mutex_
   std::atomic<int64_t> global_step_{0};
+  std::atomic<int64_t> skipped_steps_{0};
   std::atomic<bool> running_{false};
   std::atomic<bool> failed_{false};
   std::optional<StopSignals> signals_;  // with checkpoint_dir, during the run

@@ -2,6 +2,7 @@
 #include "support/test_support.hpp"
 #include "support/tiny_modules.hpp"
 
+#include <fulgur/modules/state_dict.hpp>
 #include <fulgur/online/fabric.hpp>
 #include <fulgur/online/fulgur_online.h>
 #include <fulgur/online/online_config.hpp>
@@ -275,8 +276,8 @@ TEST_CASE("a NaN loss stops with one error and keeps the weights trained so far"
     for (const auto& p : online.module().parameters()) kept.push_back(p.detach().clone());
     const torch::Tensor bad = torch::full({4, 4}, std::numeric_limits<float>::quiet_NaN());
     CHECK(error_of([&] { online.train_step(bad, batches[1].target); }) ==
-          "[OnlineTrainer] the loss of step 2 is nan: no step was taken; the weights after step 1 are kept "
-          "(published for predict())");
+          "[OnlineTrainer] the loss of step 2 is nan on rank 0: no step was taken; the weights after step 1 are "
+          "kept (published for predict())");
     CHECK(online.published_step() == 1);
     const auto now = online.module().parameters();
     for (size_t i = 0; i < kept.size(); ++i) CHECK(torch::equal(kept[i], now[i]));
@@ -293,11 +294,45 @@ TEST_CASE("a NaN loss stops with one error and keeps the weights trained so far"
     online.push(torch::full({4, 4}, std::numeric_limits<float>::quiet_NaN()), batches[1].target);
     const std::string error = error_of([&] { online.stop(); });
     CHECK(error ==
-          "[OnlineTrainer] background training stopped at step 1: [OnlineTrainer] the loss of step 2 is nan: no "
-          "step was taken; the weights after step 1 are kept (published for predict())");
+          "[OnlineTrainer] background training stopped at step 1: [OnlineTrainer] the loss of step 2 is nan on rank "
+          "0: no step was taken; the weights after step 1 are kept (published for predict())");
     CHECK(online.global_step() == 1);
     CHECK(online.published_step() == 1);
     CHECK(torch::isfinite(online.predict(batches[0].input)).all().item<bool>());
+  }
+}
+
+TEST_CASE("an Inf input with a finite loss (tanh saturates) but NaN gradients takes no step; skip counts it") {
+  TempDir dir("online-inf");
+  const std::vector<Batch> batches = fixed_batches(2, 4);
+  torch::Tensor inf_input = batches[1].input.clone();
+  inf_input[0][0] = std::numeric_limits<float>::infinity();
+  for (const OnNonFinite mode : {OnNonFinite::Stop, OnNonFinite::Skip}) {
+    CAPTURE(static_cast<int>(mode));
+    OnlineOptions options = online_options(dir);
+    options.on_nonfinite = mode;
+    options.publish_every_n_steps = 1;
+    OnlineTrainer online([] { return std::make_shared<Mlp>(); }, options);
+    online.train_step(batches[0].input, batches[0].target);
+    std::vector<torch::Tensor> kept;
+    for (const auto& p : online.module().parameters()) kept.push_back(p.detach().clone());
+    if (mode == OnNonFinite::Stop) {
+      const std::string error = error_of([&] { online.train_step(inf_input, batches[1].target); });
+      CHECK(error.find("[OnlineTrainer] the gradient of 'net.0.weight' in step 2 holds NaN or Inf on rank 0 (loss ") ==
+            0);
+      CHECK(error.find("no step was taken") != std::string::npos);
+    } else {
+      const double loss = online.train_step(inf_input, batches[1].target);
+      CHECK(std::isfinite(loss));  // the loss alone would not have caught it
+      CHECK(online.skipped_steps() == 1);
+    }
+    CHECK(online.global_step() == 1);
+    const auto now = online.module().parameters();
+    for (size_t i = 0; i < kept.size(); ++i) CHECK(torch::equal(kept[i], now[i]));
+    CHECK(torch::isfinite(online.predict(batches[0].input)).all().item<bool>());
+    online.train_step(batches[1].input, batches[1].target);  // the next finite step is taken
+    CHECK(online.global_step() == 2);
+    for (const auto& p : online.module().parameters()) CHECK(torch::isfinite(p).all().item<bool>());
   }
 }
 
@@ -407,6 +442,35 @@ TEST_CASE("Fabric: a ReduceLROnPlateau scheduler steps on its monitored value at
   third.optimizer_step(1);
   CHECK(torch::equal(two.net[0]->parameters()[0], first_before));  // optimizer 0 did not step
   CHECK(!torch::equal(two.net[2]->parameters()[0], second_before));
+}
+
+TEST_CASE("Fabric: a load that fails (an optimizer that does not match) changes nothing: weights, step, predictions") {
+  TempDir dir("online-fabric-failed-load");
+  const std::vector<Batch> batches = fixed_batches(3, 4);
+  Mlp adam;  // Adam: its checkpoint holds Adam's state
+  Fabric writer(quiet_options(dir.path().string()));
+  writer.setup(adam);
+  for (const Batch& b : batches) writer.training_step(b);
+  writer.save_checkpoint(dir / "adam.ckpt");
+
+  PlateauMlp sgd("flat");  // the same weights' shapes, SGD
+  Fabric reader(quiet_options(dir.path().string()));
+  reader.setup(sgd);
+  reader.training_step(batches[0]);
+  const auto before = fulgur::state_dict(sgd);
+  std::vector<torch::Tensor> weights;
+  for (const auto& entry : before) weights.push_back(entry.value().clone());
+  const std::string error = error_of([&] { reader.load_checkpoint(dir / "adam.ckpt"); });
+  CHECK(error.find("[Fabric::load_checkpoint] " + (dir / "adam.ckpt").string()) == 0);
+  CHECK(reader.global_step() == 1);  // not the checkpoint's 3
+  size_t i = 0;
+  for (const auto& entry : fulgur::state_dict(sgd)) {
+    CAPTURE(entry.key());
+    CHECK(torch::equal(entry.value(), weights[i++]));  // not Adam's weights
+  }
+  // And it trains on from where it was.
+  CHECK_NOTHROW(reader.training_step(batches[1]));
+  CHECK(reader.global_step() == 2);
 }
 
 TEST_CASE("a checkpoint saved at step 4 and loaded into a fresh trainer continues exactly as without the stop") {

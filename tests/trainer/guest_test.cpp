@@ -10,6 +10,8 @@
 
 #include <fulgur/core/ignored_sigpipe.hpp>
 #include <fulgur/core/stop_signals.hpp>
+#include <fulgur/online/fabric.hpp>
+#include <fulgur/online/online_trainer.hpp>
 #include <fulgur/trainer/connectors/stop_signal_error.hpp>
 
 #include <ATen/Context.h>
@@ -191,6 +193,31 @@ TEST_CASE("guest: construction, fit, two Trainers ended first-made-first and a f
   HostState::read().check_equal(before, "after a Trainer whose set-up threw");
   CHECK(g_host_terms.load() == 0);
   CHECK(g_host_ints.load() == 0);
+}
+
+TEST_CASE("guest: an OnlineTrainer and a Fabric change nothing when constructed; inline steps keep the thread count") {
+  const Host host;
+  (void)torch::ones({8, 4}).matmul(torch::ones({4, 1})).sum().item<float>();
+  const HostState before = HostState::read();
+  TempDir dir("guest-online");
+  {
+    OnlineOptions options;
+    options.trainer = host_options(dir).logger(false);
+    options.num_threads = 2;
+    options.checkpoint_dir = dir / "online";
+    OnlineTrainer online([] { return std::make_shared<fulgur::testing::RecordingModule>(); }, options);
+    HostState::read().check_equal(before, "after constructing an OnlineTrainer");
+    online.train_step(torch::ones({8, 4}), torch::ones({8}));
+    CHECK(at::get_num_threads() == before.threads);  // num_threads held during the step only
+    // Inline training runs from its first step to its end: the signals are recorded meanwhile.
+    CHECK(!same(handler_of(SIGTERM), host_term));
+  }
+  CHECK(same(handler_of(SIGTERM), host_term));
+  {
+    Fabric fabric(host_options(dir).logger(false));
+    HostState::read().check_equal(before, "after constructing a Fabric");
+  }
+  HostState::read().check_equal(before, "after the OnlineTrainer and the Fabric ended");
 }
 
 TEST_CASE("guest: the options' threads, deterministic and cuDNN benchmark hold during the run only") {
