@@ -6,7 +6,8 @@
 //   2. background training's samples/s meanwhile;
 //   3. predict() latency while training runs (median);
 //   4. inline train_step against a bare LibTorch step of the same model
-//      and optimizer (median of alternating pairs).
+//      and optimizer (median of alternating pairs), and the cost of the
+//      finiteness check (on_nonfinite) on the bare step.
 //
 //   online_bench [--grid 256] [--sim_steps 20000] [--pairs 7] [--train_threads 1]
 #include "bench_support.hpp"
@@ -15,6 +16,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -126,7 +128,7 @@ int main(int argc, char** argv) {
   }
 
   // 4: inline train_step against a bare LibTorch step, alternating.
-  std::vector<double> inline_ratios;
+  std::vector<double> inline_ratios, check_costs, check_ratios;
   const torch::Tensor x = torch::rand({64, 64}), y = torch::rand({64, 64});
   for (int64_t p = 0; p < pairs; ++p) {
     torch::manual_seed(0);
@@ -147,21 +149,41 @@ int main(int argc, char** argv) {
       }
       return seconds_since(start);
     };
+    // The bare step plus what OnlineTrainer adds to decide that a step is
+    // finite (loss and every gradient; OnlineOptions::on_nonfinite): its cost alone.
+    auto run_bare_checked = [&] {
+      const auto start = Clock::now();
+      for (int s = 0; s < steps; ++s) {
+        torch::Tensor loss = torch::mse_loss(bare.net->forward(x), y);
+        loss.backward();
+        std::vector<torch::Tensor> flags;
+        for (const auto& parameter : bare.parameters()) flags.push_back(torch::isfinite(parameter.grad()).all());
+        if (!torch::stack(flags).all().item<bool>()) std::abort();
+        adam.step();
+        adam.zero_grad();
+        (void)loss.item<double>();
+      }
+      return seconds_since(start);
+    };
     auto run_inline = [&] {
       const auto start = Clock::now();
       for (int s = 0; s < steps; ++s) online.train_step(x, y);
       return seconds_since(start);
     };
     // The order alternates from pair to pair, so drift hits both sides.
-    double t_bare = 0.0, t_inline = 0.0;
+    double t_bare = 0.0, t_inline = 0.0, t_checked = 0.0;
     if (p % 2 == 0) {
       t_bare = run_bare();
+      t_checked = run_bare_checked();
       t_inline = run_inline();
     } else {
       t_inline = run_inline();
+      t_checked = run_bare_checked();
       t_bare = run_bare();
     }
     inline_ratios.push_back(t_inline / t_bare);
+    check_costs.push_back((t_checked - t_bare) / steps);
+    check_ratios.push_back(t_checked / t_bare);
     std::printf("pair %lld: bare step %.1f us, inline train_step %.1f us (x%.3f)\n", static_cast<long long>(p),
                 t_bare / steps * 1e6, t_inline / steps * 1e6, inline_ratios.back());
     at::set_num_threads(1);
@@ -175,5 +197,7 @@ int main(int argc, char** argv) {
   std::printf("  predict latency while training: %.1f us (median of %zu)\n", median(latencies) * 1e6,
               latencies.size());
   std::printf("  inline train_step / bare LibTorch step: x%.3f (target <= 1.05)\n", median(inline_ratios));
+  std::printf("  finiteness check (loss and gradients, one rank): %+.1f us per step, bare step x%.3f\n",
+              median(check_costs) * 1e6, median(check_ratios));
   return 0;
 }

@@ -12,10 +12,11 @@ module fulgur_online
 
   integer(c_int), parameter, public :: FULGUR_OK = 0, FULGUR_INVALID_ARGUMENT = 1, FULGUR_CONFIG_ERROR = 2, &
                                        FULGUR_TRAINING_ERROR = 3, FULGUR_CHECKPOINT_ERROR = 4, &
-                                       FULGUR_INTERNAL_ERROR = 5
+                                       FULGUR_INTERNAL_ERROR = 5, FULGUR_STOPPED = 6
 
   public :: fulgur_create, fulgur_destroy, fulgur_train_step, fulgur_push, fulgur_start, fulgur_stop, &
-            fulgur_predict, fulgur_save_checkpoint, fulgur_load_checkpoint, fulgur_global_step, fulgur_last_error
+            fulgur_predict, fulgur_save_checkpoint, fulgur_load_checkpoint, fulgur_global_step, fulgur_stop_signal, &
+            fulgur_last_error
 
   interface fulgur_train_step
     module procedure train_step_2d, train_step_4d, train_step_2d_f64, train_step_4d_f64
@@ -100,6 +101,11 @@ module fulgur_online
       import :: c_int, c_ptr, c_int64_t
       type(c_ptr), value :: handle
       integer(c_int64_t), intent(out) :: step
+    end function
+    integer(c_int) function c_stop_signal(handle, signal) bind(c, name="fulgur_online_stop_signal")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: handle
+      integer(c_int), intent(out) :: signal
     end function
     type(c_ptr) function c_last_error() bind(c, name="fulgur_online_last_error")
       import :: c_ptr
@@ -240,6 +246,13 @@ contains
     type(c_ptr), intent(in) :: handle
     integer(c_int64_t), intent(out) :: step
     status = c_global_step(handle, step)
+  end function
+
+  ! The signal that stopped training (0: none): see FULGUR_STOPPED.
+  integer(c_int) function fulgur_stop_signal(handle, signal) result(status)
+    type(c_ptr), intent(in) :: handle
+    integer(c_int), intent(out) :: signal
+    status = c_stop_signal(handle, signal)
   end function
 
   ! The message of the last failed call, as a Fortran string.

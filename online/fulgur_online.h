@@ -14,7 +14,9 @@ extern "C" {
 
 typedef enum {
   FULGUR_OK = 0,
-  /* A bad argument: a null pointer, a shape or dtype unlike the first push's. */
+  /* A bad argument: a null pointer, a shape or dtype unlike the first push's;
+   * or a call the trainer's state does not allow (a push into a full
+   * blocking stream before start, which would wait forever). */
   FULGUR_INVALID_ARGUMENT = 1,
   /* The configuration file: missing, not YAML, an unknown key, a bad value,
    * a missing TorchScript file. */
@@ -24,7 +26,11 @@ typedef enum {
   /* A checkpoint could not be written or read. */
   FULGUR_CHECKPOINT_ERROR = 4,
   /* Anything else. */
-  FULGUR_INTERNAL_ERROR = 5
+  FULGUR_INTERNAL_ERROR = 5,
+  /* Training stopped on a signal (SIGTERM, SIGINT, SIGUSR1) and saved its
+   * checkpoint: exit with 128 + fulgur_online_stop_signal(); a restart resumes.
+   * Also a push that waited for room when training stopped. */
+  FULGUR_STOPPED = 6
 } fulgur_status;
 
 typedef struct fulgur_online fulgur_online;
@@ -66,6 +72,8 @@ fulgur_status fulgur_online_save_checkpoint(fulgur_online* handle, const char* p
 fulgur_status fulgur_online_load_checkpoint(fulgur_online* handle, const char* path);
 /* Optimizer steps taken. */
 fulgur_status fulgur_online_global_step(fulgur_online* handle, int64_t* step);
+/* The signal that stopped training (0: none): see FULGUR_STOPPED. */
+fulgur_status fulgur_online_stop_signal(fulgur_online* handle, int* signal);
 
 /* The message of this thread's last failed call ("" if none). */
 const char* fulgur_online_last_error(void);

@@ -34,9 +34,13 @@ fulgur_status guarded(const char* function, Body&& body) {
     body();
     last_error.clear();
     return FULGUR_OK;
+  } catch (const fulgur::StoppedError& e) {
+    return fail(FULGUR_STOPPED, fmt::format("{}: {}", function, e.what()));
   } catch (const fulgur::CheckpointError& e) {
     return fail(FULGUR_CHECKPOINT_ERROR, fmt::format("{}: {}", function, e.what()));
   } catch (const std::invalid_argument& e) {
+    return fail(FULGUR_INVALID_ARGUMENT, fmt::format("{}: {}", function, e.what()));
+  } catch (const std::logic_error& e) {
     return fail(FULGUR_INVALID_ARGUMENT, fmt::format("{}: {}", function, e.what()));
   } catch (const c10::Error& e) {
     return fail(FULGUR_TRAINING_ERROR, fmt::format("{}: {}", function, e.what_without_backtrace()));
@@ -218,6 +222,13 @@ fulgur_status fulgur_online_global_step(fulgur_online* handle, int64_t* step) {
   return guarded("fulgur_online_global_step", [&] {
     if (step == nullptr) throw std::invalid_argument("step must not be null");
     *step = trainer_of(handle).global_step();
+  });
+}
+
+fulgur_status fulgur_online_stop_signal(fulgur_online* handle, int* signal) {
+  return guarded("fulgur_online_stop_signal", [&] {
+    if (signal == nullptr) throw std::invalid_argument("signal must not be null");
+    *signal = trainer_of(handle).stop_signal();
   });
 }
 

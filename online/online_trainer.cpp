@@ -149,11 +149,7 @@ std::string OnlineTrainer::keep_trained_state() noexcept {
 
 double OnlineTrainer::train_step(const torch::Tensor& inputs, const torch::Tensor& targets) {
   if (running_) throw std::logic_error("[OnlineTrainer::train_step] background training is running; stop() it first");
-  if (stop_signal_ != 0) {
-    throw std::runtime_error(fmt::format(
-        "[OnlineTrainer::train_step] training stopped on signal {} and saved {} at step {}; exit, and restart to resume",
-        stop_signal_.load(), last_checkpoint().string(), global_step_.load()));
-  }
+  if (stop_signal_ != 0) throw_stopped("train_step");
   if (!inputs.defined() || !targets.defined() || inputs.dim() < 1 || inputs.size(0) != targets.size(0)) {
     throw std::invalid_argument("[OnlineTrainer::train_step] inputs and targets must be tensors with the same "
                                 "first dimension (the batch)");
@@ -178,8 +174,10 @@ void OnlineTrainer::run_background() {
   try {
     const RunSettings settings({options_.num_threads, std::nullopt, std::nullopt});
     const bool several = fabric_->world_size() > 1;
+    // A stop signal also ends a wait for samples (no producer may come).
+    const auto signalled = [this] { return signals_ && StopSignals::received() != 0; };
     while ((options_.max_steps < 0 || global_step_.load() < options_.max_steps) && stop_signal_ == 0) {
-      std::optional<Batch> batch = stream_->next_batch();
+      std::optional<Batch> batch = stream_->next_batch(signalled);
       // Every rank steps while every rank has a batch: the first to run out
       // (its stream ended) stops them all at the same step.
       bool any_ended = false;
@@ -192,7 +190,11 @@ void OnlineTrainer::run_background() {
       if (!batch) break;
       step(*batch);
     }
+    // Stopped by a signal while waiting for samples: save as after a step (every rank).
+    if (stop_signal_ == 0 && signals_) check_stop_signal();
     publish();
+    // A producer blocked in push() for room returns: nobody takes samples now.
+    if (stop_signal_ != 0) stream_->end();
   } catch (...) {
     error_ = std::current_exception();
     failed_ = true;
@@ -212,17 +214,37 @@ void OnlineTrainer::rethrow_training_error() {
 
 void OnlineTrainer::push(const torch::Tensor& inputs, const torch::Tensor& targets) {
   if (failed_) rethrow_training_error();
+  if (stop_signal_ != 0) throw_stopped("push");
+  const SampleStreamOptions& o = stream_->options();
+  if (!running_ && !thread_.joinable() && o.when_full == WhenFull::Block && inputs.defined() && inputs.dim() > 0 &&
+      stream_->buffered() + inputs.size(0) > o.capacity) {
+    throw std::logic_error(fmt::format(
+        "[OnlineTrainer::push] the blocking stream holds {} of {} samples and background training has not started: "
+        "this push would wait forever; call start() first",
+        stream_->buffered(), o.capacity));
+  }
   try {
     stream_->push(inputs, targets);
   } catch (const std::logic_error&) {
     if (failed_) rethrow_training_error();  // the stream ended because training failed
+    if (stop_signal_ != 0) throw_stopped("push");  // ... or stopped on a signal
     throw;
   }
+}
+
+void OnlineTrainer::throw_stopped(const char* call) const {
+  throw StoppedError(stop_signal_.load(),
+                     fmt::format("[OnlineTrainer::{}] training stopped on {} and saved {} at step {}; exit (128 + the "
+                                 "signal), and restart to resume",
+                                 call, StopSignals::name(stop_signal_.load()), last_checkpoint().string(),
+                                 global_step_.load()));
 }
 
 void OnlineTrainer::stop() {
   stream_->end();
   if (thread_.joinable()) thread_.join();
+  // A signal that came after the last step: save now, as at a step boundary.
+  if (!failed_ && stop_signal_ == 0 && signals_ && StopSignals::received() != 0) check_stop_signal();
   signals_.reset();  // the program's handlers are back
   if (failed_) rethrow_training_error();
 }

@@ -4,6 +4,7 @@
 #include <fulgur/online/fabric.hpp>
 #include <fulgur/online/online_options.hpp>
 #include <fulgur/online/sample_stream.hpp>
+#include <fulgur/online/stopped_error.hpp>
 #include <fulgur/online/weight_snapshot.hpp>
 
 #include <torch/torch.h>
@@ -64,7 +65,10 @@ class OnlineTrainer {
   /// they come, until stop(), the end of the stream, max_steps or an error.
   void start();
   /// Copies samples into the stream (SampleStream::push); rethrows the
-  /// training thread's error once it failed.
+  /// training thread's error once it failed. Throws StoppedError once
+  /// training stopped on a signal (also to a push that waited for room
+  /// then), and std::logic_error at once for a push into a full blocking
+  /// stream before start() (it would wait forever).
   void push(const torch::Tensor& inputs, const torch::Tensor& targets);
   /// Ends the stream, waits for the training thread, publishes the last
   /// weights, and rethrows the error that stopped training, if any.
@@ -125,6 +129,8 @@ class OnlineTrainer {
   /// weights, those of the last step every rank finished, and with
   /// checkpoint_dir writes them there with no collective. Says what it kept.
   std::string keep_trained_state() noexcept;
+  /// Throws StoppedError: `call` after training stopped on a signal.
+  [[noreturn]] void throw_stopped(const char* call) const;
   /// Throws `error`'s message with what keep_trained_state() kept.
   [[noreturn]] void fail_keeping(const std::exception& error);
   /// What a checkpoint holds beyond Fabric's: the stream's samples (checkpoint_buffer).

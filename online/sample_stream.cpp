@@ -1,6 +1,8 @@
 #include <fulgur/online/sample_stream.hpp>
 
 #include <fmt/format.h>
+
+#include <chrono>
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -159,9 +161,17 @@ bool SampleStream::exhausted() const {
   return ended_ && !can_yield();
 }
 
-std::optional<Batch> SampleStream::next_batch() {
+std::optional<Batch> SampleStream::next_batch(const std::function<bool()>& stop) {
   std::unique_lock lock(mutex_);
-  changed_.wait(lock, [&] { return can_yield() || ended_; });
+  const auto ready = [&] { return can_yield() || ended_; };
+  if (stop) {
+    // A signal handler cannot notify a condition variable: look every 50 ms.
+    while (!changed_.wait_for(lock, std::chrono::milliseconds(50), ready)) {
+      if (stop()) return std::nullopt;
+    }
+  } else {
+    changed_.wait(lock, ready);
+  }
   if (!can_yield()) return std::nullopt;
   Batch batch = options_.when_full == WhenFull::Replay ? draw_replay() : take_fifo();
   changed_.notify_all();  // a blocked producer may have room now

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <functional>
 #include <optional>
 #include <random>
 #include <utility>
@@ -46,8 +47,9 @@ class SampleStream : public DataLoader, public Exhaustible {
   bool ended() const;
 
   /// The next batch, waiting for the producer when there are too few
-  /// samples; nullopt once the stream ended and nothing is left.
-  std::optional<Batch> next_batch();
+  /// samples; nullopt once the stream ended and nothing is left, or as soon
+  /// as `stop` (asked every 50 ms while it waits) says so.
+  std::optional<Batch> next_batch(const std::function<bool()>& stop = {});
 
   /// The buffered samples, oldest first, stacked (first dimension: samples),
   /// for a checkpoint; undefined tensors when the buffer is empty. push()

@@ -14,6 +14,9 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
+#include <csignal>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -334,6 +337,82 @@ TEST_CASE("an Inf input with a finite loss (tanh saturates) but NaN gradients ta
     CHECK(online.global_step() == 2);
     for (const auto& p : online.module().parameters()) CHECK(torch::isfinite(p).all().item<bool>());
   }
+}
+
+namespace {
+
+/// Waits (up to 60 s) until `done` holds, looking every 10 ms; false on timeout.
+template <class Condition>
+bool eventually(Condition done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("SIGTERM while background training waits for samples: it saves, stops, and every later call says so") {
+  TempDir dir("online-sigterm-waiting");
+  OnlineOptions options = online_options(dir);
+  options.checkpoint_dir = dir / "ckpt";
+  options.stream = SampleStreamOptions{.capacity = 16, .when_full = WhenFull::Block, .batch_size = 4};
+  OnlineTrainer online([] { return std::make_shared<Mlp>(); }, options);
+  const std::vector<Batch> batches = fixed_batches(1, 4);
+  online.start();
+  online.push(batches[0].input, batches[0].target);
+  REQUIRE(eventually([&] { return online.global_step() == 1; }));  // now it waits for samples nobody pushes
+  std::raise(SIGTERM);
+  REQUIRE(eventually([&] { return online.stop_signal() != 0; }));
+  CHECK(online.stop_signal() == SIGTERM);
+  CHECK(std::filesystem::exists(online.last_checkpoint()));
+  CHECK_THROWS_AS(online.push(batches[0].input, batches[0].target), StoppedError);
+  CHECK_THROWS_AS(online.train_step(batches[0].input, batches[0].target), StoppedError);
+  CHECK_NOTHROW(online.stop());
+  CHECK(online.global_step() == 1);
+}
+
+TEST_CASE("SIGTERM with a producer faster than training: it saves, and the producer's push returns StoppedError") {
+  TempDir dir("online-sigterm-push");
+  OnlineOptions options = online_options(dir);
+  options.checkpoint_dir = dir / "ckpt";
+  options.stream = SampleStreamOptions{.capacity = 8, .when_full = WhenFull::Block, .batch_size = 4};
+  OnlineTrainer online([] { return std::make_shared<Mlp>(); }, options);
+  const std::vector<Batch> batches = fixed_batches(1, 4);
+  online.start();
+  std::atomic<int> pushes{0};
+  std::string error;
+  std::thread producer([&] {
+    try {
+      for (;;) {  // as fast as it can: mostly blocked in push, waiting for room
+        online.push(batches[0].input, batches[0].target);
+        pushes.fetch_add(1);
+      }
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  REQUIRE(eventually([&] { return online.global_step() >= 3; }));
+  std::raise(SIGTERM);
+  producer.join();  // returns: the stream ended when training stopped on the signal
+  CHECK(error.find("[OnlineTrainer::push] training stopped on SIGTERM and saved ") == 0);
+  CHECK(online.stop_signal() == SIGTERM);
+  CHECK(std::filesystem::exists(online.last_checkpoint()));
+  CHECK_NOTHROW(online.stop());
+}
+
+TEST_CASE("push into a full blocking stream before start() fails at once instead of waiting forever") {
+  TempDir dir("online-push-before-start");
+  OnlineOptions options = online_options(dir);
+  options.stream = SampleStreamOptions{.capacity = 4, .when_full = WhenFull::Block, .batch_size = 4};
+  OnlineTrainer online([] { return std::make_shared<Mlp>(); }, options);
+  const std::vector<Batch> batches = fixed_batches(1, 4);
+  online.push(batches[0].input, batches[0].target);  // fits: a pre-filled stream is fine
+  CHECK(error_of([&] { online.push(batches[0].input, batches[0].target); }) ==
+        "[OnlineTrainer::push] the blocking stream holds 4 of 4 samples and background training has not started: "
+        "this push would wait forever; call start() first");
 }
 
 TEST_CASE("fit ends cleanly on a stream that ends before any sample") {

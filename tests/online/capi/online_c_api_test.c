@@ -109,6 +109,9 @@ int main(void) {
   CHECK(strstr(fulgur_online_last_error(), "the loss of step 301 is nan") != NULL);
   CHECK(fulgur_online_global_step(h, &steps) == FULGUR_OK && steps == 300);
   CHECK(probe_error(h, probe_x, probe_y, 64) == after);
+  int stopped_on = -1;
+  CHECK(fulgur_online_stop_signal(h, &stopped_on) == FULGUR_OK && stopped_on == 0);
+  CHECK(fulgur_online_stop_signal(h, NULL) == FULGUR_INVALID_ARGUMENT);
 
   /* A shape unlike the first push's. */
   const int64_t wrong[2] = {16, 4}, wrong_targets[2] = {16, 1};
