@@ -3,6 +3,7 @@
 #include <fulgur/trainer/run_settings.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <iostream>
@@ -154,6 +155,7 @@ double OnlineTrainer::train_step(const torch::Tensor& inputs, const torch::Tenso
     throw std::invalid_argument("[OnlineTrainer::train_step] inputs and targets must be tensors with the same "
                                 "first dimension (the batch)");
   }
+  check_shapes(inputs, targets);
   hold_stop_signals();
   const RunSettings settings({options_.num_threads, std::nullopt, std::nullopt});  // this step's thread count only
   return step(Batch{inputs, targets, {}});
@@ -215,6 +217,7 @@ void OnlineTrainer::rethrow_training_error() {
 void OnlineTrainer::push(const torch::Tensor& inputs, const torch::Tensor& targets) {
   if (failed_) rethrow_training_error();
   if (stop_signal_ != 0) throw_stopped("push");
+  check_shapes(inputs, targets);  // later pushes are held to the first one's shapes by the stream
   const SampleStreamOptions& o = stream_->options();
   if (!running_ && !thread_.joinable() && o.when_full == WhenFull::Block && inputs.defined() && inputs.dim() > 0 &&
       stream_->buffered() + inputs.size(0) > o.capacity) {
@@ -230,6 +233,36 @@ void OnlineTrainer::push(const torch::Tensor& inputs, const torch::Tensor& targe
     if (stop_signal_ != 0) throw_stopped("push");  // ... or stopped on a signal
     throw;
   }
+}
+
+void OnlineTrainer::check_shapes(const torch::Tensor& inputs, const torch::Tensor& targets) {
+  if (shapes_checked_.load() || !inputs.defined() || !targets.defined() || inputs.dim() < 1 || targets.dim() < 1 ||
+      inputs.size(0) < 1) {
+    return;
+  }
+  torch::Tensor output;
+  try {
+    // The model's output for the first sample (the published copy, no gradients).
+    std::lock_guard lock(predict_mutex_);
+    torch::NoGradGuard no_grad;
+    Batch batch{inputs.narrow(0, 0, 1).to(fabric_->device()), {}, {}};
+    output = inference_module_->predict_step(batch, 0);
+  } catch (const std::exception&) {
+    return;  // no predict_step for these inputs: the loss decides alone, as before
+  }
+  // Only a batch-first output (one row for the one sample) says what a sample's target is.
+  if (!output.defined() || output.dim() < 1 || output.size(0) != 1) return;
+  const auto out = output.sizes().slice(1);
+  const auto tgt = targets.sizes().slice(1);
+  // Targets shaped like the output, or class indices (one dimension less, integers).
+  const bool class_indices = !targets.is_floating_point() && tgt.size() + 1 == out.size() && tgt == out.slice(0, tgt.size());
+  if (out != tgt && !class_indices) {
+    throw std::invalid_argument(fmt::format(
+        "[OnlineTrainer] targets of shape [{}] per sample do not match the model's output [{}] per sample: the loss "
+        "would broadcast them; give each sample a target shaped like the output",
+        fmt::join(tgt, ", "), fmt::join(out, ", ")));
+  }
+  shapes_checked_ = true;
 }
 
 void OnlineTrainer::throw_stopped(const char* call) const {

@@ -129,6 +129,11 @@ class OnlineTrainer {
   /// weights, those of the last step every rank finished, and with
   /// checkpoint_dir writes them there with no collective. Says what it kept.
   std::string keep_trained_state() noexcept;
+  /// At the first train_step or push: the model's output for the first
+  /// sample against its target, per sample; std::invalid_argument naming
+  /// both shapes when the loss would broadcast them (targets shaped like the
+  /// output, or integer class indices with one dimension less, pass).
+  void check_shapes(const torch::Tensor& inputs, const torch::Tensor& targets);
   /// Throws StoppedError: `call` after training stopped on a signal.
   [[noreturn]] void throw_stopped(const char* call) const;
   /// Throws `error`'s message with what keep_trained_state() kept.
@@ -148,6 +153,7 @@ class OnlineTrainer {
   int64_t inference_step_ = -1;  // under predict_mutex_
   std::atomic<int64_t> global_step_{0};
   std::atomic<int64_t> skipped_steps_{0};
+  std::atomic<bool> shapes_checked_{false};
   std::atomic<bool> running_{false};
   std::atomic<bool> failed_{false};
   std::optional<StopSignals> signals_;  // with checkpoint_dir, during the run

@@ -403,6 +403,21 @@ TEST_CASE("SIGTERM with a producer faster than training: it saves, and the produ
   CHECK_NOTHROW(online.stop());
 }
 
+TEST_CASE("targets the loss would broadcast are refused at the first step or push, naming both shapes") {
+  TempDir dir("online-shapes");
+  const std::vector<Batch> batches = fixed_batches(1, 4);  // the Mlp outputs [4, 2]
+  const std::string expected =
+      "[OnlineTrainer] targets of shape [1] per sample do not match the model's output [2] per sample: the loss "
+      "would broadcast them; give each sample a target shaped like the output";
+  OnlineTrainer inline_mode([] { return std::make_shared<Mlp>(); }, online_options(dir));
+  CHECK(error_of([&] { inline_mode.train_step(batches[0].input, torch::zeros({4, 1})); }) == expected);
+  CHECK(inline_mode.global_step() == 0);
+  CHECK_NOTHROW(inline_mode.train_step(batches[0].input, batches[0].target));
+  OnlineTrainer background([] { return std::make_shared<Mlp>(); }, online_options(dir));
+  CHECK(error_of([&] { background.push(batches[0].input, torch::zeros({4, 1})); }) == expected);
+  CHECK(background.stream().buffered() == 0);  // nothing was taken in
+}
+
 TEST_CASE("push into a full blocking stream before start() fails at once instead of waiting forever") {
   TempDir dir("online-push-before-start");
   OnlineOptions options = online_options(dir);
