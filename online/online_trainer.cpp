@@ -254,9 +254,10 @@ void OnlineTrainer::check_shapes(const torch::Tensor& inputs, const torch::Tenso
   if (!output.defined() || output.dim() < 1 || output.size(0) != 1) return;
   const auto out = output.sizes().slice(1);
   const auto tgt = targets.sizes().slice(1);
-  // Targets shaped like the output, or class indices (one dimension less, integers).
-  const bool class_indices = !targets.is_floating_point() && tgt.size() + 1 == out.size() && tgt == out.slice(0, tgt.size());
-  if (out != tgt && !class_indices) {
+  // Of the same rank, different sizes are what an elementwise loss broadcasts
+  // ([N, 1] against [N, 2]); another rank is the model's to reconcile (class
+  // indices, a squeeze in training_step).
+  if (out.size() == tgt.size() && out != tgt) {
     throw std::invalid_argument(fmt::format(
         "[OnlineTrainer] targets of shape [{}] per sample do not match the model's output [{}] per sample: the loss "
         "would broadcast them; give each sample a target shaped like the output",

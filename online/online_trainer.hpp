@@ -130,9 +130,10 @@ class OnlineTrainer {
   /// checkpoint_dir writes them there with no collective. Says what it kept.
   std::string keep_trained_state() noexcept;
   /// At the first train_step or push: the model's output for the first
-  /// sample against its target, per sample; std::invalid_argument naming
-  /// both shapes when the loss would broadcast them (targets shaped like the
-  /// output, or integer class indices with one dimension less, pass).
+  /// sample (predict_step) against its target, per sample;
+  /// std::invalid_argument naming both shapes when they have the same rank
+  /// and differ, which an elementwise loss would broadcast. Another rank
+  /// (class indices, a squeeze in training_step) is the model's to reconcile.
   void check_shapes(const torch::Tensor& inputs, const torch::Tensor& targets);
   /// Throws StoppedError: `call` after training stopped on a signal.
   [[noreturn]] void throw_stopped(const char* call) const;

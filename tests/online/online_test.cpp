@@ -411,6 +411,9 @@ TEST_CASE("targets the loss would broadcast are refused at the first step or pus
       "would broadcast them; give each sample a target shaped like the output";
   OnlineTrainer inline_mode([] { return std::make_shared<Mlp>(); }, online_options(dir));
   CHECK(error_of([&] { inline_mode.train_step(batches[0].input, torch::zeros({4, 1})); }) == expected);
+  // Another rank is the model's business (a squeeze in training_step, class indices): not refused here.
+  OnlineTrainer squeezing([] { return std::make_shared<fulgur::testing::RecordingModule>(); }, online_options(dir));
+  CHECK_NOTHROW(squeezing.train_step(batches[0].input, torch::zeros({4})));
   CHECK(inline_mode.global_step() == 0);
   CHECK_NOTHROW(inline_mode.train_step(batches[0].input, batches[0].target));
   OnlineTrainer background([] { return std::make_shared<Mlp>(); }, online_options(dir));
