@@ -13,6 +13,7 @@
 #include "bench_support.hpp"
 
 #include <fulgur/online/online_trainer.hpp>
+#include <fulgur/trainer/loops/step_engine.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -156,9 +157,7 @@ int main(int argc, char** argv) {
       for (int s = 0; s < steps; ++s) {
         torch::Tensor loss = torch::mse_loss(bare.net->forward(x), y);
         loss.backward();
-        std::vector<torch::Tensor> flags;
-        for (const auto& parameter : bare.parameters()) flags.push_back(torch::isfinite(parameter.grad()).all());
-        if (!torch::stack(flags).all().item<bool>()) std::abort();
+        if (!fulgur::StepEngine::gradients_finite(bare)) std::abort();
         adam.step();
         adam.zero_grad();
         (void)loss.item<double>();

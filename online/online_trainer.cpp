@@ -1,5 +1,6 @@
 #include <fulgur/online/online_trainer.hpp>
 
+#include <fulgur/trainer/loops/step_engine.hpp>
 #include <fulgur/trainer/run_settings.hpp>
 
 #include <fmt/format.h>
@@ -114,15 +115,9 @@ double OnlineTrainer::step(const Batch& batch) {
 std::string OnlineTrainer::nonfinite_tensor(double loss, int64_t at) const {
   const int64_t rank = fabric_->global_rank();
   if (!std::isfinite(loss)) return fmt::format("the loss of step {} is {} on rank {}", at, loss, rank);
-  // One reduction and one read for the common case; names the tensor only when one is bad.
-  std::vector<torch::Tensor> flags;
-  const auto parameters = module_->named_parameters();
-  for (const auto& entry : parameters) {
-    const torch::Tensor& grad = entry.value().grad();
-    if (grad.defined()) flags.push_back(torch::isfinite(grad).all());
-  }
-  if (flags.empty() || torch::stack(flags).all().item<bool>()) return "";
-  for (const auto& entry : parameters) {
+  // One read of the gradients for the common case; names the tensor only when one is bad.
+  if (StepEngine::gradients_finite(*module_)) return "";
+  for (const auto& entry : module_->named_parameters()) {
     const torch::Tensor& grad = entry.value().grad();
     if (grad.defined() && !torch::isfinite(grad).all().item<bool>()) {
       return fmt::format("the gradient of '{}' in step {} holds NaN or Inf on rank {} (loss {})", entry.key(), at,

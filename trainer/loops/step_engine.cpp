@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
 #include <iostream>
 #include <stdexcept>
 #include <vector>
@@ -61,6 +62,15 @@ void StepEngine::after_optimizer_step(const OptimizerConfig& entry, bool zero_gr
   if (step_scheduler && scheduler && scheduler->interval == Interval::Step && step % scheduler->frequency == 0) {
     step_scheduler(*scheduler);
   }
+}
+
+bool StepEngine::gradients_finite(const torch::nn::Module& module) {
+  std::vector<torch::Tensor> sums;
+  for (const auto& parameter : module.parameters()) {
+    if (parameter.grad().defined()) sums.push_back(parameter.grad().sum());
+  }
+  if (sums.empty()) return true;
+  return std::isfinite(torch::stack(sums).sum().item<double>());
 }
 
 void StepEngine::step_scheduler(const LRSchedulerConfig& config, Strategy& strategy,

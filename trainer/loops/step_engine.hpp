@@ -63,6 +63,11 @@ class StepEngine {
   /// (none: manual optimization steps its own schedulers).
   static void after_optimizer_step(const OptimizerConfig& entry, bool zero_grad, const std::function<int64_t()>& count,
                                    const std::function<void(const LRSchedulerConfig&)>& step_scheduler);
+  /// Whether every gradient `module`'s parameters hold is finite: one read
+  /// of each (their sums, summed: a NaN or Inf anywhere makes the total
+  /// NaN or Inf) and one host read. What the online trainer asks before a
+  /// step (OnlineOptions::on_nonfinite).
+  static bool gradients_finite(const torch::nn::Module& module);
   /// One step of a scheduler config; a plateau's with rank 0's value of its
   /// monitor in `metrics` (every rank calls it, one broadcast). A monitor
   /// `metrics` lacks throws (strict; the message starts with `who`) or warns
