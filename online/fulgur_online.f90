@@ -12,7 +12,8 @@ module fulgur_online
 
   integer(c_int), parameter, public :: FULGUR_OK = 0, FULGUR_INVALID_ARGUMENT = 1, FULGUR_CONFIG_ERROR = 2, &
                                        FULGUR_TRAINING_ERROR = 3, FULGUR_CHECKPOINT_ERROR = 4, &
-                                       FULGUR_INTERNAL_ERROR = 5, FULGUR_STOPPED = 6
+                                       FULGUR_INTERNAL_ERROR = 5, FULGUR_STOPPED = 6, FULGUR_INVALID_HANDLE = 7, &
+                                       FULGUR_NOT_TRAINED = 8
 
   public :: fulgur_create, fulgur_destroy, fulgur_train_step, fulgur_push, fulgur_start, fulgur_stop, &
             fulgur_predict, fulgur_save_checkpoint, fulgur_load_checkpoint, fulgur_global_step, fulgur_stop_signal, &

@@ -30,8 +30,23 @@ typedef enum {
   /* Training stopped on a signal (SIGTERM, SIGINT, SIGUSR1) and saved its
    * checkpoint: exit with 128 + fulgur_online_stop_signal(); a restart resumes.
    * Also a push that waited for room when training stopped. */
-  FULGUR_STOPPED = 6
+  FULGUR_STOPPED = 6,
+  /* The handle is not a live one: destroyed already, or never made by
+   * fulgur_online_create. Nothing was touched. */
+  FULGUR_INVALID_HANDLE = 7,
+  /* predict before any training step (and no checkpoint loaded): the outputs
+   * are written, from the untrained model. */
+  FULGUR_NOT_TRAINED = 8
 } fulgur_status;
+
+/* Thread safety: fulgur_online_push and fulgur_online_predict may be called
+ * from any thread while background training runs (predict reads the last
+ * published weights); every other call on one handle must come from one
+ * thread at a time. fulgur_online_last_error is per thread. Handles are
+ * checked: a destroyed or foreign one gives FULGUR_INVALID_HANDLE. */
+
+/* The library's version, "MAJOR.MINOR.PATCH". */
+const char* fulgur_online_version(void);
 
 typedef struct fulgur_online fulgur_online;
 
@@ -74,6 +89,12 @@ fulgur_status fulgur_online_load_checkpoint(fulgur_online* handle, const char* p
 fulgur_status fulgur_online_global_step(fulgur_online* handle, int64_t* step);
 /* The signal that stopped training (0: none): see FULGUR_STOPPED. */
 fulgur_status fulgur_online_stop_signal(fulgur_online* handle, int* signal);
+/* Publishes the training weights for predict now (inline mode, or after stop),
+ * and the step of the weights predict uses. */
+fulgur_status fulgur_online_publish(fulgur_online* handle);
+fulgur_status fulgur_online_published_step(fulgur_online* handle, int64_t* step);
+/* The loss of the last step (NaN before any): background training's progress. */
+fulgur_status fulgur_online_last_loss(fulgur_online* handle, double* loss);
 
 /* The message of this thread's last failed call ("" if none). */
 const char* fulgur_online_last_error(void);

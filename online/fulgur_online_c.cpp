@@ -6,12 +6,17 @@
 #include <fulgur/online/online_model_registry.hpp>
 #include <fulgur/online/online_trainer.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
+#include <fulgur/version.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 
 struct fulgur_online {
@@ -21,6 +26,20 @@ struct fulgur_online {
 namespace {
 
 thread_local std::string last_error;
+
+// The live handles: a destroyed or foreign pointer is refused, not followed.
+std::mutex handles_mutex;
+std::set<const fulgur_online*> live_handles;
+
+/// Thrown for a handle that is not live (FULGUR_INVALID_HANDLE).
+struct InvalidHandle : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+/// Thrown by predict before any training (FULGUR_NOT_TRAINED, outputs written).
+struct NotTrained : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 fulgur_status fail(fulgur_status status, const std::string& message) {
   last_error = message;
@@ -34,6 +53,10 @@ fulgur_status guarded(const char* function, Body&& body) {
     body();
     last_error.clear();
     return FULGUR_OK;
+  } catch (const InvalidHandle& e) {
+    return fail(FULGUR_INVALID_HANDLE, fmt::format("{}: {}", function, e.what()));
+  } catch (const NotTrained& e) {
+    return fail(FULGUR_NOT_TRAINED, fmt::format("{}: {}", function, e.what()));
   } catch (const fulgur::StoppedError& e) {
     return fail(FULGUR_STOPPED, fmt::format("{}: {}", function, e.what()));
   } catch (const fulgur::CheckpointError& e) {
@@ -54,7 +77,14 @@ fulgur_status guarded(const char* function, Body&& body) {
 }
 
 fulgur::OnlineTrainer& trainer_of(fulgur_online* handle) {
-  if (handle == nullptr || !handle->trainer) throw std::invalid_argument("the handle is null");
+  if (handle == nullptr) throw std::invalid_argument("the handle is null");
+  {
+    const std::lock_guard lock(handles_mutex);
+    if (live_handles.count(handle) == 0) {
+      throw InvalidHandle("the handle is not a live fulgur_online (destroyed already, or not made by "
+                          "fulgur_online_create)");
+    }
+  }
   return *handle->trainer;
 }
 
@@ -66,8 +96,15 @@ torch::Tensor view(const char* what, const T* data, const int64_t* shape, int nd
     throw std::invalid_argument(fmt::format("{}: needs data, a shape and ndim >= 1 (got ndim {})", what, ndim));
   }
   std::vector<int64_t> sizes(shape, shape + ndim);
+  int64_t count = 1;
   for (int64_t s : sizes) {
     if (s < 1) throw std::invalid_argument(fmt::format("{}: every extent must be >= 1, got {}", what, s));
+    // Extents whose product overflows describe no array the caller can hold.
+    if (__builtin_mul_overflow(count, s, &count) ||
+        count > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(sizeof(T))) {
+      throw std::invalid_argument(fmt::format("{}: the extents [{}] hold more values than memory can", what,
+                                              fmt::join(sizes, ", ")));
+    }
   }
   return torch::from_blob(const_cast<T*>(data), sizes, c10::CppTypeToScalarType<T>::value).to(torch::kFloat32);
 }
@@ -97,15 +134,17 @@ fulgur_status predict(const char* name, fulgur_online* handle, const T* inputs, 
                       int input_ndim, T* outputs, int64_t output_count) {
   return guarded(name, [&] {
     if (outputs == nullptr) throw std::invalid_argument("outputs must not be null");
-    const torch::Tensor y = trainer_of(handle)
-                                .predict(view("inputs", inputs, input_shape, input_ndim))
-                                .to(c10::CppTypeToScalarType<T>::value)
-                                .contiguous();
+    fulgur::OnlineTrainer& trainer = trainer_of(handle);
+    const torch::Tensor y =
+        trainer.predict(view("inputs", inputs, input_shape, input_ndim)).to(c10::CppTypeToScalarType<T>::value).contiguous();
     if (y.numel() != output_count) {
       throw std::invalid_argument(
           fmt::format("the prediction has {} values but output_count is {}", y.numel(), output_count));
     }
     std::memcpy(outputs, y.data_ptr<T>(), static_cast<size_t>(output_count) * sizeof(T));
+    if (trainer.published_step() == 0 && trainer.global_step() == 0) {
+      throw NotTrained("no training step has been taken yet: the outputs are the untrained model's");
+    }
   });
 }
 
@@ -142,11 +181,18 @@ fulgur_status fulgur_online_create(const char* config_path, fulgur_online** out)
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(fmt::format("{}: {}", config_path, e.what()));
     }
+    {
+      const std::lock_guard lock(handles_mutex);
+      live_handles.insert(handle.get());
+    }
     *out = handle.release();
     last_error.clear();
     return FULGUR_OK;
   } catch (const std::invalid_argument& e) {
     return fail(FULGUR_CONFIG_ERROR, fmt::format("fulgur_online_create: {}", e.what()));
+  } catch (const c10::Error& e) {  // a value LibTorch refused while building the model or optimizer
+    return fail(FULGUR_CONFIG_ERROR,
+                fmt::format("fulgur_online_create: {}: {}", config_path, e.what_without_backtrace()));
   } catch (const std::exception& e) {
     return fail(FULGUR_INTERNAL_ERROR, fmt::format("fulgur_online_create: {}: {}", config_path, e.what()));
   } catch (...) {
@@ -156,9 +202,34 @@ fulgur_status fulgur_online_create(const char* config_path, fulgur_online** out)
 
 void fulgur_online_destroy(fulgur_online* handle) {
   try {
+    {
+      const std::lock_guard lock(handles_mutex);
+      // Destroyed already, or not ours: nothing to free (never a double free).
+      if (handle == nullptr || live_handles.erase(handle) == 0) return;
+    }
     delete handle;
   } catch (...) {  // never across the C boundary
   }
+}
+
+const char* fulgur_online_version(void) { return FULGUR_VERSION; }
+
+fulgur_status fulgur_online_publish(fulgur_online* handle) {
+  return guarded("fulgur_online_publish", [&] { trainer_of(handle).publish(); });
+}
+
+fulgur_status fulgur_online_published_step(fulgur_online* handle, int64_t* step) {
+  return guarded("fulgur_online_published_step", [&] {
+    if (step == nullptr) throw std::invalid_argument("step must not be null");
+    *step = trainer_of(handle).published_step();
+  });
+}
+
+fulgur_status fulgur_online_last_loss(fulgur_online* handle, double* loss) {
+  return guarded("fulgur_online_last_loss", [&] {
+    if (loss == nullptr) throw std::invalid_argument("loss must not be null");
+    *loss = trainer_of(handle).last_loss();
+  });
 }
 
 fulgur_status fulgur_online_train_step(fulgur_online* handle, const float* inputs, const int64_t* input_shape,

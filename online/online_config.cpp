@@ -33,6 +33,35 @@ cli::ConfigSection sub(const YAML::Node& root, const std::string& name) {
   return cli::ConfigSection(node ? node : YAML::Node(YAML::NodeType::Null), name);
 }
 
+// Every number of the file in its range, so a bad value is one line here
+// rather than LibTorch's check (with its backtrace) or a failure later.
+void check_values(const OnlineConfig& config, int64_t num_threads, int64_t stream_seed) {
+  const ModelSpec& m = config.model;
+  const OnlineOptions& o = config.options;
+  const SampleStreamOptions& s = o.stream;
+  auto at_least = [](const char* key, auto value, auto low) {
+    if (value < low) throw cli::ConfigError(fmt::format("{}: must be >= {}, got {}", key, low, value));
+  };
+  auto positive = [](const char* key, double value) {
+    if (!(value > 0.0)) throw cli::ConfigError(fmt::format("{}: must be > 0, got {}", key, value));
+  };
+  positive("optimizer.lr", m.lr);
+  at_least("optimizer.momentum", m.momentum, 0.0);
+  at_least("optimizer.weight_decay", m.weight_decay, 0.0);
+  at_least("lr_scheduler.step_size", m.scheduler_step_size, int64_t{0});
+  positive("lr_scheduler.gamma", m.scheduler_gamma);
+  at_least("model.kernel_size", m.kernel_size, int64_t{1});
+  at_least("model.loss_border", m.loss_border, int64_t{0});
+  at_least("online.publish_every_n_steps", o.publish_every_n_steps, int64_t{1});
+  at_least("online.num_threads", num_threads, int64_t{0});
+  at_least("online.max_steps", o.max_steps, int64_t{-1});
+  at_least("stream.capacity", s.capacity, int64_t{1});
+  at_least("stream.batch_size", s.batch_size, int64_t{1});
+  at_least("stream.steps_per_epoch", s.steps_per_epoch, int64_t{1});
+  at_least("stream.min_samples", s.min_samples, int64_t{0});
+  at_least("stream.seed", stream_seed, int64_t{0});
+}
+
 OnlineConfig read(const YAML::Node& root) {
   if (!root.IsMap()) throw cli::ConfigError("expected a mapping at the top (model:, optimizer:, ...)");
   static const std::set<std::string> kSections{"model", "loss", "optimizer", "lr_scheduler", "seed",
@@ -75,7 +104,7 @@ OnlineConfig read(const YAML::Node& root) {
   OnlineOptions& o = config.options;
   cli::ConfigSection online = sub(root, "online");
   o.publish_every_n_steps = online.get<int64_t>("publish_every_n_steps", o.publish_every_n_steps);
-  const int64_t threads = online.get<int64_t>("num_threads", 0);
+  const int64_t threads = online.get<int64_t>("num_threads", 0);  // 0: LibTorch's default
   if (threads > 0) o.num_threads = threads;
   o.max_steps = online.get<int64_t>("max_steps", o.max_steps);
   const std::string nonfinite = online.get<std::string>("on_nonfinite", "stop");
@@ -94,12 +123,14 @@ OnlineConfig read(const YAML::Node& root) {
   s.when_full = parse_when_full(stream.get<std::string>("when_full", "block"));
   s.batch_size = stream.get<int64_t>("batch_size", s.batch_size);
   s.steps_per_epoch = stream.get<int64_t>("steps_per_epoch", s.steps_per_epoch);
-  s.seed = static_cast<uint64_t>(stream.get<int64_t>("seed", 0));
+  const int64_t stream_seed = stream.get<int64_t>("seed", 0);
+  s.seed = static_cast<uint64_t>(stream_seed);
   s.min_samples = stream.get<int64_t>("min_samples", s.min_samples);
   check_all_read(stream);
 
   cli::ConfigSection trainer = sub(root, "trainer");
   o.trainer = cli::read_options(trainer, TrainerOptions());
+  check_values(config, threads, static_cast<int64_t>(stream_seed));
   return config;
 }
 

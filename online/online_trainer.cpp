@@ -78,6 +78,7 @@ OnlineTrainer::~OnlineTrainer() {
 double OnlineTrainer::step(const Batch& batch) {
   const torch::Tensor loss = fabric_->training_loss(batch);
   const double value = loss.detach().item<double>();
+  last_loss_ = value;
   try {
     // Backward also with a non-finite loss: the other ranks wait in this
     // step's gradient exchange; the ranks then skip the step together.

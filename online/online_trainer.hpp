@@ -13,6 +13,7 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -83,6 +84,9 @@ class OnlineTrainer {
   /// Publishes the training model's weights now (between steps only: from
   /// the thread that calls train_step, or after stop()).
   void publish();
+  /// The loss of the last step taken or skipped (NaN before any): what
+  /// background training shows of its progress.
+  double last_loss() const { return last_loss_.load(); }
   /// Steps skipped because their loss or gradients were not finite
   /// (on_nonfinite: skip).
   int64_t skipped_steps() const { return skipped_steps_.load(); }
@@ -154,6 +158,7 @@ class OnlineTrainer {
   int64_t inference_step_ = -1;  // under predict_mutex_
   std::atomic<int64_t> global_step_{0};
   std::atomic<int64_t> skipped_steps_{0};
+  std::atomic<double> last_loss_{std::numeric_limits<double>::quiet_NaN()};
   std::atomic<bool> shapes_checked_{false};
   std::atomic<bool> running_{false};
   std::atomic<bool> failed_{false};

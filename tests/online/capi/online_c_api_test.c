@@ -45,7 +45,8 @@ static void make_batch(unsigned* state, float* x, float* y, int n) {
 static double probe_error(fulgur_online* h, const float* x, const float* y, int n) {
   float out[64];
   const int64_t shape[2] = {n, 2};
-  if (fulgur_online_predict(h, x, shape, 2, out, n) != FULGUR_OK) return 1e9;
+  const fulgur_status status = fulgur_online_predict(h, x, shape, 2, out, n);
+  if (status != FULGUR_OK && status != FULGUR_NOT_TRAINED) return 1e9;  /* NOT_TRAINED: outputs written */
   double sum = 0.0;
   for (int i = 0; i < n; ++i) sum += (out[i] - y[i]) * (out[i] - y[i]);
   return sum / n;
@@ -86,6 +87,26 @@ int main(void) {
   float probe_x[128], probe_y[64];
   make_batch(&state, probe_x, probe_y, 64);
   const double before = probe_error(h, probe_x, probe_y, 64);
+  {
+    float out[64];
+    const int64_t shape[2] = {64, 2};
+    CHECK(fulgur_online_predict(h, probe_x, shape, 2, out, 64) == FULGUR_NOT_TRAINED);
+    CHECK(strstr(fulgur_online_last_error(), "no training step has been taken yet") != NULL);
+  }
+  CHECK(strlen(fulgur_online_version()) >= 5);
+  double no_loss = 0.0;
+  CHECK(fulgur_online_last_loss(h, &no_loss) == FULGUR_OK && no_loss != no_loss); /* NaN before any step */
+  {
+    /* Extents whose product overflows, and a foreign handle: one status each, no crash. */
+    float one = 0.0F;
+    const int64_t huge[2] = {INT64_C(1) << 40, INT64_C(1) << 40};
+    double l = 0.0;
+    CHECK(fulgur_online_train_step(h, &one, huge, 2, &one, huge, 2, &l) == FULGUR_INVALID_ARGUMENT);
+    CHECK(strstr(fulgur_online_last_error(), "hold more values than memory can") != NULL);
+    int64_t s = 0;
+    fulgur_online* foreign = (fulgur_online*)&s;
+    CHECK(fulgur_online_global_step(foreign, &s) == FULGUR_INVALID_HANDLE);
+  }
 
   /* Inline: 300 steps on fresh batches. */
   float x[64], y[32];
@@ -161,8 +182,34 @@ int main(void) {
   CHECK(fulgur_online_predict(h, probe_x, xs, 2, small, 4) == FULGUR_INVALID_ARGUMENT);
   CHECK(fulgur_online_train_step(NULL, x, xs, 2, y, ys, 2, &loss) == FULGUR_INVALID_ARGUMENT);
 
+  /* Publishing and the published step. */
+  int64_t published = -1;
+  CHECK(fulgur_online_publish(again) == FULGUR_OK);
+  CHECK(fulgur_online_published_step(again, &published) == FULGUR_OK && published == steps + 1);
+  double last = 0.0;
+  CHECK(fulgur_online_last_loss(again, &last) == FULGUR_OK && isfinite(last));
+
+  fulgur_online_destroy(again);
+  /* A destroyed handle: a status, not a crash (and destroying it again is harmless). */
+  CHECK(fulgur_online_global_step(again, &steps) == FULGUR_INVALID_HANDLE);
+  CHECK(strstr(fulgur_online_last_error(), "not a live fulgur_online") != NULL);
   fulgur_online_destroy(again);
   fulgur_online_destroy(h);
+
+  /* Every value of the file checked: one line naming the key, CONFIG_ERROR. */
+  const char* bad_values[][2] = {
+      {"optimizer: {type: adam, lr: 0.01, weight_decay: -1}\n", "optimizer.weight_decay: must be >= 0, got -1"},
+      {"online: {num_threads: -4}\n", "online.num_threads: must be >= 0, got -4"},
+      {"stream: {min_samples: -5}\n", "stream.min_samples: must be >= 0, got -5"},
+      {"optimizer: {lr: 0}\n", "optimizer.lr: must be > 0, got 0"},
+  };
+  for (int i = 0; i < 4; ++i) {
+    write_text(bad, bad_values[i][0]);
+    fulgur_online* none = NULL;
+    CHECK(fulgur_online_create(bad, &none) == FULGUR_CONFIG_ERROR);
+    CHECK(strstr(fulgur_online_last_error(), bad_values[i][1]) != NULL);
+    CHECK(strchr(fulgur_online_last_error(), '\n') == NULL);
+  }
   unlink(config);
   unlink(bad);
   unlink(script);

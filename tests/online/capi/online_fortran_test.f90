@@ -35,7 +35,7 @@ program online_fortran_test
 
   call random_seed(put=[(42, step = 1, 64)])
   call make_batch(px, py)
-  call check(fulgur_predict(h, px, out) == FULGUR_OK, "predict")
+  call check(fulgur_predict(h, px, out) == FULGUR_NOT_TRAINED, "predict before training says so")
   before = sum((out - py)**2) / 64
 
   do step = 1, 300
