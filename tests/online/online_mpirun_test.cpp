@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
 #include <filesystem>
 #include <regex>
 #include <string>
@@ -51,6 +52,27 @@ TEST_CASE("inline mode: 2 ranks under mpirun equal 1 rank on the same global str
   CHECK(one.numel() == 4 * 16 + 16 + 16 * 2 + 2);
   CHECK(torch::allclose(two, one, 1e-6, 1e-6));
   CHECK_FALSE(torch::allclose(one, torch::zeros_like(one)));
+}
+
+TEST_CASE("a NaN on one of 2 ranks: both stop at that step at once, no step taken, weights finite") {
+  TempDir dir("online-mpirun-nan");
+  const std::string output = (dir / "nan.pt").string();
+  const std::string command = "mpirun --allow-run-as-root --oversubscribe -np 2 -x FULGUR_FILE_STORE=" +
+                              (dir / "store").string() + " " + kProbe + " nan " + output;
+  const auto start = std::chrono::steady_clock::now();
+  const auto result = run_command(command, 300);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  // Rank 1 names its loss; rank 0 learns of it in the same step (its gradients, averaged with rank 1's).
+  CHECK(result.output.find("rank 1 stopped at step 3: [OnlineTrainer] the loss of step 4 is nan on rank 1: no step "
+                           "was taken") != std::string::npos);
+  CHECK(result.output.find("rank 0 stopped at step 3: [OnlineTrainer] ") != std::string::npos);
+  CHECK(result.output.find("trained on") == std::string::npos);
+  // Far inside the probe's 60 s process-group timeout: nobody waited for a peer.
+  CHECK(seconds < 45.0);
+  const torch::Tensor weights = load_pickled_tensor(output);
+  CHECK(torch::isfinite(weights).all().item<bool>());
 }
 
 TEST_CASE("inline mode under horovod (ring allreduce): 2 ranks under mpirun equal 1 rank") {

@@ -2,7 +2,7 @@
 // trains on its slice of one fixed global stream (8 batches of 8 samples),
 // then rank 0 writes the final parameters, flattened, to OUTPUT.
 //
-//   online_probe inline|horovod|fsdp|fabric|fit OUTPUT
+//   online_probe inline|horovod|fsdp|fabric|fit|nan OUTPUT
 //   online_probe resume OUTPUT CHECKPOINT_DIR STOP_AT
 //   online_probe rates OUTPUT
 //   online_probe die OUTPUT CHECKPOINT_DIR
@@ -16,7 +16,8 @@
 // rates, rank 1's simulation ending first; each rank writes its step count,
 // samples pushed and parameters to OUTPUT.rankR. die (2 ranks): rank 1 is
 // SIGKILLed after step 5; rank 0 pushes until a push fails, prints the
-// error, then predicts from the weights it kept.
+// error, then predicts from the weights it kept. nan (2 ranks): rank 1's
+// fourth batch holds a NaN; each rank prints how it stopped.
 // Under several ranks (mpirun, the
 // rendezvous from FULGUR_FILE_STORE) the strategy is ddp.
 #include <fulgur/fulgur.hpp>
@@ -29,6 +30,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <string>
 #include <thread>
 
@@ -105,6 +107,21 @@ int main(int argc, char** argv) {
     }
 
     torch::manual_seed(3);
+    if (mode == "nan") {
+      // Rank 1's fourth batch holds a NaN: every rank must stop at that step, none may wait.
+      if (rank == 1) local[3].input[0][0] = std::numeric_limits<float>::quiet_NaN();
+      OnlineOptions online;
+      online.trainer = options;
+      OnlineTrainer trainer([] { return std::make_shared<Mlp>(); }, online, {}, platform);
+      try {
+        for (const Batch& b : local) trainer.train_step(b.input, b.target);
+        std::cout << "rank " << rank << " trained on" << std::endl;
+      } catch (const std::exception& e) {
+        std::cout << "rank " << rank << " stopped at step " << trainer.global_step() << ": " << e.what() << std::endl;
+      }
+      if (rank == 0) write_parameters(trainer.module(), output);
+      return 0;
+    }
     if (mode == "inline" || mode == "horovod" || mode == "fsdp") {
       OnlineOptions online;
       online.trainer = options;
