@@ -33,6 +33,48 @@ for wanted in 9 "$next_minor"; do
   echo "find_package(fulgur $wanted REQUIRED) fails as it should: fulgur $installed is not compatible"
 done
 "$work/build/consumer"
+# A C and a Fortran project with their own compilers and the C API's library
+# alone (find_package(fulgur COMPONENTS online)), with no nvcc on the PATH:
+# they configure quietly, never loading LibTorch's CMake files.
+# The PATH without the CUDA toolkit: its folders left out, and a folder that
+# holds an nvcc besides other programs (a wrapper in /usr/local/bin) mirrored without it.
+no_cuda_path=""
+mirrors=0
+IFS=: read -ra path_dirs <<< "$PATH"
+for dir in "${path_dirs[@]}"; do
+  [[ "$dir" == *cuda* ]] && continue
+  if [[ -e "$dir/nvcc" ]]; then
+    mirrors=$((mirrors + 1))
+    mirror="$work/path-$mirrors"
+    mkdir -p "$mirror"
+    for program in "$dir"/*; do [[ "${program##*/}" == nvcc ]] || ln -s "$program" "$mirror/"; done
+    dir="$mirror"
+  fi
+  no_cuda_path="${no_cuda_path:+$no_cuda_path:}$dir"
+done
+if env PATH="$no_cuda_path" sh -c "command -v nvcc" > /dev/null; then echo "nvcc is still on the trimmed PATH"; exit 1; fi
+env -u CUDACXX PATH="$no_cuda_path" cmake -S "$source_dir/tests/install_online" -B "$work/build-online" -G Ninja \
+  -DCMAKE_PREFIX_PATH="$work/prefix" -DFULGUR_TESTS_DIR="$source_dir/tests" > "$work/configure-online.log" 2>&1 \
+  || { cat "$work/configure-online.log"; echo "the C/Fortran consumer did not configure without nvcc"; exit 1; }
+if grep -qiE "cuda|nvcc|torch|warning" "$work/configure-online.log"; then
+  cat "$work/configure-online.log"; echo "the C/Fortran consumer's configure mentioned CUDA, LibTorch or a warning"; exit 1
+fi
+env PATH="$no_cuda_path" cmake --build "$work/build-online" -j2
+"$work/build-online/c_consumer"
+mkdir -p "$work/fortran" && "$work/build-online/fortran_consumer" "$work/fortran"
+# And without CMake: cc and gfortran against the installed library and header.
+cc "$source_dir/tests/online/capi/online_c_api_test.c" -I"$work/prefix/include" -L"$work/prefix/lib" -lfulgur_online \
+  -Wl,-rpath,"$work/prefix/lib" -lm -o "$work/c_plain"
+"$work/c_plain"
+mkdir -p "$work/mod"
+gfortran "$work/prefix/include/fulgur/online/fulgur_online.f90" "$source_dir/tests/online/capi/online_fortran_test.f90" \
+  -J"$work/mod" -L"$work/prefix/lib" -lfulgur_online -Wl,-rpath,"$work/prefix/lib" -o "$work/fortran_plain"
+mkdir -p "$work/fortran-plain" && "$work/fortran_plain" "$work/fortran-plain"
+# The library exports the C API and nothing else.
+exported="$(nm -D --defined-only "$work/prefix/lib/libfulgur_online.so" | awk '$2 ~ /^[TDWVBR]$/ { print $3 }' | sort -u)"
+others="$(grep -v '^fulgur_online_' <<< "$exported" || true)"
+[[ -z "$others" ]] || { echo "libfulgur_online.so exports more than fulgur_online_*:"; head <<< "$others"; exit 1; }
+echo "libfulgur_online.so exports $(wc -l <<< "$exported") symbols, all fulgur_online_*"
 # A program of its own switches strategy and process count through TrainerOptions alone.
 for strategy in ddp horovod; do
   out="$(timeout 120 "$work/build/consumer" "$strategy" 2 2>&1)" || { echo "$out"; exit 1; }
