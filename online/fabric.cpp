@@ -34,6 +34,16 @@ Fabric::Fabric(TrainerOptions options, std::vector<std::shared_ptr<Logger>> logg
 }
 
 Fabric::~Fabric() {
+  // What was logged reaches its files (CSVLogger keeps rows until then).
+  if (module_ != nullptr && is_global_zero()) {
+    for (auto& logger : loggers_) {
+      try {
+        logger->finalize("success");
+      } catch (const std::exception& e) {
+        std::cerr << "fulgur: warning: a logger could not write its files: " << e.what() << std::endl;
+      }
+    }
+  }
   sink_.reset();
   attached_.reset();
   if (module_ != nullptr) {

@@ -17,6 +17,7 @@ module fulgur_online
 
   public :: fulgur_create, fulgur_destroy, fulgur_train_step, fulgur_push, fulgur_start, fulgur_stop, &
             fulgur_predict, fulgur_save_checkpoint, fulgur_load_checkpoint, fulgur_global_step, fulgur_stop_signal, &
+            fulgur_pause, fulgur_resume, &
             fulgur_last_error
 
   interface fulgur_train_step
@@ -102,6 +103,14 @@ module fulgur_online
       import :: c_int, c_ptr, c_int64_t
       type(c_ptr), value :: handle
       integer(c_int64_t), intent(out) :: step
+    end function
+    integer(c_int) function c_pause(handle) bind(c, name="fulgur_online_pause")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: handle
+    end function
+    integer(c_int) function c_resume(handle) bind(c, name="fulgur_online_resume")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: handle
     end function
     integer(c_int) function c_stop_signal(handle, signal) bind(c, name="fulgur_online_stop_signal")
       import :: c_int, c_ptr
@@ -247,6 +256,17 @@ contains
     type(c_ptr), intent(in) :: handle
     integer(c_int64_t), intent(out) :: step
     status = c_global_step(handle, step)
+  end function
+
+  ! Background training takes no step between pause and resume.
+  integer(c_int) function fulgur_pause(handle) result(status)
+    type(c_ptr), intent(in) :: handle
+    status = c_pause(handle)
+  end function
+
+  integer(c_int) function fulgur_resume(handle) result(status)
+    type(c_ptr), intent(in) :: handle
+    status = c_resume(handle)
   end function
 
   ! The signal that stopped training (0: none): see FULGUR_STOPPED.

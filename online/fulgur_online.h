@@ -93,6 +93,10 @@ fulgur_status fulgur_online_stop_signal(fulgur_online* handle, int* signal);
  * and the step of the weights predict uses. */
 fulgur_status fulgur_online_publish(fulgur_online* handle);
 fulgur_status fulgur_online_published_step(fulgur_online* handle, int64_t* step);
+/* Background training takes no step between pause (which returns once the
+ * training thread is between steps) and resume; pushes still fill the stream. */
+fulgur_status fulgur_online_pause(fulgur_online* handle);
+fulgur_status fulgur_online_resume(fulgur_online* handle);
 /* The loss of the last step (NaN before any): background training's progress. */
 fulgur_status fulgur_online_last_loss(fulgur_online* handle, double* loss);
 

@@ -2,6 +2,7 @@
 // the C++ side throws and turns it into a status and a message.
 #include <fulgur/online/fulgur_online.h>
 
+#include <fulgur/loggers/csv_logger.hpp>
 #include <fulgur/online/online_config.hpp>
 #include <fulgur/online/online_model_registry.hpp>
 #include <fulgur/online/online_trainer.hpp>
@@ -176,8 +177,9 @@ fulgur_status fulgur_online_create(const char* config_path, fulgur_online** out)
               return std::make_shared<fulgur::ConfiguredModel>(spec);
             });
     try {
-      handle->trainer = std::make_unique<fulgur::OnlineTrainer>(
-          factory, config.options, std::vector<std::shared_ptr<fulgur::Logger>>{}, platform);
+      std::vector<std::shared_ptr<fulgur::Logger>> loggers;
+      if (!config.log_dir.empty()) loggers.push_back(std::make_shared<fulgur::CSVLogger>(config.log_dir));
+      handle->trainer = std::make_unique<fulgur::OnlineTrainer>(factory, config.options, loggers, platform);
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(fmt::format("{}: {}", config_path, e.what()));
     }
@@ -223,6 +225,14 @@ fulgur_status fulgur_online_published_step(fulgur_online* handle, int64_t* step)
     if (step == nullptr) throw std::invalid_argument("step must not be null");
     *step = trainer_of(handle).published_step();
   });
+}
+
+fulgur_status fulgur_online_pause(fulgur_online* handle) {
+  return guarded("fulgur_online_pause", [&] { trainer_of(handle).pause(); });
+}
+
+fulgur_status fulgur_online_resume(fulgur_online* handle) {
+  return guarded("fulgur_online_resume", [&] { trainer_of(handle).resume(); });
 }
 
 fulgur_status fulgur_online_last_loss(fulgur_online* handle, double* loss) {

@@ -107,6 +107,9 @@ OnlineConfig read(const YAML::Node& root) {
   const int64_t threads = online.get<int64_t>("num_threads", 0);  // 0: LibTorch's default
   if (threads > 0) o.num_threads = threads;
   o.max_steps = online.get<int64_t>("max_steps", o.max_steps);
+  o.checkpoint_dir = online.get<std::string>("checkpoint_dir", "");
+  o.checkpoint_buffer = online.get<bool>("checkpoint_buffer", o.checkpoint_buffer);
+  config.log_dir = online.get<std::string>("log_dir", "");
   const std::string nonfinite = online.get<std::string>("on_nonfinite", "stop");
   if (nonfinite == "stop") {
     o.on_nonfinite = OnNonFinite::Stop;

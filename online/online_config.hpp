@@ -29,6 +29,10 @@ struct OnlineConfig {
   OnlineOptions options;
   /// Seeds torch before the model is built (reproducible first weights).
   uint64_t seed = 0;
+  /// online.log_dir: where the C API's trainer writes what the model logs
+  /// (a CSVLogger: <log_dir>/fulgur_logs/version_N/metrics.csv, written when
+  /// the handle is destroyed); empty: nowhere.
+  std::filesystem::path log_dir;
 
   static OnlineConfig from_yaml_file(const std::filesystem::path& path);
   /// `source` names the text in errors.

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <chrono>
 #include <cmath>
 #include <iostream>
 #include <stdexcept>
@@ -175,7 +176,14 @@ void OnlineTrainer::run_background() {
     // A stop signal also ends a wait for samples (no producer may come).
     const auto signalled = [this] { return signals_ && StopSignals::received() != 0; };
     while ((options_.max_steps < 0 || global_step_.load() < options_.max_steps) && stop_signal_ == 0) {
-      std::optional<Batch> batch = stream_->next_batch(signalled);
+      if (pause_requested_) {
+        park(signalled);
+        if (signalled()) break;
+        continue;
+      }
+      // (The stop predicate runs under the stream's lock: it must not call the stream.)
+      std::optional<Batch> batch = stream_->next_batch([&] { return signalled() || pause_requested_.load(); });
+      if (!batch && pause_requested_ && !stream_->ended() && !signalled()) continue;  // paused while waiting
       // Every rank steps while every rank has a batch: the first to run out
       // (its stream ended) stops them all at the same step.
       bool any_ended = false;
@@ -270,7 +278,34 @@ void OnlineTrainer::throw_stopped(const char* call) const {
                                  global_step_.load()));
 }
 
+void OnlineTrainer::park(const std::function<bool()>& signalled) {
+  std::unique_lock lock(pause_mutex_);
+  parked_ = true;
+  pause_changed_.notify_all();
+  // A signal handler cannot notify: look every 50 ms.
+  while (pause_requested_ && !stream_->ended() && !signalled()) {
+    pause_changed_.wait_for(lock, std::chrono::milliseconds(50));
+  }
+  parked_ = false;
+}
+
+void OnlineTrainer::pause() {
+  pause_requested_ = true;
+  std::unique_lock lock(pause_mutex_);
+  // The training thread finishes its step and parks, or is gone.
+  while (!parked_ && running_.load()) pause_changed_.wait_for(lock, std::chrono::milliseconds(50));
+}
+
+void OnlineTrainer::resume() {
+  {
+    const std::lock_guard lock(pause_mutex_);
+    pause_requested_ = false;
+  }
+  pause_changed_.notify_all();
+}
+
 void OnlineTrainer::stop() {
+  resume();  // a paused thread wakes to see the stream end
   stream_->end();
   if (thread_.joinable()) thread_.join();
   // A signal that came after the last step: save now, as at a step boundary.

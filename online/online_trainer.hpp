@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <exception>
 #include <filesystem>
 #include <functional>
@@ -74,6 +75,13 @@ class OnlineTrainer {
   /// Ends the stream, waits for the training thread, publishes the last
   /// weights, and rethrows the error that stopped training, if any.
   void stop();
+  /// Background training takes no step until resume(): returns once the
+  /// training thread is between steps and waits (at once when it is not
+  /// running). Pushes still fill the stream; a stop signal still saves and
+  /// stops. With several ranks, every rank pauses and resumes.
+  void pause();
+  void resume();
+  bool paused() const { return pause_requested_.load(); }
   bool running() const { return running_.load(); }
   SampleStream& stream() { return *stream_; }
 
@@ -121,6 +129,9 @@ class OnlineTrainer {
   /// Inf on rank 1 (loss 0.5)"), or "" when all is.
   std::string nonfinite_tensor(double loss, int64_t at) const;
   void run_background();
+  /// The training thread, while pause() holds it: waits between steps
+  /// until resume(), stop() or a stop signal.
+  void park(const std::function<bool()>& signalled);
   /// Holds StopSignals from the first train_step or start() on (checkpoint_dir only).
   void hold_stop_signals();
   /// Fabric::save_checkpoint with extra_state().
@@ -160,6 +171,10 @@ class OnlineTrainer {
   std::atomic<int64_t> skipped_steps_{0};
   std::atomic<double> last_loss_{std::numeric_limits<double>::quiet_NaN()};
   std::atomic<bool> shapes_checked_{false};
+  std::atomic<bool> pause_requested_{false};
+  bool parked_ = false;  // under pause_mutex_
+  std::mutex pause_mutex_;
+  std::condition_variable pause_changed_;
   std::atomic<bool> running_{false};
   std::atomic<bool> failed_{false};
   std::optional<StopSignals> signals_;  // with checkpoint_dir, during the run

@@ -48,7 +48,8 @@ class SampleStream : public DataLoader, public Exhaustible {
 
   /// The next batch, waiting for the producer when there are too few
   /// samples; nullopt once the stream ended and nothing is left, or as soon
-  /// as `stop` (asked every 50 ms while it waits) says so.
+  /// as `stop` (asked every 50 ms while it waits, under the
+  /// stream's lock: it must not call the stream) says so.
   std::optional<Batch> next_batch(const std::function<bool()>& stop = {});
 
   /// The buffered samples, oldest first, stacked (first dimension: samples),

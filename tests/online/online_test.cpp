@@ -421,6 +421,48 @@ TEST_CASE("targets the loss would broadcast are refused at the first step or pus
   CHECK(background.stream().buffered() == 0);  // nothing was taken in
 }
 
+TEST_CASE("pause() holds background training between steps until resume(); pushes still fill the stream") {
+  TempDir dir("online-pause");
+  OnlineOptions options = online_options(dir);
+  options.stream = SampleStreamOptions{.capacity = 64, .when_full = WhenFull::Replay, .batch_size = 4};
+  OnlineTrainer online([] { return std::make_shared<Mlp>(); }, options);
+  const std::vector<Batch> batches = fixed_batches(2, 4);
+  online.pause();  // not running yet: returns at once
+  online.resume();
+  online.start();
+  online.push(batches[0].input, batches[0].target);
+  REQUIRE(eventually([&] { return online.global_step() >= 2; }));
+  online.pause();
+  CHECK(online.paused());
+  const int64_t held = online.global_step();
+  for (int i = 0; i < 5; ++i) online.push(batches[1].input, batches[1].target);
+  CHECK(online.global_step() == held);  // pause() returned with the thread parked: no step since
+  online.resume();
+  CHECK(eventually([&] { return online.global_step() > held; }));
+  online.pause();  // and stop() ends a paused run
+  CHECK_NOTHROW(online.stop());
+  CHECK(std::isfinite(online.last_loss()));
+}
+
+TEST_CASE("C API: online.log_dir keeps what the model logs (train_loss) in metrics.csv when the handle ends") {
+  TempDir dir("online-c-log-dir");
+  const std::string config = (dir / "c.yaml").string();
+  std::ofstream(config) << "model: {type: mlp, layers: [2, 8, 1]}\nonline: {log_dir: " << (dir / "logs").string()
+                        << "}\ntrainer: {accelerator: cpu, log_every_n_steps: 1}\n";
+  fulgur_online* handle = nullptr;
+  REQUIRE(fulgur_online_create(config.c_str(), &handle) == FULGUR_OK);
+  const std::vector<float> x(8, 0.5F), y(4, 1.0F);
+  const int64_t xs[2] = {4, 2}, ys[2] = {4, 1};
+  double loss = 0.0;
+  for (int i = 0; i < 3; ++i) CHECK(fulgur_online_train_step(handle, x.data(), xs, 2, y.data(), ys, 2, &loss) == FULGUR_OK);
+  fulgur_online_destroy(handle);
+  const auto csv = dir / "logs" / "fulgur_logs" / "version_0" / "metrics.csv";
+  REQUIRE(std::filesystem::exists(csv));
+  const std::string text = fulgur::testing::read_file(csv);
+  CHECK(text.find("train_loss") != std::string::npos);
+  CHECK(std::count(text.begin(), text.end(), '\n') == 4);  // the header and one row per step
+}
+
 TEST_CASE("push into a full blocking stream before start() fails at once instead of waiting forever") {
   TempDir dir("online-push-before-start");
   OnlineOptions options = online_options(dir);
@@ -616,6 +658,14 @@ TEST_CASE("OnlineConfig: a YAML file describes the model, optimizer and options;
         std::string::npos);
   CHECK(error_of([] { OnlineConfig::from_yaml("stream: {when_full: sometimes}\n", "a.yaml"); }) ==
         "a.yaml: stream.when_full: 'sometimes' is not one of block, drop_oldest, replay");
+  CHECK(error_of([] { OnlineConfig::from_yaml("online: {on_nonfinite: ignore}\n", "a.yaml"); }) ==
+        "a.yaml: online.on_nonfinite: 'ignore' is not one of stop, skip");
+  const OnlineConfig more = OnlineConfig::from_yaml(
+      "online: {on_nonfinite: skip, checkpoint_dir: ckpt, checkpoint_buffer: true, log_dir: logs}\n", "b.yaml");
+  CHECK(more.options.on_nonfinite == OnNonFinite::Skip);
+  CHECK(more.options.checkpoint_dir == "ckpt");
+  CHECK(more.options.checkpoint_buffer);
+  CHECK(more.log_dir == "logs");
   CHECK(error_of([] { ConfiguredModel(ModelSpec{.type = "torchscript", .path = "/nonexistent/net.pt"}); }) ==
         "model.path: TorchScript file '/nonexistent/net.pt' does not exist");
 }

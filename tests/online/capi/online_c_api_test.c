@@ -137,7 +137,9 @@ int main(void) {
   /* A shape unlike the first push's. */
   const int64_t wrong[2] = {16, 4}, wrong_targets[2] = {16, 1};
   CHECK(fulgur_online_start(h) == FULGUR_OK);
+  CHECK(fulgur_online_pause(h) == FULGUR_OK);  /* returns with training between steps */
   CHECK(fulgur_online_push(h, x, xs, 2, y, ys, 2) == FULGUR_OK);
+  CHECK(fulgur_online_resume(h) == FULGUR_OK);
   CHECK(fulgur_online_push(h, x, wrong, 2, y, wrong_targets, 2) == FULGUR_INVALID_ARGUMENT);
   CHECK(strstr(fulgur_online_last_error(), "differs from the first push's [2]") != NULL);
   /* The simulation keeps pushing until training reached max_steps (400). */
