@@ -6,6 +6,7 @@
 #include <fulgur/modules/state_dict.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
 #include <fulgur/trainer/checkpoint/optimizer_state.hpp>
+#include <fulgur/trainer/checkpoint/training_checkpoint.hpp>
 #include <fulgur/trainer/checkpoint/scheduler_state.hpp>
 #include <fulgur/strategies/create_strategy.hpp>
 #include <fulgur/trainer/loops/step_engine.hpp>
@@ -213,24 +214,9 @@ c10::IValue copied(const c10::IValue& value) {
 }  // namespace
 
 Checkpoint Fabric::training_state(bool copy) const {
-  LightningModule& m = *module_;
-  Checkpoint c = new_state_dict();
-  c.insert(CheckpointIO::kVersionKey, std::string(FULGUR_VERSION));
-  c.insert("epoch", int64_t{0});
-  c.insert("global_step", global_step_);
-  Checkpoint weights = new_state_dict();
-  for (const auto& entry : state_dict(m)) weights.insert(entry.key(), entry.value().detach());
-  c.insert("state_dict", weights);
-  c.insert("hyper_parameters", m.hparams().copy());
-  c10::impl::GenericList optimizers(c10::AnyType::get());
-  c10::impl::GenericList schedulers(c10::AnyType::get());
-  for (const auto& entry : optimizers_) {
-    optimizers.push_back(optimizer_state_dict(*entry.optimizer));
-    if (entry.lr_scheduler) schedulers.push_back(scheduler_state_dict(*entry.lr_scheduler, *entry.optimizer));
-  }
-  c.insert("optimizer_states", optimizers);
-  c.insert("lr_schedulers", schedulers);
-  c.insert("precision", strategy_->precision().state_dict());
+  // The Trainer's writer: a Fabric checkpoint loads where a Trainer's does.
+  const Checkpoint c = training_checkpoint(*module_, optimizers_, strategy_->precision(), /*epoch=*/0, global_step_,
+                                           /*weights_only=*/false);
   return copy ? copied(c).toGenericDict() : c;
 }
 

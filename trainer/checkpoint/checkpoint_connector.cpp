@@ -8,6 +8,7 @@
 #include <fulgur/trainer/checkpoint/scheduler_state.hpp>
 #include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
 #include <fulgur/trainer/checkpoint/sharded_state_writer.hpp>
+#include <fulgur/trainer/checkpoint/training_checkpoint.hpp>
 #include <fulgur/strategies/sharding/shard_layout.hpp>
 #include <fulgur/trainer/loops/fit_loop.hpp>
 #include <fulgur/trainer/loops/run_context.hpp>
@@ -38,29 +39,12 @@ Dict require_dict(const Checkpoint& checkpoint, const std::string& key, const st
 }  // namespace
 
 Checkpoint CheckpointConnector::dump(bool weights_only) {
-  LightningModule& module = context_.module();
-  Checkpoint c = new_state_dict();
-  c.insert(CheckpointIO::kVersionKey, std::string(FULGUR_VERSION));
   const Dict loops = fit_loop_.state_dict();
-  c.insert("epoch", loops.at("epoch"));
-  c.insert("global_step", context_.global_step());
-  Dict weights = new_state_dict();
-  for (const auto& entry : state_dict(module)) weights.insert(entry.key(), entry.value().detach());
-  c.insert("state_dict", weights);
-  c.insert("hyper_parameters", module.hparams().copy());
+  Checkpoint c = training_checkpoint(context_.module(), context_.optimizers(), context_.strategy().precision(),
+                                     loops.at("epoch").toInt(), context_.global_step(), weights_only);
   c.insert(kRunIdentityKey, context_.run_identity());
   if (weights_only) return c;
 
-  List optimizers(c10::AnyType::get());
-  List schedulers(c10::AnyType::get());
-  // One entry per optimizer, and per scheduler in the same order (Lightning's lists).
-  for (const OptimizerConfig& config : context_.optimizers()) {
-    optimizers.push_back(optimizer_state_dict(*config.optimizer));
-    if (config.lr_scheduler) schedulers.push_back(scheduler_state_dict(*config.lr_scheduler, *config.optimizer));
-  }
-  c.insert("optimizer_states", optimizers);
-  c.insert("lr_schedulers", schedulers);
-  c.insert("precision", context_.strategy().precision().state_dict());
   Dict loop_states = new_state_dict();
   loop_states.insert("fit_loop", loops);
   c.insert("loops", loop_states);
