@@ -44,8 +44,8 @@ class SubprocessLauncher;
 /// The Trainer runs the same in any program, and is a guest in it: the
 /// constructor only resolves and checks options; a run (fit, validate,
 /// test, predict) changes what it needs and puts back exactly what was
-/// there when it ends, on every path out (docs/user-guide.md, "A guest in
-/// the program's process"):
+/// there when it ends, on every path out (docs/distributed.md, "A guest in
+/// your process"):
 /// - launching: when the options ask for more processes than were started
 ///   (devices * num_nodes > 1 and no torchrun, srun or mpirun), the first
 ///   run asks the SubprocessLauncher to start the other local ranks as new
