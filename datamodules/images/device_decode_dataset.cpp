@@ -8,6 +8,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/version.h>
+
+#include <dlfcn.h>
 
 #include <iostream>
 #include <map>
@@ -22,6 +25,19 @@ namespace {
 // One stream per loader thread and device, taken from the pool once: the
 // batches of different threads decode concurrently, none on the stream the
 // training step runs on.
+// The stream's cudaStream_t: c10::Stream::native_handle() from LibTorch 2.11
+// on; before, the fulgur_cuda module (loaded RTLD_GLOBAL with LibTorch's CUDA
+// half, CudaRuntime) unpacks it.
+void* native_stream(const c10::Stream& stream) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 11)
+  return stream.native_handle();
+#else
+  using Unpack = void* (*)(int64_t, int8_t);
+  static const auto unpack = reinterpret_cast<Unpack>(::dlsym(RTLD_DEFAULT, "fulgur_cuda_native_stream"));
+  return unpack != nullptr ? unpack(stream.id(), stream.device_index()) : nullptr;
+#endif
+}
+
 c10::Stream loader_stream(const torch::Device& device) {
   thread_local std::map<c10::DeviceIndex, c10::Stream> streams;
   auto it = streams.find(device.index());
@@ -129,7 +145,7 @@ DeviceDecodeDataset::DecodedBatch DeviceDecodeDataset::decode_batch(const std::v
     items.push_back(item);
     item_of.push_back(i);
   }
-  const std::vector<DecodeEngine> engines = decoder_->decode(items, stream ? stream->native_handle() : nullptr);
+  const std::vector<DecodeEngine> engines = decoder_->decode(items, stream ? native_stream(*stream) : nullptr);
   std::vector<bool> on_device(pending.size(), false);
   DecodeCounts counts;
   for (size_t k = 0; k < items.size(); ++k) {

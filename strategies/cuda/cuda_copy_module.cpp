@@ -28,6 +28,12 @@ c10::cuda::CUDAStream copy_stream(c10::DeviceIndex device) {
 
 // Starts copying the (pinned) `host` tensors to `device` on its copy stream;
 // `ready` gets an event recorded behind the copies.
+// The cudaStream_t of a c10::Stream, for LibTorch releases whose c10::Stream
+// has no native_handle() yet (before 2.11): see device_decode_dataset.cpp.
+extern "C" __attribute__((visibility("default"))) void* fulgur_cuda_native_stream(int64_t id, int8_t device_index) {
+  return c10::cuda::CUDAStream::unpack3(id, device_index, c10::DeviceType::CUDA).stream();
+}
+
 extern "C" __attribute__((visibility("default"))) void fulgur_cuda_copy_async(
     const std::vector<at::Tensor>& host, int64_t device, std::vector<at::Tensor>& out, std::shared_ptr<void>& ready) {
   const auto index = device >= 0 ? static_cast<c10::DeviceIndex>(device) : c10::cuda::current_device();
