@@ -15,6 +15,12 @@ module fulgur_online
                                        FULGUR_INTERNAL_ERROR = 5, FULGUR_STOPPED = 6, FULGUR_INVALID_HANDLE = 7, &
                                        FULGUR_NOT_TRAINED = 8
 
+  ! The trainer, as the program holds it: a type of its own, so a handle
+  ! cannot be confused with another C pointer. Null until fulgur_create.
+  type, public :: fulgur_handle
+    type(c_ptr) :: ptr = c_null_ptr
+  end type
+
   public :: fulgur_create, fulgur_destroy, fulgur_train_step, fulgur_push, fulgur_start, fulgur_stop, &
             fulgur_predict, fulgur_save_checkpoint, fulgur_load_checkpoint, fulgur_global_step, fulgur_stop_signal, &
             fulgur_pause, fulgur_resume, &
@@ -140,140 +146,140 @@ contains
 
   integer(c_int) function fulgur_create(config_path, handle) result(status)
     character(len=*), intent(in) :: config_path
-    type(c_ptr), intent(out) :: handle
-    status = c_create(trim(config_path) // c_null_char, handle)
+    type(fulgur_handle), intent(out) :: handle
+    status = c_create(trim(config_path) // c_null_char, handle%ptr)
   end function
 
   subroutine fulgur_destroy(handle)
-    type(c_ptr), intent(inout) :: handle
-    call c_destroy(handle)
-    handle = c_null_ptr
+    type(fulgur_handle), intent(inout) :: handle
+    call c_destroy(handle%ptr)
+    handle%ptr = c_null_ptr
   end subroutine
 
   integer(c_int) function train_step_2d(handle, x, y, loss) result(status)
-    type(c_ptr), intent(in) :: handle
+    type(fulgur_handle), intent(in) :: handle
     real(c_float), intent(in), target, contiguous :: x(:, :), y(:, :)
     real(c_double), intent(out) :: loss
-    status = c_train_step(handle, c_loc(x), c_shape(shape(x)), 2, c_loc(y), c_shape(shape(y)), 2, loss)
+    status = c_train_step(handle%ptr, c_loc(x), c_shape(shape(x)), 2, c_loc(y), c_shape(shape(y)), 2, loss)
   end function
 
   integer(c_int) function train_step_4d(handle, x, y, loss) result(status)
-    type(c_ptr), intent(in) :: handle
+    type(fulgur_handle), intent(in) :: handle
     real(c_float), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
     real(c_double), intent(out) :: loss
-    status = c_train_step(handle, c_loc(x), c_shape(shape(x)), 4, c_loc(y), c_shape(shape(y)), 4, loss)
+    status = c_train_step(handle%ptr, c_loc(x), c_shape(shape(x)), 4, c_loc(y), c_shape(shape(y)), 4, loss)
   end function
 
   integer(c_int) function push_2d(handle, x, y) result(status)
-    type(c_ptr), intent(in) :: handle
+    type(fulgur_handle), intent(in) :: handle
     real(c_float), intent(in), target, contiguous :: x(:, :), y(:, :)
-    status = c_push(handle, c_loc(x), c_shape(shape(x)), 2, c_loc(y), c_shape(shape(y)), 2)
+    status = c_push(handle%ptr, c_loc(x), c_shape(shape(x)), 2, c_loc(y), c_shape(shape(y)), 2)
   end function
 
   integer(c_int) function push_4d(handle, x, y) result(status)
-    type(c_ptr), intent(in) :: handle
+    type(fulgur_handle), intent(in) :: handle
     real(c_float), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
-    status = c_push(handle, c_loc(x), c_shape(shape(x)), 4, c_loc(y), c_shape(shape(y)), 4)
+    status = c_push(handle%ptr, c_loc(x), c_shape(shape(x)), 4, c_loc(y), c_shape(shape(y)), 4)
   end function
 
   integer(c_int) function fulgur_start(handle) result(status)
-    type(c_ptr), intent(in) :: handle
-    status = c_start(handle)
+    type(fulgur_handle), intent(in) :: handle
+    status = c_start(handle%ptr)
   end function
 
   integer(c_int) function fulgur_stop(handle) result(status)
-    type(c_ptr), intent(in) :: handle
-    status = c_stop(handle)
+    type(fulgur_handle), intent(in) :: handle
+    status = c_stop(handle%ptr)
   end function
 
   integer(c_int) function predict_2d(handle, x, y) result(status)
-    type(c_ptr), intent(in) :: handle
+    type(fulgur_handle), intent(in) :: handle
     real(c_float), intent(in), target, contiguous :: x(:, :)
     real(c_float), intent(inout), target, contiguous :: y(:, :)
-    status = c_predict(handle, c_loc(x), c_shape(shape(x)), 2, c_loc(y), int(size(y), c_int64_t))
+    status = c_predict(handle%ptr, c_loc(x), c_shape(shape(x)), 2, c_loc(y), int(size(y), c_int64_t))
   end function
 
   integer(c_int) function predict_4d(handle, x, y) result(status)
-    type(c_ptr), intent(in) :: handle
+    type(fulgur_handle), intent(in) :: handle
     real(c_float), intent(in), target, contiguous :: x(:, :, :, :)
     real(c_float), intent(inout), target, contiguous :: y(:, :, :, :)
-    status = c_predict(handle, c_loc(x), c_shape(shape(x)), 4, c_loc(y), int(size(y), c_int64_t))
+    status = c_predict(handle%ptr, c_loc(x), c_shape(shape(x)), 4, c_loc(y), int(size(y), c_int64_t))
   end function
 
   integer(c_int) function train_step_2d_f64(handle, x, y, loss) result(status)
-    type(c_ptr), intent(in) :: handle
+    type(fulgur_handle), intent(in) :: handle
     real(c_double), intent(in), target, contiguous :: x(:, :), y(:, :)
     real(c_double), intent(out) :: loss
-    status = c_train_step_f64(handle, c_loc(x), c_shape(shape(x)), 2, c_loc(y), c_shape(shape(y)), 2, loss)
+    status = c_train_step_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 2, c_loc(y), c_shape(shape(y)), 2, loss)
   end function
 
   integer(c_int) function train_step_4d_f64(handle, x, y, loss) result(status)
-    type(c_ptr), intent(in) :: handle
+    type(fulgur_handle), intent(in) :: handle
     real(c_double), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
     real(c_double), intent(out) :: loss
-    status = c_train_step_f64(handle, c_loc(x), c_shape(shape(x)), 4, c_loc(y), c_shape(shape(y)), 4, loss)
+    status = c_train_step_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 4, c_loc(y), c_shape(shape(y)), 4, loss)
   end function
 
   integer(c_int) function push_2d_f64(handle, x, y) result(status)
-    type(c_ptr), intent(in) :: handle
+    type(fulgur_handle), intent(in) :: handle
     real(c_double), intent(in), target, contiguous :: x(:, :), y(:, :)
-    status = c_push_f64(handle, c_loc(x), c_shape(shape(x)), 2, c_loc(y), c_shape(shape(y)), 2)
+    status = c_push_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 2, c_loc(y), c_shape(shape(y)), 2)
   end function
 
   integer(c_int) function push_4d_f64(handle, x, y) result(status)
-    type(c_ptr), intent(in) :: handle
+    type(fulgur_handle), intent(in) :: handle
     real(c_double), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
-    status = c_push_f64(handle, c_loc(x), c_shape(shape(x)), 4, c_loc(y), c_shape(shape(y)), 4)
+    status = c_push_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 4, c_loc(y), c_shape(shape(y)), 4)
   end function
 
   integer(c_int) function predict_2d_f64(handle, x, y) result(status)
-    type(c_ptr), intent(in) :: handle
+    type(fulgur_handle), intent(in) :: handle
     real(c_double), intent(in), target, contiguous :: x(:, :)
     real(c_double), intent(inout), target, contiguous :: y(:, :)
-    status = c_predict_f64(handle, c_loc(x), c_shape(shape(x)), 2, c_loc(y), int(size(y), c_int64_t))
+    status = c_predict_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 2, c_loc(y), int(size(y), c_int64_t))
   end function
 
   integer(c_int) function predict_4d_f64(handle, x, y) result(status)
-    type(c_ptr), intent(in) :: handle
+    type(fulgur_handle), intent(in) :: handle
     real(c_double), intent(in), target, contiguous :: x(:, :, :, :)
     real(c_double), intent(inout), target, contiguous :: y(:, :, :, :)
-    status = c_predict_f64(handle, c_loc(x), c_shape(shape(x)), 4, c_loc(y), int(size(y), c_int64_t))
+    status = c_predict_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 4, c_loc(y), int(size(y), c_int64_t))
   end function
 
   integer(c_int) function fulgur_save_checkpoint(handle, path) result(status)
-    type(c_ptr), intent(in) :: handle
+    type(fulgur_handle), intent(in) :: handle
     character(len=*), intent(in) :: path
-    status = c_save(handle, trim(path) // c_null_char)
+    status = c_save(handle%ptr, trim(path) // c_null_char)
   end function
 
   integer(c_int) function fulgur_load_checkpoint(handle, path) result(status)
-    type(c_ptr), intent(in) :: handle
+    type(fulgur_handle), intent(in) :: handle
     character(len=*), intent(in) :: path
-    status = c_load(handle, trim(path) // c_null_char)
+    status = c_load(handle%ptr, trim(path) // c_null_char)
   end function
 
   integer(c_int) function fulgur_global_step(handle, step) result(status)
-    type(c_ptr), intent(in) :: handle
+    type(fulgur_handle), intent(in) :: handle
     integer(c_int64_t), intent(out) :: step
-    status = c_global_step(handle, step)
+    status = c_global_step(handle%ptr, step)
   end function
 
   ! Background training takes no step between pause and resume.
   integer(c_int) function fulgur_pause(handle) result(status)
-    type(c_ptr), intent(in) :: handle
-    status = c_pause(handle)
+    type(fulgur_handle), intent(in) :: handle
+    status = c_pause(handle%ptr)
   end function
 
   integer(c_int) function fulgur_resume(handle) result(status)
-    type(c_ptr), intent(in) :: handle
-    status = c_resume(handle)
+    type(fulgur_handle), intent(in) :: handle
+    status = c_resume(handle%ptr)
   end function
 
   ! The signal that stopped training (0: none): see FULGUR_STOPPED.
   integer(c_int) function fulgur_stop_signal(handle, signal) result(status)
-    type(c_ptr), intent(in) :: handle
+    type(fulgur_handle), intent(in) :: handle
     integer(c_int), intent(out) :: signal
-    status = c_stop_signal(handle, signal)
+    status = c_stop_signal(handle%ptr, signal)
   end function
 
   ! The message of the last failed call, as a Fortran string.

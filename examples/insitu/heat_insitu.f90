@@ -13,7 +13,7 @@ program heat_insitu_fortran
 
   integer, parameter :: nx = 64, ny = 64, rollout = 10
   real(c_float), parameter :: alpha = 0.2
-  type(c_ptr) :: h
+  type(fulgur_handle) :: h
   character(len=1024) :: config
   integer :: rank, nranks, rows, first_row, up, down, k
   integer(c_int64_t) :: steps, max_steps, sim_steps

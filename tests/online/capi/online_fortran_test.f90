@@ -6,7 +6,7 @@ program online_fortran_test
   use fulgur_online
   implicit none
 
-  type(c_ptr) :: h
+  type(fulgur_handle) :: h
   character(len=512) :: dir
   real(c_float) :: x(2, 32), y(1, 32), px(2, 64), py(1, 64), out(1, 64)
   real(c_double) :: loss, first, xd(2, 32), yd(1, 32), pxd(2, 64), outd(1, 64)
