@@ -288,8 +288,12 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
                               config_.options.benchmark()});
   struct EndRun {
     SignalConnector& signals;
-    ~EndRun() { signals.end_run(); }
-  } end_run{*signals_};
+    CheckpointConnector& checkpoints;
+    ~EndRun() {
+      checkpoints.end_run();  // no writer thread outlives the run
+      signals.end_run();
+    }
+  } end_run{*signals_, *checkpoint_connector_};
   signals_->begin_run(stage == Stage::Fit);
   context_->set_stage(stage);
   const ScopedModuleRuntime attached(module, *runtime_);  // detached on both paths out

@@ -168,6 +168,14 @@ TEST_CASE("guest: construction, fit, two Trainers ended first-made-first and a f
     trainer.test(model, data);
     HostState::read().check_equal(before, "after test returned");
   }
+  {
+    // Checkpoints written by a background thread: the thread ends with the run.
+    Trainer trainer(host_options(dir).max_epochs(2).async_checkpoint(true));
+    fulgur::testing::RecordingModule model;
+    RegressionData data(2, 1);
+    trainer.fit(model, data);
+    HostState::read().check_equal(before, "after a fit with async_checkpoint returned");
+  }
   HostState::read().check_equal(before, "after the Trainer ended");
 
   {

@@ -165,6 +165,11 @@ void CheckpointConnector::finish_writes_quietly() {
   }
 }
 
+void CheckpointConnector::end_run() {
+  finish_writes_quietly();
+  async_io_.reset();  // joins the writer thread
+}
+
 void CheckpointConnector::restore_model(const Checkpoint& checkpoint, const std::string& source) {
   c10::Dict<std::string, torch::Tensor> weights = checkpoint_weights(checkpoint, source);
   Strategy& strategy = context_.strategy();

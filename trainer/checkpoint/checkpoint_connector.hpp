@@ -63,6 +63,10 @@ class CheckpointConnector {
   /// This process alone waits for its write in flight and prints a failed
   /// write's error instead of throwing (the exception path, destructors).
   void finish_writes_quietly();
+  /// At the end of a run: waits for the writes in flight (quietly) and ends
+  /// the asynchronous writer's thread, so no thread of the run outlives it
+  /// (a later asynchronous save starts a new one).
+  void end_run();
   /// The background writer (created on first use), for tests' hooks.
   AsyncCheckpointIO& async_io();
 
