@@ -166,14 +166,18 @@ void Fabric::log(const std::string& name, double value) { log_dict({{name, value
 
 void Fabric::log_dict(const std::map<std::string, double>& values) {
   for (const auto& [name, value] : values) metrics_[name] = value;
+  send(values);
+}
+
+void Fabric::send(const std::map<std::string, double>& values) {
   if (!is_global_zero() || values.empty()) return;
   for (auto& logger : loggers_) logger->log_metrics(values, global_step_);
 }
 
 void Fabric::flush_logged() {
   const std::map<std::string, double> values = runtime_->take_logged();
-  for (const auto& [name, value] : values) metrics_[name] = value;
-  if (global_step_ % config_.options.log_every_n_steps() == 0) log_dict(values);
+  for (const auto& [name, value] : values) metrics_[name] = value;  // a plateau scheduler may watch them
+  if (global_step_ % config_.options.log_every_n_steps() == 0) send(values);
 }
 
 void Fabric::save_checkpoint(const std::filesystem::path& path, const Checkpoint& extra) {

@@ -125,6 +125,8 @@ class Fabric {
   friend class FabricRuntime;
   /// Sends what the module logged to the loggers.
   void flush_logged();
+  /// `values` to the loggers at the current step (rank 0 only).
+  void send(const std::map<std::string, double>& values);
   /// What a checkpoint holds of the training (weights, optimizers,
   /// schedulers, scaler, step); `copy`: tensors cloned, so a later load
   /// cannot change them.
