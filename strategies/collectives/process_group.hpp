@@ -1,13 +1,14 @@
 #pragma once
 
-#include <fulgur/core/ignored_sigpipe.hpp>
-
+#include <fulgur/core/ignored_signal.hpp>
 #include <fulgur/strategies/environments/cluster_environment.hpp>
 #include <fulgur/strategies/collectives/collective_wait.hpp>
 #include <fulgur/modules/reduce_op.hpp>
 #include <fulgur/strategies/options/process_group_backend.hpp>
 
 #include <torch/torch.h>
+
+#include <csignal>
 
 #include <atomic>
 #include <chrono>
@@ -134,7 +135,7 @@ class ProcessGroup {
  private:
   void create_backend(const c10::intrusive_ptr<c10d::Store>& store);
 
-  IgnoredSigpipe sigpipe_;  // while the group's sockets are open
+  IgnoredSignal sigpipe_{SIGPIPE};  // while the group's sockets are open
   ProcessGroupOptions options_;
   std::shared_ptr<CollectiveWait> waits_;
   c10::intrusive_ptr<c10d::Store> store_;

@@ -8,7 +8,7 @@
 #include "support/test_support.hpp"
 #include "support/tiny_modules.hpp"
 
-#include <fulgur/core/ignored_sigpipe.hpp>
+#include <fulgur/core/ignored_signal.hpp>
 #include <fulgur/core/stop_signals.hpp>
 #include <fulgur/online/fabric.hpp>
 #include <fulgur/online/online_trainer.hpp>
@@ -297,26 +297,32 @@ TEST_CASE("StopSignals: holders in any order put the program's handlers back; an
   CHECK(g_host_terms.load() == host_terms + 1);  // acted on: not passed on
 }
 
-TEST_CASE("IgnoredSigpipe: ignores a default SIGPIPE while held, leaves a program's own handler alone") {
-  REQUIRE(same(handler_of(SIGPIPE), SIG_DFL));
-  {
-    auto a = std::make_unique<IgnoredSigpipe>();
-    auto b = std::make_unique<IgnoredSigpipe>();
-    CHECK(same(handler_of(SIGPIPE), SIG_IGN));
-    a.reset();
-    CHECK(same(handler_of(SIGPIPE), SIG_IGN));
+TEST_CASE("IgnoredSignal: ignores a default signal while held, leaves a program's own handler alone") {
+  for (const int signal : {SIGPIPE, SIGUSR1}) {
+    INFO(signal);
+    REQUIRE(same(handler_of(signal), SIG_DFL));
+    {
+      auto a = std::make_unique<IgnoredSignal>(signal);
+      auto b = std::make_unique<IgnoredSignal>(signal);
+      CHECK(same(handler_of(signal), SIG_IGN));
+      a.reset();
+      CHECK(same(handler_of(signal), SIG_IGN));
+      std::raise(signal);  // ignored: the test goes on
+    }
+    CHECK(same(handler_of(signal), SIG_DFL));
+    struct sigaction own {};
+    own.sa_handler = host_term;
+    sigemptyset(&own.sa_mask);
+    struct sigaction old {};
+    ::sigaction(signal, &own, &old);
+    {
+      const IgnoredSignal held(signal);
+      CHECK(same(handler_of(signal), host_term));
+    }
+    CHECK(same(handler_of(signal), host_term));
+    ::sigaction(signal, &old, nullptr);
   }
-  CHECK(same(handler_of(SIGPIPE), SIG_DFL));
-  struct sigaction own {};
-  own.sa_handler = host_term;
-  sigemptyset(&own.sa_mask);
-  struct sigaction old {};
-  ::sigaction(SIGPIPE, &own, &old);
-  {
-    const IgnoredSigpipe held;
-    CHECK(same(handler_of(SIGPIPE), host_term));
-  }
-  ::sigaction(SIGPIPE, &old, nullptr);
+  CHECK_THROWS_WITH_AS(IgnoredSignal(SIGKILL), "[IgnoredSignal] signal 9 cannot be ignored", std::invalid_argument);
 }
 
 }  // namespace guest_test

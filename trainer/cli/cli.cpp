@@ -1,4 +1,5 @@
 #include <fulgur/trainer/cli/cli.hpp>
+#include <fulgur/core/ignored_signal.hpp>
 #include <fulgur/strategies/cuda/cuda_runtime.hpp>
 
 #include <fulgur/callbacks/prediction_writer.hpp>
@@ -402,6 +403,9 @@ YAML::Node merge_configuration(const Arguments& args) {
 }
 
 int run(int argc, const char* const* argv, const Factories& factories) {
+  // Runs record SLURM's warning; before the first and after the last, a
+  // default SIGUSR1 would end a job whose training finished (IgnoredSignal).
+  const IgnoredSignal warning(SIGUSR1);
   CudaRuntime::load();  // before a model's constructor may ask ATen about CUDA (CudaRuntime)
   return run_guarded([&] { return run_checked(parse_arguments(argc, argv), factories, argc > 0 ? argv[0] : "fulgur"); });
 }

@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <csignal>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -92,6 +93,14 @@ struct RowCounter : Logger {
   Options options;
   RunFolder folder;
   int64_t rows = 0, last_step = -1;
+};
+
+// SLURM's warning before the first step and after the last one, where no
+// run records it: the model's constructor and destructor raise SIGUSR1.
+struct WarnedModel : CliModel {
+  using CliModel::CliModel;
+  explicit WarnedModel(const CliModelOptions& o) : CliModel(o) { std::raise(SIGUSR1); }
+  ~WarnedModel() override { std::raise(SIGUSR1); }
 };
 
 struct Outcome {
@@ -400,6 +409,29 @@ TEST_CASE("cli: optimizer: and lr_scheduler: sections replace configure_optimize
   CHECK(missing.code == 1);
   CHECK(missing.err.find("ReduceLROnPlateau conditioned on metric 'val_los', which is not available; available "
                          "metrics: ") != std::string::npos);
+}
+
+}  // namespace cli_test
+
+namespace cli_test {
+
+TEST_CASE("cli: a SIGUSR1 before the first step or after the last does not end the program; SIGUSR1 is default again after") {
+  struct sigaction before {};
+  ::sigaction(SIGUSR1, nullptr, &before);
+  REQUIRE((before.sa_handler == SIG_DFL));
+  TempDir dir("cli-warned");
+  const std::string root = (dir / "runs").string();
+  const std::vector<std::string> args = {"prog", "fit", "--trainer.default_root_dir", root, "--trainer.max_epochs", "1",
+                                         "--trainer.enable_progress_bar", "false"};
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  const int code = cli::run<WarnedModel, CliData>(static_cast<int>(argv.size()), argv.data());
+  CHECK(code == 0);  // reached at all: the default action would have ended the test program
+  const auto checkpoints = std::filesystem::path(root) / "fulgur_logs" / "version_0" / "checkpoints";
+  CHECK((std::filesystem::is_directory(checkpoints) && !std::filesystem::is_empty(checkpoints)));  // fit saved
+  struct sigaction after {};
+  ::sigaction(SIGUSR1, nullptr, &after);
+  CHECK((after.sa_handler == SIG_DFL));
 }
 
 }  // namespace cli_test
