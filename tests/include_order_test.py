@@ -8,7 +8,7 @@ import pathlib
 import re
 import sys
 
-ORDER = ["version.hpp", "core", "modules", "datamodules", "strategies/options", "strategies/environments", "strategies/cuda", "strategies/launchers",
+ORDER = ["version.hpp", "core", "modules", "datamodules", "strategies/options", "strategies/environments", "strategies/cuda", "strategies/mpi", "strategies/launchers",
          "strategies/collectives", "strategies/sharding", "strategies", "loggers", "trainer", "callbacks", "trainer/cli", "online"]
 
 # The callbacks the Trainer adds by default (enable_progress_bar,

@@ -1,6 +1,7 @@
 #include <fulgur/trainer/trainer_config.hpp>
 
 #include <fulgur/strategies/cuda/cuda_runtime.hpp>
+#include <fulgur/strategies/mpi/mpi_runtime.hpp>
 
 #include <fulgur/strategies/environments/detect_cluster_environment.hpp>
 #include <fulgur/strategies/environments/slurm_environment.hpp>
@@ -97,6 +98,18 @@ TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& pl
     config_error(fmt::format("devices={} but only {} CUDA device(s) are visible", c.devices, platform.cuda_device_count));
   }
   c.world_size = c.devices * o.num_nodes();
+  if (o.process_group_backend() == ProcessGroupBackend::Mpi) {
+    if (!MpiRuntime::built()) {
+      config_error("process_group_backend 'mpi' was chosen but fulgur was built without MPI (FULGUR_WITH_MPI=OFF, or "
+                   "no MPI was found when it was configured); use 'gloo' or 'auto'");
+    }
+    if (c.world_size > 1 && !platform.processes_external) {
+      config_error(fmt::format(
+          "process_group_backend 'mpi' needs ranks started by an MPI launcher (mpirun -np {0}, mpiexec, "
+          "srun --mpi=pmix), but this program was started alone and would start its {0} ranks itself",
+          c.world_size));
+    }
+  }
 
   c.strategy = o.strategy() != StrategyKind::Auto ? o.strategy()
                                                   : (c.world_size == 1 ? StrategyKind::SingleDevice : StrategyKind::DDP);

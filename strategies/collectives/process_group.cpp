@@ -1,6 +1,7 @@
 #include <fulgur/strategies/collectives/process_group.hpp>
 
 #include <fulgur/strategies/cuda/nccl_backend.hpp>
+#include <fulgur/strategies/mpi/mpi_runtime.hpp>
 #include <fulgur/strategies/collectives/ring_allreduce.hpp>
 #include <fulgur/strategies/collectives/torch_compat.hpp>
 
@@ -85,6 +86,12 @@ ProcessGroup::ProcessGroup(const ProcessGroupOptions& options, std::shared_ptr<C
     throw std::invalid_argument(fmt::format("[ProcessGroup::ProcessGroup] rank {} is outside world size {}",
                                             options_.rank, options_.world_size));
   }
+  if (options_.backend == ProcessGroupBackend::Mpi) {  // MPI's launcher already connected the ranks
+    backend_ = MpiRuntime::group(options_.mpi_communicator, static_cast<int>(options_.rank),
+                                 static_cast<int>(options_.world_size));
+    return;
+  }
+  if (options_.rendezvous_error) throw std::invalid_argument(*options_.rendezvous_error);
   try {
     store_ = c10::make_intrusive<c10d::PrefixStore>(options_.store_prefix, make_store(options_));
     create_backend(store_);
@@ -129,6 +136,10 @@ ProcessGroup::ProcessGroup(const ProcessGroup& parent, const std::string& name, 
     : options_(parent.options_), waits_(parent.waits_) {
   options_.rank = rank;
   options_.world_size = size;
+  if (options_.backend == ProcessGroupBackend::Mpi) {
+    backend_ = MpiRuntime::split(parent.backend_, name, static_cast<int>(rank), static_cast<int>(size));
+    return;
+  }
   try {
     store_ = c10::make_intrusive<c10d::PrefixStore>(name, parent.store_);
     create_backend(store_);
@@ -264,6 +275,7 @@ ProcessGroupOptions process_group_options(const ClusterEnvironment& env, double 
   options.main_address = env.main_address();
   options.main_port = env.main_port();
   options.file_store_path = env.file_store_path();
+  options.rendezvous_error = env.rendezvous_error();
   options.all_local = env.num_nodes() == 1;
   // torchrun's agent already serves a TCPStore on MASTER_PORT and says so.
   const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");

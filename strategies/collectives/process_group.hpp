@@ -48,6 +48,12 @@ struct ProcessGroupOptions {
   torch::DeviceType device_type = torch::kCPU;
   /// Auto: NCCL for CUDA tensors, else Gloo. Gloo also takes CUDA tensors.
   ProcessGroupBackend backend = ProcessGroupBackend::Auto;
+  /// With backend Mpi: the program's communicator (its Fortran handle,
+  /// MPI_Comm_c2f) instead of MPI_COMM_WORLD.
+  std::optional<int64_t> mpi_communicator;
+  /// Why no store can be made (the environment found no rendezvous): raised
+  /// by a backend that needs one; MPI does not.
+  std::optional<std::string> rendezvous_error;
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};
 };
 

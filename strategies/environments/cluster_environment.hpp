@@ -53,6 +53,10 @@ class ClusterEnvironment {
   /// when the rendezvous is main_address():main_port().
   virtual std::optional<std::string> file_store_path() const { return std::nullopt; }
 
+  /// Why there is no rendezvous (no address, port or file store was given),
+  /// for a backend that needs one; MPI's launcher needs none.
+  virtual std::optional<std::string> rendezvous_error() const { return std::nullopt; }
+
   /// One line for logs: "slurm: rank 3/8 (local 1/2, node 1/4), main node01:15123".
   std::string summary() const;
 

@@ -82,12 +82,11 @@ MPIEnvironment::MPIEnvironment(const EnvLookup& env) {
   if (auto path = env("FULGUR_FILE_STORE")) file_store_path_ = require_nonempty(where, "FULGUR_FILE_STORE", *path);
   if (!file_store_path_) {
     if (!address && !port) {
-      throw std::invalid_argument(fmt::format(
+      rendezvous_error_ = fmt::format(
           "{} no rendezvous for the {} ranks: set MASTER_ADDR and MASTER_PORT (a TCP store on rank 0's host) "
-          "or FULGUR_FILE_STORE=<path on a filesystem all nodes share>",
-          where, flavor->name));
-    }
-    if (!address || !port) {
+          "or FULGUR_FILE_STORE=<path on a filesystem all nodes share>, or choose process_group_backend 'mpi'",
+          where, flavor->name);
+    } else if (!address || !port) {
       throw std::invalid_argument(fmt::format(
           "{} {} is set but {} is not: a TCP rendezvous needs both (or set FULGUR_FILE_STORE instead)", where,
           address ? "MASTER_ADDR" : "MASTER_PORT", address ? "MASTER_PORT" : "MASTER_ADDR"));

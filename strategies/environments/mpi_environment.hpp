@@ -16,11 +16,12 @@ namespace fulgur {
 /// is not used: despite its name it is a rank within the node, counted
 /// across all jobs, not the index of the node).
 ///
-/// MPI has no rendezvous address of its own, so the user provides one:
-/// MASTER_ADDR and MASTER_PORT (a TCP store on rank 0's host), or
-/// FULGUR_FILE_STORE=<path on a shared filesystem> (a FileStore; it wins
-/// when both are given, and main_address()/main_port() then report
-/// MASTER_ADDR or 127.0.0.1 and MASTER_PORT or 0).
+/// Gloo and NCCL need a rendezvous, which MPI's variables do not give, so
+/// the user provides one: MASTER_ADDR and MASTER_PORT (a TCP store on rank
+/// 0's host), or FULGUR_FILE_STORE=<path on a shared filesystem> (a
+/// FileStore; it wins when both are given, and main_address()/main_port()
+/// then report MASTER_ADDR or 127.0.0.1 and MASTER_PORT or 0). With none,
+/// rendezvous_error() says so; process_group_backend 'mpi' needs none.
 class MPIEnvironment : public ClusterEnvironment {
  public:
   explicit MPIEnvironment(const EnvLookup& env = process_environment());
@@ -32,6 +33,7 @@ class MPIEnvironment : public ClusterEnvironment {
   bool creates_processes_externally() const override { return true; }
   std::string world_size_source() const override;
   std::optional<std::string> file_store_path() const override { return file_store_path_; }
+  std::optional<std::string> rendezvous_error() const override { return rendezvous_error_; }
 
   /// Which launcher's variables were read: "OpenMPI", "MVAPICH" or "MPICH/Intel MPI".
   const std::string& flavor() const { return flavor_; }
@@ -41,6 +43,7 @@ class MPIEnvironment : public ClusterEnvironment {
   std::string size_var_;
   std::string local_size_var_;
   std::optional<std::string> file_store_path_;
+  std::optional<std::string> rendezvous_error_;
 };
 
 }  // namespace fulgur

@@ -12,8 +12,10 @@ namespace fulgur {
 /// for CUDA tensors and Gloo for CPU ones. Gloo with accelerator gpu moves
 /// CUDA tensors through Gloo: slower, but several ranks may then share one
 /// GPU (NCCL refuses two ranks on one device). Nccl needs accelerator gpu.
-enum class ProcessGroupBackend { Auto, Gloo, Nccl };
+/// Mpi carries them over the site's MPI (ranks started by an MPI launcher,
+/// or the program's own communicator); fulgur built with FULGUR_WITH_MPI.
+enum class ProcessGroupBackend { Auto, Gloo, Nccl, Mpi };
 
-inline std::vector<std::string> option_choices(ProcessGroupBackend) { return {"auto", "gloo", "nccl"}; }
+inline std::vector<std::string> option_choices(ProcessGroupBackend) { return {"auto", "gloo", "nccl", "mpi"}; }
 
 }  // namespace fulgur

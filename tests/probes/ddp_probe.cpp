@@ -117,7 +117,7 @@ struct ProbeModel : fulgur::LightningModule {
     // A group torchrun restarted (--max-restarts) runs on: only the first attempt is killed.
     const char* attempt = std::getenv("TORCHELASTIC_RESTART_COUNT");
     const bool first_attempt = attempt == nullptr || std::string(attempt) == "0";
-    if (rank && std::atoll(rank) == o.kill_rank() && trainer()->global_step() == o.kill_step() && first_attempt) {
+    if (global_rank() == o.kill_rank() && trainer()->global_step() == o.kill_step() && first_attempt) {
       std::raise(SIGKILL);
     }
     // --model.signal_rank R: that rank alone receives SIGUSR1 during step signal_step.

@@ -453,9 +453,14 @@ TEST_CASE("cluster environment: mpi can rendezvous through a shared file instead
 
 TEST_CASE("cluster environment: mpi names the missing rendezvous and variables") {
   const Vars no_rendezvous = without(without(kOpenMPI, "MASTER_ADDR"), "MASTER_PORT");
-  check_mpi_error(no_rendezvous,
-                  "no rendezvous for the OpenMPI ranks: set MASTER_ADDR and MASTER_PORT (a TCP store on rank 0's "
-                  "host) or FULGUR_FILE_STORE=<path on a filesystem all nodes share>");
+  // No rendezvous at all is an error only for a backend that needs one (not 'mpi').
+  const MPIEnvironment bare(fake_env(no_rendezvous));
+  CHECK(bare.rendezvous_error() ==
+        std::optional<std::string>("[MPIEnvironment::MPIEnvironment] no rendezvous for the OpenMPI ranks: set "
+                                   "MASTER_ADDR and MASTER_PORT (a TCP store on rank 0's host) or "
+                                   "FULGUR_FILE_STORE=<path on a filesystem all nodes share>, or choose "
+                                   "process_group_backend 'mpi'"));
+  CHECK_FALSE(MPIEnvironment(fake_env(kOpenMPI)).rendezvous_error().has_value());
   check_mpi_error(without(kOpenMPI, "MASTER_PORT"),
                   "MASTER_ADDR is set but MASTER_PORT is not: a TCP rendezvous needs both (or set FULGUR_FILE_STORE "
                   "instead)");

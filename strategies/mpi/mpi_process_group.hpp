@@ -1,0 +1,81 @@
+#pragma once
+
+// Part of the fulgur_mpi module (links MPI), never of the fulgur library.
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+
+#include <mpi.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace fulgur {
+
+/// c10d's Backend interface over an MPI communicator, for
+/// process_group_backend 'mpi' (LibTorch's own ProcessGroupMPI exists only
+/// in builds from source with MPI; the wheels have none). Every operation
+/// is queued on MpiWorker and returns a Work that completes when MPI has
+/// finished it. The group works on its own duplicate of the communicator it
+/// is given, so its messages never meet the program's.
+///
+/// CUDA tensors: where the MPI is CUDA-aware (MPIX_Query_cuda_support) they
+/// go to MPI as they are; otherwise through pinned host memory. Either way
+/// the caller's stream is synchronised when the operation is queued.
+class MpiProcessGroup : public c10d::Backend {
+ public:
+  /// The group of `comm`'s ranks (duplicated). `expected_rank`/`expected_size`
+  /// are what the cluster environment says; a mismatch is a clear error
+  /// (ranks not started by an MPI launcher). Initialises MPI when the
+  /// program has not; checks the thread level when it has.
+  static c10::intrusive_ptr<MpiProcessGroup> create(MPI_Comm comm, int expected_rank, int expected_size);
+
+  /// The ranks of this group that call it with the same `name`, numbered
+  /// `rank` of `size` (collective over this group).
+  c10::intrusive_ptr<MpiProcessGroup> split(const std::string& name, int rank, int size);
+
+  ~MpiProcessGroup() override;
+
+  const std::string getBackendName() const override { return "mpi"; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts = c10d::BroadcastOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts = c10d::AllreduceOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input,
+      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override;
+
+  /// A run failed on this rank: MPI is not finalised at exit, so the
+  /// launcher ends the other ranks instead of this one waiting for them.
+  void abort() override;
+  /// Frees the communicator.
+  void shutdown() override;
+
+ /// Takes `comm` (already this group's own); create() and split() make them.
+  MpiProcessGroup(MPI_Comm comm, int rank, int size);
+
+ private:
+
+  /// Queues an operation on the worker: `begin` starts it and returns its
+  /// request and what to do once it is complete (copy results back); the
+  /// Work completes after that.
+  struct Started {
+    MPI_Request request;
+    std::function<void()> then;
+  };
+  c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, const std::vector<at::Tensor>& tensors,
+                                         std::function<Started()> begin);
+
+  MPI_Comm comm_;
+};
+
+}  // namespace fulgur

@@ -1,0 +1,93 @@
+#include <fulgur/strategies/mpi/mpi_runtime.hpp>
+
+#include <fulgur_mpi_module_paths.hpp>
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <stdexcept>
+#include <vector>
+
+namespace fulgur {
+namespace {
+
+struct LoadedMpiModule {
+  void* module = nullptr;
+  std::string error;
+};
+
+LoadedMpiModule load_mpi_module() {
+#ifndef FULGUR_MPI_MODULE_NAME
+  return {nullptr, "fulgur was built without MPI (FULGUR_WITH_MPI=OFF, or no MPI was found when it was configured)"};
+#else
+  // FULGUR_MPI_MODULE, beside the program (<prefix>/bin/../lib), the build
+  // tree, the install prefix.
+  std::vector<std::string> paths;
+  if (const char* env = std::getenv("FULGUR_MPI_MODULE"); env != nullptr && *env != '\0') paths.emplace_back(env);
+  std::error_code error;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) paths.push_back((exe.parent_path().parent_path() / "lib" / FULGUR_MPI_MODULE_NAME).string());
+  paths.emplace_back(FULGUR_MPI_MODULE_BUILD_PATH);
+  paths.emplace_back(FULGUR_MPI_MODULE_INSTALL_PATH);
+  std::string errors;
+  for (const auto& path : paths) {
+    if (!std::filesystem::exists(path)) continue;
+    // GLOBAL: Open MPI's own plugins find libmpi's symbols only so.
+    if (void* module = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL)) return {module, {}};
+    errors += std::string(dlerror()) + "; ";
+  }
+  return {nullptr, FULGUR_MPI_MODULE_NAME " could not be loaded: " +
+                       (errors.empty() ? std::string("not found beside the program, in the build tree or the install "
+                                                     "prefix (set FULGUR_MPI_MODULE)")
+                                       : errors)};
+#endif
+}
+
+void* mpi_symbol(const char* name) {
+  static const LoadedMpiModule loaded = load_mpi_module();
+  if (loaded.module == nullptr) {
+    throw std::invalid_argument("[MpiRuntime] process_group_backend 'mpi': " + loaded.error);
+  }
+  void* found = dlsym(loaded.module, name);
+  if (found == nullptr) throw std::runtime_error(std::string("[MpiRuntime] the MPI module has no ") + name);
+  return found;
+}
+
+}  // namespace
+
+c10::intrusive_ptr<c10d::Backend> MpiRuntime::group(std::optional<int64_t> communicator, int rank, int size) {
+  using Make = void (*)(int, int, int, int, c10::intrusive_ptr<c10d::Backend>&);
+  c10::intrusive_ptr<c10d::Backend> made;
+  reinterpret_cast<Make>(mpi_symbol("fulgur_mpi_group"))(communicator ? 1 : 0, static_cast<int>(communicator.value_or(0)),
+                                                       rank, size, made);
+  return made;
+}
+
+c10::intrusive_ptr<c10d::Backend> MpiRuntime::split(const c10::intrusive_ptr<c10d::Backend>& parent,
+                                                    const std::string& name, int rank, int size) {
+  using Split = void (*)(const c10::intrusive_ptr<c10d::Backend>&, const std::string&, int, int,
+                         c10::intrusive_ptr<c10d::Backend>&);
+  c10::intrusive_ptr<c10d::Backend> made;
+  reinterpret_cast<Split>(mpi_symbol("fulgur_mpi_split"))(parent, name, rank, size, made);
+  return made;
+}
+
+std::optional<std::pair<int, int>> MpiRuntime::rank_and_size(int64_t communicator) {
+  using Query = void (*)(int, int&, int&);
+  int rank = -1, size = -1;
+  reinterpret_cast<Query>(mpi_symbol("fulgur_mpi_comm_rank_size"))(static_cast<int>(communicator), rank, size);
+  if (size < 0) return std::nullopt;
+  return std::make_pair(rank, size);
+}
+
+bool MpiRuntime::built() {
+#ifdef FULGUR_MPI_MODULE_NAME
+  return true;
+#else
+  return false;
+#endif
+}
+
+}  // namespace fulgur

@@ -1,0 +1,30 @@
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace fulgur {
+
+/// process_group_backend 'mpi', from the fulgur library, which never links
+/// MPI: the fulgur_mpi module (strategies/mpi: MpiProcessGroup, MpiWorker)
+/// links the site's MPI and is loaded the first time a run asks for it.
+class MpiRuntime {
+ public:
+  /// A group over MPI_COMM_WORLD, or over the program's communicator given
+  /// by its Fortran handle (MPI_Comm_c2f). `rank`/`size` are what the run
+  /// expects; MPI numbering the process otherwise is a clear error.
+  static c10::intrusive_ptr<c10d::Backend> group(std::optional<int64_t> communicator, int rank, int size);
+  /// The ranks of `parent` that give the same `name`, as `rank` of `size`.
+  static c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Backend>& parent,
+                                                 const std::string& name, int rank, int size);
+  /// This process's rank in the communicator and its size; nullopt for
+  /// MPI_COMM_NULL (the process is outside it).
+  static std::optional<std::pair<int, int>> rank_and_size(int64_t communicator);
+  /// fulgur was built with its MPI module (FULGUR_WITH_MPI).
+  static bool built();
+};
+
+}  // namespace fulgur

@@ -1,0 +1,73 @@
+#pragma once
+
+// Part of the fulgur_mpi module (links MPI), never of the fulgur library.
+
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace fulgur {
+
+/// The one thread of the process that calls MPI for fulgur, so
+/// MPI_THREAD_SERIALIZED is all fulgur asks of a program's MPI. Every
+/// operation is nonblocking (MPI_Iallreduce, MPI_Ibcast, MPI_Isend, ...):
+/// the worker starts each in the order the program issued it, which per
+/// communicator is the same order on every rank, and then polls them all.
+/// No operation waits for another to finish, so groups used from several
+/// threads (horovod's background thread beside the training thread) never
+/// wait on each other crosswise, as they would with blocking calls on one
+/// thread. The worker polls without pause while a caller waits for an
+/// operation, and with growing pauses otherwise (backward's compute runs
+/// while gradient buckets are in flight and needs the core).
+class MpiWorker {
+ public:
+  using Finish = std::function<void(std::exception_ptr)>;
+
+  /// The worker, started on first use; it lives until the program exits.
+  static MpiWorker& instance();
+
+  /// Queues an operation: on the worker, `start` begins it (a nonblocking
+  /// MPI call) and returns its request; `finish` gets the outcome.
+  void start(std::function<MPI_Request()> start, Finish finish);
+  /// Runs a job on the worker thread and waits for it; rethrows what it threw.
+  void run(const std::function<void()>& job);
+  /// A caller starts (+1) or stops (-1) waiting for an operation.
+  void waiting(int delta);
+
+  /// A run failed on this rank (a group was aborted): MPI is left as it is
+  /// at exit, so the launcher ends the other ranks.
+  void mark_failed();
+  /// fulgur began MPI (on the worker thread): it ends it at exit.
+  void mark_initialised_here();
+
+ private:
+  MpiWorker();
+  void loop();
+  /// Tests every operation in flight once; true when one finished.
+  bool poll();
+  void at_exit();
+  static void at_exit_handler();
+
+  std::mutex mutex_;
+  std::condition_variable ready_;  // a job came, a caller waits, or the worker stops
+  std::condition_variable idle_;   // a job has finished
+  std::deque<std::function<void()>> jobs_;
+  bool stopping_ = false;
+  bool busy_ = false;
+  bool failed_ = false;
+  bool initialised_here_ = false;
+  std::atomic<int> waiters_{0};
+  std::atomic<size_t> in_flight_count_{0};
+  std::vector<std::pair<MPI_Request, Finish>> in_flight_;  // worker thread only
+  std::thread thread_;
+};
+
+}  // namespace fulgur

@@ -1,0 +1,83 @@
+// process_group_backend 'mpi': ranks started by a real mpirun (Open MPI)
+// carry ddp's, horovod's and fsdp's collectives over MPI, with no
+// rendezvous variable, and end where the same ranks end over Gloo.
+#include "support/pickled_tensor.hpp"
+#include "support/probe_commands.hpp"
+#include "support/test_support.hpp"
+
+#include <torch/torch.h>
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <string>
+
+namespace mpi_backend_test {
+
+using fulgur::testing::load_pickled_tensor;
+using fulgur::testing::run_command;
+using fulgur::testing::TempDir;
+
+namespace {
+
+const auto& fit_command = fulgur::testing::ddp_probe_fit_named;
+// No MASTER_ADDR, MASTER_PORT or FULGUR_FILE_STORE reaches the ranks.
+const std::string kMpirun = "env -u MASTER_ADDR -u MASTER_PORT -u FULGUR_FILE_STORE mpirun --allow-run-as-root "
+                            "--oversubscribe -np 2 ";
+
+}  // namespace
+
+TEST_CASE("mpi backend: ddp, horovod and fsdp over MPI under mpirun end where the same ranks end over Gloo") {
+  TempDir dir("mpi-backend");
+  for (const std::string strategy : {"ddp", "horovod", "fsdp"}) {
+    CAPTURE(strategy);
+    const std::string extra = "--trainer.devices 2 --data.batch_size 8 --model.depth 1 --trainer.strategy " + strategy;
+    const auto gloo = run_command(fit_command(dir, strategy + "-gloo", extra), 300);
+    INFO(gloo.output);
+    REQUIRE(gloo.exit_code == 0);
+    const auto mpi = run_command(
+        kMpirun + fit_command(dir, strategy + "-mpi", extra + " --trainer.process_group_backend mpi"), 300);
+    INFO(mpi.output);
+    REQUIRE(mpi.exit_code == 0);
+    const torch::Tensor reference = load_pickled_tensor(dir / (strategy + "-gloo.pt"));
+    CHECK_FALSE(torch::allclose(reference, torch::zeros_like(reference)));
+    CHECK(torch::allclose(load_pickled_tensor(dir / (strategy + "-mpi.pt")), reference, 1e-6, 1e-6));
+  }
+}
+
+TEST_CASE("mpi backend: a rank that dies mid-run ends the whole mpirun job") {
+  TempDir dir("mpi-backend-kill");
+  const auto started = std::chrono::steady_clock::now();
+  const auto result = run_command(
+      kMpirun + fit_command(dir, "kill",
+                            "--trainer.devices 2 --data.batch_size 8 --trainer.process_group_backend mpi "
+                            "--model.kill_rank 1 --model.kill_step 3"),
+      120);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  INFO(result.output);
+  CHECK(result.exit_code != 0);
+  CHECK(result.exit_code != 124);  // not the test's own timeout
+  CHECK(seconds < 60);
+}
+
+TEST_CASE("mpi backend: ranks the program would start itself are refused with one line") {
+  TempDir dir("mpi-backend-alone");
+  const auto alone = run_command(
+      fit_command(dir, "alone", "--trainer.devices 2 --data.batch_size 8 --trainer.process_group_backend mpi"), 120);
+  INFO(alone.output);
+  CHECK(alone.exit_code == 2);
+  CHECK(alone.output.find("process_group_backend 'mpi' needs ranks started by an MPI launcher (mpirun -np 2, "
+                          "mpiexec, srun --mpi=pmix), but this program was started alone and would start its 2 "
+                          "ranks itself") != std::string::npos);
+  // One rank under mpirun but a run of two: MPI's numbering is named.
+  const auto short_job = run_command("env -u MASTER_ADDR -u MASTER_PORT mpirun --allow-run-as-root -np 1 " +
+                                         fit_command(dir, "short", "--trainer.devices 2 --data.batch_size 8 "
+                                                                   "--trainer.process_group_backend mpi"),
+                                     120);
+  INFO(short_job.output);
+  CHECK(short_job.exit_code != 0);
+  CHECK(short_job.output.find("does not match the world size 1 reported by OMPI_COMM_WORLD_SIZE") !=
+        std::string::npos);
+}
+
+}  // namespace mpi_backend_test
