@@ -2,7 +2,11 @@
 // process group, between local ranks started by fulgur's launcher:
 //
 //   allreduce_bench --algo ring|gloo|p2p|exchange --size_mb S --iters K --world_size N
-//                   [--segment_mb M] [--in_flight F]
+//                   [--segment_mb M] [--in_flight F] [--backend gloo|mpi]
+//   mpirun -np N allreduce_bench --algo mpi|ring --backend mpi ...
+//
+// `mpi` is MPI's allreduce (process_group_backend mpi, ranks from mpirun);
+// --backend mpi runs the ring and the point-to-point cases over MPI too.
 //
 // Rank 0 prints `allreduce_bench: <algo> <N> ranks <S> MB busbw <x> GB/s`,
 // where busbw = algbw * 2(n-1)/n (algbw = bytes / time per allreduce): the
@@ -38,7 +42,7 @@ using Clock = std::chrono::steady_clock;
 
 std::map<std::string, std::string> parse(int argc, char** argv) {
   std::map<std::string, std::string> args{{"algo", "ring"}, {"size_mb", "64"}, {"iters", "10"}, {"world_size", "2"},
-                                            {"segment_mb", "1"}, {"in_flight", "4"}};
+                                            {"segment_mb", "1"}, {"in_flight", "4"}, {"backend", "gloo"}};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string key = argv[i];
     if (key.rfind("--", 0) != 0 || !args.count(key.substr(2))) throw std::invalid_argument("unknown option " + key);
@@ -47,9 +51,12 @@ std::map<std::string, std::string> parse(int argc, char** argv) {
   return args;
 }
 
-double run_rank(const std::string& algo, double size_mb, int iters, double segment_mb, int64_t in_flight) {
+double run_rank(const std::string& algo, double size_mb, int iters, double segment_mb, int64_t in_flight,
+                const std::string& backend) {
   const auto env = fulgur::detect_cluster_environment();
-  fulgur::ProcessGroup group(fulgur::process_group_options(*env, 300.0));
+  auto options = fulgur::process_group_options(*env, 300.0);
+  if (backend == "mpi" || algo == "mpi") options.backend = fulgur::ProcessGroupBackend::Mpi;
+  fulgur::ProcessGroup group(options);
   const int64_t n = group.size();
   torch::set_num_threads(1);
   torch::Tensor buffer = torch::ones({static_cast<int64_t>(size_mb * (1 << 20) / 4)});
@@ -59,7 +66,7 @@ double run_rank(const std::string& algo, double size_mb, int iters, double segme
   auto once = [&] {
     if (algo == "ring") {
       ring.run(buffer, fulgur::ReduceOp::Sum);
-    } else if (algo == "gloo") {
+    } else if (algo == "gloo" || algo == "mpi") {
       group.all_reduce(buffer, fulgur::ReduceOp::Sum);
     } else if (algo == "p2p") {
       if (group.rank() == 0) {
@@ -88,7 +95,7 @@ double run_rank(const std::string& algo, double size_mb, int iters, double segme
         for (auto& w : sends) group.wait(w, "send");
       }
     } else {
-      throw std::invalid_argument("--algo must be ring, gloo, p2p or exchange, got " + algo);
+      throw std::invalid_argument("--algo must be ring, gloo, mpi, p2p or exchange, got " + algo);
     }
   };
   once();  // warm-up: connections, allocations
@@ -114,10 +121,11 @@ int main(int argc, char** argv) {
     }
     const double busbw = run_rank(args.at("algo"), std::atof(args.at("size_mb").c_str()),
                                   std::atoi(args.at("iters").c_str()), std::atof(args.at("segment_mb").c_str()),
-                                  std::atoll(args.at("in_flight").c_str()));
-    if (std::getenv("RANK") == nullptr || std::string(std::getenv("RANK")) == "0") {
-      std::cout << fmt::format("allreduce_bench: {} {} ranks {} MB busbw {:.3f} GB/s", args.at("algo"), world_size,
-                               args.at("size_mb"), busbw)
+                                  std::atoll(args.at("in_flight").c_str()), args.at("backend"));
+    if (fulgur::detect_cluster_environment()->global_rank() == 0) {
+      const std::string over = args.at("backend") == "mpi" && args.at("algo") != "mpi" ? " over mpi" : "";
+      std::cout << fmt::format("allreduce_bench: {}{} {} ranks {} MB busbw {:.3f} GB/s", args.at("algo"), over,
+                               world_size, args.at("size_mb"), busbw)
                 << std::endl;
     }
     return 0;

@@ -24,6 +24,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "RESULTS.md"
+# Ranks for the process_group_backend mpi figures (Open MPI; as root too).
+MPIRUN = ["env", "-u", "MASTER_ADDR", "-u", "MASTER_PORT", "mpirun", "--allow-run-as-root", "--oversubscribe",
+          "-x", "OMP_NUM_THREADS"]
 
 
 def run(command, env=None):
@@ -72,20 +75,29 @@ class Figures:
         out = run([self.bin / "trainer_overhead", "--epochs", "9"])
         return number(r"ratio ([\d.]+)", out)
 
+    def ddp_epoch_s(self, devices, backend="auto"):
+        # Per-epoch time on the digits MLP, batch 16 per process: (22 epochs -
+        # 2 epochs) / 20, so start-up cancels out. With backend mpi the ranks
+        # come from mpirun.
+        launcher = MPIRUN + ["-np", str(devices)] if backend == "mpi" else []
+
+        def fit(epochs):
+            return timed(launcher + [self.bin / "cinic10", "fit", "--config", ROOT / "examples/cinic10/digits.yaml",
+                                     "--model.arch", "mlp", "--data.batch_size", "16", "--data.num_workers", "1",
+                                     "--trainer.limit_val_batches", "0", "--trainer.num_sanity_val_steps", "0",
+                                     "--trainer.accelerator", "cpu", "--trainer.devices", str(devices),
+                                     "--trainer.process_group_backend", backend,
+                                     "--trainer.max_epochs", str(epochs), "--trainer.enable_progress_bar", "false",
+                                     "--trainer.default_root_dir", self.work / "ddp", "--test_after_fit", "false",
+                                     "--data.root", ROOT / "data/digits-cinic"])
+        return (fit(22) - fit(2)) / 20
+
     def ddp_2_over_1(self):
-        # Per-epoch time of 2 processes over 1 on the digits MLP, batch 16 per
-        # process: (22 epochs - 2 epochs) / 20, so start-up cancels out.
-        def epoch_s(devices):
-            def fit(epochs):
-                return timed([self.bin / "cinic10", "fit", "--config", ROOT / "examples/cinic10/digits.yaml",
-                              "--model.arch", "mlp", "--data.batch_size", "16", "--data.num_workers", "1",
-                              "--trainer.limit_val_batches", "0", "--trainer.num_sanity_val_steps", "0",
-                              "--trainer.accelerator", "cpu", "--trainer.devices", str(devices),
-                              "--trainer.max_epochs", str(epochs), "--trainer.enable_progress_bar", "false",
-                              "--trainer.default_root_dir", self.work / "ddp", "--test_after_fit", "false",
-                              "--data.root", ROOT / "data/digits-cinic"])
-            return (fit(22) - fit(2)) / 20
-        one, two = self.swap(lambda: epoch_s(1), lambda: epoch_s(2))
+        one, two = self.swap(lambda: self.ddp_epoch_s(1), lambda: self.ddp_epoch_s(2))
+        return two / one
+
+    def ddp_2_over_1_mpi(self):
+        one, two = self.swap(lambda: self.ddp_epoch_s(1), lambda: self.ddp_epoch_s(2, "mpi"))
         return two / one
 
     def loader_vs_torchvision(self):
@@ -116,6 +128,25 @@ class Figures:
         a, b = self.swap(lambda: busbw("ring"), lambda: busbw("gloo"))
         return a / b
 
+    def mpi_vs_gloo(self):
+        def busbw(algo):
+            launcher = MPIRUN + ["-np", "2"] if algo == "mpi" else []
+            out = run(launcher + [self.bin / "allreduce_bench", "--algo", algo, "--size_mb", "64", "--iters", "12",
+                                  "--world_size", "2"], {"OMP_NUM_THREADS": "1"})
+            return number(r"busbw ([\d.]+) GB/s", out)
+        a, b = self.swap(lambda: busbw("mpi"), lambda: busbw("gloo"))
+        return a / b
+
+    def horovod_mpi_vs_gloo(self):
+        # Horovod's ring (fulgur's, point to point) over MPI against over Gloo.
+        def busbw(backend):
+            launcher = MPIRUN + ["-np", "2"] if backend == "mpi" else []
+            out = run(launcher + [self.bin / "allreduce_bench", "--algo", "ring", "--backend", backend, "--size_mb",
+                                  "64", "--iters", "12", "--world_size", "2"], {"OMP_NUM_THREADS": "1"})
+            return number(r"busbw ([\d.]+) GB/s", out)
+        a, b = self.swap(lambda: busbw("mpi"), lambda: busbw("gloo"))
+        return a / b
+
     def full_shard_vs_ddp(self):
         # Speed of FULL_SHARD relative to ddp (ddp s/step over FULL_SHARD's)
         # on 2 ranks of the transformer_lm example, as bench/sharding.sh.
@@ -136,6 +167,9 @@ class Figures:
 FIGURES = {
     "trainer_vs_raw": (True, "Trainer it/s over a raw LibTorch loop's"),
     "ddp_2_over_1": (False, "2-process over 1-process epoch time, digits MLP batch 16"),
+    "ddp_2_over_1_mpi": (False, "the same with process_group_backend mpi (ranks from mpirun)"),
+    "mpi_vs_gloo": (True, "MPI's allreduce busbw over Gloo's, 2 ranks, 64 MB"),
+    "horovod_mpi_vs_gloo": (True, "fulgur's ring busbw over MPI over the same over Gloo, 2 ranks, 64 MB"),
     "loader_vs_torchvision": (True, "img/s over torchvision's, imagenet-train, 2 workers"),
     "ring_vs_gloo": (True, "ring allreduce busbw over Gloo's, 2 ranks, 64 MB"),
     "full_shard_vs_ddp": (True, "FULL_SHARD speed over ddp's, transformer_lm, 2 ranks"),

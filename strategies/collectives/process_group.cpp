@@ -82,14 +82,16 @@ c10::intrusive_ptr<c10d::Store> make_store(const ProcessGroupOptions& o) {
 
 ProcessGroup::ProcessGroup(const ProcessGroupOptions& options, std::shared_ptr<CollectiveWait> waits)
     : options_(options), waits_(std::move(waits)) {
-  if (options_.world_size < 1 || options_.rank < 0 || options_.rank >= options_.world_size) {
-    throw std::invalid_argument(fmt::format("[ProcessGroup::ProcessGroup] rank {} is outside world size {}",
-                                            options_.rank, options_.world_size));
-  }
-  if (options_.backend == ProcessGroupBackend::Mpi) {  // MPI's launcher already connected the ranks
+  if (options_.backend == ProcessGroupBackend::Mpi) {
+    // MPI's launcher (or the program's communicator) already connected the
+    // ranks; the module checks MPI's numbering against the options.
     backend_ = MpiRuntime::group(options_.mpi_communicator, static_cast<int>(options_.rank),
                                  static_cast<int>(options_.world_size));
     return;
+  }
+  if (options_.world_size < 1 || options_.rank < 0 || options_.rank >= options_.world_size) {
+    throw std::invalid_argument(fmt::format("[ProcessGroup::ProcessGroup] rank {} is outside world size {}",
+                                            options_.rank, options_.world_size));
   }
   if (options_.rendezvous_error) throw std::invalid_argument(*options_.rendezvous_error);
   try {

@@ -1,4 +1,5 @@
 #include <fulgur/strategies/mpi/mpi_process_group.hpp>
+#include <fulgur/strategies/mpi/mpi_ring_allreduce.hpp>
 #include <fulgur/strategies/mpi/mpi_worker.hpp>
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -119,6 +120,18 @@ void synchronise(const std::vector<at::Tensor>& tensors) {
   }
 }
 
+/// Polls `request`; once it is complete runs `then` (copies results back).
+MpiWorker::Poll once_complete(MPI_Request request, std::function<void()> then) {
+  auto state = std::make_shared<std::pair<MPI_Request, std::function<void()>>>(request, std::move(then));
+  return [state] {
+    int complete = 0;
+    check(MPI_Test(&state->first, &complete, MPI_STATUS_IGNORE), "MPI_Test");
+    if (complete == 0) return false;
+    if (state->second) state->second();
+    return true;
+  };
+}
+
 }  // namespace
 
 c10::intrusive_ptr<MpiProcessGroup> MpiProcessGroup::create(MPI_Comm comm, int expected_rank, int expected_size) {
@@ -168,7 +181,16 @@ c10::intrusive_ptr<MpiProcessGroup> MpiProcessGroup::create(MPI_Comm comm, int e
   return c10::make_intrusive<MpiProcessGroup>(own, rank, size);
 }
 
-MpiProcessGroup::MpiProcessGroup(MPI_Comm comm, int rank, int size) : c10d::Backend(rank, size), comm_(comm) {}
+MpiProcessGroup::MpiProcessGroup(MPI_Comm comm, int rank, int size) : c10d::Backend(rank, size), comm_(comm) {
+  MpiWorker::instance().run([this] {
+    check(MPI_Comm_dup(comm_, &ring_comm_), "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(ring_comm_, MPI_ERRORS_RETURN);
+    int* upper = nullptr;
+    int found = 0;
+    MPI_Comm_get_attr(ring_comm_, MPI_TAG_UB, &upper, &found);
+    ring_tag_span_ = found != 0 && upper != nullptr ? *upper : 32767;
+  });
+}
 
 MpiProcessGroup::~MpiProcessGroup() {
   try {
@@ -216,37 +238,31 @@ void MpiProcessGroup::abort() { MpiWorker::instance().mark_failed(); }
 
 void MpiProcessGroup::shutdown() {
   if (comm_ == MPI_COMM_NULL) return;
-  MPI_Comm comm = comm_;
-  comm_ = MPI_COMM_NULL;
-  MpiWorker::instance().run([comm]() mutable {
+  MPI_Comm comm = comm_, ring = ring_comm_;
+  comm_ = ring_comm_ = MPI_COMM_NULL;
+  MpiWorker::instance().run([comm, ring]() mutable {
     int finalised = 0;
     MPI_Finalized(&finalised);
-    if (finalised == 0) MPI_Comm_free(&comm);
+    if (finalised != 0) return;
+    MPI_Comm_free(&comm);
+    if (ring != MPI_COMM_NULL) MPI_Comm_free(&ring);
   });
 }
 
 c10::intrusive_ptr<c10d::Work> MpiProcessGroup::enqueue(c10d::OpType type, const std::vector<at::Tensor>& tensors,
-                                                        std::function<Started()> begin) {
+                                                        std::function<MpiWorker::Poll()> begin) {
   if (comm_ == MPI_COMM_NULL) throw std::logic_error("[MpiProcessGroup] the group was shut down");
   synchronise(tensors);
   auto work = c10::make_intrusive<MpiWork>(rank_, type, tensors);
-  auto then = std::make_shared<std::function<void()>>();
   MpiWorker::instance().start(
-      [begin = std::move(begin), then] {
-        Started started = begin();
-        *then = std::move(started.then);
-        return started.request;
+      [begin = std::move(begin), work]() -> MpiWorker::Poll {
+        return [poll = begin(), work] {
+          if (!poll()) return false;
+          work->done(nullptr);
+          return true;
+        };
       },
-      [work, then](std::exception_ptr error) {
-        if (!error && *then) {
-          try {
-            (*then)();
-          } catch (...) {
-            error = std::current_exception();
-          }
-        }
-        work->done(error);
-      });
+      [work](std::exception_ptr error) { work->done(std::move(error)); });
   return work;
 }
 
@@ -270,7 +286,7 @@ c10::intrusive_ptr<c10d::Work> MpiProcessGroup::broadcast(std::vector<at::Tensor
     at::Tensor buffer = reachable(t);
     MPI_Request request = MPI_REQUEST_NULL;
     check(MPI_Ibcast(buffer.data_ptr(), bytes, MPI_BYTE, root, comm, &request), "MPI_Ibcast");
-    return Started{request, [t, buffer]() mutable { put_back(t, buffer); }};
+    return once_complete(request, [t, buffer]() mutable { put_back(t, buffer); });
   });
 }
 
@@ -280,15 +296,32 @@ c10::intrusive_ptr<c10d::Work> MpiProcessGroup::allreduce(std::vector<at::Tensor
   const MPI_Op op = reduce_op(opts.reduceOp);
   const MPI_Datatype type = reduce_type(reduced_as_float(tensors[0]) ? at::kFloat : tensors[0].scalar_type());
   const int count = count_of(tensors[0].numel(), "an all-reduce");
+  if (size_ > 1 && static_cast<int64_t>(tensors[0].nbytes()) >= kRingBytes) {
+    return enqueue(c10d::OpType::ALLREDUCE, tensors, [this, t = tensors[0], reduce = opts.reduceOp]() mutable {
+      at::Tensor buffer = reachable(t);
+      at::Tensor reduced = reduced_as_float(buffer) ? buffer.to(at::kFloat) : buffer;
+      // Each ring's tags: 2(size-1) steps times its segments (at most one per element).
+      const int64_t span = 2 * static_cast<int64_t>(size_) * (reduced.numel() / size_ + 1);
+      const int64_t slots = std::max<int64_t>(1, ring_tag_span_ / std::max<int64_t>(1, span));
+      const int tag_base = static_cast<int>((rings_++ % slots) * std::min<int64_t>(span, ring_tag_span_));
+      auto ring = std::make_shared<MpiRingAllreduce>(reduced, reduce, ring_comm_, tag_base, int64_t{1} << 20);
+      return MpiWorker::Poll([ring, t, buffer, reduced]() mutable {
+        if (!ring->poll()) return false;
+        if (!reduced.is_same(buffer)) buffer.copy_(reduced);
+        put_back(t, buffer);
+        return true;
+      });
+    });
+  }
   return enqueue(c10d::OpType::ALLREDUCE, tensors, [t = tensors[0], op, type, count, comm = comm_]() mutable {
     at::Tensor buffer = reachable(t);
     at::Tensor reduced = reduced_as_float(buffer) ? buffer.to(at::kFloat) : buffer;
     MPI_Request request = MPI_REQUEST_NULL;
     check(MPI_Iallreduce(MPI_IN_PLACE, reduced.data_ptr(), count, type, op, comm, &request), "MPI_Iallreduce");
-    return Started{request, [t, buffer, reduced]() mutable {
+    return once_complete(request, [t, buffer, reduced]() mutable {
                      if (!reduced.is_same(buffer)) buffer.copy_(reduced);
                      put_back(t, buffer);
-                   }};
+                   });
   });
 }
 
@@ -308,11 +341,11 @@ c10::intrusive_ptr<c10d::Work> MpiProcessGroup::allgather(std::vector<std::vecto
     MPI_Request request = MPI_REQUEST_NULL;
     check(MPI_Iallgather(in.data_ptr(), bytes, MPI_BYTE, flat.data_ptr(), bytes, MPI_BYTE, comm, &request),
           "MPI_Iallgather");
-    return Started{request, [in, flat, outs, size]() mutable {
+    return once_complete(request, [in, flat, outs, size]() mutable {
                      for (int r = 0; r < size; ++r) {
                        outs[static_cast<size_t>(r)].copy_(flat.narrow(0, r * in.numel(), in.numel()).view(in.sizes()));
                      }
-                   }};
+                   });
   });
 }
 
@@ -330,7 +363,7 @@ c10::intrusive_ptr<c10d::Work> MpiProcessGroup::_allgather_base(at::Tensor& outp
                    check(MPI_Iallgather(in.data_ptr(), bytes, MPI_BYTE, out.data_ptr(), bytes, MPI_BYTE, comm,
                                         &request),
                          "MPI_Iallgather");
-                   return Started{request, [output, out, in]() mutable { put_back(output, out); }};
+                   return once_complete(request, [output, out, in]() mutable { put_back(output, out); });
                  });
 }
 
@@ -353,10 +386,10 @@ c10::intrusive_ptr<c10d::Work> MpiProcessGroup::_reduce_scatter_base(at::Tensor&
                    check(MPI_Ireduce_scatter_block(in.data_ptr(), reduced.data_ptr(), count, type, op, comm,
                                                    &request),
                          "MPI_Ireduce_scatter_block");
-                   return Started{request, [output, out, reduced, in]() mutable {
+                   return once_complete(request, [output, out, reduced, in]() mutable {
                                     if (!reduced.is_same(out)) out.copy_(reduced);
                                     put_back(output, out);
-                                  }};
+                                  });
                  });
 }
 
@@ -364,7 +397,7 @@ c10::intrusive_ptr<c10d::Work> MpiProcessGroup::barrier(const c10d::BarrierOptio
   return enqueue(c10d::OpType::BARRIER, {}, [comm = comm_] {
     MPI_Request request = MPI_REQUEST_NULL;
     check(MPI_Ibarrier(comm, &request), "MPI_Ibarrier");
-    return Started{request, {}};
+    return once_complete(request, {});
   });
 }
 
@@ -375,7 +408,7 @@ c10::intrusive_ptr<c10d::Work> MpiProcessGroup::send(std::vector<at::Tensor>& te
     at::Tensor buffer = reachable(t);
     MPI_Request request = MPI_REQUEST_NULL;
     check(MPI_Isend(buffer.data_ptr(), bytes, MPI_BYTE, dst, tag, comm, &request), "MPI_Isend");
-    return Started{request, [buffer] {}};  // keeps the staged copy until MPI is done with it
+    return once_complete(request, [buffer] {});  // keeps the staged copy until MPI is done with it
   });
 }
 
@@ -386,7 +419,7 @@ c10::intrusive_ptr<c10d::Work> MpiProcessGroup::recv(std::vector<at::Tensor>& te
     at::Tensor buffer = reachable(t);
     MPI_Request request = MPI_REQUEST_NULL;
     check(MPI_Irecv(buffer.data_ptr(), bytes, MPI_BYTE, src, tag, comm, &request), "MPI_Irecv");
-    return Started{request, [t, buffer]() mutable { put_back(t, buffer); }};
+    return once_complete(request, [t, buffer]() mutable { put_back(t, buffer); });
   });
 }
 

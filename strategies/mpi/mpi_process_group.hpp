@@ -2,6 +2,8 @@
 
 // Part of the fulgur_mpi module (links MPI), never of the fulgur library.
 
+#include <fulgur/strategies/mpi/mpi_worker.hpp>
+
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include <mpi.h>
@@ -57,25 +59,26 @@ class MpiProcessGroup : public c10d::Backend {
   /// A run failed on this rank: MPI is not finalised at exit, so the
   /// launcher ends the other ranks instead of this one waiting for them.
   void abort() override;
-  /// Frees the communicator.
+  /// Frees the communicators.
   void shutdown() override;
 
- /// Takes `comm` (already this group's own); create() and split() make them.
+  /// Takes `comm` (already this group's own); create() and split() make them.
   MpiProcessGroup(MPI_Comm comm, int rank, int size);
 
- private:
+  /// All-reduces of at least this many bytes run as MpiRingAllreduce;
+  /// smaller ones as MPI_Iallreduce (whose latency is the lower).
+  static constexpr int64_t kRingBytes = int64_t{4} << 20;
 
-  /// Queues an operation on the worker: `begin` starts it and returns its
-  /// request and what to do once it is complete (copy results back); the
-  /// Work completes after that.
-  struct Started {
-    MPI_Request request;
-    std::function<void()> then;
-  };
+ private:
+  /// Queues an operation on the worker: `begin` starts it and returns how
+  /// to poll it; the Work completes when the poll says so.
   c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, const std::vector<at::Tensor>& tensors,
-                                         std::function<Started()> begin);
+                                         std::function<MpiWorker::Poll()> begin);
 
   MPI_Comm comm_;
+  MPI_Comm ring_comm_ = MPI_COMM_NULL;  // the ring's own messages, apart from send()/recv()'s
+  int64_t rings_ = 0;                   // ring all-reduces started: each gets its own tags
+  int ring_tag_span_ = 1;               // tags available to the rings (below MPI_TAG_UB)
 };
 
 }  // namespace fulgur

@@ -20,16 +20,15 @@ MpiWorker& MpiWorker::instance() {
 
 MpiWorker::MpiWorker() : thread_([this] { loop(); }) {}
 
-void MpiWorker::start(std::function<MPI_Request()> begin, Finish finish) {
+void MpiWorker::start(std::function<Poll()> begin, std::function<void(std::exception_ptr)> failed) {
   {
     const std::lock_guard lock(mutex_);
-    jobs_.push_back([this, begin = std::move(begin), finish = std::move(finish)]() mutable {
+    jobs_.push_back([this, begin = std::move(begin), failed = std::move(failed)]() mutable {
       try {
-        const MPI_Request request = begin();
-        in_flight_.emplace_back(request, std::move(finish));
+        in_flight_.emplace_back(begin(), std::move(failed));
         in_flight_count_.store(in_flight_.size());
       } catch (...) {
-        finish(std::current_exception());
+        failed(std::current_exception());
       }
     });
   }
@@ -74,18 +73,21 @@ void MpiWorker::mark_initialised_here() {
 bool MpiWorker::poll() {
   bool progressed = false;
   for (size_t i = 0; i < in_flight_.size();) {
-    int complete = 0;
-    const int status = MPI_Test(&in_flight_[i].first, &complete, MPI_STATUS_IGNORE);
-    if (status == MPI_SUCCESS && complete == 0) {
+    bool complete = true;
+    std::exception_ptr error;
+    try {
+      complete = in_flight_[i].first();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    if (!complete) {
       ++i;
       continue;
     }
-    auto finish = std::move(in_flight_[i].second);
+    auto failed = std::move(in_flight_[i].second);
     in_flight_.erase(in_flight_.begin() + static_cast<std::ptrdiff_t>(i));
     in_flight_count_.store(in_flight_.size());
-    finish(status == MPI_SUCCESS ? nullptr
-                                 : std::make_exception_ptr(std::runtime_error(
-                                       "[MpiWorker] MPI_Test failed with error code " + std::to_string(status))));
+    if (error) failed(error);
     progressed = true;
   }
   if (progressed) idle_.notify_all();

@@ -29,14 +29,17 @@ namespace fulgur {
 /// while gradient buckets are in flight and needs the core).
 class MpiWorker {
  public:
-  using Finish = std::function<void(std::exception_ptr)>;
+  /// Polls an operation in flight: true once it is complete (and has
+  /// reported its outcome itself). Throwing counts as complete.
+  using Poll = std::function<bool()>;
 
   /// The worker, started on first use; it lives until the program exits.
   static MpiWorker& instance();
 
-  /// Queues an operation: on the worker, `start` begins it (a nonblocking
-  /// MPI call) and returns its request; `finish` gets the outcome.
-  void start(std::function<MPI_Request()> start, Finish finish);
+  /// Queues an operation: on the worker, `begin` starts it (nonblocking MPI
+  /// calls) and returns how to poll it; `failed` gets what `begin` or the
+  /// poll threw.
+  void start(std::function<Poll()> begin, std::function<void(std::exception_ptr)> failed);
   /// Runs a job on the worker thread and waits for it; rethrows what it threw.
   void run(const std::function<void()>& job);
   /// A caller starts (+1) or stops (-1) waiting for an operation.
@@ -66,7 +69,7 @@ class MpiWorker {
   bool initialised_here_ = false;
   std::atomic<int> waiters_{0};
   std::atomic<size_t> in_flight_count_{0};
-  std::vector<std::pair<MPI_Request, Finish>> in_flight_;  // worker thread only
+  std::vector<std::pair<Poll, std::function<void(std::exception_ptr)>>> in_flight_;  // worker thread only
   std::thread thread_;
 };
 

@@ -24,6 +24,8 @@ const auto& fit_command = fulgur::testing::ddp_probe_fit_named;
 // No MASTER_ADDR, MASTER_PORT or FULGUR_FILE_STORE reaches the ranks.
 const std::string kMpirun = "env -u MASTER_ADDR -u MASTER_PORT -u FULGUR_FILE_STORE mpirun --allow-run-as-root "
                             "--oversubscribe -np 2 ";
+const std::string kMpirun3 = "env -u MASTER_ADDR -u MASTER_PORT -u FULGUR_FILE_STORE mpirun --allow-run-as-root "
+                             "--oversubscribe -np 3 ";
 
 }  // namespace
 
@@ -78,6 +80,36 @@ TEST_CASE("mpi backend: ranks the program would start itself are refused with on
   CHECK(short_job.exit_code != 0);
   CHECK(short_job.output.find("does not match the world size 1 reported by OMPI_COMM_WORLD_SIZE") !=
         std::string::npos);
+}
+
+TEST_CASE("mpi backend: every operation gives its value on 3 ranks, whether fulgur or the program began MPI") {
+  const std::string probe = std::string(FULGUR_BINARY_DIR) + "/bin/mpi_collectives_probe";
+  for (const std::string mode : {"world", "program"}) {
+    CAPTURE(mode);
+    const auto result = run_command(kMpirun3 + probe + " " + mode, 180);
+    INFO(result.output);
+    CHECK(result.exit_code == 0);
+    for (const std::string rank : {"0", "1", "2"}) CHECK(result.output.find("rank " + rank + ": ok\n") != std::string::npos);
+  }
+}
+
+TEST_CASE("mpi backend: a program's MPI below MPI_THREAD_SERIALIZED, and a rank outside the communicator, each get one line") {
+  const std::string probe = std::string(FULGUR_BINARY_DIR) + "/bin/mpi_collectives_probe";
+  const auto funneled = run_command(kMpirun3 + probe + " funneled", 120);
+  INFO(funneled.output);
+  CHECK(funneled.exit_code != 0);
+  CHECK(funneled.output.find("rank 0: [MpiProcessGroup] the program initialised MPI with MPI_THREAD_FUNNELED; fulgur "
+                             "calls MPI from a thread of its own and needs MPI_THREAD_SERIALIZED or "
+                             "MPI_THREAD_MULTIPLE") != std::string::npos);
+  // Ranks 0 and 1 form the program's communicator; rank 2 gets MPI_COMM_NULL.
+  const auto subset = run_command(kMpirun3 + probe + " subset", 120);
+  INFO(subset.output);
+  CHECK(subset.exit_code == 0);
+  CHECK(subset.output.find("rank 0: ok\n") != std::string::npos);
+  CHECK(subset.output.find("rank 1: ok\n") != std::string::npos);
+  CHECK(subset.output.find("rank 2: refused: [MpiProcessGroup] the communicator is MPI_COMM_NULL: only the ranks of "
+                           "a communicator train (a rank outside it trains nothing)\n") != std::string::npos);
+  CHECK(subset.output.find("rank 2: ok\n") != std::string::npos);
 }
 
 }  // namespace mpi_backend_test

@@ -1,0 +1,119 @@
+#include <fulgur/strategies/mpi/mpi_ring_allreduce.hpp>
+
+#include <stdexcept>
+#include <string>
+
+namespace fulgur {
+
+MpiRingAllreduce::MpiRingAllreduce(at::Tensor tensor, c10d::ReduceOp op, MPI_Comm comm, int tag_base,
+                                   int64_t segment_bytes)
+    : tensor_(tensor.view(-1)), op_(op), comm_(comm), tag_base_(tag_base) {
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+  const int64_t n = tensor_.numel();
+  for (int c = 0; c <= size_; ++c) chunk_begin_.push_back(n * c / size_);
+  int64_t largest = 0;
+  for (int c = 0; c < size_; ++c) largest = std::max(largest, chunk_begin_[c + 1] - chunk_begin_[c]);
+  incoming_ = at::empty({largest}, tensor_.options());
+  // Segment k covers the same share of every chunk, so it stays one unit
+  // through all steps (chunk lengths differ by at most one element).
+  const int64_t per_segment = std::max<int64_t>(1, segment_bytes / static_cast<int64_t>(tensor_.element_size()));
+  for (int64_t at = 0; at < largest; at += per_segment) {
+    segments_.push_back(Segment{at, std::min(per_segment, largest - at)});
+  }
+  // A few segments travel at once: enough to overlap sending, receiving and
+  // reducing, few enough that they stay in cache.
+  started_ = std::min(segments_.size(), kInFlight);
+  for (size_t k = 0; k < started_; ++k) post(k);
+}
+
+at::Tensor MpiRingAllreduce::chunk(int index) const {
+  const int c = ((index % size_) + size_) % size_;
+  return tensor_.narrow(0, chunk_begin_[c], chunk_begin_[c + 1] - chunk_begin_[c]);
+}
+
+void MpiRingAllreduce::combine(at::Tensor into, const at::Tensor& from) const {
+  // A plain loop on this thread: tensor arithmetic would start LibTorch's
+  // intra-op threads, which the ranks' own compute needs.
+  const auto op = op_.op_;
+  if (op != c10d::ReduceOp::SUM && op != c10d::ReduceOp::PRODUCT && op != c10d::ReduceOp::MIN &&
+      op != c10d::ReduceOp::MAX) {
+    throw std::invalid_argument("[MpiRingAllreduce] only SUM, PRODUCT, MIN and MAX");
+  }
+  AT_DISPATCH_ALL_TYPES_AND(at::kBool, into.scalar_type(), "MpiRingAllreduce::combine", [&] {
+    scalar_t* a = into.data_ptr<scalar_t>();
+    const scalar_t* b = from.data_ptr<scalar_t>();
+    const int64_t n = into.numel();
+    // In pieces, letting MPI move the other segments' bytes in between (any
+    // MPI call drives its progress; this thread is the only one that calls).
+    const int64_t piece = std::max<int64_t>(1, (int64_t{64} << 10) / static_cast<int64_t>(sizeof(scalar_t)));
+    for (int64_t start = 0; start < n; start += piece) {
+      const int64_t end = std::min(n, start + piece);
+      switch (op) {
+        case c10d::ReduceOp::SUM: for (int64_t i = start; i < end; ++i) a[i] = a[i] + b[i]; break;
+        case c10d::ReduceOp::PRODUCT: for (int64_t i = start; i < end; ++i) a[i] = a[i] * b[i]; break;
+        case c10d::ReduceOp::MIN: for (int64_t i = start; i < end; ++i) a[i] = b[i] < a[i] ? b[i] : a[i]; break;
+        default: for (int64_t i = start; i < end; ++i) a[i] = b[i] > a[i] ? b[i] : a[i]; break;
+      }
+      int pending = 0;
+      MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &pending, MPI_STATUS_IGNORE);
+    }
+  });
+}
+
+// Step g < size-1 (reduce-scatter): send chunk rank-g, receive chunk
+// rank-g-1 and reduce it. Step g = size-1+t (all-gather): send chunk
+// rank+1-t, receive chunk rank-t in place. What a step receives is what
+// the next one sends.
+void MpiRingAllreduce::post(size_t k) {
+  Segment& s = segments_[k];
+  const int g = s.step;
+  const bool scatter = g < size_ - 1;
+  const int t = g - (size_ - 1);
+  const at::Tensor out = chunk(scatter ? rank_ - g : rank_ + 1 - t);
+  const at::Tensor in = scatter ? incoming_ : chunk(rank_ - t);
+  const int right = (rank_ + 1) % size_, left = (rank_ + size_ - 1) % size_;
+  const int tag = tag_base_ + g * static_cast<int>(segments_.size()) + static_cast<int>(k);
+  const int64_t element = tensor_.element_size();
+  // The last segment may run past a chunk one element shorter than the longest.
+  const int64_t out_length = std::max<int64_t>(0, std::min(s.length, out.numel() - s.begin));
+  const int64_t in_length = std::max<int64_t>(0, std::min(s.length, (scatter ? chunk(rank_ - g - 1) : in).numel() - s.begin));
+  auto* out_data = static_cast<char*>(out.data_ptr()) + s.begin * element;
+  auto* in_data = static_cast<char*>(in.data_ptr()) + s.begin * element;
+  int code = MPI_Irecv(in_data, static_cast<int>(in_length * element), MPI_BYTE, left, tag, comm_, &s.requests[0]);
+  if (code == MPI_SUCCESS) {
+    code = MPI_Isend(out_data, static_cast<int>(out_length * element), MPI_BYTE, right, tag, comm_, &s.requests[1]);
+  }
+  if (code != MPI_SUCCESS) {
+    throw std::runtime_error("[MpiRingAllreduce] posting step " + std::to_string(g) + " failed with MPI error " +
+                             std::to_string(code));
+  }
+}
+
+bool MpiRingAllreduce::poll() {
+  for (size_t k = 0; k < started_; ++k) {
+    Segment& s = segments_[k];
+    if (s.step >= 2 * (size_ - 1)) continue;
+    int complete = 0;
+    const int code = MPI_Testall(2, s.requests.data(), &complete, MPI_STATUSES_IGNORE);
+    if (code != MPI_SUCCESS) {
+      throw std::runtime_error("[MpiRingAllreduce] step " + std::to_string(s.step) + " failed with MPI error " +
+                               std::to_string(code));
+    }
+    if (complete == 0) continue;
+    if (s.step < size_ - 1) {
+      at::Tensor target = chunk(rank_ - s.step - 1);
+      const int64_t length = std::max<int64_t>(0, std::min(s.length, target.numel() - s.begin));
+      if (length > 0) combine(target.narrow(0, s.begin, length), incoming_.narrow(0, s.begin, length));
+    }
+    if (++s.step < 2 * (size_ - 1)) {
+      post(k);
+    } else {
+      ++done_;
+      if (started_ < segments_.size()) post(started_++);
+    }
+  }
+  return done_ == segments_.size();
+}
+
+}  // namespace fulgur

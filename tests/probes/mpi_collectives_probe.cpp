@@ -1,0 +1,152 @@
+// The MPI backend's operations checked value by value, under a real mpirun:
+//
+//   mpirun -np N mpi_collectives_probe world|program|funneled|subset
+//
+// world: fulgur begins MPI itself; every operation a strategy uses (all-
+// reduce below and above the ring's threshold, in several types and
+// reductions; broadcast; both all-gathers; reduce-scatter; send/receive
+// around the ranks; groups split by name) against the value it must give.
+// program: the same after the program began MPI (MPI_THREAD_SERIALIZED)
+// and before it ends it. funneled: the program began MPI with
+// MPI_THREAD_FUNNELED; fulgur must refuse with one line. subset: the
+// program's communicator holds ranks 0 and 1 only: they train a group of
+// two, the last rank gets MPI_COMM_NULL, is refused with one line, and
+// goes on. Each rank prints "rank R: ok" or "rank R: <error>" and exits 0
+// when all its checks hold.
+#include <fulgur/strategies/collectives/process_group.hpp>
+#include <fulgur/strategies/environments/detect_cluster_environment.hpp>
+
+#include <mpi.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+#include <torch/torch.h>
+
+#include <iostream>
+#include <stdexcept>
+#include <string>
+
+namespace {
+
+void expect(bool condition, const std::string& what) {
+  if (!condition) throw std::runtime_error("check failed: " + what);
+}
+
+fulgur::ProcessGroupOptions mpi_options(std::optional<int64_t> communicator, int64_t rank, int64_t size) {
+  fulgur::ProcessGroupOptions options;
+  options.rank = rank;
+  options.world_size = size;
+  options.backend = fulgur::ProcessGroupBackend::Mpi;
+  options.mpi_communicator = communicator;
+  return options;
+}
+
+void check_operations(fulgur::ProcessGroup& group) {
+  const int64_t r = group.rank(), n = group.size();
+  const double total = static_cast<double>(n * (n + 1) / 2);
+  // All-reduce: below and above the ring's 4 MiB, sizes that split unevenly.
+  for (const int64_t numel : {int64_t{1}, int64_t{1000}, int64_t{(4 << 20) / 4 + 7}, int64_t{3'000'001}}) {
+    for (const auto type : {torch::kFloat, torch::kDouble, torch::kLong, torch::kBFloat16}) {
+      if (type == torch::kBFloat16 && numel > 1000) continue;  // a sum of n small integers is exact in bf16 too
+      torch::Tensor t = torch::full({numel}, static_cast<double>(r + 1), torch::TensorOptions().dtype(type));
+      group.all_reduce(t, fulgur::ReduceOp::Sum);
+      expect(torch::all(t == total).item<bool>(), "all_reduce sum of " + std::to_string(numel) + " " +
+                                                      std::string(c10::toString(type)));
+    }
+    torch::Tensor m = torch::arange(numel, torch::kFloat) * static_cast<double>(r + 1);
+    group.all_reduce(m, fulgur::ReduceOp::Max);
+    expect(torch::equal(m, torch::arange(numel, torch::kFloat) * static_cast<double>(n)),
+           "all_reduce max of " + std::to_string(numel));
+    torch::Tensor lo = torch::full({numel}, static_cast<double>(r + 5));
+    group.all_reduce(lo, fulgur::ReduceOp::Min);
+    expect(torch::all(lo == 5).item<bool>(), "all_reduce min of " + std::to_string(numel));
+  }
+  // Broadcast from the last rank, also of a non-contiguous view.
+  torch::Tensor b = torch::full({5, 3}, static_cast<double>(r));
+  group.broadcast(b, n - 1);
+  expect(torch::all(b == static_cast<double>(n - 1)).item<bool>(), "broadcast");
+  torch::Tensor wide = torch::full({4, 6}, static_cast<double>(r));
+  torch::Tensor column = wide.narrow(1, 2, 1);
+  group.broadcast(column, 0);
+  expect(torch::all(wide.narrow(1, 2, 1) == 0).item<bool>() &&
+             torch::all(wide.narrow(1, 0, 2) == static_cast<double>(r)).item<bool>(),
+         "broadcast of a strided view");
+  // All-gathers.
+  const auto gathered = group.all_gather(torch::full({2, 2}, static_cast<double>(r)));
+  for (int64_t k = 0; k < n; ++k) {
+    expect(torch::all(gathered[static_cast<size_t>(k)] == static_cast<double>(k)).item<bool>(), "all_gather");
+  }
+  torch::Tensor input = torch::full({3}, static_cast<double>(r));
+  torch::Tensor flat = torch::empty({3 * n});
+  group.wait(group.all_gather_into_async(flat, input), "all_gather_into");
+  expect(torch::equal(flat, torch::arange(n, torch::kFloat).repeat_interleave(3)), "all_gather_into");
+  // Reduce-scatter: rank k receives the sum of every rank's k-th slice.
+  torch::Tensor whole = torch::arange(4 * n, torch::kFloat) + static_cast<double>(r);
+  torch::Tensor mine = torch::empty({4});
+  group.wait(group.reduce_scatter_async(mine, whole), "reduce_scatter");
+  expect(torch::equal(mine, (torch::arange(4, torch::kFloat) + static_cast<double>(4 * r)) * static_cast<double>(n) +
+                                static_cast<double>(n * (n - 1) / 2)),
+         "reduce_scatter");
+  // Send/receive around the ranks, receives first, as the ring posts them.
+  if (n > 1) {
+    torch::Tensor from_left = torch::empty({1000});
+    auto recv = group.recv_async(from_left, (r + n - 1) % n, 7);
+    torch::Tensor mine_out = torch::full({1000}, static_cast<double>(r));
+    auto send = group.send_async(mine_out, (r + 1) % n, 7);
+    group.wait(recv, "recv");
+    group.wait(send, "send");
+    expect(torch::all(from_left == static_cast<double>((r + n - 1) % n)).item<bool>(), "send/recv");
+  }
+  group.barrier();
+  // Groups split by name: even and odd ranks.
+  const int64_t size = r % 2 == 0 ? (n + 1) / 2 : n / 2;
+  fulgur::ProcessGroup half(group, r % 2 == 0 ? "even" : "odd", r / 2, size);
+  torch::Tensor h = torch::full({3}, static_cast<double>(r));
+  half.all_reduce(h, fulgur::ReduceOp::Sum);
+  double expected = 0;
+  for (int64_t k = r % 2; k < n; k += 2) expected += static_cast<double>(k);
+  expect(torch::all(h == expected).item<bool>(), "all_reduce in the '" + std::string(r % 2 == 0 ? "even" : "odd") +
+                                                     "' group");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc == 2 ? argv[1] : "";
+  if (mode != "world" && mode != "program" && mode != "funneled" && mode != "subset") {
+    std::cerr << "usage: mpi_collectives_probe world|program|funneled|subset\n";
+    return 2;
+  }
+  torch::set_num_threads(1);
+  const auto env = fulgur::detect_cluster_environment();
+  const int64_t rank = env->global_rank(), size = env->world_size();
+  int code = 0;
+  if (mode != "world") {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, mode == "funneled" ? MPI_THREAD_FUNNELED : MPI_THREAD_SERIALIZED, &provided);
+  }
+  try {
+    if (mode == "world" || mode == "program" || mode == "funneled") {
+      fulgur::ProcessGroup group(mpi_options(std::nullopt, rank, size));
+      check_operations(group);
+    } else {
+      MPI_Comm sub = MPI_COMM_NULL;
+      MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, static_cast<int>(rank), &sub);
+      try {
+        fulgur::ProcessGroup group(mpi_options(MPI_Comm_c2f(sub), rank, 2));
+        check_operations(group);
+      } catch (const std::invalid_argument& e) {
+        if (rank < 2) throw;
+        std::cout << "rank " << rank << ": refused: " << e.what() << std::endl;
+        // Outside the communicator nothing waits for this rank: its own work goes on.
+        torch::Tensor own = torch::ones({4});
+        expect(own.sum().item<double>() == 4, "own work");
+      }
+      if (sub != MPI_COMM_NULL) MPI_Comm_free(&sub);
+    }
+    std::cout << "rank " << rank << ": ok" << std::endl;
+  } catch (const std::exception& e) {
+    std::cout << "rank " << rank << ": " << e.what() << std::endl;
+    code = 1;
+  }
+  if (mode != "world") MPI_Finalize();
+  return code;
+}
