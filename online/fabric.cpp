@@ -23,7 +23,9 @@
 namespace fulgur {
 
 Fabric::Fabric(TrainerOptions options, std::vector<std::shared_ptr<Logger>> loggers, Platform platform)
-    : config_(TrainerConfig::resolve(options, platform)), loggers_(std::move(loggers)) {
+    // With mpi_communicator set, the run's ranks are that communicator's.
+    : config_(TrainerConfig::resolve(options, platform = Platform::for_options(std::move(platform), options))),
+      loggers_(std::move(loggers)) {
   if (config_.needs_launch) {
     throw std::invalid_argument(fmt::format(
         "[Fabric] the options ask for {} processes but {} runs: a Fabric starts no processes; launch the "

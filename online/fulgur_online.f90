@@ -21,7 +21,7 @@ module fulgur_online
     type(c_ptr) :: ptr = c_null_ptr
   end type
 
-  public :: fulgur_create, fulgur_destroy, fulgur_train_step, fulgur_push, fulgur_start, fulgur_stop, &
+  public :: fulgur_create, fulgur_create_comm, fulgur_destroy, fulgur_train_step, fulgur_push, fulgur_start, fulgur_stop, &
             fulgur_predict, fulgur_save_checkpoint, fulgur_load_checkpoint, fulgur_global_step, fulgur_stop_signal, &
             fulgur_pause, fulgur_resume, &
             fulgur_last_error
@@ -40,6 +40,12 @@ module fulgur_online
     integer(c_int) function c_create(path, handle) bind(c, name="fulgur_online_create")
       import :: c_int, c_char, c_ptr
       character(kind=c_char), intent(in) :: path(*)
+      type(c_ptr), intent(out) :: handle
+    end function
+    integer(c_int) function c_create_comm(path, comm, handle) bind(c, name="fulgur_online_create_comm")
+      import :: c_int, c_char, c_ptr
+      character(kind=c_char), intent(in) :: path(*)
+      integer(c_int), value :: comm
       type(c_ptr), intent(out) :: handle
     end function
     subroutine c_destroy(handle) bind(c, name="fulgur_online_destroy")
@@ -148,6 +154,15 @@ contains
     character(len=*), intent(in) :: config_path
     type(fulgur_handle), intent(out) :: handle
     status = c_create(trim(config_path) // c_null_char, handle%ptr)
+  end function
+
+  ! Trained by the ranks of the program's communicator: with `use mpi_f08`
+  ! pass comm%MPI_VAL, with `use mpi` the integer communicator itself.
+  integer(c_int) function fulgur_create_comm(config_path, comm, handle) result(status)
+    character(len=*), intent(in) :: config_path
+    integer, intent(in) :: comm
+    type(fulgur_handle), intent(out) :: handle
+    status = c_create_comm(trim(config_path) // c_null_char, int(comm, c_int), handle%ptr)
   end function
 
   subroutine fulgur_destroy(handle)

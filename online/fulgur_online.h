@@ -53,6 +53,15 @@ typedef struct fulgur_online fulgur_online;
 /* Builds the model, optimizer and trainer a YAML file describes
  * (docs/online.md, "The configuration file"). */
 fulgur_status fulgur_online_create(const char* config_path, fulgur_online** out);
+/* The same, trained by the ranks of the program's MPI communicator `comm`,
+ * given as its Fortran handle: MPI_Comm_c2f(comm) in C (an MPI_Fint), the
+ * integer handle in Fortran. Any subset of MPI_COMM_WORLD; the program has
+ * initialised MPI (MPI_Init_thread, MPI_THREAD_SERIALIZED or more); every
+ * rank of `comm` calls this, no other rank does (one that holds
+ * MPI_COMM_NULL gets FULGUR_CONFIG_ERROR and nothing waits for it).
+ * The collectives go over `comm` (process_group_backend mpi); no rendezvous
+ * variable is needed. */
+fulgur_status fulgur_online_create_comm(const char* config_path, int comm, fulgur_online** out);
 /* Stops background training and frees everything; null is allowed. */
 void fulgur_online_destroy(fulgur_online* handle);
 

@@ -149,22 +149,40 @@ fulgur_status predict(const char* name, fulgur_online* handle, const T* inputs, 
   });
 }
 
+/// fulgur_online_create and fulgur_online_create_comm (`function` names the caller in errors).
+fulgur_status create_handle(const char* config_path, std::optional<int64_t> communicator, fulgur_online** out,
+                            const char* function);
+
 }  // namespace
 
 extern "C" {
 
 fulgur_status fulgur_online_create(const char* config_path, fulgur_online** out) {
+  return create_handle(config_path, std::nullopt, out, "fulgur_online_create");
+}
+
+fulgur_status fulgur_online_create_comm(const char* config_path, int comm, fulgur_online** out) {
+  return create_handle(config_path, comm, out, "fulgur_online_create_comm");
+}
+
+}  // extern "C"
+
+namespace {
+
+fulgur_status create_handle(const char* config_path, std::optional<int64_t> communicator, fulgur_online** out,
+                            const char* function) {
   if (out != nullptr) *out = nullptr;
   if (config_path == nullptr || out == nullptr) {
-    return fail(FULGUR_INVALID_ARGUMENT, "fulgur_online_create: config_path and out must not be null");
+    return fail(FULGUR_INVALID_ARGUMENT, fmt::format("{}: config_path and out must not be null", function));
   }
   try {
     fulgur::OnlineConfig config = fulgur::OnlineConfig::from_yaml_file(config_path);
-    // Under mpirun or srun with N ranks, "devices: auto" means those N ranks:
-    // one file serves any rank count.
-    const fulgur::Platform platform = fulgur::Platform::detect();
     fulgur::TrainerOptions& trainer = config.options.trainer;
-    if (platform.world_size > 1 && trainer.devices() == "auto") {
+    if (communicator) trainer.mpi_communicator(*communicator);
+    // Under mpirun or srun with N ranks, "devices: auto" means those N ranks:
+    // one file serves any rank count (a communicator's ranks: Platform::for_options).
+    const fulgur::Platform platform = fulgur::Platform::detect();
+    if (!communicator && platform.world_size > 1 && trainer.devices() == "auto") {
       trainer.devices(std::to_string(platform.world_size / std::max<int64_t>(1, trainer.num_nodes())));
     }
     torch::manual_seed(config.seed);
@@ -191,16 +209,20 @@ fulgur_status fulgur_online_create(const char* config_path, fulgur_online** out)
     last_error.clear();
     return FULGUR_OK;
   } catch (const std::invalid_argument& e) {
-    return fail(FULGUR_CONFIG_ERROR, fmt::format("fulgur_online_create: {}", e.what()));
+    return fail(FULGUR_CONFIG_ERROR, fmt::format("{}: {}", function, e.what()));
   } catch (const c10::Error& e) {  // a value LibTorch refused while building the model or optimizer
     return fail(FULGUR_CONFIG_ERROR,
-                fmt::format("fulgur_online_create: {}: {}", config_path, e.what_without_backtrace()));
+                fmt::format("{}: {}: {}", function, config_path, e.what_without_backtrace()));
   } catch (const std::exception& e) {
-    return fail(FULGUR_INTERNAL_ERROR, fmt::format("fulgur_online_create: {}: {}", config_path, e.what()));
+    return fail(FULGUR_INTERNAL_ERROR, fmt::format("{}: {}: {}", function, config_path, e.what()));
   } catch (...) {
-    return fail(FULGUR_INTERNAL_ERROR, "fulgur_online_create: an unknown error");
+    return fail(FULGUR_INTERNAL_ERROR, fmt::format("{}: an unknown error", function));
   }
 }
+
+}  // namespace
+
+extern "C" {
 
 void fulgur_online_destroy(fulgur_online* handle) {
   try {

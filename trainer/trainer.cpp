@@ -44,7 +44,8 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
                  std::vector<std::shared_ptr<Logger>> loggers, Platform platform,
                  std::shared_ptr<SubprocessLauncher> launcher)
     : options_(options),
-      config_(TrainerConfig::resolve(options, platform)),
+      // With mpi_communicator set, the run's ranks are that communicator's.
+      config_(TrainerConfig::resolve(options, platform = Platform::for_options(std::move(platform), options))),
       callbacks_(std::move(callbacks)),
       loggers_(std::move(loggers)),
       signals_(std::make_unique<SignalConnector>()),  // reads FULGUR_SIGNAL_GRACE_S; installs nothing

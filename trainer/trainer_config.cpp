@@ -1,6 +1,7 @@
 #include <fulgur/trainer/trainer_config.hpp>
 
 #include <fulgur/strategies/cuda/cuda_runtime.hpp>
+#include <fulgur/strategies/mpi/communicator_environment.hpp>
 #include <fulgur/strategies/mpi/mpi_runtime.hpp>
 
 #include <fulgur/strategies/environments/detect_cluster_environment.hpp>
@@ -72,6 +73,29 @@ Platform Platform::detect(const EnvLookup& variables) {
   return platform;
 }
 
+Platform Platform::for_options(Platform platform, const TrainerOptions& options) {
+  if (options.mpi_communicator() < 0) return platform;
+  if (options.process_group_backend() != ProcessGroupBackend::Auto &&
+      options.process_group_backend() != ProcessGroupBackend::Mpi) {
+    config_error("mpi_communicator is set, so the ranks talk over that communicator: process_group_backend must be "
+                 "'mpi' or 'auto'");
+  }
+  if (!MpiRuntime::built()) {
+    config_error("mpi_communicator is set but fulgur was built without MPI (FULGUR_WITH_MPI=OFF, or no MPI was found "
+                 "when it was configured)");
+  }
+  auto env = std::make_shared<const CommunicatorEnvironment>(options.mpi_communicator());
+  platform.world_size = env->world_size();
+  platform.world_size_source = env->world_size_source();
+  platform.processes_external = true;
+  platform.tasks_per_node.reset();
+  platform.num_nodes.reset();
+  platform.ntasks_without_ntasks_per_node.reset();
+  platform.slurm_tasks_without_srun.reset();
+  platform.environment = std::move(env);
+  return platform;
+}
+
 TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& platform) {
   o.validate();  // every field's own check
   TrainerConfig c;
@@ -88,6 +112,11 @@ TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& pl
   const int64_t available = c.accelerator == AcceleratorKind::Cuda ? platform.cuda_device_count : 1;
   const int64_t devices = parse_devices(o.devices(), available);
   c.devices = devices == -1 ? (c.accelerator == AcceleratorKind::Cuda ? available : 1) : devices;
+  if (o.mpi_communicator() >= 0) {
+    // The communicator's ranks are the run's: devices 'auto' means its ranks per node.
+    if (o.devices() == "auto") c.devices = platform.world_size / o.num_nodes();
+    c.options.process_group_backend(ProcessGroupBackend::Mpi);
+  }
   if (o.process_group_backend() == ProcessGroupBackend::Nccl && c.accelerator != AcceleratorKind::Cuda) {
     config_error("process_group_backend 'nccl' needs accelerator 'gpu' (NCCL moves CUDA tensors only), got accelerator "
                  "'cpu'; use 'gloo' or 'auto'");
@@ -98,7 +127,7 @@ TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& pl
     config_error(fmt::format("devices={} but only {} CUDA device(s) are visible", c.devices, platform.cuda_device_count));
   }
   c.world_size = c.devices * o.num_nodes();
-  if (o.process_group_backend() == ProcessGroupBackend::Mpi) {
+  if (c.options.process_group_backend() == ProcessGroupBackend::Mpi) {
     if (!MpiRuntime::built()) {
       config_error("process_group_backend 'mpi' was chosen but fulgur was built without MPI (FULGUR_WITH_MPI=OFF, or "
                    "no MPI was found when it was configured); use 'gloo' or 'auto'");

@@ -62,6 +62,9 @@ struct Platform {
   /// The same from `variables` instead of this process's environment (a
   /// launcher's rank 0: SubprocessLauncher::environment()).
   static Platform detect(const EnvLookup& variables);
+  /// `platform`, or with TrainerOptions::mpi_communicator set, the ranks of
+  /// that communicator (CommunicatorEnvironment; collective over it).
+  static Platform for_options(Platform platform, const TrainerOptions& options);
 };
 
 /// The options a Trainer runs with: TrainerOptions checked and with every

@@ -124,8 +124,12 @@ namespace fulgur {
     fulgur::check::Positive{})                                                                                \
   X(fulgur::ProcessGroupBackend, process_group_backend, fulgur::ProcessGroupBackend::Auto,                    \
     "collectives' backend: auto (nccl on the GPU, gloo on the CPU), gloo (also CUDA tensors: several ranks may " \
-    "share one GPU), nccl (GPU only)",                                                                        \
+    "share one GPU), nccl (GPU only), mpi (the MPI that started the ranks, or mpi_communicator)",              \
     fulgur::check::Any{})                                                                                     \
+  X(int64_t, mpi_communicator, -1,                                                                            \
+    "the program's MPI communicator, as its Fortran handle (MPI_Comm_c2f(comm)): its ranks are the run's, "     \
+    "over process_group_backend mpi; -1: the launcher's ranks",                                              \
+    fulgur::check::AtLeast{-1})                                                                               \
   X(int64_t, node_rank, 0, "this machine's index when fulgur starts several nodes", fulgur::check::AtLeast{0}) \
   X(bool, use_distributed_sampler, true, "give each process its share of the data", fulgur::check::Any{})    \
   X(std::string, timeline, "", "Chrome-trace JSON of every gradient collective (ddp, horovod); empty = off",  \

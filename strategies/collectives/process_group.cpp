@@ -278,6 +278,7 @@ ProcessGroupOptions process_group_options(const ClusterEnvironment& env, double 
   options.main_port = env.main_port();
   options.file_store_path = env.file_store_path();
   options.rendezvous_error = env.rendezvous_error();
+  options.mpi_communicator = env.mpi_communicator();
   options.all_local = env.num_nodes() == 1;
   // torchrun's agent already serves a TCPStore on MASTER_PORT and says so.
   const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");

@@ -56,6 +56,9 @@ class ClusterEnvironment {
   /// Why there is no rendezvous (no address, port or file store was given),
   /// for a backend that needs one; MPI's launcher needs none.
   virtual std::optional<std::string> rendezvous_error() const { return std::nullopt; }
+  /// The program's MPI communicator (its Fortran handle) whose ranks these
+  /// are, for process_group_backend mpi; nullopt: the launcher's world.
+  virtual std::optional<int64_t> mpi_communicator() const { return std::nullopt; }
 
   /// One line for logs: "slurm: rank 3/8 (local 1/2, node 1/4), main node01:15123".
   std::string summary() const;

@@ -30,12 +30,24 @@ FULGUR_MPI_EXPORT void fulgur_mpi_split(const c10::intrusive_ptr<c10d::Backend>&
   group = mpi->split(name, rank, size);
 }
 
-/// The communicator's size and this process's rank in it, -1 for
-/// MPI_COMM_NULL (a rank outside it).
-FULGUR_MPI_EXPORT void fulgur_mpi_comm_rank_size(MPI_Fint comm, int& rank, int& size) {
+/// This process's place in the communicator: rank, size, and rank and size
+/// among the ranks that share its node; all -1 for MPI_COMM_NULL (a rank
+/// outside it).
+FULGUR_MPI_EXPORT void fulgur_mpi_comm_layout(MPI_Fint comm, int* layout) {
+  for (int i = 0; i < 4; ++i) layout[i] = -1;
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  if (initialised == 0) {
+    throw std::invalid_argument("[MpiRuntime] a communicator was given but MPI is not initialised: the program "
+                                "initialises MPI before it hands fulgur a communicator");
+  }
   const MPI_Comm c = MPI_Comm_f2c(comm);
-  rank = size = -1;
   if (c == MPI_COMM_NULL) return;
-  MPI_Comm_rank(c, &rank);
-  MPI_Comm_size(c, &size);
+  MPI_Comm_rank(c, &layout[0]);
+  MPI_Comm_size(c, &layout[1]);
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(c, MPI_COMM_TYPE_SHARED, layout[0], MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &layout[2]);
+  MPI_Comm_size(node, &layout[3]);
+  MPI_Comm_free(&node);
 }

@@ -74,12 +74,12 @@ c10::intrusive_ptr<c10d::Backend> MpiRuntime::split(const c10::intrusive_ptr<c10
   return made;
 }
 
-std::optional<std::pair<int, int>> MpiRuntime::rank_and_size(int64_t communicator) {
-  using Query = void (*)(int, int&, int&);
-  int rank = -1, size = -1;
-  reinterpret_cast<Query>(mpi_symbol("fulgur_mpi_comm_rank_size"))(static_cast<int>(communicator), rank, size);
-  if (size < 0) return std::nullopt;
-  return std::make_pair(rank, size);
+std::optional<MpiRuntime::Layout> MpiRuntime::layout(int64_t communicator) {
+  using Query = void (*)(int, int*);
+  int found[4] = {-1, -1, -1, -1};
+  reinterpret_cast<Query>(mpi_symbol("fulgur_mpi_comm_layout"))(static_cast<int>(communicator), found);
+  if (found[1] < 0) return std::nullopt;
+  return Layout{found[0], found[1], found[2], found[3]};
 }
 
 bool MpiRuntime::built() {

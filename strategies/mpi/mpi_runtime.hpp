@@ -20,9 +20,14 @@ class MpiRuntime {
   /// The ranks of `parent` that give the same `name`, as `rank` of `size`.
   static c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Backend>& parent,
                                                  const std::string& name, int rank, int size);
-  /// This process's rank in the communicator and its size; nullopt for
-  /// MPI_COMM_NULL (the process is outside it).
-  static std::optional<std::pair<int, int>> rank_and_size(int64_t communicator);
+  /// Where this process sits in a communicator (given by its Fortran handle).
+  struct Layout {
+    int rank = 0, size = 1;
+    int local_rank = 0, local_size = 1;  // among its ranks on this node
+  };
+  /// nullopt for MPI_COMM_NULL (the process is outside it). Collective over
+  /// the communicator (it asks which ranks share a node).
+  static std::optional<Layout> layout(int64_t communicator);
   /// fulgur was built with its MPI module (FULGUR_WITH_MPI).
   static bool built();
 };

@@ -83,7 +83,7 @@ TEST_CASE("mpi backend: ranks the program would start itself are refused with on
 }
 
 TEST_CASE("mpi backend: every operation gives its value on 3 ranks, whether fulgur or the program began MPI") {
-  const std::string probe = std::string(FULGUR_BINARY_DIR) + "/bin/mpi_collectives_probe";
+  const std::string probe = std::string(FULGUR_BINARY_DIR) + "/bin/mpi_probe";
   for (const std::string mode : {"world", "program"}) {
     CAPTURE(mode);
     const auto result = run_command(kMpirun3 + probe + " " + mode, 180);
@@ -94,7 +94,7 @@ TEST_CASE("mpi backend: every operation gives its value on 3 ranks, whether fulg
 }
 
 TEST_CASE("mpi backend: a program's MPI below MPI_THREAD_SERIALIZED, and a rank outside the communicator, each get one line") {
-  const std::string probe = std::string(FULGUR_BINARY_DIR) + "/bin/mpi_collectives_probe";
+  const std::string probe = std::string(FULGUR_BINARY_DIR) + "/bin/mpi_probe";
   const auto funneled = run_command(kMpirun3 + probe + " funneled", 120);
   INFO(funneled.output);
   CHECK(funneled.exit_code != 0);
@@ -110,6 +110,27 @@ TEST_CASE("mpi backend: a program's MPI below MPI_THREAD_SERIALIZED, and a rank 
   CHECK(subset.output.find("rank 2: refused: [MpiProcessGroup] the communicator is MPI_COMM_NULL: only the ranks of "
                            "a communicator train (a rank outside it trains nothing)\n") != std::string::npos);
   CHECK(subset.output.find("rank 2: ok\n") != std::string::npos);
+}
+
+TEST_CASE("mpi backend: the program's communicator of 2 of 3 ranks trains one model online; the third keeps its own loop") {
+  TempDir dir("mpi-online-subset");
+  const std::string probe = std::string(FULGUR_BINARY_DIR) + "/bin/mpi_probe";
+  // Rank 0 alone (a communicator of one) on the whole stream, then ranks 0 and 1 of 3 on halves of it.
+  const auto alone = run_command("env -u MASTER_ADDR -u MASTER_PORT mpirun --allow-run-as-root -np 1 " + probe +
+                                     " online " + (dir / "one.pt").string(),
+                                 180);
+  INFO(alone.output);
+  REQUIRE(alone.exit_code == 0);
+  const auto three = run_command(kMpirun3 + probe + " online " + (dir / "two.pt").string(), 180);
+  INFO(three.output);
+  REQUIRE(three.exit_code == 0);
+  CHECK(three.output.find("rank 0: trained 8 steps on the communicator") != std::string::npos);
+  CHECK(three.output.find("rank 1: trained 8 steps on the communicator") != std::string::npos);
+  CHECK(three.output.find("rank 2: own loop stepped 8 times") != std::string::npos);
+  const torch::Tensor one = load_pickled_tensor(dir / "one.pt");
+  CHECK(one.numel() == 4 * 16 + 16 + 16 * 2 + 2);
+  CHECK_FALSE(torch::allclose(one, torch::zeros_like(one)));
+  CHECK(torch::allclose(load_pickled_tensor(dir / "two.pt"), one, 1e-6, 1e-6));
 }
 
 }  // namespace mpi_backend_test

@@ -1,6 +1,7 @@
 // The MPI backend's operations checked value by value, under a real mpirun:
 //
-//   mpirun -np N mpi_collectives_probe world|program|funneled|subset
+//   mpirun -np N mpi_probe world|program|funneled|subset
+//   mpirun -np N mpi_probe online OUTPUT
 //
 // world: fulgur begins MPI itself; every operation a strategy uses (all-
 // reduce below and above the ring's threshold, in several types and
@@ -12,7 +13,13 @@
 // program's communicator holds ranks 0 and 1 only: they train a group of
 // two, the last rank gets MPI_COMM_NULL, is refused with one line, and
 // goes on. Each rank prints "rank R: ok" or "rank R: <error>" and exits 0
-// when all its checks hold.
+// when all its checks hold. online: an OnlineTrainer trained inline by the
+// ranks of the program's communicator (ranks 0 and 1, or rank 0 alone
+// under -np 1; trainer.mpi_communicator, no rendezvous variable), 8 steps
+// of a global stream split between them; rank 0 writes the final
+// parameters to OUTPUT; a third rank keeps stepping its own loop meanwhile
+// and prints "rank 2: own loop stepped 8 times".
+#include <fulgur/online/online_trainer.hpp>
 #include <fulgur/strategies/collectives/process_group.hpp>
 #include <fulgur/strategies/environments/detect_cluster_environment.hpp>
 
@@ -20,6 +27,7 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <torch/torch.h>
 
+#include <fstream>
 #include <iostream>
 #include <stdexcept>
 #include <string>
@@ -107,12 +115,84 @@ void check_operations(fulgur::ProcessGroup& group) {
                                                      "' group");
 }
 
+struct Mlp : fulgur::LightningModule {
+  Mlp() {
+    net = register_module("net", torch::nn::Sequential(torch::nn::Linear(4, 16), torch::nn::Tanh(),
+                                                       torch::nn::Linear(16, 2)));
+  }
+  torch::Tensor training_step(const fulgur::Batch& batch, int64_t) override {
+    return torch::mse_loss(net->forward(batch.input), batch.target);
+  }
+  fulgur::OptimizerConfig configure_optimizers() override {
+    return {std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(0.1).momentum(0.9)),
+            std::nullopt};
+  }
+  torch::nn::Sequential net{nullptr};
+};
+
+/// The online mode: MPI begun by the program, as a simulation does.
+int train_online(int rank, int size, const std::string& output) {
+  const int trainers = std::min(size, 2);
+  MPI_Comm sub = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, rank < trainers ? 0 : MPI_UNDEFINED, rank, &sub);
+  torch::manual_seed(11);
+  std::vector<fulgur::Batch> local;
+  const int64_t rows = 8 / trainers;
+  for (int i = 0; i < 8; ++i) {
+    const torch::Tensor x = torch::rand({8, 4}) * 2 - 1;
+    const torch::Tensor y = torch::stack({x.sum(1).sin(), x.narrow(1, 0, 2).prod(1)}, 1);
+    local.push_back(fulgur::Batch{x.narrow(0, (rank % trainers) * rows, rows),
+                                  y.narrow(0, (rank % trainers) * rows, rows), {}});
+  }
+  if (sub == MPI_COMM_NULL) {
+    // Not one of the communicator's ranks: nothing of fulgur's waits for it.
+    torch::Tensor state = torch::zeros({4});
+    for (int i = 0; i < 8; ++i) state += local[static_cast<size_t>(i)].input.sum(0);
+    std::cout << "rank " << rank << ": own loop stepped 8 times" << std::endl;
+    return 0;
+  }
+  fulgur::OnlineOptions online;
+  online.trainer = fulgur::TrainerOptions()
+                       .accelerator(fulgur::AcceleratorKind::Cpu)
+                       .enable_progress_bar(false)
+                       .enable_model_summary(false)
+                       .logger(false)
+                       .enable_checkpointing(false)
+                       .strategy(trainers > 1 ? fulgur::StrategyKind::DDP : fulgur::StrategyKind::Auto)
+                       .mpi_communicator(MPI_Comm_c2f(sub));
+  torch::manual_seed(3);
+  fulgur::OnlineTrainer trainer([] { return std::make_shared<Mlp>(); }, online);
+  for (const auto& b : local) trainer.train_step(b.input, b.target);
+  if (rank == 0) {
+    std::vector<torch::Tensor> flat;
+    for (const auto& p : trainer.module().parameters()) flat.push_back(p.detach().reshape({-1}));
+    const auto bytes = torch::pickle_save(torch::cat(flat));
+    std::ofstream(output, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  std::cout << "rank " << rank << ": trained " << trainer.global_step() << " steps on the communicator" << std::endl;
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string mode = argc == 2 ? argv[1] : "";
-  if (mode != "world" && mode != "program" && mode != "funneled" && mode != "subset") {
-    std::cerr << "usage: mpi_collectives_probe world|program|funneled|subset\n";
+  const std::string mode = argc >= 2 ? argv[1] : "";
+  if (mode == "online" && argc == 3) {
+    int provided = 0, rank = 0, size = 1;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int code = 1;
+    try {
+      code = train_online(rank, size, argv[2]);
+    } catch (const std::exception& e) {
+      std::cout << "rank " << rank << ": " << e.what() << std::endl;
+    }
+    MPI_Finalize();
+    return code;
+  }
+  if (argc != 2 || (mode != "world" && mode != "program" && mode != "funneled" && mode != "subset")) {
+    std::cerr << "usage: mpi_probe world|program|funneled|subset, or mpi_probe online OUTPUT\n";
     return 2;
   }
   torch::set_num_threads(1);
