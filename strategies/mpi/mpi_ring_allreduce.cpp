@@ -1,4 +1,5 @@
 #include <fulgur/strategies/mpi/mpi_ring_allreduce.hpp>
+#include <fulgur/strategies/mpi/mpi_reducer.hpp>
 
 #include <stdexcept>
 #include <string>
@@ -8,6 +9,10 @@ namespace fulgur {
 MpiRingAllreduce::MpiRingAllreduce(at::Tensor tensor, c10d::ReduceOp op, MPI_Comm comm, int tag_base,
                                    int64_t segment_bytes)
     : tensor_(tensor.view(-1)), op_(op), comm_(comm), tag_base_(tag_base) {
+  if (op_.op_ != c10d::ReduceOp::SUM && op_.op_ != c10d::ReduceOp::PRODUCT && op_.op_ != c10d::ReduceOp::MIN &&
+      op_.op_ != c10d::ReduceOp::MAX) {
+    throw std::invalid_argument("[MpiRingAllreduce] only SUM, PRODUCT, MIN and MAX");
+  }
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
   const int64_t n = tensor_.numel();
@@ -32,34 +37,27 @@ at::Tensor MpiRingAllreduce::chunk(int index) const {
   return tensor_.narrow(0, chunk_begin_[c], chunk_begin_[c + 1] - chunk_begin_[c]);
 }
 
-void MpiRingAllreduce::combine(at::Tensor into, const at::Tensor& from) const {
-  // A plain loop on this thread: tensor arithmetic would start LibTorch's
-  // intra-op threads, which the ranks' own compute needs.
-  const auto op = op_.op_;
-  if (op != c10d::ReduceOp::SUM && op != c10d::ReduceOp::PRODUCT && op != c10d::ReduceOp::MIN &&
-      op != c10d::ReduceOp::MAX) {
-    throw std::invalid_argument("[MpiRingAllreduce] only SUM, PRODUCT, MIN and MAX");
-  }
+namespace {
+
+/// into op= from, elementwise. A plain loop on MpiReducer's thread: tensor
+/// arithmetic would start LibTorch's intra-op threads, which the ranks' own
+/// compute needs. The operation and type were checked when the all-reduce
+/// was queued.
+void combine(c10d::ReduceOp::RedOpType op, at::Tensor into, const at::Tensor& from) {
   AT_DISPATCH_ALL_TYPES_AND(at::kBool, into.scalar_type(), "MpiRingAllreduce::combine", [&] {
     scalar_t* a = into.data_ptr<scalar_t>();
     const scalar_t* b = from.data_ptr<scalar_t>();
     const int64_t n = into.numel();
-    // In pieces, letting MPI move the other segments' bytes in between (any
-    // MPI call drives its progress; this thread is the only one that calls).
-    const int64_t piece = std::max<int64_t>(1, (int64_t{64} << 10) / static_cast<int64_t>(sizeof(scalar_t)));
-    for (int64_t start = 0; start < n; start += piece) {
-      const int64_t end = std::min(n, start + piece);
-      switch (op) {
-        case c10d::ReduceOp::SUM: for (int64_t i = start; i < end; ++i) a[i] = a[i] + b[i]; break;
-        case c10d::ReduceOp::PRODUCT: for (int64_t i = start; i < end; ++i) a[i] = a[i] * b[i]; break;
-        case c10d::ReduceOp::MIN: for (int64_t i = start; i < end; ++i) a[i] = b[i] < a[i] ? b[i] : a[i]; break;
-        default: for (int64_t i = start; i < end; ++i) a[i] = b[i] > a[i] ? b[i] : a[i]; break;
-      }
-      int pending = 0;
-      MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &pending, MPI_STATUS_IGNORE);
+    switch (op) {
+      case c10d::ReduceOp::SUM: for (int64_t i = 0; i < n; ++i) a[i] = a[i] + b[i]; break;
+      case c10d::ReduceOp::PRODUCT: for (int64_t i = 0; i < n; ++i) a[i] = a[i] * b[i]; break;
+      case c10d::ReduceOp::MIN: for (int64_t i = 0; i < n; ++i) a[i] = b[i] < a[i] ? b[i] : a[i]; break;
+      default: for (int64_t i = 0; i < n; ++i) a[i] = b[i] > a[i] ? b[i] : a[i]; break;
     }
   });
 }
+
+}  // namespace
 
 // Step g < size-1 (reduce-scatter): send chunk rank-g, receive chunk
 // rank-g-1 and reduce it. Step g = size-1+t (all-gather): send chunk
@@ -102,9 +100,18 @@ bool MpiRingAllreduce::poll() {
     }
     if (complete == 0) continue;
     if (s.step < size_ - 1) {
-      at::Tensor target = chunk(rank_ - s.step - 1);
-      const int64_t length = std::max<int64_t>(0, std::min(s.length, target.numel() - s.begin));
-      if (length > 0) combine(target.narrow(0, s.begin, length), incoming_.narrow(0, s.begin, length));
+      // The reduction runs on MpiReducer's thread while this one moves bytes.
+      if (!s.reduced) {
+        at::Tensor target = chunk(rank_ - s.step - 1);
+        const int64_t length = std::max<int64_t>(0, std::min(s.length, target.numel() - s.begin));
+        if (length <= 0) continue;
+        s.reduced = MpiReducer::instance().submit(
+            [op = op_.op_, into = target.narrow(0, s.begin, length), from = incoming_.narrow(0, s.begin, length)] {
+              combine(op, into, from);
+            });
+      }
+      if (!s.reduced->load(std::memory_order_acquire)) continue;
+      s.reduced.reset();
     }
     if (++s.step < 2 * (size_ - 1)) {
       post(k);

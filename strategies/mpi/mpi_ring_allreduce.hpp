@@ -8,16 +8,18 @@
 #include <mpi.h>
 
 #include <array>
+#include <atomic>
+#include <memory>
 #include <vector>
 
 namespace fulgur {
 
 /// An all-reduce of a large tensor as a ring (reduce-scatter, then
 /// all-gather) over MPI_Isend/MPI_Irecv, in segments that travel on as soon
-/// as they are reduced, polled by MpiWorker. From 4 MiB on it moves more
-/// bytes per second than Open MPI's MPI_Iallreduce (about twice on two
-/// ranks of one machine: bench/RESULTS.md), and being nonblocking it never
-/// holds the worker. The tensor must be contiguous and of a type
+/// as they are reduced (on MpiReducer's thread), polled by MpiWorker. From
+/// 4 MiB on it moves 2 to 3 times the bytes per second of Open MPI's
+/// MPI_Iallreduce on two ranks of one machine (bench/RESULTS.md), and being
+/// nonblocking it never holds the worker. The tensor must be contiguous and of a type
 /// tensor arithmetic reduces (it is reduced in place).
 class MpiRingAllreduce {
  public:
@@ -31,10 +33,10 @@ class MpiRingAllreduce {
     int64_t length = 0;  // elements
     int step = 0;        // 0 .. 2(size-1)-1, then done
     std::array<MPI_Request, 2> requests{MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    std::shared_ptr<std::atomic<bool>> reduced;  // set while MpiReducer adds this step's bytes
   };
   at::Tensor chunk(int index) const;
   void post(size_t k);
-  void combine(at::Tensor into, const at::Tensor& from) const;
 
   at::Tensor tensor_;
   at::Tensor incoming_;  // one chunk: where reduce-scatter receives before reducing
