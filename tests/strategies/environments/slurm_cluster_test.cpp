@@ -127,6 +127,20 @@ TEST_CASE("slurm: sbatch examples/slurm/cinic10-1node.sbatch with --ntasks-per-n
   CHECK(count(out, "fulgur: run folder ") == 1);
 }
 
+TEST_CASE("slurm: FULGUR_BACKEND=mpi: srun --mpi=pmix starts the tasks and the collectives go over MPI") {
+  require_cluster();
+  TempDir dir("slurm-mpi");
+  const std::string short_run = "--trainer.max_epochs 1 --trainer.limit_train_batches 8 --trainer.limit_val_batches 4";
+  const auto result =
+      run_command(sbatch(dir, "cinic10-1node.sbatch", "FULGUR_DEVICES=2 FULGUR_BACKEND=mpi", "--wait", short_run), 300);
+  const std::string out = job_output(dir);
+  INFO(result.output);
+  INFO(out);
+  CHECK(result.exit_code == 0);
+  CHECK(std::filesystem::exists(dir / "runs" / "fulgur_logs" / "version_0" / "metrics.csv"));
+  CHECK(count(out, "fit: ") == 1);
+}
+
 TEST_CASE("slurm: --ntasks-per-node=2 with --trainer.devices 4 fails before training, with the clear message") {
   require_cluster();
   TempDir dir("slurm-mismatch");
