@@ -89,7 +89,7 @@ void ShardedReducer::launch_reduce_scatter(size_t index) {
   const int64_t replicas = options_.replicas ? options_.replicas->size() : 1;
   const double scale = 1.0 / static_cast<double>(world * replicas);
   // Rank-major: chunk r holds rows [r*c, (r+1)*c) of every parameter, padded.
-  unit.input = torch::empty({world * shape.chunk_numel}, shape.options);
+  unit.input = buffers_.take(world * shape.chunk_numel, shape.options);
   for (size_t k : shape.params) {
     const ShardLayout::Param& p = layout_.params()[k];
     const torch::Tensor grad = p.tensor.grad();
@@ -144,7 +144,7 @@ void ShardedReducer::settle_reductions(size_t in_flight) {
     if (reducing_.size() <= in_flight && !unit.work->isCompleted()) return;
     group_.wait(unit.work, "reduce_scatter");
     unit.work.reset();
-    unit.input = torch::Tensor();  // a whole unit's gradients
+    buffers_.give(unit.input);  // a whole unit's gradients, kept for the next unit of this size
     if (options_.replicas) unit.replica_work = options_.replicas->all_reduce_async(unit.grad, ReduceOp::Sum);
     reducing_.pop_front();
   }

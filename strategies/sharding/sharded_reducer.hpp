@@ -1,5 +1,7 @@
 #pragma once
 
+#include <fulgur/strategies/sharding/tensor_pool.hpp>
+
 #include <fulgur/strategies/collectives/gradient_ready_hooks.hpp>
 #include <fulgur/strategies/collectives/gradient_synchronizer.hpp>
 #include <fulgur/strategies/sharding/shard_layout.hpp>
@@ -84,7 +86,7 @@ class ShardedReducer : public GradientSynchronizer {
   struct Unit {
     int64_t pending = 0;
     torch::Tensor grad;   // this rank's averaged gradient chunk, from its first reduction
-    torch::Tensor input;  // transient: the reduce-scatter's input, every rank's chunk
+    torch::Tensor input;  // while reducing: the reduce-scatter's input, every rank's chunk (from buffers_)
     c10::intrusive_ptr<c10d::Work> work;
     c10::intrusive_ptr<c10d::Work> replica_work;  // HYBRID_SHARD: the shard's allreduce over the replicas
   };
@@ -110,6 +112,7 @@ class ShardedReducer : public GradientSynchronizer {
   Options options_;
   std::vector<torch::Tensor> grad_shards_;  // per parameter: a view of its unit's gradient chunk
   std::vector<Unit> units_;
+  TensorPool buffers_;  // the collectives' flat buffers, reused step after step
   size_t next_to_launch_ = 0;
   std::deque<size_t> reducing_;  // units whose reduce-scatter runs, oldest first
   int64_t peak_reductions_ = 0;

@@ -71,12 +71,12 @@ void UnitResidency::become_shards(size_t index) {
 void UnitResidency::start_all_gather(size_t index) {
   Unit& unit = units_[index];
   const ShardLayout::Unit& shape = layout_.units()[index];
-  unit.input = torch::empty({shape.chunk_numel}, shape.options);
+  unit.input = buffers_.take(shape.chunk_numel, shape.options);
   for (size_t k : shape.params) {
     const ShardLayout::Param& p = layout_.params()[k];
     ShardLayout::fill_padded(unit.input.narrow(0, p.offset, p.chunk_rows * p.row_numel), shards_[k].reshape({-1}));
   }
-  unit.gathered = torch::empty({layout_.world() * shape.chunk_numel}, shape.options);
+  unit.gathered = buffers_.take(layout_.world() * shape.chunk_numel, shape.options);
   unit.work = group_.all_gather_into_async(unit.gathered, unit.input);
   unit.gathering = true;
 }
@@ -103,8 +103,8 @@ void UnitResidency::gather(bool unshard_now) {
     unit.gathering = false;
     copy_gathered_rows(u, /*skip_own=*/true);
     for (size_t k : layout_.units()[u].params) params[k].tensor.mutable_grad() = torch::Tensor();
-    unit.gathered = torch::Tensor();
-    unit.input = torch::Tensor();
+    buffers_.give(unit.gathered);
+    buffers_.give(unit.input);
     unit.sharded = false;
   }
 }
@@ -146,8 +146,8 @@ void UnitResidency::finish_unshard(size_t index) {
     resize_storage(unit.full, static_cast<size_t>(unit.full.numel()) * unit.full.element_size());
   }
   copy_gathered_rows(index, /*skip_own=*/false);
-  unit.gathered = torch::Tensor();
-  unit.input = torch::Tensor();
+  buffers_.give(unit.gathered);
+  buffers_.give(unit.input);
   unit.sharded = false;
   const auto whole = std::count_if(units_.begin(), units_.end(), [](const Unit& u) { return !u.sharded; });
   peak_whole_units_ = std::max<int64_t>(peak_whole_units_, whole);
@@ -184,8 +184,8 @@ void UnitResidency::drop_prefetch(size_t index) {
   group_.wait(unit.work, "all_gather");
   unit.work.reset();
   unit.gathering = false;
-  unit.gathered = torch::Tensor();
-  unit.input = torch::Tensor();
+  buffers_.give(unit.gathered);
+  buffers_.give(unit.input);
 }
 
 void UnitResidency::free_unit(size_t index) {

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <fulgur/strategies/sharding/tensor_pool.hpp>
+
 #include <fulgur/strategies/sharding/shard_layout.hpp>
 
 #include <torch/torch.h>
@@ -87,8 +89,8 @@ class UnitResidency {
     bool sharded = false;
     bool forward_gathered = false;  // gathered by its ShardedUnit's forward
     bool gathering = false;         // an all-gather into `gathered` runs (work)
-    torch::Tensor input;            // transient: this rank's padded chunk
-    torch::Tensor gathered;         // transient: every rank's chunk
+    torch::Tensor input;            // while gathering: this rank's padded chunk (from buffers_)
+    torch::Tensor gathered;         // while gathering: every rank's chunk (from buffers_)
     torch::Tensor full;  // FULL_SHARD: every parameter's whole value, one after another; 0 bytes while sharded
     c10::intrusive_ptr<c10d::Work> work;
   };
@@ -105,6 +107,7 @@ class UnitResidency {
   std::vector<torch::Tensor> whole_;   // per parameter (FULL_SHARD: only while its unit is whole)
   std::vector<torch::Tensor> shards_;  // per parameter: a view of its whole value, or (FULL_SHARD) its own
   std::vector<Unit> units_;
+  TensorPool buffers_;  // the collectives' flat buffers, reused step after step
   int64_t peak_whole_units_ = 0;
 };
 
