@@ -87,7 +87,17 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
                                             inputs_and_parameters.begin() + static_cast<int64_t>(state->num_inputs));
     ctx->save_for_backward(inputs);
     ctx->saved_data["state"] = c10::IValue::make_capsule(state);
-    return state->forward(inputs);  // grad mode is off here: no graph, no activations kept
+    // Grad mode is off here: no graph, no activations kept. Autocast must not
+    // cache its casts of the parameters meanwhile: LibTorch up to 2.10 would
+    // keep those graph-less copies, and the recomputation would reuse them and
+    // give the parameters no gradient.
+    const bool caching = at::autocast::is_autocast_cache_enabled();
+    at::autocast::set_autocast_cache_enabled(false);
+    struct RestoreCache {
+      bool caching;
+      ~RestoreCache() { at::autocast::set_autocast_cache_enabled(caching); }
+    } restore{caching};
+    return state->forward(inputs);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
@@ -109,18 +119,18 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
         root_grads.push_back(grad_outputs[i]);
       }
     }
-    // By tensor argument (the state is none); the result has a slot for the state too.
-    const auto needs = [&](size_t i) { return ctx->needs_input_grad(i); };
+    // By tensor argument; the result has a slot for the state too. Whether a
+    // gradient is needed comes from the tensors themselves.
     std::vector<size_t> wrt_index;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      if (needs(i) && inputs[i].requires_grad()) {
+      if (inputs[i].requires_grad()) {
         wrt.push_back(inputs[i]);
         wrt_index.push_back(i);
       }
     }
     variable_list result(1 + inputs.size() + state->parameters.size());
     for (size_t p = 0; p < state->parameters.size(); ++p) {
-      if (needs(inputs.size() + p) && state->parameters[p].requires_grad()) {
+      if (state->parameters[p].requires_grad()) {
         wrt.push_back(state->parameters[p]);
         wrt_index.push_back(inputs.size() + p);
       }
