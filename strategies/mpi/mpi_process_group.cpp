@@ -234,7 +234,7 @@ c10::intrusive_ptr<MpiProcessGroup> MpiProcessGroup::split(const std::string& na
   return c10::make_intrusive<MpiProcessGroup>(sub, rank, size);
 }
 
-void MpiProcessGroup::abort() { MpiWorker::instance().mark_failed(); }
+void MpiProcessGroup::abort() { MpiWorker::instance().abort(); }
 
 void MpiProcessGroup::shutdown() {
   if (comm_ == MPI_COMM_NULL) return;

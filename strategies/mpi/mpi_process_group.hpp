@@ -56,8 +56,9 @@ class MpiProcessGroup : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override;
 
-  /// A run failed on this rank: MPI is not finalised at exit, so the
-  /// launcher ends the other ranks instead of this one waiting for them.
+  /// A run failed or was stopped on this rank: every operation waited for
+  /// fails at once (MpiWorker::abort), and MPI is not finalised at exit, so
+  /// the launcher ends the other ranks instead of this one waiting for them.
   void abort() override;
   /// Frees the communicators.
   void shutdown() override;

@@ -7,6 +7,13 @@
 #include <string>
 
 namespace fulgur {
+namespace {
+
+std::exception_ptr aborted_error() {
+  return std::make_exception_ptr(std::runtime_error("[MpiProcessGroup] the group was aborted on this rank"));
+}
+
+}  // namespace
 
 MpiWorker& MpiWorker::instance() {
   // Never destroyed: at_exit ends the thread (and MPI, when fulgur began it).
@@ -24,6 +31,10 @@ void MpiWorker::start(std::function<Poll()> begin, std::function<void(std::excep
   {
     const std::lock_guard lock(mutex_);
     jobs_.push_back([this, begin = std::move(begin), failed = std::move(failed)]() mutable {
+      if (aborted()) {
+        failed(aborted_error());
+        return;
+      }
       try {
         in_flight_.emplace_back(begin(), std::move(failed));
         in_flight_count_.store(in_flight_.size());
@@ -60,10 +71,14 @@ void MpiWorker::waiting(int delta) {
   }
 }
 
-void MpiWorker::mark_failed() {
-  const std::lock_guard lock(mutex_);
-  failed_ = true;
+void MpiWorker::abort() {
+  {
+    const std::lock_guard lock(mutex_);
+    failed_ = true;
+  }
+  ready_.notify_one();
 }
+
 
 void MpiWorker::mark_initialised_here() {
   const std::lock_guard lock(mutex_);
@@ -100,7 +115,7 @@ void MpiWorker::loop() {
     std::function<void()> job;
     {
       std::unique_lock lock(mutex_);
-      const auto wake = [this] { return stopping_ || !jobs_.empty() || waiters_.load() > 0; };
+      const auto wake = [this] { return stopping_ || failed_ || !jobs_.empty() || waiters_.load() > 0; };
       if (in_flight_.empty()) {
         ready_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
       } else if (pause.count() > 0) {
@@ -120,6 +135,14 @@ void MpiWorker::loop() {
       busy_ = false;
       idle_.notify_all();
     }
+    if (aborted() && !in_flight_.empty()) {
+      for (auto& [poll_one, failed] : in_flight_) {
+        failed(aborted_error());
+        abandoned_.push_back(std::move(poll_one));
+      }
+      in_flight_.clear();
+      in_flight_count_.store(0);
+    }
     const bool progressed = poll();
     if (progressed || job || waiters_.load() > 0) {
       pause = std::chrono::microseconds(0);
@@ -128,6 +151,11 @@ void MpiWorker::loop() {
       pause = std::min(std::chrono::microseconds(200), std::max(std::chrono::microseconds(10), pause * 2));
     }
   }
+}
+
+bool MpiWorker::aborted() {
+  const std::lock_guard lock(mutex_);
+  return failed_;
 }
 
 void MpiWorker::at_exit_handler() { instance().at_exit(); }

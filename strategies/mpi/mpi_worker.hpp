@@ -45,9 +45,12 @@ class MpiWorker {
   /// A caller starts (+1) or stops (-1) waiting for an operation.
   void waiting(int delta);
 
-  /// A run failed on this rank (a group was aborted): MPI is left as it is
-  /// at exit, so the launcher ends the other ranks.
-  void mark_failed();
+  /// A group was aborted (a run failed or a stop signal found this rank
+  /// held in a collective): every operation in flight or queued fails at
+  /// once, so whoever waits returns; MPI keeps the buffers it may still
+  /// write into, and is left as it is at exit, so the launcher ends the
+  /// other ranks.
+  void abort();
   /// fulgur began MPI (on the worker thread): it ends it at exit.
   void mark_initialised_here();
 
@@ -56,6 +59,7 @@ class MpiWorker {
   void loop();
   /// Tests every operation in flight once; true when one finished.
   bool poll();
+  bool aborted();
   void at_exit();
   static void at_exit_handler();
 
@@ -70,6 +74,7 @@ class MpiWorker {
   std::atomic<int> waiters_{0};
   std::atomic<size_t> in_flight_count_{0};
   std::vector<std::pair<Poll, std::function<void(std::exception_ptr)>>> in_flight_;  // worker thread only
+  std::vector<Poll> abandoned_;  // aborted operations: kept, since MPI may still use their buffers
   std::thread thread_;
 };
 

@@ -127,7 +127,7 @@ struct ProbeModel : fulgur::LightningModule {
     // --model.step_seconds S: slow steps, so an outside signal lands mid-run.
     if (o.step_seconds() > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.step_seconds()));
     // --model.sleep_rank R --model.sleep_s S: that rank keeps the others waiting once.
-    if (rank && std::atoll(rank) == o.sleep_rank() && trainer()->global_step() == o.sleep_step() && !slept) {
+    if (global_rank() == o.sleep_rank() && trainer()->global_step() == o.sleep_step() && !slept) {
       slept = true;
       std::this_thread::sleep_for(std::chrono::duration<double>(o.sleep_s()));
     }

@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 
 namespace mpi_backend_test {
@@ -59,6 +60,34 @@ TEST_CASE("mpi backend: a rank that dies mid-run ends the whole mpirun job") {
   INFO(result.output);
   CHECK(result.exit_code != 0);
   CHECK(result.exit_code != 124);  // not the test's own timeout
+  CHECK(seconds < 60);
+}
+
+TEST_CASE("mpi backend: SIGTERM while a rank is held in an MPI collective ends the job, not a wait forever") {
+  // Rank 1 sleeps in its third step, so rank 0 waits for it in the gradient
+  // all-reduce. Both get SIGTERM; after the grace period rank 0, held in the
+  // collective, aborts the group: its wait returns, it ends, and mpirun ends
+  // rank 1 (asleep for 600 s in its own code).
+  TempDir dir("mpi-backend-held");
+  const std::string pid_file = (dir / "pid").string();
+  const std::string command =
+      "( FULGUR_SIGNAL_GRACE_S=2 " + kMpirun + "-x FULGUR_SIGNAL_GRACE_S " +
+      fulgur::testing::ddp_probe_fit(dir.path() / "runs",
+                                     "--trainer.devices 2 --data.batch_size 8 --trainer.max_epochs 2 "
+                                     "--trainer.process_group_backend mpi --model.sleep_rank 1 --model.sleep_step 2 "
+                                     "--model.sleep_s 600 --model.pid_file " + pid_file) +
+      " > " + (dir / "log").string() + " 2>&1; echo $? > " + (dir / "rc").string() + " ) & " +
+      "for i in $(seq 300); do [ -f " + pid_file + ".0 ] && [ -f " + pid_file + ".1 ] && break; sleep 0.1; done; " +
+      "sleep 1; kill -TERM $(cat " + pid_file + ".0) $(cat " + pid_file + ".1); wait";
+  const auto started = std::chrono::steady_clock::now();
+  const auto result = run_command(command, 120);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const std::string log = std::filesystem::exists(dir / "log") ? fulgur::testing::read_file(dir / "log") : "";
+  INFO(result.output);
+  INFO(log);
+  REQUIRE(std::filesystem::exists(dir / "rc"));
+  CHECK(fulgur::testing::read_file(dir / "rc") != "0\n");
+  CHECK(log.find("rank 0: SIGTERM not acted on at a step boundary within 2 s; waiting in ") != std::string::npos);
   CHECK(seconds < 60);
 }
 
