@@ -139,6 +139,7 @@ torch::Tensor Fabric::training_step(const Batch& batch) {
 
 void Fabric::end_epoch() {
   ++epochs_;
+  save_logs();
   for (auto& entry : optimizers_) {
     const auto& scheduler = entry.lr_scheduler;
     if (scheduler && scheduler->interval == Interval::Epoch && epochs_ % scheduler->frequency == 0) {
@@ -174,6 +175,11 @@ void Fabric::log_dict(const std::map<std::string, double>& values) {
 void Fabric::send(const std::map<std::string, double>& values) {
   if (!is_global_zero() || values.empty()) return;
   for (auto& logger : loggers_) logger->log_metrics(values, global_step_);
+}
+
+void Fabric::save_logs() {
+  if (!is_global_zero()) return;
+  for (auto& logger : loggers_) logger->save();
 }
 
 void Fabric::flush_logged() {

@@ -92,6 +92,10 @@ class Fabric {
   /// Sends values to the loggers at the current global step (rank 0 only).
   void log(const std::string& name, double value);
   void log_dict(const std::map<std::string, double>& values);
+  /// Writes what the loggers hold to their files now (rank 0 only;
+  /// CSVLogger keeps rows until then). `end_epoch()` and the Fabric's end
+  /// do it too; the online trainer at every publish.
+  void save_logs();
 
   // --- checkpoints -----------------------------------------------------------------
   /// Writes the module's weights (`state_dict`), its optimizers' and

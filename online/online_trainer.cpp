@@ -106,7 +106,10 @@ double OnlineTrainer::step(const Batch& batch) {
     }
     fabric_->optimizer_step(0);
     const int64_t done = ++global_step_;
-    if (done % options_.publish_every_n_steps == 0) publish();
+    if (done % options_.publish_every_n_steps == 0) {
+      publish();
+      fabric_->save_logs();  // the loss history reaches log_dir while training goes on
+    }
     check_stop_signal();
   } catch (const std::exception& e) {
     fail_keeping(e);

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <fstream>
 #include <sstream>
@@ -401,6 +402,39 @@ TEST_CASE("SIGTERM with a producer faster than training: it saves, and the produ
   CHECK(online.stop_signal() == SIGTERM);
   CHECK(std::filesystem::exists(online.last_checkpoint()));
   CHECK_NOTHROW(online.stop());
+}
+
+TEST_CASE("SIGUSR1 alone (SLURM's warning), inline: the next step is taken and saved, later calls say so, a restart resumes, and SIGUSR1 is the program's again") {
+  TempDir dir("online-sigusr1");
+  OnlineOptions options = online_options(dir);
+  options.checkpoint_dir = dir / "ckpt";
+  const std::vector<Batch> batches = fixed_batches(3, 4);
+  struct sigaction before {};
+  REQUIRE(sigaction(SIGUSR1, nullptr, &before) == 0);
+  REQUIRE(bool(before.sa_handler == SIG_DFL));  // with no run holding it, a SIGUSR1 would end this test program
+  {
+    OnlineTrainer online([] { return std::make_shared<Mlp>(); }, options);
+    online.train_step(batches[0].input, batches[0].target);  // from the first step on, signals are recorded
+    std::raise(SIGUSR1);
+    CHECK(online.stop_signal() == 0);  // recorded; acted on at the step boundary
+    const double loss = online.train_step(batches[1].input, batches[1].target);
+    CHECK(std::isfinite(loss));
+    CHECK(online.stop_signal() == SIGUSR1);
+    CHECK(online.global_step() == 2);
+    CHECK(std::filesystem::exists(online.last_checkpoint()));
+    const std::string error = error_of([&] { online.train_step(batches[2].input, batches[2].target); });
+    CHECK(error.find("[OnlineTrainer::train_step] training stopped on SIGUSR1 and saved ") == 0);
+    CHECK(online.global_step() == 2);
+    CHECK_NOTHROW(online.stop());
+    struct sigaction after {};
+    REQUIRE(sigaction(SIGUSR1, nullptr, &after) == 0);
+    CHECK(bool(after.sa_handler == SIG_DFL));  // put back at stop(), not at destruction
+  }
+  OnlineTrainer restarted([] { return std::make_shared<Mlp>(); }, options);
+  CHECK(restarted.global_step() == 2);
+  CHECK(restarted.stop_signal() == 0);
+  restarted.train_step(batches[2].input, batches[2].target);
+  CHECK(restarted.global_step() == 3);
 }
 
 TEST_CASE("targets the loss would broadcast are refused at the first step or push, naming both shapes") {

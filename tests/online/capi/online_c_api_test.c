@@ -55,11 +55,13 @@ static double probe_error(fulgur_online* h, const float* x, const float* y, int 
 int main(void) {
   char dir[] = "/tmp/fulgur-online-c-XXXXXX";
   if (mkdtemp(dir) == NULL) return 1;
-  char config[512], bad[512], script[512], ckpt[512];
+  char config[512], bad[512], script[512], ckpt[512], logged[512], metrics[512];
   snprintf(config, sizeof config, "%s/config.yaml", dir);
   snprintf(bad, sizeof bad, "%s/bad.yaml", dir);
   snprintf(script, sizeof script, "%s/script.yaml", dir);
   snprintf(ckpt, sizeof ckpt, "%s/online.ckpt", dir);
+  snprintf(logged, sizeof logged, "%s/logged.yaml", dir);
+  snprintf(metrics, sizeof metrics, "%s/logs/fulgur_logs/version_0/metrics.csv", dir);
   write_text(config,
              "model: {type: mlp, layers: [2, 32, 1], activation: tanh}\n"
              "loss: mse\n"
@@ -198,6 +200,43 @@ int main(void) {
   fulgur_online_destroy(again);
   fulgur_online_destroy(h);
 
+  /* Background training's loss history: in log_dir's metrics.csv at every publish, while the handle lives. */
+  {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "model: {type: mlp, layers: [2, 32, 1], activation: tanh}\n"
+             "optimizer: {type: adam, lr: 0.01}\n"
+             "online: {publish_every_n_steps: 10, num_threads: 1, max_steps: 40, log_dir: %s/logs}\n"
+             "stream: {capacity: 256, when_full: replay, batch_size: 32, seed: 1}\n"
+             "trainer: {accelerator: cpu, log_every_n_steps: 10}\n",
+             dir);
+    write_text(logged, text);
+    fulgur_online* b = NULL;
+    CHECK(fulgur_online_create(logged, &b) == FULGUR_OK);
+    CHECK(fulgur_online_start(b) == FULGUR_OK);
+    while (fulgur_online_global_step(b, &steps) == FULGUR_OK && steps < 40) {
+      make_batch(&state, x, y, 32);
+      if (fulgur_online_push(b, x, xs, 2, y, ys, 2) != FULGUR_OK) break;
+    }
+    CHECK(fulgur_online_stop(b) == FULGUR_OK);
+    FILE* csv = fopen(metrics, "r");  /* before destroy: written during the run, not at its end */
+    CHECK(csv != NULL);
+    int rows = 0, finite = 0;
+    char line[256];
+    if (csv != NULL && fgets(line, sizeof line, csv) != NULL) {
+      CHECK(strcmp(line, "epoch,step,train_loss\n") == 0);
+      double step = 0.0, value = 0.0;  /* no epochs online: the first column is empty */
+      while (fgets(line, sizeof line, csv) != NULL) {
+        ++rows;
+        if (sscanf(line, ",%lf,%lf", &step, &value) == 2 && isfinite(value) && step == 10.0 * rows) ++finite;
+      }
+    }
+    if (csv != NULL) fclose(csv);
+    printf("background: %d logged rows, %d at steps 10, 20, ... with a finite loss\n", rows, finite);
+    CHECK(rows == 4 && finite == 4);
+    fulgur_online_destroy(b);
+  }
+
   /* Every value of the file checked: one line naming the key, CONFIG_ERROR. */
   const char* bad_values[][2] = {
       {"optimizer: {type: adam, lr: 0.01, weight_decay: -1}\n", "optimizer.weight_decay: must be >= 0, got -1"},
@@ -216,7 +255,9 @@ int main(void) {
   unlink(bad);
   unlink(script);
   unlink(ckpt);
-  rmdir(dir);
+  char remove[600];
+  snprintf(remove, sizeof remove, "rm -rf '%s'", dir);  /* the logs' folders too */
+  CHECK(system(remove) == 0);
   printf("%s: %d failure(s)\n", failures == 0 ? "PASS" : "FAIL", failures);
   return failures == 0 ? 0 : 1;
 }
