@@ -7,6 +7,7 @@
 #
 #   scripts/sim_cluster.sh up   NAME NODES RATE     RATE: a tc rate (1gbit, 250mbit) or "unlimited"
 #   scripts/sim_cluster.sh run  NAME NODES PER_NODE LOGDIR -- COMMAND [ARGS...]
+#   scripts/sim_cluster.sh mpirun NAME NODES PER_NODE LOGDIR -- COMMAND [ARGS...]
 #   scripts/sim_cluster.sh sent NAME NODE          bytes NODE's uplink has sent through its limit
 #   scripts/sim_cluster.sh down NAME
 #
@@ -15,10 +16,14 @@
 # MASTER_ADDR on node 0 and GLOO_SOCKET_IFNAME; rank r writes
 # LOGDIR/rank<r>.log. It waits for all and exits with the first failure,
 # printing the failed ranks' last lines. Every node has its own ports, so
-# runs on different clusters never collide.
+# runs on different clusters never collide. `mpirun` starts the same ranks
+# with Open MPI's mpirun, run on node 0 and reaching the other nodes with
+# this script as its rsh agent (`agent`); every node has a host name of its
+# own (node0, node1, ...: MPI tells nodes apart by it); the log is
+# LOGDIR/mpirun.log.
 set -euo pipefail
 
-usage() { sed -n '2,18p' "$0" >&2; exit 2; }
+usage() { sed -n '2,24p' "$0" >&2; exit 2; }
 [ $# -ge 2 ] || usage
 cmd="$1" name="$2"
 [[ "$name" =~ ^[a-z0-9]{1,8}$ ]] || { echo "sim_cluster: NAME '$name' must be 1-8 of [a-z0-9]" >&2; exit 2; }
@@ -107,6 +112,36 @@ run() {  # NODES PER_NODE LOGDIR -- COMMAND...
   return "$status"
 }
 
+mpi_run() {  # NODES PER_NODE LOGDIR -- COMMAND...
+  local nodes="$1" per_node="$2" logdir="$3"
+  shift 3
+  [[ "$nodes" =~ ^[1-9][0-9]*$ && "$per_node" =~ ^[1-9][0-9]*$ ]] ||
+    { echo "sim_cluster: NODES '$nodes' and PER_NODE '$per_node' must be positive integers" >&2; exit 2; }
+  [ "${1:-}" = "--" ] && shift
+  [ $# -ge 1 ] || usage
+  mkdir -p "$logdir"
+  local hosts="" i
+  for i in $(seq 0 $(( nodes - 1 ))); do hosts+="${hosts:+,}$(node_addr "$i"):$per_node"; done
+  local status=0
+  ip netns exec "$(node_ns 0)" unshare --uts bash -c 'hostname node0 && exec "$@"' mpirun \
+    mpirun --allow-run-as-root --host "$hosts" -np $(( nodes * per_node )) \
+    --mca plm_rsh_agent "bash $(readlink -f "$0") agent $name" \
+    --mca oob_tcp_if_include eth0 --mca btl_tcp_if_include eth0 \
+    "$@" > "$logdir/mpirun.log" 2>&1 || status=$?
+  if [ "$status" != 0 ]; then
+    echo "sim_cluster: mpirun exited with $status; last lines of $logdir/mpirun.log:" >&2
+    tail -n 10 "$logdir/mpirun.log" >&2
+  fi
+  return "$status"
+}
+
+agent() {  # HOST COMMAND...: mpirun's rsh agent, COMMAND (one shell line, as ssh takes it) on HOST's node
+  local host="$1"
+  shift
+  local node=$(( ${host##*.} - 1 ))
+  exec ip netns exec "$(node_ns "$node")" unshare --uts bash -c "hostname node$node && exec $*"
+}
+
 sent() {  # NODE
   ip netns exec "$(node_ns "$1")" tc -s qdisc show dev eth0 | sed -n 's/^ *Sent \([0-9]*\) bytes.*/\1/p' | head -n 1
 }
@@ -116,5 +151,7 @@ case "$cmd" in
   down) [ $# -eq 2 ] || usage; down ;;
   sent) [ $# -eq 3 ] || usage; sent "$3" ;;
   run) [ $# -ge 6 ] || usage; shift 2; run "$@" ;;
+  mpirun) [ $# -ge 6 ] || usage; shift 2; mpi_run "$@" ;;
+  agent) [ $# -ge 4 ] || usage; shift 2; agent "$@" ;;
   *) usage ;;
 esac

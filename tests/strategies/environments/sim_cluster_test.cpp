@@ -3,7 +3,8 @@
 // each way by tc tbf. DDP on 4 nodes x 1 rank and on 2 nodes x 2 ranks, and
 // the Horovod-style ring and FSDP's FULL_SHARD and HYBRID_SHARD on 2 nodes
 // x 2 ranks, train a model with 25 MB of gradients through those links and
-// end equal to one process on the same global batch.
+// end equal to one process on the same global batch; so does DDP over MPI
+// (process_group_backend mpi, started by Open MPI's mpirun across the nodes).
 #include "support/pickled_tensor.hpp"
 #include "support/test_support.hpp"
 
@@ -33,10 +34,11 @@ struct SimCluster {
     REQUIRE(up.exit_code == 0);
   }
   ~SimCluster() { run_command(kSim + "down " + name, 60); }
-  fulgur::testing::CommandResult run(int nodes, int per_node, const std::filesystem::path& logs,
-                                     const std::string& command) const {
-    return run_command(kSim + "run " + name + " " + std::to_string(nodes) + " " + std::to_string(per_node) + " " +
-                           logs.string() + " -- " + command,
+  /// `launcher`: "run" (the ranks with srun's variables) or "mpirun".
+  fulgur::testing::CommandResult run(const std::string& launcher, int nodes, int per_node,
+                                     const std::filesystem::path& logs, const std::string& command) const {
+    return run_command(kSim + launcher + " " + name + " " + std::to_string(nodes) + " " + std::to_string(per_node) +
+                           " " + logs.string() + " -- " + command,
                        300);
   }
   int64_t sent(int node) const { return std::stoll(run_command(kSim + "sent " + name + " " + std::to_string(node)).output); }
@@ -67,9 +69,10 @@ TEST_CASE("simulated cluster: DDP and the Horovod ring over 1 Gbit/s links equal
   // One cluster for every run (setting it up costs as much as a run); each
   // run returns the bytes node 1 sent during it.
   SimCluster cluster(4, "1gbit");
-  auto run = [&](const std::string& name, int nodes, int per_node, const std::string& extra) {
+  auto run = [&](const std::string& name, int nodes, int per_node, const std::string& extra,
+                 const std::string& launcher = "run") {
     const int64_t before = cluster.sent(1);
-    const auto result = cluster.run(nodes, per_node, dir / name,
+    const auto result = cluster.run(launcher, nodes, per_node, dir / name,
                                     probe(dir / (name + ".pt"), fmt::format("--trainer.num_nodes {} --trainer.devices {} "
                                                                             "--data.batch_size 4 {}",
                                                                             nodes, per_node, extra)));
@@ -86,6 +89,8 @@ TEST_CASE("simulated cluster: DDP and the Horovod ring over 1 Gbit/s links equal
   // Horovod's ring with fusion: ranks 0,1 on node 0 and 2,3 on node 1, so
   // the ring crosses each node's link once per direction.
   CHECK(run("horovod", 2, 2, "--trainer.strategy horovod") >= 4 * kGradientBytes * 3 / 2);
+  // The same over MPI: no rendezvous, MPI's own transport between the nodes (TCP over the limited links).
+  CHECK(run("mpi22", 2, 2, "--trainer.process_group_backend mpi", "mpirun") >= 4 * kGradientBytes * 3 / 2);
 
   // Across the nodes FULL_SHARD gathers parameters and scatters gradients;
   // HYBRID_SHARD only averages each node's gradient shards with the other node's.
