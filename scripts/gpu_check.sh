@@ -11,7 +11,8 @@
 #   (the distribution's g++: one that links parts of its own libstdc++ made
 #   LibTorch's destructors crash at exit) and builds only what `run` needs:
 #   the library, cinic10, gpu_throughput, imagenet, ddp_probe, fsdp_probe,
-#   transformer_lm, sequence_classifier, heat_insitu (with MPI) and fulgur_cuda.
+#   transformer_lm, sequence_classifier, heat_insitu (with MPI), fulgur_cuda and
+#   fulgur_mpi (with the kit's Open MPI).
 #   REPORT_DIR/report.md (a line per step), build.log.
 # run: without a GPU (nvidia-smi -L fails, or torch sees none) writes "no GPU
 #   visible: skipped" and exits 0. Otherwise runs every check under
@@ -36,7 +37,8 @@
 #   (peak CUDA memory <= 0.6x at <= 1.4x the step time), cuda_graph on and off
 #   on sequence_classifier and transformer_lm (samples/s, equal loss), ddp,
 #   horovod and fsdp with 2 ranks sharing the GPU over Gloo
-#   (process_group_backend gloo; weights equal 1 rank's), ThroughputMonitor's
+#   (process_group_backend gloo; weights equal 1 rank's), ddp and fsdp with 2
+#   ranks under mpirun over process_group_backend mpi (the same), ThroughputMonitor's
 #   and DeviceStatsMonitor's GPU columns, and heat_insitu training on the GPU
 #   (the simulation's step time alone and while training); then
 #   bench/gpu_throughput/run.sh. REPORT_DIR/report.md (a line per check:
@@ -136,7 +138,7 @@ if [[ "$phase" == build ]]; then
   if [[ -f "$build/build.ninja" ]]; then
     all_targets="$(ninja -C "$build" -t targets all 2>/dev/null | sed -n 's/^\([A-Za-z0-9_]*\): phony$/\1/p')"
     targets=(fulgur cinic10 gpu_throughput imagenet)
-    for t in fulgur_cuda ddp_probe fsdp_probe transformer_lm sequence_classifier heat_insitu; do
+    for t in fulgur_cuda fulgur_mpi ddp_probe fsdp_probe transformer_lm sequence_classifier heat_insitu; do
       grep -qx "$t" <<< "$all_targets" && targets+=("$t")
     done
     left=$((deadline - $(now) - 15))
@@ -157,7 +159,7 @@ if [[ "$phase" == build ]]; then
     for t in "${targets[@]}"; do
       case "$t" in
         fulgur) file="$(find "$build" "$build/lib" -maxdepth 1 -name 'libfulgur.*' 2>/dev/null | head -1)" ;;
-        fulgur_cuda) file="$(find "$build/lib" -maxdepth 1 -name 'libfulgur_cuda.*' 2>/dev/null | head -1)" ;;
+        fulgur_cuda | fulgur_mpi) file="$(find "$build/lib" -maxdepth 1 -name "lib$t.*" 2>/dev/null | head -1)" ;;
         *) file="$build/bin/$t" ;;
       esac
       if [[ -n "$file" && -f "$file" ]]; then
@@ -511,28 +513,45 @@ c_cuda_graph_examples() {
 # epochs equal one rank's on the same global batch (16), as the CPU tests
 # demand (tests/strategies/ddp_test.cpp, fsdp_test.cpp), within 1e-4 (the
 # GPU's kernels for a batch of 8 and of 16 may sum in other orders).
+# The same over MPI (issue 60): two ranks started by mpirun (the kit's Open
+# MPI, scripts/gpu_kit.sh), process_group_backend mpi, CUDA tensors staged
+# through pinned host memory or handed to a CUDA-aware MPI directly.
 gloo_pair() {  # gloo_pair PROBE STRATEGY ARGS...
-  local probe="$1" strategy="$2" dir="$work/gloo/$name"
-  shift 2
+  backend_pair gloo "$@"
+}
+backend_pair() {  # backend_pair BACKEND PROBE STRATEGY ARGS...
+  local backend="$1" probe="$2" strategy="$3" dir="$work/$1/$name"
+  shift 3
   needs "$bin/$probe" || return 1
   mkdir -p "$dir"
   local common=(fit --seed_everything 7 --trainer.accelerator "$acc" --trainer.enable_progress_bar false
                 --trainer.num_sanity_val_steps 0 --trainer.process_group_timeout 60 --trainer.max_epochs 2
                 --trainer.logger false --trainer.enable_checkpointing false --trainer.enable_model_summary false "$@")
+  local launch=() aware=""
+  if [[ "$backend" == mpi ]]; then
+    command -v mpirun > /dev/null || { figure="no mpirun on the PATH (scripts/gpu_kit.sh carries Open MPI)"; return 1; }
+    launch=(mpirun --allow-run-as-root --oversubscribe -np 2)
+    aware="$(ompi_info --parsable --all 2> /dev/null | sed -n 's/^mca:opal:base:param:opal_built_with_cuda_support:value://p')"
+    aware="; CUDA-aware MPI: ${aware:-unknown} ($([[ "$aware" == true ]] && echo direct || echo staged through pinned memory))"
+  fi
   cli "$bin/$probe" "${common[@]}" --data.batch_size 16 --trainer.default_root_dir "$dir/one" \
     --model.output "$dir/one.pt" || return 1
-  cli "$bin/$probe" "${common[@]}" --trainer.devices 2 --trainer.strategy "$strategy" --data.batch_size 8 \
-    --trainer.process_group_backend gloo --trainer.default_root_dir "$dir/two" --model.output "$dir/two.pt" || return 1
+  cli "${launch[@]}" "$bin/$probe" "${common[@]}" --trainer.devices 2 --trainer.strategy "$strategy" --data.batch_size 8 \
+    --trainer.process_group_backend "$backend" --trainer.default_root_dir "$dir/two" --model.output "$dir/two.pt" || return 1
   local same rc
   same="$("$PYTHON" scripts/gpu_check.py same-weights "$dir/one.pt" "$dir/two.pt" 1e-4 2>&1)"
   rc=$?
-  figure="2 Gloo ranks on one device vs 1 rank: $same"
+  figure="2 ${backend^} ranks on one device vs 1 rank: $same$aware"
   return $rc
 }
 c_gloo_ddp() { gloo_pair ddp_probe ddp; }
 c_gloo_horovod() { gloo_pair ddp_probe horovod; }
 c_gloo_fsdp() {
   gloo_pair fsdp_probe fsdp --data.samples 96 --trainer.fsdp.min_num_params 50 --trainer.fsdp.sharding_strategy FULL_SHARD
+}
+c_mpi_ddp() { backend_pair mpi ddp_probe ddp; }
+c_mpi_fsdp() {
+  backend_pair mpi fsdp_probe fsdp --data.samples 96 --trainer.fsdp.min_num_params 50 --trainer.fsdp.sharding_strategy FULL_SHARD
 }
 # The monitors' GPU columns (item 7): a short digits fit with ThroughputMonitor
 # and DeviceStatsMonitor; metrics.csv must hold the rolling samples/s and the
@@ -682,6 +701,8 @@ lane_issue53() {
   check 19 gloo_fsdp 60 c_gloo_fsdp
   check 20 monitors 60 c_monitors
   check 21 insitu 60 c_insitu
+  check 22 mpi_ddp 60 c_mpi_ddp
+  check 23 mpi_fsdp 60 c_mpi_fsdp
 }
 # report.md from what has finished so far (written again after each stage,
 # so a phase cut short still leaves one); the finished checks' logs go to run.log.

