@@ -2,9 +2,7 @@
 // the C++ side throws and turns it into a status and a message.
 #include <fulgur/online/fulgur_online.h>
 
-#include <fulgur/loggers/csv_logger.hpp>
 #include <fulgur/online/online_config.hpp>
-#include <fulgur/online/online_model_registry.hpp>
 #include <fulgur/online/online_trainer.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
 #include <fulgur/version.hpp>
@@ -176,28 +174,10 @@ fulgur_status create_handle(const char* config_path, std::optional<int64_t> comm
     return fail(FULGUR_INVALID_ARGUMENT, fmt::format("{}: config_path and out must not be null", function));
   }
   try {
-    fulgur::OnlineConfig config = fulgur::OnlineConfig::from_yaml_file(config_path);
-    fulgur::TrainerOptions& trainer = config.options.trainer;
-    if (communicator) trainer.mpi_communicator(*communicator);
-    // Under mpirun or srun with N ranks, "devices: auto" means those N ranks:
-    // one file serves any rank count (a communicator's ranks: Platform::for_options).
-    const fulgur::Platform platform = fulgur::Platform::detect();
-    if (!communicator && platform.world_size > 1 && trainer.devices() == "auto") {
-      trainer.devices(std::to_string(platform.world_size / std::max<int64_t>(1, trainer.num_nodes())));
-    }
-    torch::manual_seed(config.seed);
+    const fulgur::OnlineConfig config = fulgur::OnlineConfig::from_yaml_file(config_path);
     auto handle = std::make_unique<fulgur_online>();
-    const fulgur::ModelSpec spec = config.model;
-    // A C++ module registered by name, else a built-in or TorchScript model.
-    fulgur::OnlineTrainer::ModuleFactory factory =
-        fulgur::OnlineModelRegistry::find(spec.type)
-            .value_or([spec]() -> std::shared_ptr<fulgur::LightningModule> {
-              return std::make_shared<fulgur::ConfiguredModel>(spec);
-            });
     try {
-      std::vector<std::shared_ptr<fulgur::Logger>> loggers;
-      if (!config.log_dir.empty()) loggers.push_back(std::make_shared<fulgur::CSVLogger>(config.log_dir));
-      handle->trainer = std::make_unique<fulgur::OnlineTrainer>(factory, config.options, loggers, platform);
+      handle->trainer = config.make_trainer(communicator);
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(fmt::format("{}: {}", config_path, e.what()));
     }

@@ -1,5 +1,9 @@
 #include <fulgur/online/online_config.hpp>
 
+#include <fulgur/loggers/csv_logger.hpp>
+#include <fulgur/online/online_model_registry.hpp>
+#include <fulgur/online/online_trainer.hpp>
+
 #include <fulgur/trainer/cli/config_section.hpp>
 #include <fulgur/trainer/cli/options_yaml.hpp>
 
@@ -155,6 +159,26 @@ OnlineConfig OnlineConfig::from_yaml_file(const std::filesystem::path& path) {
   std::stringstream text;
   text << in.rdbuf();
   return from_yaml(text.str(), path.string());
+}
+
+std::unique_ptr<OnlineTrainer> OnlineConfig::make_trainer(std::optional<int64_t> communicator) const {
+  OnlineOptions o = options;
+  TrainerOptions& trainer = o.trainer;
+  if (communicator) trainer.mpi_communicator(*communicator);
+  // One file serves any rank count (a communicator's ranks: Platform::for_options).
+  const Platform platform = Platform::detect();
+  if (!communicator && platform.world_size > 1 && trainer.devices() == "auto") {
+    trainer.devices(std::to_string(platform.world_size / std::max<int64_t>(1, trainer.num_nodes())));
+  }
+  torch::manual_seed(seed);
+  const ModelSpec spec = model;
+  OnlineTrainer::ModuleFactory factory =
+      OnlineModelRegistry::find(spec.type).value_or([spec]() -> std::shared_ptr<LightningModule> {
+        return std::make_shared<ConfiguredModel>(spec);
+      });
+  std::vector<std::shared_ptr<Logger>> loggers;
+  if (!log_dir.empty()) loggers.push_back(std::make_shared<CSVLogger>(log_dir));
+  return std::make_unique<OnlineTrainer>(factory, o, loggers, platform);
 }
 
 }  // namespace fulgur

@@ -5,9 +5,13 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <string>
 
 namespace fulgur {
+
+class OnlineTrainer;
 
 /// An OnlineTrainer described by a YAML file, for programs that do not
 /// write C++ (the C API, Fortran):
@@ -30,9 +34,17 @@ struct OnlineConfig {
   /// Seeds torch before the model is built (reproducible first weights).
   uint64_t seed = 0;
   /// online.log_dir: where the C API's trainer writes what the model logs
-  /// (a CSVLogger: <log_dir>/fulgur_logs/version_N/metrics.csv, written when
-  /// the handle is destroyed); empty: nowhere.
+  /// (a CSVLogger: <log_dir>/fulgur_logs/version_N/metrics.csv, written at
+  /// every publish and at the end); empty: nowhere.
   std::filesystem::path log_dir;
+
+  /// The trainer this file describes: torch seeded with `seed`, the model a
+  /// C++ module registered by that name (OnlineModelRegistry), else a
+  /// built-in or TorchScript one, a CSVLogger in log_dir. Under mpirun or
+  /// srun with N ranks, `devices: auto` means those N ranks; `communicator`
+  /// (a Fortran MPI handle) makes that communicator's ranks the run's.
+  /// A multi-rank trainer joins its process group here.
+  std::unique_ptr<OnlineTrainer> make_trainer(std::optional<int64_t> communicator = std::nullopt) const;
 
   static OnlineConfig from_yaml_file(const std::filesystem::path& path);
   /// `source` names the text in errors.

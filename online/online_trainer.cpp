@@ -221,7 +221,7 @@ void OnlineTrainer::rethrow_training_error() {
   }
 }
 
-void OnlineTrainer::push(const torch::Tensor& inputs, const torch::Tensor& targets) {
+void OnlineTrainer::push(const torch::Tensor& inputs, const torch::Tensor& targets, int64_t source) {
   if (failed_) rethrow_training_error();
   if (stop_signal_ != 0) throw_stopped("push");
   check_shapes(inputs, targets);  // later pushes are held to the first one's shapes by the stream
@@ -234,7 +234,7 @@ void OnlineTrainer::push(const torch::Tensor& inputs, const torch::Tensor& targe
         stream_->buffered(), o.capacity));
   }
   try {
-    stream_->push(inputs, targets);
+    stream_->push(inputs, targets, source);
   } catch (const std::logic_error&) {
     if (failed_) rethrow_training_error();  // the stream ended because training failed
     if (stop_signal_ != 0) throw_stopped("push");  // ... or stopped on a signal

@@ -70,8 +70,9 @@ class OnlineTrainer {
   /// training thread's error once it failed. Throws StoppedError once
   /// training stopped on a signal (also to a push that waited for room
   /// then), and std::logic_error at once for a push into a full blocking
-  /// stream before start() (it would wait forever).
-  void push(const torch::Tensor& inputs, const torch::Tensor& targets);
+  /// stream before start() (it would wait forever). `source` tags the
+  /// samples for the stream's counts_by_source() (-1: none).
+  void push(const torch::Tensor& inputs, const torch::Tensor& targets, int64_t source = -1);
   /// Ends the stream, waits for the training thread, publishes the last
   /// weights, and rethrows the error that stopped training, if any.
   void stop();

@@ -76,6 +76,8 @@ void SampleStream::check_sample(const torch::Tensor& inputs, const torch::Tensor
     };
     inputs_ = torch::empty(ring_shape(*input_shape_), inputs.options());
     targets_ = torch::empty(ring_shape(*target_shape_), targets.options());
+    row_source_.assign(static_cast<size_t>(options_.capacity), -1);
+    row_trained_.assign(static_cast<size_t>(options_.capacity), 0);
     return;
   }
   auto check = [](const char* what, const torch::Tensor& t, const torch::Tensor& ring) {
@@ -90,7 +92,7 @@ void SampleStream::check_sample(const torch::Tensor& inputs, const torch::Tensor
   check("targets", targets, targets_);
 }
 
-void SampleStream::push(const torch::Tensor& inputs, const torch::Tensor& targets) {
+void SampleStream::push(const torch::Tensor& inputs, const torch::Tensor& targets, int64_t source) {
   check_counts(inputs, targets);
   // Host tensors are read in place; a device's come over first, outside the lock.
   auto host = [](const torch::Tensor& t) { return t.is_cpu() && t.is_contiguous() ? t : t.detach().cpu().contiguous(); };
@@ -111,9 +113,13 @@ void SampleStream::push(const torch::Tensor& inputs, const torch::Tensor& target
   }
   // More samples than the ring holds: the newest stay.
   const int64_t first = std::max<int64_t>(0, n - options_.capacity);
+  SampleSourceCounts& counts = by_source_[source];
   dropped_ += first;
+  counts.evicted_untrained += first;
   for (int64_t i = first; i < n; ++i) {
     if (size_ == options_.capacity) {  // drop the oldest
+      const auto oldest = static_cast<size_t>(head_);
+      if (row_trained_[oldest] == 0) ++by_source_[row_source_[oldest]].evicted_untrained;
       head_ = (head_ + 1) % options_.capacity;
       --size_;
       ++dropped_;
@@ -121,9 +127,12 @@ void SampleStream::push(const torch::Tensor& inputs, const torch::Tensor& target
     const int64_t row = (head_ + size_) % options_.capacity;
     copy_row(x, i, inputs_, row);
     copy_row(y, i, targets_, row);
+    row_source_[static_cast<size_t>(row)] = source;
+    row_trained_[static_cast<size_t>(row)] = 0;
     ++size_;
   }
   pushed_ += n;
+  counts.pushed += n;
   changed_.notify_all();
 }
 
@@ -189,6 +198,7 @@ Batch SampleStream::take_fifo() {
   std::vector<int64_t> oldest(static_cast<size_t>(std::min(options_.batch_size, size_)));
   std::iota(oldest.begin(), oldest.end(), int64_t{0});
   auto [x, y] = gather(oldest);
+  mark_trained(oldest);
   head_ = (head_ + static_cast<int64_t>(oldest.size())) % options_.capacity;
   size_ -= static_cast<int64_t>(oldest.size());
   return Batch{std::move(x), std::move(y), {}};
@@ -199,7 +209,28 @@ Batch SampleStream::draw_replay() {
   std::vector<int64_t> drawn(static_cast<size_t>(options_.batch_size));
   for (auto& i : drawn) i = index(generator_);
   auto [x, y] = gather(drawn);
+  mark_trained(drawn);
   return Batch{std::move(x), std::move(y), {}};
+}
+
+void SampleStream::mark_trained(const std::vector<int64_t>& logical) {
+  for (const int64_t i : logical) {
+    const auto row = static_cast<size_t>((head_ + i) % options_.capacity);
+    if (row_trained_[row] != 0) continue;
+    row_trained_[row] = 1;
+    ++trained_;
+    ++by_source_[row_source_[row]].trained;
+  }
+}
+
+int64_t SampleStream::trained() const {
+  std::lock_guard lock(mutex_);
+  return trained_;
+}
+
+std::map<int64_t, SampleSourceCounts> SampleStream::counts_by_source() const {
+  std::lock_guard lock(mutex_);
+  return by_source_;
 }
 
 std::pair<torch::Tensor, torch::Tensor> SampleStream::buffered_samples() const {

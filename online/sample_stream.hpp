@@ -2,6 +2,7 @@
 
 #include <fulgur/datamodules/data_loader.hpp>
 #include <fulgur/datamodules/exhaustible.hpp>
+#include <fulgur/online/sample_source_counts.hpp>
 #include <fulgur/online/sample_stream_options.hpp>
 
 #include <torch/torch.h>
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <mutex>
 #include <functional>
+#include <map>
 #include <optional>
 #include <random>
 #include <utility>
@@ -35,8 +37,9 @@ class SampleStream : public DataLoader, public Exhaustible {
   /// the same in both) into the buffer. Every push must have the first
   /// one's per-sample shapes and dtypes (std::invalid_argument names the
   /// difference). With WhenFull::Block it waits for room; after end() it
-  /// throws std::logic_error.
-  void push(const torch::Tensor& inputs, const torch::Tensor& targets);
+  /// throws std::logic_error. `source` (any number; -1: none) tags the
+  /// samples for counts_by_source().
+  void push(const torch::Tensor& inputs, const torch::Tensor& targets, int64_t source = -1);
   /// The same from the caller's memory (C order), copied before it returns:
   /// `input_shape` and `target_shape` include the sample count first.
   void push(const float* inputs, at::IntArrayRef input_shape, const float* targets, at::IntArrayRef target_shape);
@@ -62,6 +65,10 @@ class SampleStream : public DataLoader, public Exhaustible {
   int64_t pushed() const;
   int64_t dropped() const;
   int64_t buffered() const;
+  /// Samples drawn into a training batch at least once (each counted when
+  /// first drawn), in all and per push() `source`.
+  int64_t trained() const;
+  std::map<int64_t, SampleSourceCounts> counts_by_source() const;
   const SampleStreamOptions& options() const { return options_; }
 
   // --- DataLoader -----------------------------------------------------------------
@@ -81,6 +88,8 @@ class SampleStream : public DataLoader, public Exhaustible {
   std::pair<torch::Tensor, torch::Tensor> gather(const std::vector<int64_t>& logical) const;
   Batch take_fifo();
   Batch draw_replay();
+  /// Counts the rows `logical` as trained (the first time each is drawn).
+  void mark_trained(const std::vector<int64_t>& logical);
 
   SampleStreamOptions options_;
   mutable std::mutex mutex_;
@@ -95,6 +104,11 @@ class SampleStream : public DataLoader, public Exhaustible {
   std::mt19937_64 generator_;
   int64_t pushed_ = 0;
   int64_t dropped_ = 0;
+  int64_t trained_ = 0;
+  /// Per ring row: its sample's source, and whether a batch drew it yet.
+  std::vector<int64_t> row_source_;
+  std::vector<char> row_trained_;
+  std::map<int64_t, SampleSourceCounts> by_source_;
   bool ended_ = false;
 };
 

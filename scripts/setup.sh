@@ -27,6 +27,7 @@ apt_packages=(
   libhdf5-dev
   gfortran  # the Fortran module's test (online/fulgur_online.f90)
   libopenmpi-dev  # examples/insitu: the simulation's own MPI (halo exchange)
+  libzmq3-dev  # ensembles: the client library and the server (docs/ensemble.md)
   python3-venv
   libpython3.11-stdlib  # the transformer_lm example's corpus (pydoc_data/topics.py)
 )

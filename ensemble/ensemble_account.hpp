@@ -1,0 +1,23 @@
+#pragma once
+#include <cstdint>
+
+namespace fulgur {
+
+/// One client's samples as the server counts them (on one rank, or summed
+/// over the ranks). With a goodbye, sent = received + refused + lost exactly.
+struct EnsembleAccount {
+  /// What the client said it handed to the network for these ranks (its goodbye); -1: no goodbye (it crashed).
+  int64_t sent = -1;
+  int64_t received = 0;
+  /// Received with the run's key but refused (a shape or dtype unlike the
+  /// stream's, targets the model cannot take, a truncated message).
+  int64_t refused = 0;
+  /// Drawn into a training batch at least once.
+  int64_t trained = 0;
+  /// Dropped from the reservoir before any batch drew them.
+  int64_t evicted_untrained = 0;
+  /// Sent but never received (0 without a goodbye: unknown).
+  int64_t lost() const { return sent < 0 ? 0 : sent - received - refused; }
+};
+
+}  // namespace fulgur

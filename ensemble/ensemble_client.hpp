@@ -1,0 +1,85 @@
+#pragma once
+#include <fulgur/ensemble/ensemble_client_counts.hpp>
+#include <fulgur/ensemble/ensemble_client_options.hpp>
+#include <fulgur/ensemble/wire_header.hpp>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace fulgur {
+
+/// A simulation's connection to an ensemble's training job (the server,
+/// EnsembleServer): send() queues samples and returns; a thread of its own
+/// hands them to ZeroMQ, one message to each server rank in turn. Needs
+/// no LibTorch (libfulgur_client).
+///
+///   fulgur::EnsembleClient client("run/ensemble.rendezvous", /*client_id=*/task_id);
+///   for (int step = 0; step < steps; ++step) {
+///     solve(field);
+///     client.send(x.data(), {1, 64}, y.data(), {1, 64});  // shapes: the sample count first
+///   }
+///   fulgur::EnsembleClientCounts counts = client.close();
+///
+/// One thread at a time may call send() and close().
+class EnsembleClient {
+ public:
+  /// Waits up to options.connect_timeout_s for the rendezvous file, then
+  /// connects to every server rank it names (ZeroMQ connects in the
+  /// background: a server that starts later is reached then).
+  /// std::invalid_argument names a bad file or option; std::runtime_error a
+  /// file that never came.
+  EnsembleClient(const std::filesystem::path& rendezvous, uint64_t client_id, EnsembleClientOptions options = {});
+  /// close() if not closed yet (errors are dropped).
+  ~EnsembleClient();
+  EnsembleClient(const EnsembleClient&) = delete;
+  EnsembleClient& operator=(const EnsembleClient&) = delete;
+
+  /// Queues `input_shape[0]` samples (C order; targets the same count
+  /// first), copied before it returns. A full queue waits or drops its
+  /// oldest message, as options.when_full says. std::invalid_argument for
+  /// shapes that are empty, hold an extent < 1, disagree on the count or
+  /// have more than 8 dimensions per sample; std::logic_error after close().
+  void send(const float* inputs, const std::vector<int64_t>& input_shape, const float* targets,
+            const std::vector<int64_t>& target_shape);
+  void send(const double* inputs, const std::vector<int64_t>& input_shape, const double* targets,
+            const std::vector<int64_t>& target_shape);
+  /// Waits (up to options.close_timeout_s) for the queue to go out, tells
+  /// every server rank how many samples it was sent (the server reconciles
+  /// with that) and disconnects. Returns the final counts; later calls
+  /// return them again.
+  EnsembleClientCounts close();
+  EnsembleClientCounts counts() const;
+  uint64_t client_id() const { return client_id_; }
+  int64_t ranks() const { return static_cast<int64_t>(sockets_.size()); }
+
+ private:
+  struct Message;
+  void queue(const void* inputs, const std::vector<int64_t>& input_shape, const void* targets,
+             const std::vector<int64_t>& target_shape, WireHeader::DType dtype);
+  /// The sender thread: the queue's messages to the ranks in turn.
+  void run();
+  /// Hands one message to `socket`, retrying every 100 ms until it goes or give_up_.
+  bool transmit(void* socket, Message& message);
+
+  uint64_t client_id_;
+  EnsembleClientOptions options_;
+  WireHeader::Key key_{};
+  void* context_ = nullptr;
+  std::vector<void*> sockets_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::unique_ptr<Message>> queue_;
+  bool closing_ = false, closed_ = false, give_up_ = false, sending_ = false;
+  uint64_t next_sequence_ = 0;
+  EnsembleClientCounts counts_;
+  std::vector<uint64_t> sent_to_rank_;
+  std::thread thread_;
+};
+
+}  // namespace fulgur

@@ -1,0 +1,25 @@
+#pragma once
+#include <cstdint>
+
+namespace fulgur {
+
+/// What send() does when the client's queue is full (the server is slow or away).
+enum class WhenQueueFull {
+  /// send() waits for room: the solver slows to the server's pace.
+  Block,
+  /// The oldest queued message is dropped (counted): the solver never waits.
+  DropOldest,
+};
+
+struct EnsembleClientOptions {
+  /// Messages (send() calls) queued for the network at most.
+  int64_t queue_capacity = 64;
+  WhenQueueFull when_full = WhenQueueFull::Block;
+  /// How long the constructor waits for the rendezvous file (a client may start before its server).
+  double connect_timeout_s = 60.0;
+  /// How long close() waits for the queue to drain and the goodbyes to go out;
+  /// what is still queued then is counted as unsent.
+  double close_timeout_s = 60.0;
+};
+
+}  // namespace fulgur

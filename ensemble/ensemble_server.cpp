@@ -1,0 +1,321 @@
+#include <fulgur/ensemble/ensemble_server.hpp>
+
+#include <fulgur/ensemble/rendezvous_file.hpp>
+#include <fulgur/online/stopped_error.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+namespace fulgur {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kLoggedPerReason = 5;  // refusals logged one line each; after that only counted
+
+std::string host_name() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (::gethostname(name, sizeof name) != 0) return "localhost";
+  return name;
+}
+
+// The frames of one message; closes them when it goes.
+struct Frames {
+  std::vector<zmq_msg_t> parts;
+  Frames() = default;
+  Frames(const Frames&) = delete;
+  Frames& operator=(const Frames&) = delete;
+  ~Frames() {
+    for (auto& part : parts) zmq_msg_close(&part);
+  }
+};
+
+}  // namespace
+
+EnsembleServer::EnsembleServer(OnlineTrainer& trainer, EnsembleOptions options)
+    : trainer_(trainer), options_(std::move(options)) {
+  if (options_.expected_clients < 0 || options_.port < 0 || options_.port > 65535 ||
+      options_.max_message_bytes < 1 || options_.time_limit_s < 0 || options_.drain_s < 0) {
+    throw std::invalid_argument(fmt::format(
+        "[EnsembleServer] expected_clients ({}), time_limit_s ({}) and drain_s ({}) must be >= 0, port ({}) in "
+        "0..65535, max_message_bytes ({}) >= 1",
+        options_.expected_clients, options_.time_limit_s, options_.drain_s, options_.port,
+        options_.max_message_bytes));
+  }
+  Strategy& strategy = trainer_.fabric().strategy();
+  const bool is_zero = trainer_.fabric().is_global_zero();
+  context_ = zmq_ctx_new();
+  socket_ = zmq_socket(context_, ZMQ_PULL);
+  // Larger messages end the sender's connection before ZeroMQ allocates them.
+  const int64_t largest = options_.max_message_bytes + (int64_t{1} << 12);
+  zmq_setsockopt(socket_, ZMQ_MAXMSGSIZE, &largest, sizeof largest);
+  const std::string bind = fmt::format("tcp://*:{}", options_.port == 0 ? std::string("*") : std::to_string(options_.port));
+  if (zmq_bind(socket_, bind.c_str()) != 0) {
+    const std::string error = zmq_strerror(zmq_errno());
+    zmq_close(socket_);
+    zmq_ctx_term(context_);
+    throw std::invalid_argument(fmt::format("[EnsembleServer] cannot bind {}: {}", bind, error));
+  }
+  char bound[256] = {};
+  size_t size = sizeof bound;
+  zmq_getsockopt(socket_, ZMQ_LAST_ENDPOINT, bound, &size);
+  const std::string port = std::string(bound).substr(std::string(bound).rfind(':') + 1);
+  endpoint_ = fmt::format("tcp://{}:{}", options_.host.empty() ? host_name() : options_.host, port);
+
+  // Rank 0 draws the key and writes the file once every rank's endpoint is known.
+  RendezvousFile file;
+  if (is_zero) file.key = RendezvousFile::new_key();
+  const std::string key = strategy.broadcast_bytes(std::string(file.key.begin(), file.key.end()));
+  std::memcpy(key_.data(), key.data(), key_.size());
+  file.endpoints = strategy.all_gather_bytes(endpoint_);
+  if (is_zero) {
+    std::filesystem::create_directories(options_.run_dir);
+    file.key = key_;
+    file.write(rendezvous());
+    std::cerr << fmt::format("fulgur: ensemble: {} rank(s) listening ({}); clients read {}", file.endpoints.size(),
+                             fmt::join(file.endpoints, ", "), rendezvous().string())
+              << std::endl;
+  }
+}
+
+EnsembleServer::~EnsembleServer() {
+  const int linger = 0;
+  zmq_setsockopt(socket_, ZMQ_LINGER, &linger, sizeof linger);
+  zmq_close(socket_);
+  zmq_ctx_term(context_);
+}
+
+void EnsembleServer::serve() {
+  trainer_.start();
+  const auto started = Clock::now();
+  const auto out_of_time = [&] {
+    return options_.time_limit_s > 0 &&
+           Clock::now() - started > std::chrono::duration<double>(options_.time_limit_s);
+  };
+  zmq_pollitem_t item{socket_, 0, ZMQ_POLLIN, 0};
+  while (trainer_.running() && !all_said_goodbye() && !out_of_time()) {
+    if (zmq_poll(&item, 1, 100) > 0) receive_one();
+  }
+  std::exception_ptr training_error;
+  try {
+    trainer_.stop();  // every rank's training ends at the same step
+  } catch (...) {
+    training_error = std::current_exception();
+  }
+  // What is in flight still counts (received, untrained), until every goodbye came or drain_s passed.
+  const auto drain_end = Clock::now() + std::chrono::duration<double>(options_.drain_s);
+  while (Clock::now() < drain_end && !(options_.expected_clients > 0 && all_said_goodbye())) {
+    if (zmq_poll(&item, 1, 50) > 0) receive_one();
+  }
+  reconcile();
+  if (training_error) std::rethrow_exception(training_error);
+}
+
+bool EnsembleServer::all_said_goodbye() const {
+  return options_.expected_clients > 0 && static_cast<int64_t>(goodbyes_.size()) >= options_.expected_clients;
+}
+
+void EnsembleServer::receive_one() {
+  Frames frames;
+  int more = 1;
+  while (more != 0) {
+    zmq_msg_t part;
+    zmq_msg_init(&part);
+    if (zmq_msg_recv(&part, socket_, ZMQ_DONTWAIT) < 0) {
+      zmq_msg_close(&part);
+      return;
+    }
+    frames.parts.push_back(part);
+    more = zmq_msg_more(&part);
+  }
+  WireHeader header;
+  try {
+    header = WireHeader::decode(zmq_msg_data(&frames.parts[0]), zmq_msg_size(&frames.parts[0]));
+  } catch (const std::invalid_argument& e) {
+    refuse("malformed", e.what());
+    return;
+  }
+  if (header.key != key_) {
+    refuse("key", fmt::format("client {} does not have the run's key", header.client_id));
+    return;
+  }
+  if (header.kind == WireHeader::Kind::Goodbye) {
+    if (frames.parts.size() != 1) {
+      refuse("frames", fmt::format("client {}: a goodbye of {} frames", header.client_id, frames.parts.size()));
+      return;
+    }
+    accounts_[header.client_id].sent = static_cast<int64_t>(header.sequence);
+    goodbyes_[header.client_id] = true;
+    return;
+  }
+  EnsembleAccount& account = accounts_[header.client_id];
+  if (frames.parts.size() != 3) {
+    account.refused += header.count;
+    refuse("frames", fmt::format("client {}: a sample message of {} frames (3: header, inputs, targets)",
+                                 header.client_id, frames.parts.size()));
+    return;
+  }
+  const auto limit = static_cast<size_t>(options_.max_message_bytes);
+  size_t input_bytes = 0, target_bytes = 0;
+  try {
+    input_bytes = header.input_bytes(limit);
+    target_bytes = header.target_bytes(limit);
+  } catch (const std::invalid_argument& e) {
+    account.refused += header.count;
+    refuse("size", fmt::format("client {}: {}", header.client_id, e.what()));
+    return;
+  }
+  if (zmq_msg_size(&frames.parts[1]) != input_bytes || zmq_msg_size(&frames.parts[2]) != target_bytes) {
+    account.refused += header.count;
+    refuse("size", fmt::format("client {}: frames of {} and {} bytes where the header says {} and {}",
+                               header.client_id, zmq_msg_size(&frames.parts[1]), zmq_msg_size(&frames.parts[2]),
+                               input_bytes, target_bytes));
+    return;
+  }
+  accept(header, zmq_msg_data(&frames.parts[1]), input_bytes, zmq_msg_data(&frames.parts[2]), target_bytes);
+}
+
+void EnsembleServer::accept(const WireHeader& header, void* inputs, size_t /*input_bytes*/, void* targets,
+                            size_t /*target_bytes*/) {
+  EnsembleAccount& account = accounts_[header.client_id];
+  if (first_ && (header.input_shape != first_->input_shape || header.target_shape != first_->target_shape ||
+                 header.dtype != first_->dtype)) {
+    account.refused += header.count;
+    refuse("shape", fmt::format("client {}: samples of [{}] -> [{}] {} where the stream holds [{}] -> [{}] {}",
+                                header.client_id, fmt::join(header.input_shape, ","),
+                                fmt::join(header.target_shape, ","), header.element_size() == 8 ? "float64" : "float32",
+                                fmt::join(first_->input_shape, ","), fmt::join(first_->target_shape, ","),
+                                first_->element_size() == 8 ? "float64" : "float32"));
+    return;
+  }
+  auto shape = [&](const std::vector<int64_t>& sample) {
+    std::vector<int64_t> full{static_cast<int64_t>(header.count)};
+    full.insert(full.end(), sample.begin(), sample.end());
+    return full;
+  };
+  const auto dtype = header.dtype == WireHeader::DType::Float64 ? torch::kFloat64 : torch::kFloat32;
+  // Views of ZeroMQ's buffers: push() copies them into the reservoir (float64 as the model's float32).
+  const torch::Tensor x = torch::from_blob(inputs, shape(header.input_shape), dtype).to(torch::kFloat32);
+  const torch::Tensor y = torch::from_blob(targets, shape(header.target_shape), dtype).to(torch::kFloat32);
+  try {
+    trainer_.push(x, y, static_cast<int64_t>(header.client_id));
+  } catch (const StoppedError&) {
+    account.received += header.count;  // training stopped on a signal: received, never trained
+    return;
+  } catch (const std::invalid_argument& e) {  // targets the model cannot take
+    account.refused += header.count;
+    refuse("model", fmt::format("client {}: {}", header.client_id, e.what()));
+    return;
+  } catch (const std::logic_error&) {  // the stream ended (training stopped): received, never trained
+    account.received += header.count;
+    return;
+  }
+  if (!first_) first_ = header;
+  account.received += header.count;
+}
+
+void EnsembleServer::refuse(const std::string& reason, const std::string& detail) {
+  const int64_t count = ++refusals_[reason];
+  if (count <= kLoggedPerReason) {
+    std::cerr << fmt::format("fulgur: ensemble: rank {} refused a message ({}): {}{}",
+                             trainer_.fabric().global_rank(), reason, detail,
+                             count == kLoggedPerReason ? " (further ones are only counted)" : "")
+              << std::endl;
+  }
+}
+
+void EnsembleServer::reconcile() {
+  for (const auto& [source, counts] : trainer_.stream().counts_by_source()) {
+    if (source < 0) continue;
+    EnsembleAccount& account = accounts_[static_cast<uint64_t>(source)];
+    account.trained = counts.trained;
+    account.evicted_untrained = counts.evicted_untrained;
+  }
+  // Every rank's table, as text lines, to every rank.
+  std::ostringstream mine;
+  for (const auto& [client, a] : accounts_) {
+    mine << "a " << client << ' ' << a.sent << ' ' << a.received << ' ' << a.refused << ' ' << a.trained << ' '
+         << a.evicted_untrained << '\n';
+  }
+  for (const auto& [reason, count] : refusals_) mine << "r " << reason << ' ' << count << '\n';
+  totals_.clear();
+  refusal_totals_.clear();
+  std::map<uint64_t, int64_t> goodbye_ranks, sent_sum;
+  const int64_t ranks = trainer_.fabric().world_size();
+  for (const std::string& table : trainer_.fabric().strategy().all_gather_bytes(mine.str())) {
+    std::istringstream lines(table);
+    std::string kind;
+    while (lines >> kind) {
+      if (kind == "r") {
+        std::string reason;
+        int64_t count = 0;
+        lines >> reason >> count;
+        refusal_totals_[reason] += count;
+        continue;
+      }
+      uint64_t client = 0;
+      EnsembleAccount a;
+      lines >> client >> a.sent >> a.received >> a.refused >> a.trained >> a.evicted_untrained;
+      EnsembleAccount& total = totals_[client];
+      // The client said goodbye to each rank with what it sent there; one it did not reach leaves the sum unknown.
+      if (a.sent >= 0) {
+        ++goodbye_ranks[client];
+        sent_sum[client] += a.sent;
+      }
+      total.received += a.received;
+      total.refused += a.refused;
+      total.trained += a.trained;
+      total.evicted_untrained += a.evicted_untrained;
+    }
+  }
+  for (auto& [client, total] : totals_) total.sent = goodbye_ranks[client] == ranks ? sent_sum[client] : -1;
+  if (!trainer_.fabric().is_global_zero()) return;
+  EnsembleAccount sum{0};
+  int64_t no_goodbye = 0;
+  std::ofstream csv(accounting_file());
+  csv << "client,sent,received,refused,lost,trained,untrained,evicted_untrained,goodbye\n";
+  for (const auto& [client, a] : totals_) {
+    csv << fmt::format("{},{},{},{},{},{},{},{},{}\n", client, a.sent < 0 ? "" : std::to_string(a.sent), a.received,
+                       a.refused, a.lost(), a.trained, a.received - a.trained, a.evicted_untrained,
+                       a.sent < 0 ? "no" : "yes");
+    if (a.sent < 0) ++no_goodbye;
+    sum.sent += std::max<int64_t>(a.sent, 0);
+    sum.received += a.received;
+    sum.refused += a.refused;
+    sum.trained += a.trained;
+    sum.evicted_untrained += a.evicted_untrained;
+  }
+  int64_t lost = 0;
+  for (const auto& [client, a] : totals_) lost += a.lost();
+  csv << fmt::format("total,{},{},{},{},{},{},{},{}\n", sum.sent, sum.received, sum.refused, lost, sum.trained,
+                     sum.received - sum.trained, sum.evicted_untrained,
+                     no_goodbye == 0 ? "all" : fmt::format("{} without", no_goodbye));
+  csv.close();
+  if (!csv) throw std::runtime_error("[EnsembleServer] cannot write " + accounting_file().string());
+  std::vector<std::string> reasons;
+  for (const auto& [reason, count] : refusal_totals_) reasons.push_back(fmt::format("{}: {}", reason, count));
+  std::cerr << fmt::format("fulgur: ensemble: {} clients ({} without a goodbye): {} samples sent, {} received, {} "
+                           "refused, {} lost, {} trained at least once; {} message(s) refused{}; {}",
+                           totals_.size(), no_goodbye, sum.sent, sum.received, sum.refused, lost, sum.trained,
+                           [&] {
+                             int64_t n = 0;
+                             for (const auto& [reason, count] : refusal_totals_) n += count;
+                             return n;
+                           }(),
+                           reasons.empty() ? "" : fmt::format(" ({})", fmt::join(reasons, ", ")),
+                           accounting_file().string())
+            << std::endl;
+}
+
+}  // namespace fulgur

@@ -1,0 +1,77 @@
+#pragma once
+#include <fulgur/ensemble/ensemble_account.hpp>
+#include <fulgur/ensemble/ensemble_options.hpp>
+#include <fulgur/ensemble/wire_header.hpp>
+#include <fulgur/online/online_trainer.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fulgur {
+
+/// The training side of an ensemble: independent simulations
+/// (EnsembleClient, fulgur_client.h) stream samples over ZeroMQ into an
+/// OnlineTrainer's stream on every rank, and the ranks train one model.
+///
+///   fulgur::OnlineTrainer trainer(make_model, online_options);      // one per rank
+///   fulgur::EnsembleServer server(trainer, {.run_dir = "run", .expected_clients = 32});
+///   server.serve();   // until 32 clients said goodbye (or max_steps, the time limit, a signal)
+///
+/// Each rank binds its own socket; rank 0 writes `run_dir/ensemble.rendezvous`
+/// (the run's key and every rank's endpoint, mode 0600), which clients read.
+/// A message is checked (key, header, sizes against max_message_bytes,
+/// shapes against the stream's first and the model's output) before any
+/// tensor is made from it; a refused one is counted and logged, and
+/// training goes on. At the end rank 0 writes `run_dir/ensemble_accounting.csv`.
+class EnsembleServer {
+ public:
+  /// Binds this rank's socket and, with every rank (collective), writes the
+  /// rendezvous file. std::invalid_argument names a bad option.
+  EnsembleServer(OnlineTrainer& trainer, EnsembleOptions options);
+  ~EnsembleServer();
+  EnsembleServer(const EnsembleServer&) = delete;
+  EnsembleServer& operator=(const EnsembleServer&) = delete;
+
+  /// Starts background training, receives until the stop rule holds, stops
+  /// training (every rank together), drains what is still in flight, and
+  /// writes the accounting (collective). Rethrows a training error after
+  /// the accounting is written.
+  void serve();
+
+  std::filesystem::path rendezvous() const { return options_.run_dir / "ensemble.rendezvous"; }
+  std::filesystem::path accounting_file() const { return options_.run_dir / "ensemble_accounting.csv"; }
+  /// This rank's endpoint, as the rendezvous file names it.
+  const std::string& endpoint() const { return endpoint_; }
+  /// After serve(): every client's account summed over the ranks (on every rank).
+  const std::map<uint64_t, EnsembleAccount>& accounts() const { return totals_; }
+  /// Messages refused on every rank, by reason (key, malformed, frames, size, shape, model).
+  const std::map<std::string, int64_t>& refusals() const { return refusal_totals_; }
+
+ private:
+  /// Receives one message (all its frames) and accounts for it.
+  void receive_one();
+  void refuse(const std::string& reason, const std::string& detail);
+  /// A sample message with the run's key: into the trainer's stream, or refused.
+  void accept(const WireHeader& header, void* inputs, size_t input_bytes, void* targets, size_t target_bytes);
+  /// Sums every rank's accounts and refusals into totals_ (collective) and writes the CSV on rank 0.
+  void reconcile();
+  bool all_said_goodbye() const;
+
+  OnlineTrainer& trainer_;
+  EnsembleOptions options_;
+  WireHeader::Key key_{};
+  void* context_ = nullptr;
+  void* socket_ = nullptr;
+  std::string endpoint_;
+  std::map<uint64_t, EnsembleAccount> accounts_, totals_;
+  std::map<uint64_t, bool> goodbyes_;
+  std::map<std::string, int64_t> refusals_, refusal_totals_;
+  /// The first accepted message's per-sample shapes and dtype: later ones must match.
+  std::optional<WireHeader> first_;
+};
+
+}  // namespace fulgur

@@ -1,0 +1,71 @@
+/* The ensemble client's C API (libfulgur_client, no LibTorch): a simulation
+ * streams samples to a fulgur training job (fulgur_serve, EnsembleServer)
+ * over the network. See docs/ensemble.md.
+ *
+ *   fulgur_client* c = NULL;
+ *   fulgur_client_connect("run/ensemble.rendezvous", task_id, NULL, &c);
+ *   for (step ...) fulgur_client_send(c, x, x_shape, 2, y, y_shape, 2);   // shapes: the sample count first
+ *   int64_t sent, dropped, queued;
+ *   fulgur_client_close(c, &sent, &dropped, &queued);                      // frees the handle
+ *
+ * Each call returns a status; fulgur_client_last_error() holds the calling
+ * thread's last message. One thread at a time may use a handle. */
+#ifndef FULGUR_CLIENT_H
+#define FULGUR_CLIENT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fulgur_client fulgur_client;
+
+typedef enum {
+  FULGUR_CLIENT_OK = 0,
+  FULGUR_CLIENT_INVALID_ARGUMENT = 1, /* a null pointer, a bad shape or option */
+  FULGUR_CLIENT_CONNECT_ERROR = 2,    /* no rendezvous file in time, or one that cannot be read */
+  FULGUR_CLIENT_CLOSED = 3,           /* send after close */
+  FULGUR_CLIENT_INTERNAL_ERROR = 4
+} fulgur_client_status;
+
+typedef enum {
+  FULGUR_CLIENT_BLOCK = 0,      /* a full queue: send waits for room */
+  FULGUR_CLIENT_DROP_OLDEST = 1 /* a full queue: its oldest message is dropped and counted */
+} fulgur_client_policy;
+
+typedef struct {
+  int64_t queue_capacity;    /* messages (send calls) queued at most; default 64 */
+  int32_t when_full;         /* a fulgur_client_policy; default FULGUR_CLIENT_BLOCK */
+  double connect_timeout_s;  /* waiting for the rendezvous file; default 60 */
+  double close_timeout_s;    /* waiting for the queue to go out at close; default 60 */
+} fulgur_client_options;
+
+/* The defaults above. */
+fulgur_client_options fulgur_client_default_options(void);
+
+/* Reads the rendezvous file (waiting for it) and connects to every server
+ * rank; `options` may be NULL (the defaults). `client_id` names this client
+ * in the server's accounting (a job array's task id, say). */
+fulgur_client_status fulgur_client_connect(const char* rendezvous, int64_t client_id,
+                                           const fulgur_client_options* options, fulgur_client** out);
+
+/* Queues x_shape[0] samples, copied before it returns (C order). */
+fulgur_client_status fulgur_client_send(fulgur_client* client, const float* x, const int64_t* x_shape, int x_ndim,
+                                        const float* y, const int64_t* y_shape, int y_ndim);
+fulgur_client_status fulgur_client_send_f64(fulgur_client* client, const double* x, const int64_t* x_shape,
+                                            int x_ndim, const double* y, const int64_t* y_shape, int y_ndim);
+
+/* Waits for the queue to go out (close_timeout_s), tells the server ranks
+ * what they were sent, disconnects and frees the handle. The counts (each
+ * may be NULL): samples sent, dropped by DROP_OLDEST, left queued. */
+fulgur_client_status fulgur_client_close(fulgur_client* client, int64_t* sent, int64_t* dropped, int64_t* queued);
+
+/* The calling thread's last error message ("" after a success). */
+const char* fulgur_client_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FULGUR_CLIENT_H */

@@ -1,0 +1,52 @@
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fulgur {
+
+/// The first frame of every message between an ensemble client and a
+/// server rank: what the message is, whose it is, and the shapes of the
+/// frames that follow. Fixed fields in the machine's byte order (a server
+/// refuses another order: the magic reads differently), then the per-sample
+/// extents as int64. A sample message has three frames (this header, the
+/// inputs' bytes, the targets'); a goodbye has the header alone.
+/// Nothing is deserialised but these numbers, each checked before use.
+class WireHeader {
+ public:
+  static constexpr uint32_t kMagic = 0x31474C46;  // "FLG1" read little-endian
+  static constexpr uint16_t kVersion = 1;
+  static constexpr size_t kFixedBytes = 48;
+  static constexpr int kMaxDims = 8;
+  static constexpr size_t kKeyBytes = 16;
+  using Key = std::array<uint8_t, kKeyBytes>;
+
+  enum class Kind : uint16_t { Samples = 1, Goodbye = 2 };
+  enum class DType : uint8_t { Float32 = 1, Float64 = 2 };
+
+  Kind kind = Kind::Samples;
+  Key key{};
+  uint64_t client_id = 0;
+  /// Samples: the client's number of the first sample in the message.
+  /// Goodbye: the samples this client handed over for this rank in all.
+  uint64_t sequence = 0;
+  DType dtype = DType::Float32;
+  /// Samples in the message (Samples only).
+  uint32_t count = 0;
+  /// Per-sample extents (without the count).
+  std::vector<int64_t> input_shape, target_shape;
+
+  std::string encode() const;
+  /// Reads and checks a header frame: std::invalid_argument says what is
+  /// wrong (size, magic, version, kind, dtype, extents) in one line.
+  static WireHeader decode(const void* data, size_t size);
+  /// The bytes of the inputs' and the targets' frames; std::invalid_argument
+  /// when they exceed `limit`.
+  size_t input_bytes(size_t limit) const;
+  size_t target_bytes(size_t limit) const;
+  size_t element_size() const { return dtype == DType::Float64 ? 8 : 4; }
+};
+
+}  // namespace fulgur

@@ -1,0 +1,120 @@
+/* A small solver for the ensemble tests, in C against libfulgur_client:
+ * streams SAMPLES samples of y = sin(3 x0) * x1 (x uniform in [-1, 1]^2,
+ * drawn from a generator seeded by CLIENT_ID), PER_SEND at a time, then
+ * closes and prints its counts: "client ID: sent S dropped D queued Q".
+ *
+ *   ensemble_client_probe RENDEZVOUS CLIENT_ID SAMPLES PER_SEND [drop_oldest QUEUE]
+ *   ensemble_client_probe RENDEZVOUS garbage     raw ZeroMQ: a message that is no header,
+ *                                                one with a bad magic, one whose frames
+ *                                                disagree with its header
+ * Exit code 0 when every call succeeded. */
+#include <fulgur/ensemble/fulgur_client.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+static float next_uniform(unsigned* state) {
+  *state = *state * 1664525u + 1013904223u;
+  return (float)(*state >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
+}
+
+/* The first "rank 0 tcp://..." endpoint of a rendezvous file. */
+static int first_endpoint(const char* path, char* endpoint, size_t size) {
+  FILE* f = fopen(path, "r");
+  char line[512];
+  int found = 0;
+  while (f != NULL && !found && fgets(line, sizeof line, f) != NULL) {
+    char word[16], value[400];
+    unsigned rank = 0;
+    if (sscanf(line, "%15s %u %399s", word, &rank, value) == 3 && strcmp(word, "rank") == 0 && rank == 0) {
+      snprintf(endpoint, size, "%s", value);
+      found = 1;
+    }
+  }
+  if (f != NULL) fclose(f);
+  return found;
+}
+
+static int garbage(const char* rendezvous) {
+  char endpoint[400];
+  if (!first_endpoint(rendezvous, endpoint, sizeof endpoint)) return 1;
+  void* context = zmq_ctx_new();
+  void* socket = zmq_socket(context, ZMQ_PUSH);
+  if (zmq_connect(socket, endpoint) != 0) return 1;
+  unsigned char header[48 + 16];
+  memset(header, 0, sizeof header);
+  zmq_send(socket, "hello", 5, 0); /* no header at all */
+  memcpy(header, "XXXX", 4);       /* the right size, the wrong magic */
+  zmq_send(socket, header, 48, 0);
+  /* A well-formed header (no key) claiming 1 sample of [2] -> [1] float32, then frames of other sizes. */
+  const unsigned magic = 0x31474C46u;
+  const unsigned short version = 1, kind = 1;
+  const unsigned count = 1;
+  const long long two = 2, one = 1;
+  memcpy(header, &magic, 4);
+  memcpy(header + 4, &version, 2);
+  memcpy(header + 6, &kind, 2);
+  header[40] = 1;
+  header[41] = 1;
+  header[42] = 1;
+  memcpy(header + 44, &count, 4);
+  memcpy(header + 48, &two, 8);
+  memcpy(header + 56, &one, 8);
+  zmq_send(socket, header, 64, ZMQ_SNDMORE);
+  zmq_send(socket, "abc", 3, ZMQ_SNDMORE);
+  zmq_send(socket, "d", 1, 0);
+  int linger = 10000;
+  zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);
+  zmq_close(socket);
+  zmq_ctx_term(context);
+  printf("garbage: 3 messages sent\n");
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc == 3 && strcmp(argv[2], "garbage") == 0) return garbage(argv[1]);
+  if (argc != 5 && argc != 7) {
+    fprintf(stderr, "usage: ensemble_client_probe RENDEZVOUS CLIENT_ID SAMPLES PER_SEND [drop_oldest QUEUE]\n");
+    return 2;
+  }
+  const long long id = atoll(argv[2]);
+  const int samples = atoi(argv[3]), per_send = atoi(argv[4]);
+  fulgur_client_options options = fulgur_client_default_options();
+  options.connect_timeout_s = 30;
+  options.close_timeout_s = 30;
+  if (argc == 7) {
+    options.when_full = FULGUR_CLIENT_DROP_OLDEST;
+    options.queue_capacity = atoll(argv[6]);
+  }
+  fulgur_client* client = NULL;
+  if (fulgur_client_connect(argv[1], id, &options, &client) != FULGUR_CLIENT_OK) {
+    fprintf(stderr, "connect: %s\n", fulgur_client_last_error());
+    return 1;
+  }
+  unsigned state = 12345u + (unsigned)id * 7919u;
+  float* x = malloc(sizeof(float) * 2 * (size_t)per_send);
+  float* y = malloc(sizeof(float) * (size_t)per_send);
+  for (int done = 0; done < samples; done += per_send) {
+    const int n = samples - done < per_send ? samples - done : per_send;
+    for (int i = 0; i < n; ++i) {
+      x[2 * i] = next_uniform(&state);
+      x[2 * i + 1] = next_uniform(&state);
+      y[i] = sinf(3.0f * x[2 * i]) * x[2 * i + 1];
+    }
+    const int64_t x_shape[2] = {n, 2}, y_shape[2] = {n, 1};
+    if (fulgur_client_send(client, x, x_shape, 2, y, y_shape, 2) != FULGUR_CLIENT_OK) {
+      fprintf(stderr, "send: %s\n", fulgur_client_last_error());
+      return 1;
+    }
+  }
+  int64_t sent = -1, dropped = -1, queued = -1;
+  const fulgur_client_status status = fulgur_client_close(client, &sent, &dropped, &queued);
+  printf("client %lld: sent %lld dropped %lld queued %lld\n", id, (long long)sent, (long long)dropped,
+         (long long)queued);
+  free(x);
+  free(y);
+  return status == FULGUR_CLIENT_OK ? 0 : 1;
+}

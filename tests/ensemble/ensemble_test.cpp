@@ -1,0 +1,176 @@
+// Many simulations, one trainer: client processes (a C solver against
+// libfulgur_client) stream samples over ZeroMQ into an EnsembleServer, in
+// this process and as the fulgur_serve tool; the accounting reconciles
+// exactly, refused messages are counted while training goes on, and the
+// surrogate learns.
+#include "support/test_support.hpp"
+
+#include <fulgur/ensemble/ensemble_server.hpp>
+#include <fulgur/ensemble/rendezvous_file.hpp>
+#include <fulgur/online/online_config.hpp>
+#include <fulgur/online/online_trainer.hpp>
+
+#include <torch/torch.h>
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ensemble_test {
+
+using fulgur::testing::read_file;
+using fulgur::testing::run_command;
+using fulgur::testing::TempDir;
+
+namespace {
+
+const std::string kProbe = std::string(FULGUR_BINARY_DIR) + "/bin/ensemble_client_probe";
+
+// An online trainer for y = sin(3 x0) x1 on a replay reservoir.
+std::string config_text(int64_t max_steps) {
+  return fmt::format(
+      "model: {{type: mlp, layers: [2, 32, 32, 1], activation: tanh}}\n"
+      "optimizer: {{type: adam, lr: 0.01}}\n"
+      "online: {{publish_every_n_steps: 10, num_threads: 1, max_steps: {}}}\n"
+      "stream: {{capacity: 4096, when_full: replay, batch_size: 32, seed: 3, min_samples: 256}}\n"
+      "trainer: {{accelerator: cpu, logger: false, enable_checkpointing: false}}\n",
+      max_steps);
+}
+
+// Starts a client process; its result later.
+std::future<fulgur::testing::CommandResult> client(const std::string& arguments) {
+  return std::async(std::launch::async, [arguments] { return run_command(kProbe + " " + arguments, 120); });
+}
+
+// The mean squared error of the published model on a fixed held-out grid.
+double held_out_error(fulgur::OnlineTrainer& trainer) {
+  const torch::Tensor axis = torch::linspace(-0.9, 0.9, 15);
+  const auto grid = torch::meshgrid({axis, axis}, "ij");
+  const torch::Tensor x = torch::stack({grid[0].flatten(), grid[1].flatten()}, 1);
+  const torch::Tensor y = (3 * x.select(1, 0)).sin() * x.select(1, 1);
+  return (trainer.predict(x).squeeze(1) - y).pow(2).mean().item<double>();
+}
+
+}  // namespace
+
+TEST_CASE("two clients stream into a server: every sample accounted for, a wrong key and garbage refused, the "
+          "surrogate learns") {
+  TempDir dir("ensemble");
+  const fulgur::OnlineConfig config = fulgur::OnlineConfig::from_yaml(config_text(400), "test");
+  auto trainer = config.make_trainer();
+  const double untrained = held_out_error(*trainer);
+  fulgur::EnsembleOptions options;
+  options.run_dir = dir / "run";
+  options.host = "127.0.0.1";
+  options.drain_s = 1.0;
+  fulgur::EnsembleServer server(*trainer, options);
+
+  // The rendezvous file: only its owner reads it (the key admits a client).
+  struct stat status {};
+  REQUIRE(::stat(server.rendezvous().c_str(), &status) == 0);
+  CHECK((status.st_mode & 0777) == 0600);
+  const fulgur::RendezvousFile file = fulgur::RendezvousFile::read(server.rendezvous());
+  REQUIRE(file.endpoints.size() == 1);
+  CHECK(file.endpoints[0] == server.endpoint());
+  // A client holding another key: every message refused.
+  fulgur::RendezvousFile stranger = file;
+  stranger.key[0] ^= 0xff;
+  stranger.write(dir / "stranger.rendezvous");
+
+  // Training ends at max_steps (400); the clients are long done by then.
+  std::thread serving([&] { server.serve(); });
+  auto one = client(server.rendezvous().string() + " 1 1000 10");
+  auto two = client(server.rendezvous().string() + " 2 700 7");
+  auto wrong = client((dir / "stranger.rendezvous").string() + " 3 50 10");
+  auto junk = client(server.rendezvous().string() + " garbage");
+  for (auto* c : {&one, &two, &wrong, &junk}) {
+    const auto result = c->get();
+    INFO(result.output);
+    CHECK(result.exit_code == 0);
+  }
+  serving.join();
+
+  const auto& accounts = server.accounts();
+  REQUIRE(accounts.count(1) == 1);
+  REQUIRE(accounts.count(2) == 1);
+  CHECK(accounts.count(3) == 0);  // no key: no account
+  for (const auto& [client, sent] : {std::pair{uint64_t{1}, int64_t{1000}}, std::pair{uint64_t{2}, int64_t{700}}}) {
+    const fulgur::EnsembleAccount& a = accounts.at(client);
+    CAPTURE(client);
+    CHECK(a.sent == sent);
+    CHECK(a.received == sent);
+    CHECK(a.refused == 0);
+    CHECK(a.lost() == 0);
+    CHECK(a.trained > 0);
+    CHECK(a.trained <= a.received);
+    CHECK(a.evicted_untrained == 0);  // the reservoir holds all 1,700
+  }
+  // The stranger's 5 sample messages and its goodbye; the garbage probe's bad-magic and no-header messages, and
+  // its keyless one.
+  CHECK(server.refusals().at("key") == 7);
+  CHECK(server.refusals().at("malformed") == 2);
+  CHECK(trainer->global_step() == 400);
+  CHECK(trainer->stream().trained() == accounts.at(1).trained + accounts.at(2).trained);
+
+  const std::string csv = read_file(server.accounting_file());
+  INFO(csv);
+  CHECK(csv.find("client,sent,received,refused,lost,trained,untrained,evicted_untrained,goodbye\n") == 0);
+  CHECK(csv.find("\n1,1000,1000,0,0,") != std::string::npos);
+  CHECK(csv.find("\n2,700,700,0,0,") != std::string::npos);
+  CHECK(csv.find("\ntotal,1700,1700,0,0,") != std::string::npos);
+  const double trained = held_out_error(*trainer);
+  MESSAGE("held-out mse: " << untrained << " untrained, " << trained << " after 400 steps");
+  CHECK(trained < untrained / 4);
+}
+
+TEST_CASE("fulgur_serve: the tool ends once the expected clients said goodbye, with the accounting and the weights") {
+  TempDir dir("ensemble-serve");
+  std::ofstream(dir / "ensemble.yaml")
+      << config_text(-1)
+      << fmt::format("ensemble: {{run_dir: {}, expected_clients: 2, host: 127.0.0.1, drain_s: 1}}\n",
+                     (dir / "run").string());
+  auto serve = std::async(std::launch::async, [&] {
+    return run_command(std::string(FULGUR_BINARY_DIR) + "/bin/fulgur_serve --config " + (dir / "ensemble.yaml").string(),
+                       120);
+  });
+  const std::string rendezvous = (dir / "run" / "ensemble.rendezvous").string();
+  auto one = client(rendezvous + " 11 600 20");
+  auto two = client(rendezvous + " 12 300 30 drop_oldest 4");  // may drop from its queue of 4: counted
+  const auto first = one.get(), second = two.get();
+  INFO(first.output << second.output);
+  CHECK(first.exit_code == 0);
+  CHECK(second.exit_code == 0);
+  long long sent = -1, dropped = -1, queued = -1;
+  REQUIRE(std::sscanf(second.output.substr(second.output.find("client 12:")).c_str(),
+                      "client 12: sent %lld dropped %lld queued %lld", &sent, &dropped, &queued) == 3);
+  CHECK(sent + dropped == 300);
+  CHECK(queued == 0);
+  const auto served = serve.get();
+  INFO(served.output);
+  REQUIRE(served.exit_code == 0);
+  CHECK(served.output.find(fmt::format("fulgur: ensemble: 2 clients (0 without a goodbye): {} samples sent, {} "
+                                       "received, 0 refused, 0 lost",
+                                       600 + sent, 600 + sent)) != std::string::npos);
+  CHECK(std::filesystem::exists(dir / "run" / "model.ckpt"));
+  const std::string csv = read_file(dir / "run" / "ensemble_accounting.csv");
+  CHECK(csv.find("\n11,600,600,0,0,") != std::string::npos);
+  CHECK(csv.find(fmt::format("\n12,{},{},0,0,", sent, sent)) != std::string::npos);
+  CHECK(csv.find(fmt::format("\ntotal,{},{},0,0,", 600 + sent, 600 + sent)) != std::string::npos);
+
+  // A bad key in the file: one line naming it, exit 1.
+  std::ofstream(dir / "bad.yaml") << config_text(-1) << "ensemble: {expected_clientz: 2}\n";
+  const auto bad = run_command(std::string(FULGUR_BINARY_DIR) + "/bin/fulgur_serve --config " +
+                               (dir / "bad.yaml").string());
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.output.find("bad.yaml: ensemble.expected_clientz: unknown key") != std::string::npos);
+}
+
+}  // namespace ensemble_test
