@@ -16,6 +16,10 @@ struct EnsembleAccount {
   int64_t trained = 0;
   /// Dropped from the reservoir before any batch drew them.
   int64_t evicted_untrained = 0;
+  /// The client's number of the last sample that arrived, plus one: of a
+  /// client without a goodbye, numbered - received - refused samples were
+  /// dropped from its queue or lost with it.
+  int64_t numbered = 0;
   /// Sent but never received (0 without a goodbye: unknown).
   int64_t lost() const { return sent < 0 ? 0 : sent - received - refused; }
 };

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstring>
@@ -160,6 +161,7 @@ void EnsembleServer::receive_one() {
     return;
   }
   EnsembleAccount& account = accounts_[header.client_id];
+  account.numbered = std::max(account.numbered, static_cast<int64_t>(header.sequence + header.count));
   if (frames.parts.size() != 3) {
     account.refused += header.count;
     refuse("frames", fmt::format("client {}: a sample message of {} frames (3: header, inputs, targets)",
@@ -246,7 +248,7 @@ void EnsembleServer::reconcile() {
   std::ostringstream mine;
   for (const auto& [client, a] : accounts_) {
     mine << "a " << client << ' ' << a.sent << ' ' << a.received << ' ' << a.refused << ' ' << a.trained << ' '
-         << a.evicted_untrained << '\n';
+         << a.evicted_untrained << ' ' << a.numbered << '\n';
   }
   for (const auto& [reason, count] : refusals_) mine << "r " << reason << ' ' << count << '\n';
   totals_.clear();
@@ -266,7 +268,7 @@ void EnsembleServer::reconcile() {
       }
       uint64_t client = 0;
       EnsembleAccount a;
-      lines >> client >> a.sent >> a.received >> a.refused >> a.trained >> a.evicted_untrained;
+      lines >> client >> a.sent >> a.received >> a.refused >> a.trained >> a.evicted_untrained >> a.numbered;
       EnsembleAccount& total = totals_[client];
       // The client said goodbye to each rank with what it sent there; one it did not reach leaves the sum unknown.
       if (a.sent >= 0) {
@@ -277,6 +279,7 @@ void EnsembleServer::reconcile() {
       total.refused += a.refused;
       total.trained += a.trained;
       total.evicted_untrained += a.evicted_untrained;
+      total.numbered = std::max(total.numbered, a.numbered);
     }
   }
   for (auto& [client, total] : totals_) total.sent = goodbye_ranks[client] == ranks ? sent_sum[client] : -1;
@@ -284,11 +287,11 @@ void EnsembleServer::reconcile() {
   EnsembleAccount sum{0};
   int64_t no_goodbye = 0;
   std::ofstream csv(accounting_file());
-  csv << "client,sent,received,refused,lost,trained,untrained,evicted_untrained,goodbye\n";
+  csv << "client,sent,received,refused,lost,trained,untrained,evicted_untrained,goodbye,numbered\n";
   for (const auto& [client, a] : totals_) {
-    csv << fmt::format("{},{},{},{},{},{},{},{},{}\n", client, a.sent < 0 ? "" : std::to_string(a.sent), a.received,
-                       a.refused, a.lost(), a.trained, a.received - a.trained, a.evicted_untrained,
-                       a.sent < 0 ? "no" : "yes");
+    csv << fmt::format("{},{},{},{},{},{},{},{},{},{}\n", client, a.sent < 0 ? "" : std::to_string(a.sent),
+                       a.received, a.refused, a.lost(), a.trained, a.received - a.trained, a.evicted_untrained,
+                       a.sent < 0 ? "no" : "yes", a.numbered);
     if (a.sent < 0) ++no_goodbye;
     sum.sent += std::max<int64_t>(a.sent, 0);
     sum.received += a.received;
@@ -298,7 +301,7 @@ void EnsembleServer::reconcile() {
   }
   int64_t lost = 0;
   for (const auto& [client, a] : totals_) lost += a.lost();
-  csv << fmt::format("total,{},{},{},{},{},{},{},{}\n", sum.sent, sum.received, sum.refused, lost, sum.trained,
+  csv << fmt::format("total,{},{},{},{},{},{},{},{},\n", sum.sent, sum.received, sum.refused, lost, sum.trained,
                      sum.received - sum.trained, sum.evicted_untrained,
                      no_goodbye == 0 ? "all" : fmt::format("{} without", no_goodbye));
   csv.close();

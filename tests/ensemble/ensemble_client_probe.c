@@ -3,7 +3,8 @@
  * drawn from a generator seeded by CLIENT_ID), PER_SEND at a time, then
  * closes and prints its counts: "client ID: sent S dropped D queued Q".
  *
- *   ensemble_client_probe RENDEZVOUS CLIENT_ID SAMPLES PER_SEND [drop_oldest QUEUE]
+ *   ensemble_client_probe RENDEZVOUS CLIENT_ID SAMPLES PER_SEND [drop_oldest QUEUE | killed_after SENDS]
+ *                          killed_after: SIGKILL to itself after SENDS sends and 0.5 s
  *   ensemble_client_probe RENDEZVOUS garbage     raw ZeroMQ: a message that is no header,
  *                                                one with a bad magic, one whose frames
  *                                                disagree with its header
@@ -11,6 +12,8 @@
 #include <fulgur/ensemble/fulgur_client.h>
 
 #include <math.h>
+#include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,9 +88,14 @@ int main(int argc, char** argv) {
   fulgur_client_options options = fulgur_client_default_options();
   options.connect_timeout_s = 30;
   options.close_timeout_s = 30;
-  if (argc == 7) {
+  int killed_after = -1;
+  if (argc == 7 && strcmp(argv[5], "drop_oldest") == 0) {
     options.when_full = FULGUR_CLIENT_DROP_OLDEST;
     options.queue_capacity = atoll(argv[6]);
+  } else if (argc == 7 && strcmp(argv[5], "killed_after") == 0) {
+    killed_after = atoi(argv[6]);
+  } else if (argc == 7) {
+    return 2;
   }
   fulgur_client* client = NULL;
   if (fulgur_client_connect(argv[1], id, &options, &client) != FULGUR_CLIENT_OK) {
@@ -97,7 +105,14 @@ int main(int argc, char** argv) {
   unsigned state = 12345u + (unsigned)id * 7919u;
   float* x = malloc(sizeof(float) * 2 * (size_t)per_send);
   float* y = malloc(sizeof(float) * (size_t)per_send);
-  for (int done = 0; done < samples; done += per_send) {
+  for (int done = 0, sends = 0; done < samples; done += per_send, ++sends) {
+    if (sends == killed_after) {
+      const struct timespec pause = {0, 500000000};
+      nanosleep(&pause, NULL);
+      printf("client %lld: killed after %d sends\n", id, sends);
+      fflush(stdout);
+      raise(SIGKILL);
+    }
     const int n = samples - done < per_send ? samples - done : per_send;
     for (int i = 0; i < n; ++i) {
       x[2 * i] = next_uniform(&state);

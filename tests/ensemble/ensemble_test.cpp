@@ -35,14 +35,14 @@ namespace {
 const std::string kProbe = std::string(FULGUR_BINARY_DIR) + "/bin/ensemble_client_probe";
 
 // An online trainer for y = sin(3 x0) x1 on a replay reservoir.
-std::string config_text(int64_t max_steps) {
+std::string config_text(int64_t max_steps, const std::string& trainer = "") {
   return fmt::format(
       "model: {{type: mlp, layers: [2, 32, 32, 1], activation: tanh}}\n"
       "optimizer: {{type: adam, lr: 0.01}}\n"
       "online: {{publish_every_n_steps: 10, num_threads: 1, max_steps: {}}}\n"
       "stream: {{capacity: 4096, when_full: replay, batch_size: 32, seed: 3, min_samples: 256}}\n"
-      "trainer: {{accelerator: cpu, logger: false, enable_checkpointing: false}}\n",
-      max_steps);
+      "trainer: {{accelerator: cpu, logger: false, enable_checkpointing: false{}}}\n",
+      max_steps, trainer);
 }
 
 // Starts a client process; its result later.
@@ -122,7 +122,7 @@ TEST_CASE("two clients stream into a server: every sample accounted for, a wrong
 
   const std::string csv = read_file(server.accounting_file());
   INFO(csv);
-  CHECK(csv.find("client,sent,received,refused,lost,trained,untrained,evicted_untrained,goodbye\n") == 0);
+  CHECK(csv.find("client,sent,received,refused,lost,trained,untrained,evicted_untrained,goodbye,numbered\n") == 0);
   CHECK(csv.find("\n1,1000,1000,0,0,") != std::string::npos);
   CHECK(csv.find("\n2,700,700,0,0,") != std::string::npos);
   CHECK(csv.find("\ntotal,1700,1700,0,0,") != std::string::npos);
@@ -171,6 +171,53 @@ TEST_CASE("fulgur_serve: the tool ends once the expected clients said goodbye, w
                                (dir / "bad.yaml").string());
   CHECK(bad.exit_code == 1);
   CHECK(bad.output.find("bad.yaml: ensemble.expected_clientz: unknown key") != std::string::npos);
+}
+
+TEST_CASE("fulgur_serve on 2 ranks under mpirun (process_group_backend mpi): a killed client is counted without a "
+          "goodbye, the others reconcile exactly over both ranks") {
+  TempDir dir("ensemble-ranks");
+  std::ofstream(dir / "ensemble.yaml")
+      << config_text(-1, ", process_group_backend: mpi, strategy: ddp")
+      << fmt::format("ensemble: {{run_dir: {}, expected_clients: 2, host: 127.0.0.1, drain_s: 1}}\n",
+                     (dir / "run").string());
+  auto serve = std::async(std::launch::async, [&] {
+    return run_command("env -u MASTER_ADDR -u MASTER_PORT -u FULGUR_FILE_STORE mpirun --allow-run-as-root "
+                       "--oversubscribe -np 2 " +
+                           std::string(FULGUR_BINARY_DIR) + "/bin/fulgur_serve --config " +
+                           (dir / "ensemble.yaml").string(),
+                       180);
+  });
+  const std::string rendezvous = (dir / "run" / "ensemble.rendezvous").string();
+  // The killed one first: it is gone before the others start.
+  const auto killed = client(rendezvous + " 23 500 10 killed_after 5").get();
+  INFO(killed.output);
+  CHECK(killed.exit_code != 0);
+  CHECK(killed.output.find("client 23: killed after 5 sends") != std::string::npos);
+  auto one = client(rendezvous + " 21 800 10");
+  auto two = client(rendezvous + " 22 400 20");
+  for (auto* c : {&one, &two}) {
+    const auto result = c->get();
+    INFO(result.output);
+    CHECK(result.exit_code == 0);
+  }
+  const auto served = serve.get();
+  INFO(served.output);
+  REQUIRE(served.exit_code == 0);
+  const fulgur::RendezvousFile file = fulgur::RendezvousFile::read(rendezvous);
+  CHECK(file.endpoints.size() == 2);
+  CHECK(served.output.find("fulgur: ensemble: 3 clients (1 without a goodbye): 1200 samples sent") != std::string::npos);
+  const std::string csv = read_file(dir / "run" / "ensemble_accounting.csv");
+  INFO(csv);
+  CHECK(csv.find("\n21,800,800,0,0,") != std::string::npos);
+  CHECK(csv.find("\n22,400,400,0,0,") != std::string::npos);
+  // Client 23: no goodbye, so nothing it sent is known; what arrived is counted, numbered up to its 5 sends.
+  const size_t row = csv.find("\n23,,");
+  REQUIRE(row != std::string::npos);
+  long long received = -1, numbered = -1;
+  REQUIRE(std::sscanf(csv.c_str() + row, "\n23,,%lld,0,0,%*d,%*d,%*d,no,%lld", &received, &numbered) == 2);
+  CHECK(received <= numbered);
+  CHECK(numbered <= 50);
+  CHECK(std::filesystem::exists(dir / "run" / "model.ckpt"));
 }
 
 }  // namespace ensemble_test
