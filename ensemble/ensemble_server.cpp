@@ -191,14 +191,13 @@ void EnsembleServer::receive_one() {
 void EnsembleServer::accept(const WireHeader& header, void* inputs, size_t /*input_bytes*/, void* targets,
                             size_t /*target_bytes*/) {
   EnsembleAccount& account = accounts_[header.client_id];
-  if (first_ && (header.input_shape != first_->input_shape || header.target_shape != first_->target_shape ||
-                 header.dtype != first_->dtype)) {
+  // float32 and float64 both become the model's float32: only the shapes must agree.
+  if (first_ && (header.input_shape != first_->input_shape || header.target_shape != first_->target_shape)) {
     account.refused += header.count;
-    refuse("shape", fmt::format("client {}: samples of [{}] -> [{}] {} where the stream holds [{}] -> [{}] {}",
+    refuse("shape", fmt::format("client {}: samples of [{}] -> [{}] where the stream holds [{}] -> [{}]",
                                 header.client_id, fmt::join(header.input_shape, ","),
-                                fmt::join(header.target_shape, ","), header.element_size() == 8 ? "float64" : "float32",
-                                fmt::join(first_->input_shape, ","), fmt::join(first_->target_shape, ","),
-                                first_->element_size() == 8 ? "float64" : "float32"));
+                                fmt::join(header.target_shape, ","), fmt::join(first_->input_shape, ","),
+                                fmt::join(first_->target_shape, ",")));
     return;
   }
   auto shape = [&](const std::vector<int64_t>& sample) {

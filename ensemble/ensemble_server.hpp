@@ -70,7 +70,7 @@ class EnsembleServer {
   std::map<uint64_t, EnsembleAccount> accounts_, totals_;
   std::map<uint64_t, bool> goodbyes_;
   std::map<std::string, int64_t> refusals_, refusal_totals_;
-  /// The first accepted message's per-sample shapes and dtype: later ones must match.
+  /// The first accepted message's per-sample shapes: later ones must match.
   std::optional<WireHeader> first_;
 };
 

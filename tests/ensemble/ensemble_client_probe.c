@@ -5,6 +5,7 @@
  *
  *   ensemble_client_probe RENDEZVOUS CLIENT_ID SAMPLES PER_SEND [drop_oldest QUEUE | killed_after SENDS]
  *                          killed_after: SIGKILL to itself after SENDS sends and 0.5 s
+ *   ... PER_SEND wide_after SENDS   after SENDS sends, samples of 3 inputs (the stream holds 2)
  *   ensemble_client_probe RENDEZVOUS garbage     raw ZeroMQ: a message that is no header,
  *                                                one with a bad magic, one whose frames
  *                                                disagree with its header
@@ -88,12 +89,14 @@ int main(int argc, char** argv) {
   fulgur_client_options options = fulgur_client_default_options();
   options.connect_timeout_s = 30;
   options.close_timeout_s = 30;
-  int killed_after = -1;
+  int killed_after = -1, wide_after = -1;
   if (argc == 7 && strcmp(argv[5], "drop_oldest") == 0) {
     options.when_full = FULGUR_CLIENT_DROP_OLDEST;
     options.queue_capacity = atoll(argv[6]);
   } else if (argc == 7 && strcmp(argv[5], "killed_after") == 0) {
     killed_after = atoi(argv[6]);
+  } else if (argc == 7 && strcmp(argv[5], "wide_after") == 0) {
+    wide_after = atoi(argv[6]);
   } else if (argc == 7) {
     return 2;
   }
@@ -103,7 +106,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   unsigned state = 12345u + (unsigned)id * 7919u;
-  float* x = malloc(sizeof(float) * 2 * (size_t)per_send);
+  float* x = malloc(sizeof(float) * 3 * (size_t)per_send);
   float* y = malloc(sizeof(float) * (size_t)per_send);
   for (int done = 0, sends = 0; done < samples; done += per_send, ++sends) {
     if (sends == killed_after) {
@@ -119,7 +122,7 @@ int main(int argc, char** argv) {
       x[2 * i + 1] = next_uniform(&state);
       y[i] = sinf(3.0f * x[2 * i]) * x[2 * i + 1];
     }
-    const int64_t x_shape[2] = {n, 2}, y_shape[2] = {n, 1};
+    const int64_t x_shape[2] = {n, sends >= wide_after && wide_after >= 0 ? 3 : 2}, y_shape[2] = {n, 1};
     if (fulgur_client_send(client, x, x_shape, 2, y, y_shape, 2) != FULGUR_CLIENT_OK) {
       fprintf(stderr, "send: %s\n", fulgur_client_last_error());
       return 1;

@@ -61,7 +61,7 @@ double held_out_error(fulgur::OnlineTrainer& trainer) {
 
 }  // namespace
 
-TEST_CASE("two clients stream into a server: every sample accounted for, a wrong key and garbage refused, the "
+TEST_CASE("three clients (C and Fortran) stream into a server: every sample accounted for, a wrong key and garbage refused, the "
           "surrogate learns") {
   TempDir dir("ensemble");
   const fulgur::OnlineConfig config = fulgur::OnlineConfig::from_yaml(config_text(400), "test");
@@ -90,8 +90,14 @@ TEST_CASE("two clients stream into a server: every sample accounted for, a wrong
   auto one = client(server.rendezvous().string() + " 1 1000 10");
   auto two = client(server.rendezvous().string() + " 2 700 7");
   auto wrong = client((dir / "stranger.rendezvous").string() + " 3 50 10");
+  auto fortran = std::async(std::launch::async, [&] {
+    return run_command(std::string(FULGUR_BINARY_DIR) + "/bin/ensemble_fortran_client " +
+                           server.rendezvous().string() + " 4 300",
+                       120);
+  });
   auto junk = client(server.rendezvous().string() + " garbage");
-  for (auto* c : {&one, &two, &wrong, &junk}) {
+  auto wide = client(server.rendezvous().string() + " 5 100 10 wide_after 5");  // a shape that changes mid-stream
+  for (auto* c : {&one, &two, &wrong, &junk, &fortran, &wide}) {
     const auto result = c->get();
     INFO(result.output);
     CHECK(result.exit_code == 0);
@@ -102,7 +108,8 @@ TEST_CASE("two clients stream into a server: every sample accounted for, a wrong
   REQUIRE(accounts.count(1) == 1);
   REQUIRE(accounts.count(2) == 1);
   CHECK(accounts.count(3) == 0);  // no key: no account
-  for (const auto& [client, sent] : {std::pair{uint64_t{1}, int64_t{1000}}, std::pair{uint64_t{2}, int64_t{700}}}) {
+  for (const auto& [client, sent] : {std::pair{uint64_t{1}, int64_t{1000}}, std::pair{uint64_t{2}, int64_t{700}},
+                                     std::pair{uint64_t{4}, int64_t{300}}}) {
     const fulgur::EnsembleAccount& a = accounts.at(client);
     CAPTURE(client);
     CHECK(a.sent == sent);
@@ -111,21 +118,31 @@ TEST_CASE("two clients stream into a server: every sample accounted for, a wrong
     CHECK(a.lost() == 0);
     CHECK(a.trained > 0);
     CHECK(a.trained <= a.received);
-    CHECK(a.evicted_untrained == 0);  // the reservoir holds all 1,700
+    CHECK(a.evicted_untrained == 0);  // the reservoir holds all 2,050
   }
   // The stranger's 5 sample messages and its goodbye; the garbage probe's bad-magic and no-header messages, and
   // its keyless one.
   CHECK(server.refusals().at("key") == 7);
   CHECK(server.refusals().at("malformed") == 2);
+  // Its first 50 samples trained; the 50 of 3 inputs refused; with its goodbye all 100 are accounted for.
+  const fulgur::EnsembleAccount& wide_account = accounts.at(5);
+  CHECK(wide_account.sent == 100);
+  CHECK(wide_account.received == 50);
+  CHECK(wide_account.refused == 50);
+  CHECK(wide_account.lost() == 0);
+  CHECK(server.refusals().at("shape") == 5);
   CHECK(trainer->global_step() == 400);
-  CHECK(trainer->stream().trained() == accounts.at(1).trained + accounts.at(2).trained);
+  CHECK(trainer->stream().trained() ==
+        accounts.at(1).trained + accounts.at(2).trained + accounts.at(4).trained + accounts.at(5).trained);
 
   const std::string csv = read_file(server.accounting_file());
   INFO(csv);
   CHECK(csv.find("client,sent,received,refused,lost,trained,untrained,evicted_untrained,goodbye,numbered\n") == 0);
   CHECK(csv.find("\n1,1000,1000,0,0,") != std::string::npos);
   CHECK(csv.find("\n2,700,700,0,0,") != std::string::npos);
-  CHECK(csv.find("\ntotal,1700,1700,0,0,") != std::string::npos);
+  CHECK(csv.find("\n4,300,300,0,0,") != std::string::npos);  // the Fortran solver's
+  CHECK(csv.find("\n5,100,50,50,0,") != std::string::npos);
+  CHECK(csv.find("\ntotal,2100,2050,50,0,") != std::string::npos);
   const double trained = held_out_error(*trainer);
   MESSAGE("held-out mse: " << untrained << " untrained, " << trained << " after 400 steps");
   CHECK(trained < untrained / 4);
