@@ -106,7 +106,10 @@ void EnsembleServer::serve() {
   };
   zmq_pollitem_t item{socket_, 0, ZMQ_POLLIN, 0};
   while (trainer_.running() && !all_said_goodbye() && !out_of_time()) {
-    if (zmq_poll(&item, 1, 100) > 0) receive_one();
+    if (zmq_poll(&item, 1, 100) > 0) {
+      while (receive_one()) {  // what is queued, without a poll per message
+      }
+    }
   }
   std::exception_ptr training_error;
   try {
@@ -117,7 +120,10 @@ void EnsembleServer::serve() {
   // What is in flight still counts (received, untrained), until every goodbye came or drain_s passed.
   const auto drain_end = Clock::now() + std::chrono::duration<double>(options_.drain_s);
   while (Clock::now() < drain_end && !(options_.expected_clients > 0 && all_said_goodbye())) {
-    if (zmq_poll(&item, 1, 50) > 0) receive_one();
+    if (zmq_poll(&item, 1, 50) > 0) {
+      while (receive_one()) {
+      }
+    }
   }
   reconcile();
   if (training_error) std::rethrow_exception(training_error);
@@ -127,7 +133,7 @@ bool EnsembleServer::all_said_goodbye() const {
   return options_.expected_clients > 0 && static_cast<int64_t>(goodbyes_.size()) >= options_.expected_clients;
 }
 
-void EnsembleServer::receive_one() {
+bool EnsembleServer::receive_one() {
   Frames frames;
   int more = 1;
   while (more != 0) {
@@ -135,7 +141,7 @@ void EnsembleServer::receive_one() {
     zmq_msg_init(&part);
     if (zmq_msg_recv(&part, socket_, ZMQ_DONTWAIT) < 0) {
       zmq_msg_close(&part);
-      return;
+      return false;  // nothing queued (the rest of a message always follows its first frame)
     }
     frames.parts.push_back(part);
     more = zmq_msg_more(&part);
@@ -145,20 +151,20 @@ void EnsembleServer::receive_one() {
     header = WireHeader::decode(zmq_msg_data(&frames.parts[0]), zmq_msg_size(&frames.parts[0]));
   } catch (const std::invalid_argument& e) {
     refuse("malformed", e.what());
-    return;
+    return true;
   }
   if (header.key != key_) {
     refuse("key", fmt::format("client {} does not have the run's key", header.client_id));
-    return;
+    return true;
   }
   if (header.kind == WireHeader::Kind::Goodbye) {
     if (frames.parts.size() != 1) {
       refuse("frames", fmt::format("client {}: a goodbye of {} frames", header.client_id, frames.parts.size()));
-      return;
+      return true;
     }
     accounts_[header.client_id].sent = static_cast<int64_t>(header.sequence);
     goodbyes_[header.client_id] = true;
-    return;
+    return true;
   }
   EnsembleAccount& account = accounts_[header.client_id];
   account.numbered = std::max(account.numbered, static_cast<int64_t>(header.sequence + header.count));
@@ -166,7 +172,7 @@ void EnsembleServer::receive_one() {
     account.refused += header.count;
     refuse("frames", fmt::format("client {}: a sample message of {} frames (3: header, inputs, targets)",
                                  header.client_id, frames.parts.size()));
-    return;
+    return true;
   }
   const auto limit = static_cast<size_t>(options_.max_message_bytes);
   size_t input_bytes = 0, target_bytes = 0;
@@ -176,16 +182,17 @@ void EnsembleServer::receive_one() {
   } catch (const std::invalid_argument& e) {
     account.refused += header.count;
     refuse("size", fmt::format("client {}: {}", header.client_id, e.what()));
-    return;
+    return true;
   }
   if (zmq_msg_size(&frames.parts[1]) != input_bytes || zmq_msg_size(&frames.parts[2]) != target_bytes) {
     account.refused += header.count;
     refuse("size", fmt::format("client {}: frames of {} and {} bytes where the header says {} and {}",
                                header.client_id, zmq_msg_size(&frames.parts[1]), zmq_msg_size(&frames.parts[2]),
                                input_bytes, target_bytes));
-    return;
+    return true;
   }
   accept(header, zmq_msg_data(&frames.parts[1]), input_bytes, zmq_msg_data(&frames.parts[2]), target_bytes);
+  return true;
 }
 
 void EnsembleServer::accept(const WireHeader& header, void* inputs, size_t /*input_bytes*/, void* targets,

@@ -52,8 +52,8 @@ class EnsembleServer {
   const std::map<std::string, int64_t>& refusals() const { return refusal_totals_; }
 
  private:
-  /// Receives one message (all its frames) and accounts for it.
-  void receive_one();
+  /// Receives one message (all its frames) and accounts for it; false when none was queued.
+  bool receive_one();
   void refuse(const std::string& reason, const std::string& detail);
   /// A sample message with the run's key: into the trainer's stream, or refused.
   void accept(const WireHeader& header, void* inputs, size_t input_bytes, void* targets, size_t target_bytes);
