@@ -14,6 +14,8 @@ struct EnsembleOptions {
   /// serve() ends once this many clients said goodbye (0: only on the
   /// trainer's max_steps, the time limit or a stop signal).
   int64_t expected_clients = 0;
+  /// ... and training took at least this many steps (the last samples trained on).
+  int64_t min_steps = 0;
   /// The name or address clients reach this rank by; empty: the host name.
   std::string host;
   /// The port each rank binds (0: any free one; the rendezvous file says which).

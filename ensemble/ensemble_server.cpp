@@ -46,12 +46,12 @@ struct Frames {
 
 EnsembleServer::EnsembleServer(OnlineTrainer& trainer, EnsembleOptions options)
     : trainer_(trainer), options_(std::move(options)) {
-  if (options_.expected_clients < 0 || options_.port < 0 || options_.port > 65535 ||
+  if (options_.expected_clients < 0 || options_.min_steps < 0 || options_.port < 0 || options_.port > 65535 ||
       options_.max_message_bytes < 1 || options_.time_limit_s < 0 || options_.drain_s < 0) {
     throw std::invalid_argument(fmt::format(
-        "[EnsembleServer] expected_clients ({}), time_limit_s ({}) and drain_s ({}) must be >= 0, port ({}) in "
-        "0..65535, max_message_bytes ({}) >= 1",
-        options_.expected_clients, options_.time_limit_s, options_.drain_s, options_.port,
+        "[EnsembleServer] expected_clients ({}), min_steps ({}), time_limit_s ({}) and drain_s ({}) must be >= 0, "
+        "port ({}) in 0..65535, max_message_bytes ({}) >= 1",
+        options_.expected_clients, options_.min_steps, options_.time_limit_s, options_.drain_s, options_.port,
         options_.max_message_bytes));
   }
   Strategy& strategy = trainer_.fabric().strategy();
@@ -105,7 +105,8 @@ void EnsembleServer::serve() {
            Clock::now() - started > std::chrono::duration<double>(options_.time_limit_s);
   };
   zmq_pollitem_t item{socket_, 0, ZMQ_POLLIN, 0};
-  while (trainer_.running() && !all_said_goodbye() && !out_of_time()) {
+  const auto done = [&] { return all_said_goodbye() && trainer_.global_step() >= options_.min_steps; };
+  while (trainer_.running() && !done() && !out_of_time()) {
     if (zmq_poll(&item, 1, 100) > 0) {
       while (receive_one()) {  // what is queued, without a poll per message
       }

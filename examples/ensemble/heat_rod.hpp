@@ -1,0 +1,39 @@
+#pragma once
+// The ensemble example's solver: the heat equation u_t = kappa u_xx on a rod
+// [0, 1] of 64 points, ends held at 0, from u0(x) = A (sin(pi x) + 0.5 sin(3 pi x)),
+// explicit Euler. A run is one (kappa, A); every 20th step is a sample:
+// inputs (kappa, A, t / kEndTime), targets the 64 values of u at t.
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace heat_rod {
+
+constexpr int64_t kPoints = 64;
+constexpr int64_t kSteps = 800;
+constexpr int64_t kEvery = 20;
+constexpr double kEndTime = 0.05;
+
+/// Calls `sample(inputs[3], field[64])` at steps 0, kEvery, 2 kEvery, ... (41 samples).
+inline void solve(double kappa, double amplitude, const std::function<void(const float*, const float*)>& sample) {
+  const double pi = std::acos(-1.0), dx = 1.0 / (kPoints - 1), dt = kEndTime / kSteps;
+  std::vector<double> u(kPoints), next(kPoints, 0.0);
+  for (int64_t i = 0; i < kPoints; ++i) {
+    const double x = static_cast<double>(i) * dx;
+    u[i] = amplitude * (std::sin(pi * x) + 0.5 * std::sin(3 * pi * x));
+  }
+  std::vector<float> field(kPoints);
+  for (int64_t step = 0; step <= kSteps; ++step) {
+    if (step % kEvery == 0) {
+      const float inputs[3] = {static_cast<float>(kappa), static_cast<float>(amplitude),
+                               static_cast<float>(static_cast<double>(step) * dt / kEndTime)};
+      for (int64_t i = 0; i < kPoints; ++i) field[i] = static_cast<float>(u[i]);
+      sample(inputs, field.data());
+    }
+    for (int64_t i = 1; i + 1 < kPoints; ++i) next[i] = u[i] + kappa * dt / (dx * dx) * (u[i - 1] - 2 * u[i] + u[i + 1]);
+    std::swap(u, next);
+  }
+}
+
+}  // namespace heat_rod
