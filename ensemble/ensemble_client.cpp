@@ -84,9 +84,12 @@ EnsembleClient::EnsembleClient(const std::filesystem::path& rendezvous, uint64_t
   if (context_ == nullptr) throw std::runtime_error("[EnsembleClient] zmq_ctx_new failed");
   for (const std::string& endpoint : file.endpoints) {
     void* socket = zmq_socket(context_, ZMQ_PUSH);
-    // Our queue is the bound: ZeroMQ holds a few messages per rank beyond it.
-    const int high_water = 4, timeout_ms = 100;
+    // Our queue is the bound: ZeroMQ holds a few messages per rank beyond it,
+    // and only for a rank it is connected to (immediate), so that "sent" means
+    // handed to a live connection and a server that is away leaves them queued here.
+    const int high_water = 4, timeout_ms = 100, immediate = 1;
     zmq_setsockopt(socket, ZMQ_SNDHWM, &high_water, sizeof high_water);
+    zmq_setsockopt(socket, ZMQ_IMMEDIATE, &immediate, sizeof immediate);
     zmq_setsockopt(socket, ZMQ_SNDTIMEO, &timeout_ms, sizeof timeout_ms);
     if (zmq_connect(socket, endpoint.c_str()) != 0) {
       const std::string error = zmq_strerror(zmq_errno());

@@ -62,6 +62,7 @@ fi
 env PATH="$no_cuda_path" cmake --build "$work/build-online" -j2
 "$work/build-online/c_consumer"
 mkdir -p "$work/fortran" && "$work/build-online/fortran_consumer" "$work/fortran"
+"$work/build-online/client_consumer"  # the ensemble client's C API (the Fortran one is built above)
 # And without CMake: cc and gfortran against the installed library and header.
 cc "$source_dir/tests/online/capi/online_c_api_test.c" -I"$work/prefix/include" -L"$work/prefix/lib" -lfulgur_online \
   -Wl,-rpath,"$work/prefix/lib" -lm -o "$work/c_plain"
