@@ -81,13 +81,19 @@ down() {
   done
 }
 
+check_launch() {  # NODES PER_NODE [--] COMMAND...: run's and mpi_run's arguments
+  [[ "$1" =~ ^[1-9][0-9]*$ && "$2" =~ ^[1-9][0-9]*$ ]] ||
+    { echo "sim_cluster: NODES '$1' and PER_NODE '$2' must be positive integers" >&2; exit 2; }
+  shift 2
+  [ "${1:-}" = "--" ] && shift
+  [ $# -ge 1 ] || usage
+}
+
 run() {  # NODES PER_NODE LOGDIR -- COMMAND...
   local nodes="$1" per_node="$2" logdir="$3"
   shift 3
-  [[ "$nodes" =~ ^[1-9][0-9]*$ && "$per_node" =~ ^[1-9][0-9]*$ ]] ||
-    { echo "sim_cluster: NODES '$nodes' and PER_NODE '$per_node' must be positive integers" >&2; exit 2; }
+  check_launch "$nodes" "$per_node" "$@"
   [ "${1:-}" = "--" ] && shift
-  [ $# -ge 1 ] || usage
   mkdir -p "$logdir"
   local world=$(( nodes * per_node )) pids=() rank
   for rank in $(seq 0 $(( world - 1 ))); do
@@ -115,10 +121,8 @@ run() {  # NODES PER_NODE LOGDIR -- COMMAND...
 mpi_run() {  # NODES PER_NODE LOGDIR -- COMMAND...
   local nodes="$1" per_node="$2" logdir="$3"
   shift 3
-  [[ "$nodes" =~ ^[1-9][0-9]*$ && "$per_node" =~ ^[1-9][0-9]*$ ]] ||
-    { echo "sim_cluster: NODES '$nodes' and PER_NODE '$per_node' must be positive integers" >&2; exit 2; }
+  check_launch "$nodes" "$per_node" "$@"
   [ "${1:-}" = "--" ] && shift
-  [ $# -ge 1 ] || usage
   mkdir -p "$logdir"
   local hosts="" i
   for i in $(seq 0 $(( nodes - 1 ))); do hosts+="${hosts:+,}$(node_addr "$i"):$per_node"; done
