@@ -1,6 +1,7 @@
 #include <fulgur/ensemble/ensemble_server.hpp>
 
 #include <fulgur/ensemble/rendezvous_file.hpp>
+#include <fulgur/core/stop_signals.hpp>
 #include <fulgur/online/stopped_error.hpp>
 
 #include <fmt/format.h>
@@ -13,6 +14,7 @@
 #include <climits>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -42,6 +44,37 @@ struct Frames {
   }
 };
 
+// One rank's accounts and refusals as text lines (what reconcile() gathers and a stopped run keeps).
+std::string table_of(const std::map<uint64_t, EnsembleAccount>& accounts, const std::map<std::string, int64_t>& refusals) {
+  std::ostringstream out;
+  for (const auto& [client, a] : accounts) {
+    out << "a " << client << ' ' << a.sent << ' ' << a.received << ' ' << a.refused << ' ' << a.trained << ' '
+        << a.evicted_untrained << ' ' << a.numbered << '\n';
+  }
+  for (const auto& [reason, count] : refusals) out << "r " << reason << ' ' << count << '\n';
+  return out.str();
+}
+
+// Calls `account` and `refusal` for each line of a table_of() text.
+void read_table(const std::string& table, const std::function<void(uint64_t, const EnsembleAccount&)>& account,
+                const std::function<void(const std::string&, int64_t)>& refusal) {
+  std::istringstream lines(table);
+  std::string kind;
+  while (lines >> kind) {
+    if (kind == "r") {
+      std::string reason;
+      int64_t count = 0;
+      lines >> reason >> count;
+      refusal(reason, count);
+    } else {
+      uint64_t client = 0;
+      EnsembleAccount a;
+      lines >> client >> a.sent >> a.received >> a.refused >> a.trained >> a.evicted_untrained >> a.numbered;
+      account(client, a);
+    }
+  }
+}
+
 }  // namespace
 
 EnsembleServer::EnsembleServer(OnlineTrainer& trainer, EnsembleOptions options)
@@ -56,26 +89,50 @@ EnsembleServer::EnsembleServer(OnlineTrainer& trainer, EnsembleOptions options)
   }
   Strategy& strategy = trainer_.fabric().strategy();
   const bool is_zero = trainer_.fabric().is_global_zero();
-  context_ = zmq_ctx_new();
-  socket_ = zmq_socket(context_, ZMQ_PULL);
-  // Larger messages end the sender's connection before ZeroMQ allocates them.
-  const int64_t largest = options_.max_message_bytes + (int64_t{1} << 12);
-  zmq_setsockopt(socket_, ZMQ_MAXMSGSIZE, &largest, sizeof largest);
-  const std::string bind = fmt::format("tcp://*:{}", options_.port == 0 ? std::string("*") : std::to_string(options_.port));
-  if (zmq_bind(socket_, bind.c_str()) != 0) {
-    const std::string error = zmq_strerror(zmq_errno());
-    zmq_close(socket_);
-    zmq_ctx_term(context_);
-    throw std::invalid_argument(fmt::format("[EnsembleServer] cannot bind {}: {}", bind, error));
+  // A run stopped by a signal left every rank's state: this server resumes it
+  // (the same key and ports, so the clients' connections find it again).
+  const int64_t rank = trainer_.fabric().global_rank();
+  const bool resumed = std::filesystem::exists(state_file(rank));
+  const int64_t some_resume = strategy.max_over_ranks(resumed ? 1 : 0);
+  const int64_t some_start = strategy.max_over_ranks(resumed ? 0 : 1);
+  if (some_resume == 1 && some_start == 1) {
+    throw std::invalid_argument(fmt::format("[EnsembleServer] some ranks find a stopped run's state in {} and some "
+                                            "do not: remove the ensemble_state_rank*.txt files to start afresh",
+                                            options_.run_dir.string()));
   }
-  char bound[256] = {};
-  size_t size = sizeof bound;
-  zmq_getsockopt(socket_, ZMQ_LAST_ENDPOINT, bound, &size);
-  const std::string port = std::string(bound).substr(std::string(bound).rfind(':') + 1);
-  endpoint_ = fmt::format("tcp://{}:{}", options_.host.empty() ? host_name() : options_.host, port);
-
-  // Rank 0 draws the key and writes the file once every rank's endpoint is known.
   RendezvousFile file;
+  if (resumed) {
+    file = RendezvousFile::read(rendezvous());
+    if (static_cast<int64_t>(file.endpoints.size()) != trainer_.fabric().world_size()) {
+      throw std::invalid_argument(fmt::format("[EnsembleServer] {} names {} ranks; this run has {}: a stopped run "
+                                              "resumes with as many ranks",
+                                              rendezvous().string(), file.endpoints.size(),
+                                              trainer_.fabric().world_size()));
+    }
+    endpoint_ = file.endpoints[static_cast<size_t>(rank)];
+    key_ = file.key;
+    std::ifstream in(state_file(rank));
+    std::stringstream text;
+    text << in.rdbuf();
+    read_table(
+        text.str(),
+        [&](uint64_t client, const EnsembleAccount& a) {
+          accounts_[client] = a;
+          carried_[client] = a;
+          if (a.sent >= 0) goodbyes_[client] = true;
+        },
+        [&](const std::string& reason, int64_t count) { refusals_[reason] = count; });
+  }
+  bind(resumed ? endpoint_.substr(endpoint_.rfind(':') + 1) : std::string());
+  if (resumed) {
+    if (trainer_.fabric().is_global_zero()) {
+      std::cerr << fmt::format("fulgur: ensemble: resuming the stopped run in {} ({} clients so far)",
+                               options_.run_dir.string(), accounts_.size())
+                << std::endl;
+    }
+    return;
+  }
+  // Rank 0 draws the key and writes the file once every rank's endpoint is known.
   if (is_zero) file.key = RendezvousFile::new_key();
   const std::string key = strategy.broadcast_bytes(std::string(file.key.begin(), file.key.end()));
   std::memcpy(key_.data(), key.data(), key_.size());
@@ -90,7 +147,31 @@ EnsembleServer::EnsembleServer(OnlineTrainer& trainer, EnsembleOptions options)
   }
 }
 
+void EnsembleServer::bind(const std::string& port) {
+  context_ = zmq_ctx_new();
+  socket_ = zmq_socket(context_, ZMQ_PULL);
+  // Larger messages end the sender's connection before ZeroMQ allocates them.
+  const int64_t largest = options_.max_message_bytes + (int64_t{1} << 12);
+  zmq_setsockopt(socket_, ZMQ_MAXMSGSIZE, &largest, sizeof largest);
+  const std::string address =
+      fmt::format("tcp://*:{}", !port.empty() ? port : options_.port == 0 ? std::string("*") : std::to_string(options_.port));
+  if (zmq_bind(socket_, address.c_str()) != 0) {
+    const std::string error = zmq_strerror(zmq_errno());
+    zmq_close(socket_);
+    zmq_ctx_term(context_);
+    socket_ = context_ = nullptr;
+    throw std::invalid_argument(fmt::format("[EnsembleServer] cannot bind {}: {}", address, error));
+  }
+  if (!port.empty()) return;  // resumed: the endpoint is the one the clients know
+  char bound[256] = {};
+  size_t size = sizeof bound;
+  zmq_getsockopt(socket_, ZMQ_LAST_ENDPOINT, bound, &size);
+  endpoint_ = fmt::format("tcp://{}:{}", options_.host.empty() ? host_name() : options_.host,
+                          std::string(bound).substr(std::string(bound).rfind(':') + 1));
+}
+
 EnsembleServer::~EnsembleServer() {
+  if (socket_ == nullptr) return;
   const int linger = 0;
   zmq_setsockopt(socket_, ZMQ_LINGER, &linger, sizeof linger);
   zmq_close(socket_);
@@ -127,6 +208,18 @@ void EnsembleServer::serve() {
     }
   }
   reconcile();
+  const int64_t rank = trainer_.fabric().global_rank();
+  if (trainer_.stop_signal() != 0) {
+    // Stopped by a signal (the trainer saved its checkpoint): keep what was counted for the next server.
+    std::ofstream(state_file(rank)) << table_of(accounts_, refusals_);
+    if (trainer_.fabric().is_global_zero()) {
+      std::cerr << fmt::format("fulgur: ensemble: stopped on {}; a server started again with {} resumes the run",
+                               StopSignals::name(trainer_.stop_signal()), options_.run_dir.string())
+                << std::endl;
+    }
+  } else {
+    std::filesystem::remove(state_file(rank));  // the run is over
+  }
   if (training_error) std::rethrow_exception(training_error);
 }
 
@@ -248,46 +341,31 @@ void EnsembleServer::reconcile() {
   for (const auto& [source, counts] : trainer_.stream().counts_by_source()) {
     if (source < 0) continue;
     EnsembleAccount& account = accounts_[static_cast<uint64_t>(source)];
-    account.trained = counts.trained;
-    account.evicted_untrained = counts.evicted_untrained;
+    const EnsembleAccount& before = carried_[static_cast<uint64_t>(source)];  // a stopped run's, resumed
+    account.trained = before.trained + counts.trained;
+    account.evicted_untrained = before.evicted_untrained + counts.evicted_untrained;
   }
-  // Every rank's table, as text lines, to every rank.
-  std::ostringstream mine;
-  for (const auto& [client, a] : accounts_) {
-    mine << "a " << client << ' ' << a.sent << ' ' << a.received << ' ' << a.refused << ' ' << a.trained << ' '
-         << a.evicted_untrained << ' ' << a.numbered << '\n';
-  }
-  for (const auto& [reason, count] : refusals_) mine << "r " << reason << ' ' << count << '\n';
   totals_.clear();
   refusal_totals_.clear();
   std::map<uint64_t, int64_t> goodbye_ranks, sent_sum;
   const int64_t ranks = trainer_.fabric().world_size();
-  for (const std::string& table : trainer_.fabric().strategy().all_gather_bytes(mine.str())) {
-    std::istringstream lines(table);
-    std::string kind;
-    while (lines >> kind) {
-      if (kind == "r") {
-        std::string reason;
-        int64_t count = 0;
-        lines >> reason >> count;
-        refusal_totals_[reason] += count;
-        continue;
-      }
-      uint64_t client = 0;
-      EnsembleAccount a;
-      lines >> client >> a.sent >> a.received >> a.refused >> a.trained >> a.evicted_untrained >> a.numbered;
-      EnsembleAccount& total = totals_[client];
-      // The client said goodbye to each rank with what it sent there; one it did not reach leaves the sum unknown.
-      if (a.sent >= 0) {
-        ++goodbye_ranks[client];
-        sent_sum[client] += a.sent;
-      }
-      total.received += a.received;
-      total.refused += a.refused;
-      total.trained += a.trained;
-      total.evicted_untrained += a.evicted_untrained;
-      total.numbered = std::max(total.numbered, a.numbered);
-    }
+  for (const std::string& table : trainer_.fabric().strategy().all_gather_bytes(table_of(accounts_, refusals_))) {
+    read_table(
+        table,
+        [&](uint64_t client, const EnsembleAccount& a) {
+          EnsembleAccount& total = totals_[client];
+          // The client said goodbye to each rank with what it sent there; one it did not reach leaves the sum unknown.
+          if (a.sent >= 0) {
+            ++goodbye_ranks[client];
+            sent_sum[client] += a.sent;
+          }
+          total.received += a.received;
+          total.refused += a.refused;
+          total.trained += a.trained;
+          total.evicted_untrained += a.evicted_untrained;
+          total.numbered = std::max(total.numbered, a.numbered);
+        },
+        [&](const std::string& reason, int64_t count) { refusal_totals_[reason] += count; });
   }
   for (auto& [client, total] : totals_) total.sent = goodbye_ranks[client] == ranks ? sent_sum[client] : -1;
   if (!trainer_.fabric().is_global_zero()) return;

@@ -27,6 +27,13 @@ namespace fulgur {
 /// shapes against the stream's first and the model's output) before any
 /// tensor is made from it; a refused one is counted and logged, and
 /// training goes on. At the end rank 0 writes `run_dir/ensemble_accounting.csv`.
+///
+/// A run stopped by a signal (SIGTERM, SIGINT, SIGUSR1, with the trainer's
+/// checkpoint_dir set: the trainer saves its checkpoint) leaves every rank's
+/// counts in `run_dir/ensemble_state_rank<r>.txt`; a server started again
+/// with the same run_dir and rank count resumes it: the same key and ports
+/// (the clients' connections find it again; what they queued meanwhile
+/// follows), the counts going on.
 class EnsembleServer {
  public:
   /// Binds this rank's socket and, with every rank (collective), writes the
@@ -60,6 +67,11 @@ class EnsembleServer {
   /// Sums every rank's accounts and refusals into totals_ (collective) and writes the CSV on rank 0.
   void reconcile();
   bool all_said_goodbye() const;
+  /// Creates the socket and binds it: `port` (a resumed run's), else options.port or any free one.
+  void bind(const std::string& port);
+  std::filesystem::path state_file(int64_t rank) const {
+    return options_.run_dir / ("ensemble_state_rank" + std::to_string(rank) + ".txt");
+  }
 
   OnlineTrainer& trainer_;
   EnsembleOptions options_;
@@ -68,6 +80,8 @@ class EnsembleServer {
   void* socket_ = nullptr;
   std::string endpoint_;
   std::map<uint64_t, EnsembleAccount> accounts_, totals_;
+  /// A resumed run's accounts as the stopped server left them (its trained counts go on from there).
+  std::map<uint64_t, EnsembleAccount> carried_;
   std::map<uint64_t, bool> goodbyes_;
   std::map<std::string, int64_t> refusals_, refusal_totals_;
   /// The first accepted message's per-sample shapes: later ones must match.

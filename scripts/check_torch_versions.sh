@@ -32,14 +32,17 @@ for version in "${versions[@]}"; do
   mkdir -p "$build"
   log="$build/check.log"
   echo "[torch $version] building into $build (log: $log)"
-  if ! { cmake -S "$root" -B "$build" -G Ninja -DTorch_DIR="$torch_dir" && cmake --build "$build" -j"${JOBS:-2}"; } \
+  # nvImageCodec (the device-decode tests' CPU backend) comes from the tests' venv, not the version's.
+  nvimgcodec="$root/.venv/lib/python3.11/site-packages/nvidia/nvimgcodec"
+  if ! { cmake -S "$root" -B "$build" -G Ninja -DTorch_DIR="$torch_dir" \
+           -DFULGUR_NVIMGCODEC_INCLUDE_DIR="$nvimgcodec/include" && cmake --build "$build" -j"${JOBS:-2}"; } \
       > "$log" 2>&1; then
     echo "[torch $version] BUILD FAILED:"; grep -m 20 -E "error|Error" "$log" || tail -30 "$log"
     status=1
     continue
   fi
   # shellcheck disable=SC2086  # TESTS holds ctest arguments
-  if (cd "$build" && ctest -j"${JOBS:-2}" --timeout 900 ${TESTS:-} >> "$log" 2>&1); then
+  if (cd "$build" && FULGUR_NVIMGCODEC_DIR="$nvimgcodec" ctest -j"${JOBS:-2}" --timeout 900 ${TESTS:-} >> "$log" 2>&1); then
     echo "[torch $version] $(grep -E 'tests passed' "$log" | tail -1)"
   else
     echo "[torch $version] TESTS FAILED: $(grep -E 'tests passed|tests failed' "$log" | tail -1)"

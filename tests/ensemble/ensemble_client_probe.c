@@ -6,6 +6,7 @@
  *   ensemble_client_probe RENDEZVOUS CLIENT_ID SAMPLES PER_SEND [drop_oldest QUEUE | killed_after SENDS]
  *                          killed_after: SIGKILL to itself after SENDS sends and 0.5 s
  *   ... PER_SEND wide_after SENDS   after SENDS sends, samples of 3 inputs (the stream holds 2)
+ *   ... PER_SEND paced MS           MS milliseconds between sends
  *   ensemble_client_probe RENDEZVOUS garbage     raw ZeroMQ: a message that is no header,
  *                                                one with a bad magic, one whose frames
  *                                                disagree with its header
@@ -89,12 +90,14 @@ int main(int argc, char** argv) {
   fulgur_client_options options = fulgur_client_default_options();
   options.connect_timeout_s = 30;
   options.close_timeout_s = 30;
-  int killed_after = -1, wide_after = -1;
+  int killed_after = -1, wide_after = -1, paced_ms = 0;
   if (argc == 7 && strcmp(argv[5], "drop_oldest") == 0) {
     options.when_full = FULGUR_CLIENT_DROP_OLDEST;
     options.queue_capacity = atoll(argv[6]);
   } else if (argc == 7 && strcmp(argv[5], "killed_after") == 0) {
     killed_after = atoi(argv[6]);
+  } else if (argc == 7 && strcmp(argv[5], "paced") == 0) {
+    paced_ms = atoi(argv[6]);
   } else if (argc == 7 && strcmp(argv[5], "wide_after") == 0) {
     wide_after = atoi(argv[6]);
   } else if (argc == 7) {
@@ -115,6 +118,10 @@ int main(int argc, char** argv) {
       printf("client %lld: killed after %d sends\n", id, sends);
       fflush(stdout);
       raise(SIGKILL);
+    }
+    if (paced_ms > 0) {
+      const struct timespec pause = {0, paced_ms * 1000000L};
+      nanosleep(&pause, NULL);
     }
     const int n = samples - done < per_send ? samples - done : per_send;
     for (int i = 0; i < n; ++i) {

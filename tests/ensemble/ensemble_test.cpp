@@ -18,6 +18,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <chrono>
 #include <future>
 #include <sstream>
 #include <string>
@@ -235,6 +236,68 @@ TEST_CASE("fulgur_serve on 2 ranks under mpirun (process_group_backend mpi): a k
   CHECK(received <= numbered);
   CHECK(numbered <= 50);
   CHECK(std::filesystem::exists(dir / "run" / "model.ckpt"));
+}
+
+TEST_CASE("a server stopped by SIGTERM and started again resumes the run: the same key and port, the client's "
+          "queued samples follow, the counts go on, none counted twice") {
+  TempDir dir("ensemble-restart");
+  const std::string yaml = (dir / "ensemble.yaml").string();
+  std::ofstream(yaml) << fmt::format(
+      "model: {{type: mlp, layers: [2, 16, 1], activation: tanh}}\n"
+      "optimizer: {{type: adam, lr: 0.01}}\n"
+      "online: {{publish_every_n_steps: 10, num_threads: 1, checkpoint_dir: {0}/ckpt}}\n"
+      "stream: {{capacity: 20000, when_full: replay, batch_size: 32, seed: 3, min_samples: 64}}\n"
+      "trainer: {{accelerator: cpu, logger: false, enable_checkpointing: false}}\n"
+      "ensemble: {{run_dir: {0}/run, expected_clients: 1, host: 127.0.0.1, drain_s: 1}}\n",
+      dir.path().string());
+  const std::string serve = "sh -c 'echo $$ > " + (dir / "pid").string() + "; exec " + std::string(FULGUR_BINARY_DIR) +
+                            "/bin/fulgur_serve --config " + yaml + "'";
+  auto first = std::async(std::launch::async, [&] { return run_command(serve, 120); });
+  const auto rendezvous = dir / "run" / "ensemble.rendezvous";
+  // 10,000 samples, 10 per send, 5 ms apart: at least 5 s, so the stop below comes mid-stream.
+  auto sender = client(rendezvous.string() + " 31 10000 10 paced 5");
+  for (int i = 0; i < 600 && !std::filesystem::exists(rendezvous); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(std::filesystem::exists(rendezvous));
+  const std::string key = read_file(rendezvous);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  REQUIRE(run_command("kill -TERM $(cat " + (dir / "pid").string() + ")").exit_code == 0);
+  const auto stopped = first.get();
+  INFO(stopped.output);
+  REQUIRE(stopped.exit_code == 0);
+  CHECK(stopped.output.find("fulgur: ensemble: stopped on SIGTERM") != std::string::npos);
+  CHECK(std::filesystem::exists(dir / "run" / "ensemble_state_rank0.txt"));
+  long long received_before = -1;
+  {
+    const std::string csv = read_file(dir / "run" / "ensemble_accounting.csv");
+    const size_t row = csv.find("\n31,,");
+    REQUIRE(row != std::string::npos);  // no goodbye yet
+    REQUIRE(std::sscanf(csv.c_str() + row, "\n31,,%lld,", &received_before) == 1);
+    CHECK(received_before > 0);
+    CHECK(received_before < 10000);
+  }
+
+  const auto resumed = run_command(std::string(FULGUR_BINARY_DIR) + "/bin/fulgur_serve --config " + yaml, 120);
+  const auto sent = sender.get();
+  INFO(resumed.output << sent.output);
+  REQUIRE(resumed.exit_code == 0);
+  REQUIRE(sent.exit_code == 0);
+  CHECK(resumed.output.find("fulgur: ensemble: resuming the stopped run") != std::string::npos);
+  CHECK(read_file(rendezvous) == key);  // the clients' file stays valid
+  CHECK(sent.output.find("client 31: sent 10000 dropped 0 queued 0") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir / "run" / "ensemble_state_rank0.txt"));  // the run is over
+  const std::string csv = read_file(dir / "run" / "ensemble_accounting.csv");
+  INFO(csv);
+  long long total = -1, received = -1, refused = -1, lost = -1;
+  REQUIRE(std::sscanf(csv.c_str() + csv.find("\n31,"), "\n31,%lld,%lld,%lld,%lld,", &total, &received, &refused,
+                      &lost) == 4);
+  MESSAGE("received " << received_before << " before the stop, " << received << " in all; lost in the stop: " << lost);
+  CHECK(total == 10000);
+  CHECK(received > received_before);  // the counts went on
+  CHECK(refused == 0);
+  CHECK(lost >= 0);                   // none counted twice
+  CHECK(received + lost == 10000);
 }
 
 }  // namespace ensemble_test
