@@ -5,6 +5,7 @@
 // surrogate learns.
 #include "support/test_support.hpp"
 
+#include <fulgur/ensemble/ensemble_config.hpp>
 #include <fulgur/ensemble/ensemble_server.hpp>
 #include <fulgur/ensemble/rendezvous_file.hpp>
 #include <fulgur/online/online_config.hpp>
@@ -298,6 +299,65 @@ TEST_CASE("a server stopped by SIGTERM and started again resumes the run: the sa
   CHECK(refused == 0);
   CHECK(lost >= 0);                   // none counted twice
   CHECK(received + lost == 10000);
+}
+
+TEST_CASE("2 server ranks end where 1 rank ends on the same samples: one client, one sample per message, FIFO "
+          "streams") {
+  // One client's messages go to the ranks in turn, so rank r holds samples r, r + 2, ...; with FIFO streams
+  // (when_full: block) a 2-rank step of 16 + 16 samples is the 1-rank step of the same 32, whatever the timing.
+  TempDir dir("ensemble-parity");
+  auto yaml = [&](const std::string& name, int64_t batch, const std::string& trainer) {
+    const auto path = dir / (name + ".yaml");
+    std::ofstream(path) << fmt::format(
+        "model: {{type: mlp, layers: [2, 16, 1], activation: tanh}}\n"
+        "optimizer: {{type: sgd, lr: 0.1}}\n"
+        "seed: 5\n"
+        "online: {{publish_every_n_steps: 1, num_threads: 1}}\n"
+        "stream: {{capacity: 1024, when_full: block, batch_size: {}}}\n"
+        "trainer: {{accelerator: cpu, logger: false, enable_checkpointing: false{}}}\n"
+        "ensemble: {{run_dir: {}, expected_clients: 1, min_steps: 20, host: 127.0.0.1, drain_s: 0}}\n",
+        batch, trainer, (dir / name).string());
+    return path.string();
+  };
+  const std::string serve = std::string(FULGUR_BINARY_DIR) + "/bin/fulgur_serve --config ";
+  const std::string mpirun = "env -u MASTER_ADDR -u MASTER_PORT -u FULGUR_FILE_STORE mpirun --allow-run-as-root "
+                             "--oversubscribe -np 2 ";
+  for (const auto& [name, command] :
+       {std::pair{std::string("one"), serve + yaml("one", 32, "")},
+        std::pair{std::string("two"), mpirun + serve + yaml("two", 16, ", strategy: ddp, process_group_backend: mpi")}}) {
+    auto server = std::async(std::launch::async, [command = command] { return run_command(command, 180); });
+    const auto sent = client((dir / name / "ensemble.rendezvous").string() + " 41 640 1").get();
+    const auto served = server.get();
+    INFO(name << ": " << served.output << sent.output);
+    REQUIRE(sent.exit_code == 0);
+    REQUIRE(served.exit_code == 0);
+    CHECK(served.output.find("640 samples sent, 640 received, 0 refused, 0 lost, 640 trained at least once") !=
+          std::string::npos);
+    CHECK(served.output.find("fulgur_serve: 20 steps") != std::string::npos);
+  }
+  // Both checkpoints into one single-process trainer each: the weights agree.
+  std::vector<std::vector<torch::Tensor>> weights;
+  for (const std::string name : {"one", "two"}) {
+    fulgur::EnsembleConfig config = fulgur::EnsembleConfig::from_yaml_file(dir / (name + ".yaml"));
+    config.online.options.trainer.strategy(fulgur::StrategyKind::Auto)
+        .devices(1)
+        .process_group_backend(fulgur::ProcessGroupBackend::Auto);
+    auto trainer = config.online.make_trainer();
+    trainer->load_checkpoint(dir / name / "model.ckpt");
+    CHECK(trainer->global_step() == 20);
+    weights.push_back(trainer->module().parameters());
+  }
+  // ... and differ from the first weights (the same seed): the 20 steps moved them.
+  fulgur::EnsembleConfig fresh = fulgur::EnsembleConfig::from_yaml_file(dir / "one.yaml");
+  const auto untrained = fresh.online.make_trainer()->module().parameters();
+  REQUIRE(weights[0].size() == weights[1].size());
+  double moved = 0.0;
+  for (size_t i = 0; i < weights[0].size(); ++i) {
+    CAPTURE(i);
+    CHECK(torch::allclose(weights[0][i], weights[1][i], 1e-5, 1e-6));
+    moved = std::max(moved, (weights[0][i] - untrained[i]).abs().max().item<double>());
+  }
+  CHECK(moved > 1e-3);
 }
 
 }  // namespace ensemble_test
