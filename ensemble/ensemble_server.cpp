@@ -26,6 +26,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int kLoggedPerReason = 5;  // refusals logged one line each; after that only counted
+constexpr int64_t kLoggedJoins = 10;  // the first clients' first samples, one line each
 
 std::string host_name() {
   char name[HOST_NAME_MAX + 1] = {};
@@ -324,6 +325,11 @@ void EnsembleServer::accept(const WireHeader& header, void* inputs, size_t /*inp
     return;
   }
   if (!first_) first_ = header;
+  if (account.received == 0 && ++joined_ <= kLoggedJoins) {
+    std::cerr << fmt::format("fulgur: ensemble: rank {}: client {} joined{}", trainer_.fabric().global_rank(),
+                             header.client_id, joined_ == kLoggedJoins ? " (further joins: the accounting)" : "")
+              << std::endl;
+  }
   account.received += header.count;
 }
 

@@ -84,6 +84,8 @@ class EnsembleServer {
   std::map<uint64_t, EnsembleAccount> carried_;
   std::map<uint64_t, bool> goodbyes_;
   std::map<std::string, int64_t> refusals_, refusal_totals_;
+  /// Clients whose first samples this rank accepted (the first few are logged).
+  int64_t joined_ = 0;
   /// The first accepted message's per-sample shapes: later ones must match.
   std::optional<WireHeader> first_;
 };

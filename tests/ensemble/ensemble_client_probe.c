@@ -3,8 +3,8 @@
  * drawn from a generator seeded by CLIENT_ID), PER_SEND at a time, then
  * closes and prints its counts: "client ID: sent S dropped D queued Q".
  *
- *   ensemble_client_probe RENDEZVOUS CLIENT_ID SAMPLES PER_SEND [drop_oldest QUEUE | killed_after SENDS]
- *                          killed_after: SIGKILL to itself after SENDS sends and 0.5 s
+ *   ensemble_client_probe RENDEZVOUS CLIENT_ID SAMPLES PER_SEND [drop_oldest QUEUE | held_after SENDS]
+ *                          held_after: after SENDS sends it waits (60 s) for the test to kill it
  *   ... PER_SEND wide_after SENDS   after SENDS sends, samples of 3 inputs (the stream holds 2)
  *   ... PER_SEND paced MS           MS milliseconds between sends
  *   ensemble_client_probe RENDEZVOUS garbage     raw ZeroMQ: a message that is no header,
@@ -14,7 +14,6 @@
 #include <fulgur/ensemble/fulgur_client.h>
 
 #include <math.h>
-#include <signal.h>
 #include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,12 +89,12 @@ int main(int argc, char** argv) {
   fulgur_client_options options = fulgur_client_default_options();
   options.connect_timeout_s = 30;
   options.close_timeout_s = 30;
-  int killed_after = -1, wide_after = -1, paced_ms = 0;
+  int held_after = -1, wide_after = -1, paced_ms = 0;
   if (argc == 7 && strcmp(argv[5], "drop_oldest") == 0) {
     options.when_full = FULGUR_CLIENT_DROP_OLDEST;
     options.queue_capacity = atoll(argv[6]);
-  } else if (argc == 7 && strcmp(argv[5], "killed_after") == 0) {
-    killed_after = atoi(argv[6]);
+  } else if (argc == 7 && strcmp(argv[5], "held_after") == 0) {
+    held_after = atoi(argv[6]);
   } else if (argc == 7 && strcmp(argv[5], "paced") == 0) {
     paced_ms = atoi(argv[6]);
   } else if (argc == 7 && strcmp(argv[5], "wide_after") == 0) {
@@ -112,12 +111,12 @@ int main(int argc, char** argv) {
   float* x = malloc(sizeof(float) * 3 * (size_t)per_send);
   float* y = malloc(sizeof(float) * (size_t)per_send);
   for (int done = 0, sends = 0; done < samples; done += per_send, ++sends) {
-    if (sends == killed_after) {
-      const struct timespec pause = {0, 500000000};
-      nanosleep(&pause, NULL);
-      printf("client %lld: killed after %d sends\n", id, sends);
+    if (sends == held_after) {
+      printf("client %lld: held after %d sends\n", id, sends);
       fflush(stdout);
-      raise(SIGKILL);
+      const struct timespec pause = {60, 0};
+      nanosleep(&pause, NULL);
+      return 3; /* not killed: the test did not do its part */
     }
     if (paced_ms > 0) {
       const struct timespec pause = {0, paced_ms * 1000000L};
