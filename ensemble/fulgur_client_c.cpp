@@ -72,6 +72,12 @@ fulgur_client_status fulgur_client_connect(const char* rendezvous, int64_t clien
                 "fulgur_client_connect: rendezvous and out must not be null, client_id must be >= 0");
   }
   const fulgur_client_options o = options != nullptr ? *options : fulgur_client_default_options();
+  if (o.queue_capacity < 1 || !(o.connect_timeout_s >= 0) || !(o.close_timeout_s >= 0)) {
+    return fail(FULGUR_CLIENT_INVALID_ARGUMENT,
+                "fulgur_client_connect: queue_capacity must be >= 1 and the timeouts >= 0, got " +
+                    std::to_string(o.queue_capacity) + ", " + std::to_string(o.connect_timeout_s) + " and " +
+                    std::to_string(o.close_timeout_s));
+  }
   if (o.when_full != FULGUR_CLIENT_BLOCK && o.when_full != FULGUR_CLIENT_DROP_OLDEST) {
     return fail(FULGUR_CLIENT_INVALID_ARGUMENT, "fulgur_client_connect: when_full must be FULGUR_CLIENT_BLOCK (0) or "
                                                 "FULGUR_CLIENT_DROP_OLDEST (1), got " + std::to_string(o.when_full));

@@ -30,6 +30,10 @@ int main(void) {
   options.connect_timeout_s = 0.2;
   options.close_timeout_s = 0.3;
   fulgur_client* client = NULL;
+  fulgur_client_options bad = options;
+  bad.queue_capacity = 0;
+  CHECK(fulgur_client_connect(path, 1, &bad, &client) == FULGUR_CLIENT_INVALID_ARGUMENT);
+  CHECK(strstr(fulgur_client_last_error(), "queue_capacity must be >= 1") != NULL);
   CHECK(fulgur_client_connect(path, 1, &options, &client) == FULGUR_CLIENT_CONNECT_ERROR);
   CHECK(client == NULL);
   CHECK(strstr(fulgur_client_last_error(), "no rendezvous file") != NULL);
