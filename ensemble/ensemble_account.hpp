@@ -22,6 +22,15 @@ struct EnsembleAccount {
   int64_t numbered = 0;
   /// Sent but never received (0 without a goodbye: unknown).
   int64_t lost() const { return sent < 0 ? 0 : sent - received - refused; }
+  /// Adds `other`'s counts (the same client on another rank, or another
+  /// client for a total); `sent` is the caller's (it needs every goodbye).
+  void add_counts(const EnsembleAccount& other) {
+    received += other.received;
+    refused += other.refused;
+    trained += other.trained;
+    evicted_untrained += other.evicted_untrained;
+    numbered = numbered > other.numbered ? numbered : other.numbered;
+  }
 };
 
 }  // namespace fulgur

@@ -186,14 +186,8 @@ void EnsembleServer::serve() {
     return options_.time_limit_s > 0 &&
            Clock::now() - started > std::chrono::duration<double>(options_.time_limit_s);
   };
-  zmq_pollitem_t item{socket_, 0, ZMQ_POLLIN, 0};
   const auto done = [&] { return all_said_goodbye() && trainer_.global_step() >= options_.min_steps; };
-  while (trainer_.running() && !done() && !out_of_time()) {
-    if (zmq_poll(&item, 1, 100) > 0) {
-      while (receive_one()) {  // what is queued, without a poll per message
-      }
-    }
-  }
+  while (trainer_.running() && !done() && !out_of_time()) receive_for(100);
   std::exception_ptr training_error;
   try {
     trainer_.stop();  // every rank's training ends at the same step
@@ -202,12 +196,7 @@ void EnsembleServer::serve() {
   }
   // What is in flight still counts (received, untrained), until every goodbye came or drain_s passed.
   const auto drain_end = Clock::now() + std::chrono::duration<double>(options_.drain_s);
-  while (Clock::now() < drain_end && !(options_.expected_clients > 0 && all_said_goodbye())) {
-    if (zmq_poll(&item, 1, 50) > 0) {
-      while (receive_one()) {
-      }
-    }
-  }
+  while (Clock::now() < drain_end && !(options_.expected_clients > 0 && all_said_goodbye())) receive_for(50);
   reconcile();
   const int64_t rank = trainer_.fabric().global_rank();
   if (trainer_.stop_signal() != 0) {
@@ -222,6 +211,13 @@ void EnsembleServer::serve() {
     std::filesystem::remove(state_file(rank));  // the run is over
   }
   if (training_error) std::rethrow_exception(training_error);
+}
+
+void EnsembleServer::receive_for(int milliseconds) {
+  zmq_pollitem_t item{socket_, 0, ZMQ_POLLIN, 0};
+  if (zmq_poll(&item, 1, milliseconds) <= 0) return;
+  while (receive_one()) {  // what is queued, without a poll per message
+  }
 }
 
 bool EnsembleServer::all_said_goodbye() const {
@@ -286,12 +282,11 @@ bool EnsembleServer::receive_one() {
                                input_bytes, target_bytes));
     return true;
   }
-  accept(header, zmq_msg_data(&frames.parts[1]), input_bytes, zmq_msg_data(&frames.parts[2]), target_bytes);
+  accept(header, zmq_msg_data(&frames.parts[1]), zmq_msg_data(&frames.parts[2]));
   return true;
 }
 
-void EnsembleServer::accept(const WireHeader& header, void* inputs, size_t /*input_bytes*/, void* targets,
-                            size_t /*target_bytes*/) {
+void EnsembleServer::accept(const WireHeader& header, void* inputs, void* targets) {
   EnsembleAccount& account = accounts_[header.client_id];
   // float32 and float64 both become the model's float32: only the shapes must agree.
   if (first_ && (header.input_shape != first_->input_shape || header.target_shape != first_->target_shape)) {
@@ -365,18 +360,14 @@ void EnsembleServer::reconcile() {
             ++goodbye_ranks[client];
             sent_sum[client] += a.sent;
           }
-          total.received += a.received;
-          total.refused += a.refused;
-          total.trained += a.trained;
-          total.evicted_untrained += a.evicted_untrained;
-          total.numbered = std::max(total.numbered, a.numbered);
+          total.add_counts(a);
         },
         [&](const std::string& reason, int64_t count) { refusal_totals_[reason] += count; });
   }
   for (auto& [client, total] : totals_) total.sent = goodbye_ranks[client] == ranks ? sent_sum[client] : -1;
   if (!trainer_.fabric().is_global_zero()) return;
   EnsembleAccount sum{0};
-  int64_t no_goodbye = 0;
+  int64_t no_goodbye = 0, lost = 0;
   std::ofstream csv(accounting_file());
   csv << "client,sent,received,refused,lost,trained,untrained,evicted_untrained,goodbye,numbered\n";
   for (const auto& [client, a] : totals_) {
@@ -385,28 +376,24 @@ void EnsembleServer::reconcile() {
                        a.sent < 0 ? "no" : "yes", a.numbered);
     if (a.sent < 0) ++no_goodbye;
     sum.sent += std::max<int64_t>(a.sent, 0);
-    sum.received += a.received;
-    sum.refused += a.refused;
-    sum.trained += a.trained;
-    sum.evicted_untrained += a.evicted_untrained;
+    sum.add_counts(a);
+    lost += a.lost();
   }
-  int64_t lost = 0;
-  for (const auto& [client, a] : totals_) lost += a.lost();
   csv << fmt::format("total,{},{},{},{},{},{},{},{},\n", sum.sent, sum.received, sum.refused, lost, sum.trained,
                      sum.received - sum.trained, sum.evicted_untrained,
                      no_goodbye == 0 ? "all" : fmt::format("{} without", no_goodbye));
   csv.close();
   if (!csv) throw std::runtime_error("[EnsembleServer] cannot write " + accounting_file().string());
   std::vector<std::string> reasons;
-  for (const auto& [reason, count] : refusal_totals_) reasons.push_back(fmt::format("{}: {}", reason, count));
+  int64_t refused_messages = 0;
+  for (const auto& [reason, count] : refusal_totals_) {
+    reasons.push_back(fmt::format("{}: {}", reason, count));
+    refused_messages += count;
+  }
   std::cerr << fmt::format("fulgur: ensemble: {} clients ({} without a goodbye): {} samples sent, {} received, {} "
                            "refused, {} lost, {} trained at least once; {} message(s) refused{}; {}",
                            totals_.size(), no_goodbye, sum.sent, sum.received, sum.refused, lost, sum.trained,
-                           [&] {
-                             int64_t n = 0;
-                             for (const auto& [reason, count] : refusal_totals_) n += count;
-                             return n;
-                           }(),
+                           refused_messages,
                            reasons.empty() ? "" : fmt::format(" ({})", fmt::join(reasons, ", ")),
                            accounting_file().string())
             << std::endl;

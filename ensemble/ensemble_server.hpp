@@ -62,8 +62,10 @@ class EnsembleServer {
   /// Receives one message (all its frames) and accounts for it; false when none was queued.
   bool receive_one();
   void refuse(const std::string& reason, const std::string& detail);
-  /// A sample message with the run's key: into the trainer's stream, or refused.
-  void accept(const WireHeader& header, void* inputs, size_t input_bytes, void* targets, size_t target_bytes);
+  /// A sample message with the run's key, its frames' sizes checked: into the trainer's stream, or refused.
+  void accept(const WireHeader& header, void* inputs, void* targets);
+  /// Waits up to `milliseconds` for a message, then takes every one queued.
+  void receive_for(int milliseconds);
   /// Sums every rank's accounts and refusals into totals_ (collective) and writes the CSV on rank 0.
   void reconcile();
   bool all_said_goodbye() const;

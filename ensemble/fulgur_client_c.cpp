@@ -93,9 +93,7 @@ fulgur_client_status fulgur_client_connect(const char* rendezvous, int64_t clien
     *out = handle.release();
     last_error.clear();
     return FULGUR_CLIENT_OK;
-  } catch (const std::invalid_argument& e) {
-    return fail(FULGUR_CLIENT_CONNECT_ERROR, std::string("fulgur_client_connect: ") + e.what());
-  } catch (const std::exception& e) {
+  } catch (const std::exception& e) {  // the file (missing, unreadable) or an endpoint: the options were checked
     return fail(FULGUR_CLIENT_CONNECT_ERROR, std::string("fulgur_client_connect: ") + e.what());
   }
 }

@@ -516,9 +516,6 @@ c_cuda_graph_examples() {
 # The same over MPI (issue 60): two ranks started by mpirun (the kit's Open
 # MPI, scripts/gpu_kit.sh), process_group_backend mpi, CUDA tensors staged
 # through pinned host memory or handed to a CUDA-aware MPI directly.
-gloo_pair() {  # gloo_pair PROBE STRATEGY ARGS...
-  backend_pair gloo "$@"
-}
 backend_pair() {  # backend_pair BACKEND PROBE STRATEGY ARGS...
   local backend="$1" probe="$2" strategy="$3" dir="$work/$1/$name"
   shift 3
@@ -544,10 +541,10 @@ backend_pair() {  # backend_pair BACKEND PROBE STRATEGY ARGS...
   figure="2 ${backend^} ranks on one device vs 1 rank: $same$aware"
   return $rc
 }
-c_gloo_ddp() { gloo_pair ddp_probe ddp; }
-c_gloo_horovod() { gloo_pair ddp_probe horovod; }
+c_gloo_ddp() { backend_pair gloo ddp_probe ddp; }
+c_gloo_horovod() { backend_pair gloo ddp_probe horovod; }
 c_gloo_fsdp() {
-  gloo_pair fsdp_probe fsdp --data.samples 96 --trainer.fsdp.min_num_params 50 --trainer.fsdp.sharding_strategy FULL_SHARD
+  backend_pair gloo fsdp_probe fsdp --data.samples 96 --trainer.fsdp.min_num_params 50 --trainer.fsdp.sharding_strategy FULL_SHARD
 }
 c_mpi_ddp() { backend_pair mpi ddp_probe ddp; }
 c_mpi_fsdp() {
