@@ -218,14 +218,15 @@ void SampleStream::mark_trained(const std::vector<int64_t>& logical) {
     const auto row = static_cast<size_t>((head_ + i) % options_.capacity);
     if (row_trained_[row] != 0) continue;
     row_trained_[row] = 1;
-    ++trained_;
     ++by_source_[row_source_[row]].trained;
   }
 }
 
 int64_t SampleStream::trained() const {
   std::lock_guard lock(mutex_);
-  return trained_;
+  int64_t trained = 0;
+  for (const auto& [source, counts] : by_source_) trained += counts.trained;
+  return trained;
 }
 
 std::map<int64_t, SampleSourceCounts> SampleStream::counts_by_source() const {

@@ -104,7 +104,6 @@ class SampleStream : public DataLoader, public Exhaustible {
   std::mt19937_64 generator_;
   int64_t pushed_ = 0;
   int64_t dropped_ = 0;
-  int64_t trained_ = 0;
   /// Per ring row: its sample's source, and whether a batch drew it yet.
   std::vector<int64_t> row_source_;
   std::vector<char> row_trained_;
