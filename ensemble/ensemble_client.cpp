@@ -1,5 +1,6 @@
 #include <fulgur/ensemble/ensemble_client.hpp>
 
+#include <fulgur/ensemble/ensemble_refused_error.hpp>
 #include <fulgur/ensemble/rendezvous_file.hpp>
 
 #include <zmq.h>
@@ -14,15 +15,20 @@
 
 namespace fulgur {
 
-/// One send(): the header frame, and the inputs' and targets' bytes, which
-/// ZeroMQ takes over without a copy (freed by it once sent).
+/// One send(): its header and the inputs' and targets' bytes, shared by
+/// the ranks' list of unacknowledged messages and the frames ZeroMQ holds
+/// (which reference the bytes without a copy).
 struct EnsembleClient::Message {
+  WireHeader fields;
+  /// Encoded once the message has its rank and number.
   std::string header;
   void* inputs = nullptr;
   size_t input_bytes = 0;
   void* targets = nullptr;
   size_t target_bytes = 0;
   int64_t samples = 0;
+  /// The rank it went to (-1: not sent yet).
+  int64_t rank = -1;
   Message() = default;
   Message(const Message&) = delete;
   Message& operator=(const Message&) = delete;
@@ -36,7 +42,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void free_buffer(void* data, void* /*hint*/) { std::free(data); }
+constexpr double kFirstResendS = 1.0, kLongestResendS = 8.0;
+
+// A frame's bytes belong to a message: ZeroMQ holds a reference to it until it sent them.
+void release_message(void* /*data*/, void* hint) { delete static_cast<std::shared_ptr<const void>*>(hint); }
+
+std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
 
 // Per-sample extents of a shape whose first extent counts the samples.
 std::vector<int64_t> per_sample(const std::vector<int64_t>& shape, const char* what) {
@@ -70,7 +83,7 @@ EnsembleClient::EnsembleClient(const std::filesystem::path& rendezvous, uint64_t
     throw std::invalid_argument("[EnsembleClient] queue_capacity must be >= 1, got " +
                                 std::to_string(options_.queue_capacity));
   }
-  const auto deadline = Clock::now() + std::chrono::duration<double>(options_.connect_timeout_s);
+  const auto deadline = Clock::now() + seconds(options_.connect_timeout_s);
   while (!std::filesystem::exists(rendezvous)) {
     if (Clock::now() > deadline) {
       throw std::runtime_error("[EnsembleClient] no rendezvous file '" + rendezvous.string() + "' after " +
@@ -83,7 +96,7 @@ EnsembleClient::EnsembleClient(const std::filesystem::path& rendezvous, uint64_t
   context_ = zmq_ctx_new();
   if (context_ == nullptr) throw std::runtime_error("[EnsembleClient] zmq_ctx_new failed");
   for (const std::string& endpoint : file.endpoints) {
-    void* socket = zmq_socket(context_, ZMQ_PUSH);
+    void* socket = zmq_socket(context_, ZMQ_DEALER);
     // Our queue is the bound: ZeroMQ holds a few messages per rank beyond it,
     // and only for a rank it is connected to (immediate), so that "sent" means
     // handed to a live connection and a server that is away leaves them queued here.
@@ -94,14 +107,13 @@ EnsembleClient::EnsembleClient(const std::filesystem::path& rendezvous, uint64_t
     if (zmq_connect(socket, endpoint.c_str()) != 0) {
       const std::string error = zmq_strerror(zmq_errno());
       zmq_close(socket);
-      for (void* s : sockets_) zmq_close(s);
+      for (Rank& rank : ranks_) zmq_close(rank.socket);
       zmq_ctx_term(context_);
       throw std::invalid_argument("[EnsembleClient] cannot connect to '" + endpoint + "' (from " +
                                   rendezvous.string() + "): " + error);
     }
-    sockets_.push_back(socket);
+    ranks_.emplace_back().socket = socket;
   }
-  sent_to_rank_.assign(sockets_.size(), 0);
   thread_ = std::thread([this] { run(); });
 }
 
@@ -122,11 +134,18 @@ void EnsembleClient::send(const double* inputs, const std::vector<int64_t>& inpu
   queue(inputs, input_shape, targets, target_shape, WireHeader::DType::Float64);
 }
 
+void EnsembleClient::throw_if_refused(const char* call) const {
+  if (refused_) {
+    throw EnsembleRefusedError(std::string("[EnsembleClient::") + call + "] client " + std::to_string(client_id_) +
+                               ": a server rank refused the rendezvous file's key (a file of another run?)");
+  }
+}
+
 void EnsembleClient::queue(const void* inputs, const std::vector<int64_t>& input_shape, const void* targets,
                            const std::vector<int64_t>& target_shape, WireHeader::DType dtype) {
   if (inputs == nullptr || targets == nullptr) throw std::invalid_argument("[EnsembleClient::send] null data");
-  auto message = std::make_unique<Message>();
-  WireHeader header;
+  auto message = std::make_shared<Message>();
+  WireHeader& header = message->fields;
   header.kind = WireHeader::Kind::Samples;
   header.key = key_;
   header.client_id = client_id_;
@@ -147,16 +166,17 @@ void EnsembleClient::queue(const void* inputs, const std::vector<int64_t>& input
 
   std::unique_lock lock(mutex_);
   if (closing_) throw std::logic_error("[EnsembleClient::send] the client is closed");
+  throw_if_refused("send");
   header.sequence = next_sequence_;
   next_sequence_ += static_cast<uint64_t>(message->samples);
-  message->header = header.encode();
   if (static_cast<int64_t>(queue_.size()) >= options_.queue_capacity) {
     if (options_.when_full == WhenQueueFull::DropOldest) {
       counts_.dropped += queue_.front()->samples;
       counts_.queued -= queue_.front()->samples;
       queue_.pop_front();
     } else {
-      changed_.wait(lock, [&] { return static_cast<int64_t>(queue_.size()) < options_.queue_capacity; });
+      changed_.wait(lock, [&] { return static_cast<int64_t>(queue_.size()) < options_.queue_capacity || refused_; });
+      throw_if_refused("send");
     }
   }
   counts_.queued += message->samples;
@@ -164,18 +184,17 @@ void EnsembleClient::queue(const void* inputs, const std::vector<int64_t>& input
   changed_.notify_all();
 }
 
-bool EnsembleClient::transmit(void* socket, Message& message) {
+bool EnsembleClient::transmit(void* socket, const std::shared_ptr<Message>& message) {
   // The header first: once ZeroMQ took it, the other frames of the message go too.
-  while (zmq_send(socket, message.header.data(), message.header.size(), ZMQ_SNDMORE) < 0) {
+  while (zmq_send(socket, message->header.data(), message->header.size(), ZMQ_SNDMORE) < 0) {
     if (zmq_errno() != EAGAIN) return false;
     const std::lock_guard lock(mutex_);
-    if (give_up_) return false;
+    if (give_up_ || refused_) return false;
   }
-  for (auto [data, bytes, more] : {std::tuple{&message.inputs, message.input_bytes, ZMQ_SNDMORE},
-                                   std::tuple{&message.targets, message.target_bytes, 0}}) {
+  for (auto [data, bytes, more] : {std::tuple{message->inputs, message->input_bytes, ZMQ_SNDMORE},
+                                   std::tuple{message->targets, message->target_bytes, 0}}) {
     zmq_msg_t frame;
-    zmq_msg_init_data(&frame, *data, bytes, free_buffer, nullptr);
-    *data = nullptr;  // ZeroMQ's now
+    zmq_msg_init_data(&frame, data, bytes, release_message, new std::shared_ptr<const void>(message));
     if (zmq_msg_send(&frame, socket, more) < 0) {
       zmq_msg_close(&frame);
       return false;
@@ -184,69 +203,150 @@ bool EnsembleClient::transmit(void* socket, Message& message) {
   return true;
 }
 
+bool EnsembleClient::read_acks() {
+  bool any = false;
+  for (Rank& rank : ranks_) {
+    unsigned char buffer[WireHeader::kFixedBytes];
+    for (;;) {
+      const int size = zmq_recv(rank.socket, buffer, sizeof buffer, ZMQ_DONTWAIT);
+      if (size < 0) break;
+      WireHeader ack;
+      try {
+        if (static_cast<size_t>(size) > sizeof buffer) continue;  // an ack has no extents
+        ack = WireHeader::decode(buffer, static_cast<size_t>(size));
+      } catch (const std::invalid_argument&) {
+        continue;
+      }
+      if (ack.kind != WireHeader::Kind::Ack || ack.client_id != client_id_ || ack.key != key_) continue;
+      any = true;
+      if ((ack.count & WireHeader::kGoodbyeHeld) != 0) rank.goodbye_held = true;
+      int64_t held = 0;
+      while (!rank.unacked.empty() && rank.unacked.front()->fields.message < ack.message) {
+        rank.unacked.pop_front();
+        ++held;
+      }
+      const std::lock_guard lock(mutex_);
+      if ((ack.count & WireHeader::kKeyRefused) != 0) refused_ = true;
+      if (held > 0) {
+        unacked_ -= held;
+        rank.backoff_s = kFirstResendS;
+        rank.resend_at = Clock::now() + seconds(kFirstResendS);
+      }
+    }
+  }
+  return any;
+}
+
+void EnsembleClient::resend_overdue() {
+  const auto now = Clock::now();
+  for (Rank& rank : ranks_) {
+    if (rank.unacked.empty() || now < rank.resend_at) continue;
+    // The rank said nothing for a while (restarted, or its acknowledgements were lost): all of them
+    // again, in order; it drops the ones it holds.
+    for (const auto& message : rank.unacked) {
+      if (!transmit(rank.socket, message)) break;
+    }
+    rank.resend_at = now + seconds(rank.backoff_s);
+    rank.backoff_s = std::min(2 * rank.backoff_s, kLongestResendS);
+  }
+}
+
 void EnsembleClient::run() {
-  size_t rank = 0;
+  size_t next = 0;
   for (;;) {
-    std::unique_ptr<Message> message;
+    const bool acknowledged = read_acks();
+    resend_overdue();
+    std::shared_ptr<Message> message;
     {
       std::unique_lock lock(mutex_);
-      changed_.wait(lock, [&] { return !queue_.empty() || closing_; });
-      if (queue_.empty() || give_up_) break;
+      if (acknowledged) changed_.notify_all();
+      if (give_up_ || refused_) break;
+      // A rank holds at most queue_capacity unacknowledged messages of ours.
+      const bool room = static_cast<int64_t>(ranks_[next].unacked.size()) < options_.queue_capacity;
+      if (queue_.empty() || !room) {
+        if (unacked_ > 0) {
+          changed_.wait_for(lock, std::chrono::milliseconds(5));  // acknowledgements come on the sockets
+        } else {
+          changed_.wait(lock, [&] { return !queue_.empty() || give_up_; });
+        }
+        continue;
+      }
       message = std::move(queue_.front());
       queue_.pop_front();
       sending_ = true;
       changed_.notify_all();  // room for a blocked send()
     }
-    const bool sent = transmit(sockets_[rank], *message);
+    Rank& rank = ranks_[next];
+    if (message->rank < 0) {
+      message->rank = static_cast<int64_t>(next);
+      message->fields.message = rank.next_message++;
+      message->header = message->fields.encode();
+    }
+    const bool sent = transmit(rank.socket, message);
     const std::lock_guard lock(mutex_);
     sending_ = false;
     if (sent) {
       counts_.queued -= message->samples;
       counts_.sent += message->samples;
-      sent_to_rank_[rank] += static_cast<uint64_t>(message->samples);
-      rank = (rank + 1) % sockets_.size();
+      rank.sent_samples += static_cast<uint64_t>(message->samples);
+      if (rank.unacked.empty()) rank.resend_at = Clock::now() + seconds(rank.backoff_s);
+      rank.unacked.push_back(std::move(message));
+      ++unacked_;
+      next = (next + 1) % ranks_.size();
     } else {
       queue_.push_front(std::move(message));  // still ours: counted as queued
     }
     changed_.notify_all();
-    if (give_up_) break;
   }
 }
 
 EnsembleClientCounts EnsembleClient::close() {
   std::unique_lock lock(mutex_);
-  if (closed_) return counts_;
+  if (closed_) {
+    throw_if_refused("close");
+    return counts_;
+  }
   closing_ = true;
   changed_.notify_all();
-  const auto deadline = Clock::now() + std::chrono::duration<double>(options_.close_timeout_s);
-  changed_.wait_until(lock, deadline, [&] { return queue_.empty() && !sending_; });
+  const auto deadline = Clock::now() + seconds(options_.close_timeout_s);
+  changed_.wait_until(lock, deadline, [&] { return refused_ || (queue_.empty() && unacked_ == 0 && !sending_); });
   give_up_ = true;  // what is still queued stays unsent
   changed_.notify_all();
   lock.unlock();
   if (thread_.joinable()) thread_.join();
-  lock.lock();
-  // Each rank learns how many samples it was sent: the server reconciles with that.
-  for (size_t rank = 0; rank < sockets_.size(); ++rank) {
-    WireHeader bye;
-    bye.kind = WireHeader::Kind::Goodbye;
-    bye.key = key_;
-    bye.client_id = client_id_;
-    bye.sequence = sent_to_rank_[rank];
-    const std::string frame = bye.encode();
-    while (zmq_send(sockets_[rank], frame.data(), frame.size(), 0) < 0 && zmq_errno() == EAGAIN &&
-           Clock::now() < deadline) {
+  // Each rank learns how many samples it was sent (the server reconciles with that), again until it acknowledges.
+  auto next_goodbyes = Clock::now();
+  while (!refused_ && Clock::now() < deadline &&
+         !std::all_of(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.goodbye_held; })) {
+    if (Clock::now() >= next_goodbyes) {
+      for (Rank& rank : ranks_) {
+        if (rank.goodbye_held) continue;
+        WireHeader bye;
+        bye.kind = WireHeader::Kind::Goodbye;
+        bye.key = key_;
+        bye.client_id = client_id_;
+        bye.sequence = rank.sent_samples;
+        const std::string frame = bye.encode();
+        zmq_send(rank.socket, frame.data(), frame.size(), ZMQ_DONTWAIT);  // a rank away: the next round
+      }
+      next_goodbyes = Clock::now() + seconds(kFirstResendS);
     }
+    std::vector<zmq_pollitem_t> items;
+    for (Rank& rank : ranks_) items.push_back({rank.socket, 0, ZMQ_POLLIN, 0});
+    zmq_poll(items.data(), static_cast<int>(items.size()), 50);
+    read_acks();
   }
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  const int linger = static_cast<int>(std::max<int64_t>(0, left));
-  for (void* socket : sockets_) {
-    zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);  // what ZeroMQ holds still goes out
-    zmq_close(socket);
+  const int linger = 0;  // what mattered was acknowledged, or the time is up
+  for (Rank& rank : ranks_) {
+    rank.unacked.clear();
+    zmq_setsockopt(rank.socket, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_close(rank.socket);
   }
-  sockets_.clear();
   zmq_ctx_term(context_);
   context_ = nullptr;
+  lock.lock();
   closed_ = true;
+  throw_if_refused("close");
   return counts_;
 }
 

@@ -3,6 +3,7 @@
 #include <fulgur/ensemble/ensemble_client_options.hpp>
 #include <fulgur/ensemble/wire_header.hpp>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -16,8 +17,10 @@ namespace fulgur {
 
 /// A simulation's connection to an ensemble's training job (the server,
 /// EnsembleServer): send() queues samples and returns; a thread of its own
-/// hands them to ZeroMQ, one message to each server rank in turn. Needs
-/// no LibTorch (libfulgur_client).
+/// hands them to ZeroMQ, one message to each server rank in turn, and keeps
+/// each until that rank acknowledges it: a rank that went away (stopped by
+/// a signal, restarted) gets the unacknowledged ones again, and drops what
+/// it already holds. Needs no LibTorch (libfulgur_client).
 ///
 ///   fulgur::EnsembleClient client("run/ensemble.rendezvous", /*client_id=*/task_id);
 ///   for (int step = 0; step < steps; ++step) {
@@ -44,41 +47,62 @@ class EnsembleClient {
   /// first), copied before it returns. A full queue waits or drops its
   /// oldest message, as options.when_full says. std::invalid_argument for
   /// shapes that are empty, hold an extent < 1, disagree on the count or
-  /// have more than 8 dimensions per sample; std::logic_error after close().
+  /// have more than 8 dimensions per sample; std::logic_error after close();
+  /// EnsembleRefusedError once a server rank refused the key.
   void send(const float* inputs, const std::vector<int64_t>& input_shape, const float* targets,
             const std::vector<int64_t>& target_shape);
   void send(const double* inputs, const std::vector<int64_t>& input_shape, const double* targets,
             const std::vector<int64_t>& target_shape);
-  /// Waits (up to options.close_timeout_s) for the queue to go out, tells
-  /// every server rank how many samples it was sent (the server reconciles
-  /// with that) and disconnects. Returns the final counts; later calls
-  /// return them again.
+  /// Waits (up to options.close_timeout_s) for the queue to go out and be
+  /// acknowledged, tells every server rank how many samples it was sent (the
+  /// server reconciles with that; it acknowledges that too) and disconnects.
+  /// Returns the final counts; later calls return them again.
+  /// EnsembleRefusedError (after disconnecting) when a rank refused the key.
   EnsembleClientCounts close();
   EnsembleClientCounts counts() const;
   uint64_t client_id() const { return client_id_; }
-  int64_t ranks() const { return static_cast<int64_t>(sockets_.size()); }
+  int64_t ranks() const { return static_cast<int64_t>(ranks_.size()); }
 
  private:
   struct Message;
+  /// What the sender thread keeps per server rank.
+  struct Rank {
+    void* socket = nullptr;
+    /// Sent, not yet acknowledged, oldest first.
+    std::deque<std::shared_ptr<Message>> unacked;
+    uint64_t next_message = 0;
+    /// Samples handed over for this rank (its goodbye says so).
+    uint64_t sent_samples = 0;
+    std::chrono::steady_clock::time_point resend_at{};
+    double backoff_s = 1.0;
+    bool goodbye_held = false;
+  };
   void queue(const void* inputs, const std::vector<int64_t>& input_shape, const void* targets,
              const std::vector<int64_t>& target_shape, WireHeader::DType dtype);
-  /// The sender thread: the queue's messages to the ranks in turn.
+  /// The sender thread: the queue's messages to the ranks in turn, the
+  /// acknowledgements, and what a rank did not acknowledge in time again.
   void run();
   /// Hands one message to `socket`, retrying every 100 ms until it goes or give_up_.
-  bool transmit(void* socket, Message& message);
+  bool transmit(void* socket, const std::shared_ptr<Message>& message);
+  /// Reads every rank's acknowledgements; true when any arrived.
+  bool read_acks();
+  /// Sends a rank's unacknowledged messages again once it was silent too long.
+  void resend_overdue();
+  void throw_if_refused(const char* call) const;
 
   uint64_t client_id_;
   EnsembleClientOptions options_;
   WireHeader::Key key_{};
   void* context_ = nullptr;
-  std::vector<void*> sockets_;
+  std::vector<Rank> ranks_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  std::deque<std::unique_ptr<Message>> queue_;
-  bool closing_ = false, closed_ = false, give_up_ = false, sending_ = false;
+  std::deque<std::shared_ptr<Message>> queue_;
+  bool closing_ = false, closed_ = false, give_up_ = false, sending_ = false, refused_ = false;
+  /// Messages sent and not yet acknowledged, all ranks (what close() waits for).
+  int64_t unacked_ = 0;
   uint64_t next_sequence_ = 0;
   EnsembleClientCounts counts_;
-  std::vector<uint64_t> sent_to_rank_;
   std::thread thread_;
 };
 

@@ -45,20 +45,28 @@ struct Frames {
   }
 };
 
-// One rank's accounts and refusals as text lines (what reconcile() gathers and a stopped run keeps).
-std::string table_of(const std::map<uint64_t, EnsembleAccount>& accounts, const std::map<std::string, int64_t>& refusals) {
+// One rank's accounts and refusals as text lines (what reconcile() gathers), and what it holds of each
+// client (what a stopped run keeps besides).
+std::string table_of(const std::map<uint64_t, EnsembleAccount>& accounts, const std::map<std::string, int64_t>& refusals,
+                     const std::map<uint64_t, std::pair<uint64_t, std::set<uint64_t>>>& held = {}) {
   std::ostringstream out;
   for (const auto& [client, a] : accounts) {
     out << "a " << client << ' ' << a.sent << ' ' << a.received << ' ' << a.refused << ' ' << a.trained << ' '
         << a.evicted_untrained << ' ' << a.numbered << '\n';
   }
   for (const auto& [reason, count] : refusals) out << "r " << reason << ' ' << count << '\n';
+  for (const auto& [client, messages] : held) {
+    out << "d " << client << ' ' << messages.first << ' ' << messages.second.size();
+    for (const uint64_t m : messages.second) out << ' ' << m;
+    out << '\n';
+  }
   return out.str();
 }
 
-// Calls `account` and `refusal` for each line of a table_of() text.
+// Calls `account`, `refusal` and `held` for each line of a table_of() text.
 void read_table(const std::string& table, const std::function<void(uint64_t, const EnsembleAccount&)>& account,
-                const std::function<void(const std::string&, int64_t)>& refusal) {
+                const std::function<void(const std::string&, int64_t)>& refusal,
+                const std::function<void(uint64_t, uint64_t, std::set<uint64_t>)>& held = {}) {
   std::istringstream lines(table);
   std::string kind;
   while (lines >> kind) {
@@ -67,6 +75,13 @@ void read_table(const std::string& table, const std::function<void(uint64_t, con
       int64_t count = 0;
       lines >> reason >> count;
       refusal(reason, count);
+    } else if (kind == "d") {
+      uint64_t client = 0, below = 0, m = 0;
+      size_t ahead = 0;
+      lines >> client >> below >> ahead;
+      std::set<uint64_t> messages;
+      for (size_t i = 0; i < ahead && lines >> m; ++i) messages.insert(m);
+      if (held) held(client, below, std::move(messages));
     } else {
       uint64_t client = 0;
       EnsembleAccount a;
@@ -122,7 +137,10 @@ EnsembleServer::EnsembleServer(OnlineTrainer& trainer, EnsembleOptions options)
           carried_[client] = a;
           if (a.sent >= 0) goodbyes_[client] = true;
         },
-        [&](const std::string& reason, int64_t count) { refusals_[reason] = count; });
+        [&](const std::string& reason, int64_t count) { refusals_[reason] = count; },
+        [&](uint64_t client, uint64_t below, std::set<uint64_t> ahead) {
+          delivered_[client] = Delivered{below, std::move(ahead)};
+        });
   }
   bind(resumed ? endpoint_.substr(endpoint_.rfind(':') + 1) : std::string());
   if (resumed) {
@@ -150,7 +168,7 @@ EnsembleServer::EnsembleServer(OnlineTrainer& trainer, EnsembleOptions options)
 
 void EnsembleServer::bind(const std::string& port) {
   context_ = zmq_ctx_new();
-  socket_ = zmq_socket(context_, ZMQ_PULL);
+  socket_ = zmq_socket(context_, ZMQ_ROUTER);  // a ROUTER: acknowledgements go back to each client
   // Larger messages end the sender's connection before ZeroMQ allocates them.
   const int64_t largest = options_.max_message_bytes + (int64_t{1} << 12);
   zmq_setsockopt(socket_, ZMQ_MAXMSGSIZE, &largest, sizeof largest);
@@ -194,14 +212,18 @@ void EnsembleServer::serve() {
   } catch (...) {
     training_error = std::current_exception();
   }
-  // What is in flight still counts (received, untrained), until every goodbye came or drain_s passed.
-  const auto drain_end = Clock::now() + std::chrono::duration<double>(options_.drain_s);
+  // The run is over: what is in flight still counts (received, untrained), until every goodbye came or drain_s
+  // passed. Stopped by a signal, it is left to the clients, which send it again to the next server.
+  const double drain_s = trainer_.stop_signal() != 0 ? 0.0 : options_.drain_s;
+  const auto drain_end = Clock::now() + std::chrono::duration<double>(drain_s);
   while (Clock::now() < drain_end && !(options_.expected_clients > 0 && all_said_goodbye())) receive_for(50);
   reconcile();
   const int64_t rank = trainer_.fabric().global_rank();
   if (trainer_.stop_signal() != 0) {
-    // Stopped by a signal (the trainer saved its checkpoint): keep what was counted for the next server.
-    std::ofstream(state_file(rank)) << table_of(accounts_, refusals_);
+    // Stopped by a signal (the trainer saved its checkpoint): keep what was counted and held for the next server.
+    std::map<uint64_t, std::pair<uint64_t, std::set<uint64_t>>> held;
+    for (const auto& [client, d] : delivered_) held[client] = {d.below, d.ahead};
+    std::ofstream(state_file(rank)) << table_of(accounts_, refusals_, held);
     if (trainer_.fabric().is_global_zero()) {
       std::cerr << fmt::format("fulgur: ensemble: stopped on {}; a server started again with {} resumes the run",
                                StopSignals::name(trainer_.stop_signal()), options_.run_dir.string())
@@ -218,6 +240,39 @@ void EnsembleServer::receive_for(int milliseconds) {
   if (zmq_poll(&item, 1, milliseconds) <= 0) return;
   while (receive_one()) {  // what is queued, without a poll per message
   }
+  acknowledge();
+}
+
+void EnsembleServer::Delivered::add(uint64_t message) {
+  if (message != below) {
+    ahead.insert(message);
+    return;
+  }
+  ++below;
+  while (!ahead.empty() && *ahead.begin() == below) {
+    ahead.erase(ahead.begin());
+    ++below;
+  }
+}
+
+void EnsembleServer::acknowledge() {
+  for (const uint64_t client : to_acknowledge_) {
+    WireHeader ack;
+    ack.kind = WireHeader::Kind::Ack;
+    ack.key = key_;
+    ack.client_id = client;
+    ack.message = delivered_[client].below;
+    ack.count = goodbyes_.count(client) != 0 ? WireHeader::kGoodbyeHeld : 0;
+    reply(routes_[client], ack);
+  }
+  to_acknowledge_.clear();
+}
+
+void EnsembleServer::reply(const std::string& route, const WireHeader& header) {
+  const std::string frame = header.encode();
+  // A ROUTER drops what it cannot deliver (a client gone): it never blocks here.
+  zmq_send(socket_, route.data(), route.size(), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+  zmq_send(socket_, frame.data(), frame.size(), ZMQ_DONTWAIT);
 }
 
 bool EnsembleServer::all_said_goodbye() const {
@@ -225,7 +280,7 @@ bool EnsembleServer::all_said_goodbye() const {
 }
 
 bool EnsembleServer::receive_one() {
-  Frames frames;
+  Frames frames;  // the sender's routing id (the ROUTER's), then the message's own frames
   int more = 1;
   while (more != 0) {
     zmq_msg_t part;
@@ -237,56 +292,83 @@ bool EnsembleServer::receive_one() {
     frames.parts.push_back(part);
     more = zmq_msg_more(&part);
   }
+  const size_t parts = frames.parts.size() - 1;
+  if (parts == 0) {
+    refuse("malformed", "an empty message");
+    return true;
+  }
   WireHeader header;
   try {
-    header = WireHeader::decode(zmq_msg_data(&frames.parts[0]), zmq_msg_size(&frames.parts[0]));
+    header = WireHeader::decode(zmq_msg_data(&frames.parts[1]), zmq_msg_size(&frames.parts[1]));
   } catch (const std::invalid_argument& e) {
     refuse("malformed", e.what());
     return true;
   }
+  const std::string route(static_cast<const char*>(zmq_msg_data(&frames.parts[0])), zmq_msg_size(&frames.parts[0]));
   if (header.key != key_) {
     refuse("key", fmt::format("client {} does not have the run's key", header.client_id));
+    // Told so, with its own key back: it stops sending (its rendezvous file is another run's).
+    WireHeader refusal;
+    refusal.kind = WireHeader::Kind::Ack;
+    refusal.key = header.key;
+    refusal.client_id = header.client_id;
+    refusal.count = WireHeader::kKeyRefused;
+    reply(route, refusal);
     return true;
   }
+  if (header.kind == WireHeader::Kind::Ack) {
+    refuse("malformed", fmt::format("client {}: an acknowledgement", header.client_id));
+    return true;
+  }
+  routes_[header.client_id] = route;
+  to_acknowledge_.insert(header.client_id);
   if (header.kind == WireHeader::Kind::Goodbye) {
-    if (frames.parts.size() != 1) {
-      refuse("frames", fmt::format("client {}: a goodbye of {} frames", header.client_id, frames.parts.size()));
+    if (parts != 1) {
+      refuse("frames", fmt::format("client {}: a goodbye of {} frames", header.client_id, parts));
       return true;
     }
     accounts_[header.client_id].sent = static_cast<int64_t>(header.sequence);
     goodbyes_[header.client_id] = true;
     return true;
   }
-  EnsembleAccount& account = accounts_[header.client_id];
-  account.numbered = std::max(account.numbered, static_cast<int64_t>(header.sequence + header.count));
-  if (frames.parts.size() != 3) {
-    account.refused += header.count;
-    refuse("frames", fmt::format("client {}: a sample message of {} frames (3: header, inputs, targets)",
-                                 header.client_id, frames.parts.size()));
+  Delivered& delivered = delivered_[header.client_id];
+  if (delivered.holds(header.message)) {  // sent again after a lost acknowledgement, or to a restarted server
+    refuse("duplicate", fmt::format("client {}: message {} again", header.client_id, header.message));
     return true;
   }
+  // From here the message is held, whatever becomes of it: a refused one sent again is not counted twice.
+  EnsembleAccount& account = accounts_[header.client_id];
+  account.numbered = std::max(account.numbered, static_cast<int64_t>(header.sequence + header.count));
   const auto limit = static_cast<size_t>(options_.max_message_bytes);
+  bool taken = true;
   size_t input_bytes = 0, target_bytes = 0;
+  std::string too_large;
   try {
     input_bytes = header.input_bytes(limit);
     target_bytes = header.target_bytes(limit);
   } catch (const std::invalid_argument& e) {
-    account.refused += header.count;
-    refuse("size", fmt::format("client {}: {}", header.client_id, e.what()));
-    return true;
+    too_large = e.what();
   }
-  if (zmq_msg_size(&frames.parts[1]) != input_bytes || zmq_msg_size(&frames.parts[2]) != target_bytes) {
+  if (!too_large.empty()) {
+    account.refused += header.count;
+    refuse("size", fmt::format("client {}: {}", header.client_id, too_large));
+  } else if (parts != 3) {
+    account.refused += header.count;
+    refuse("frames", fmt::format("client {}: a sample message of {} frames (3: header, inputs, targets)",
+                                 header.client_id, parts));
+  } else if (zmq_msg_size(&frames.parts[2]) != input_bytes || zmq_msg_size(&frames.parts[3]) != target_bytes) {
     account.refused += header.count;
     refuse("size", fmt::format("client {}: frames of {} and {} bytes where the header says {} and {}",
-                               header.client_id, zmq_msg_size(&frames.parts[1]), zmq_msg_size(&frames.parts[2]),
+                               header.client_id, zmq_msg_size(&frames.parts[2]), zmq_msg_size(&frames.parts[3]),
                                input_bytes, target_bytes));
-    return true;
+  } else {
+    taken = accept(header, zmq_msg_data(&frames.parts[2]), zmq_msg_data(&frames.parts[3]));
   }
-  accept(header, zmq_msg_data(&frames.parts[1]), zmq_msg_data(&frames.parts[2]));
+  if (taken) delivered.add(header.message);
   return true;
 }
 
-void EnsembleServer::accept(const WireHeader& header, void* inputs, void* targets) {
+bool EnsembleServer::accept(const WireHeader& header, void* inputs, void* targets) {
   EnsembleAccount& account = accounts_[header.client_id];
   // float32 and float64 both become the model's float32: only the shapes must agree.
   if (first_ && (header.input_shape != first_->input_shape || header.target_shape != first_->target_shape)) {
@@ -295,7 +377,7 @@ void EnsembleServer::accept(const WireHeader& header, void* inputs, void* target
                                 header.client_id, fmt::join(header.input_shape, ","),
                                 fmt::join(header.target_shape, ","), fmt::join(first_->input_shape, ","),
                                 fmt::join(first_->target_shape, ",")));
-    return;
+    return true;
   }
   auto shape = [&](const std::vector<int64_t>& sample) {
     std::vector<int64_t> full{static_cast<int64_t>(header.count)};
@@ -308,16 +390,16 @@ void EnsembleServer::accept(const WireHeader& header, void* inputs, void* target
   const torch::Tensor y = torch::from_blob(targets, shape(header.target_shape), dtype).to(torch::kFloat32);
   try {
     trainer_.push(x, y, static_cast<int64_t>(header.client_id));
-  } catch (const StoppedError&) {
-    account.received += header.count;  // training stopped on a signal: received, never trained
-    return;
+  } catch (const StoppedError&) {  // training stopped on a signal: not taken, the next server gets it
+    return false;
   } catch (const std::invalid_argument& e) {  // targets the model cannot take
     account.refused += header.count;
     refuse("model", fmt::format("client {}: {}", header.client_id, e.what()));
-    return;
-  } catch (const std::logic_error&) {  // the stream ended (training stopped): received, never trained
-    account.received += header.count;
-    return;
+    return true;
+  } catch (const std::logic_error&) {  // the stream ended (training stopped)
+    if (trainer_.stop_signal() != 0) return false;
+    account.received += header.count;  // the run is over: received, never trained
+    return true;
   }
   if (!first_) first_ = header;
   if (account.received == 0 && ++joined_ <= kLoggedJoins) {
@@ -326,6 +408,7 @@ void EnsembleServer::accept(const WireHeader& header, void* inputs, void* target
               << std::endl;
   }
   account.received += header.count;
+  return true;
 }
 
 void EnsembleServer::refuse(const std::string& reason, const std::string& detail) {

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,14 +27,17 @@ namespace fulgur {
 /// A message is checked (key, header, sizes against max_message_bytes,
 /// shapes against the stream's first and the model's output) before any
 /// tensor is made from it; a refused one is counted and logged, and
-/// training goes on. At the end rank 0 writes `run_dir/ensemble_accounting.csv`.
+/// training goes on. Each rank acknowledges what it holds to each client
+/// (which sends the rest again) and drops a message it already holds (a
+/// "duplicate"): no sample is counted twice. A client with another run's key
+/// is told so. At the end rank 0 writes `run_dir/ensemble_accounting.csv`.
 ///
 /// A run stopped by a signal (SIGTERM, SIGINT, SIGUSR1, with the trainer's
 /// checkpoint_dir set: the trainer saves its checkpoint) leaves every rank's
 /// counts in `run_dir/ensemble_state_rank<r>.txt`; a server started again
 /// with the same run_dir and rank count resumes it: the same key and ports
-/// (the clients' connections find it again; what they queued meanwhile
-/// follows), the counts going on.
+/// (the clients' connections find it again; what they queued meanwhile,
+/// and what the stopped server had not taken, follows), the counts going on.
 class EnsembleServer {
  public:
   /// Binds this rank's socket and, with every rank (collective), writes the
@@ -55,15 +59,28 @@ class EnsembleServer {
   const std::string& endpoint() const { return endpoint_; }
   /// After serve(): every client's account summed over the ranks (on every rank).
   const std::map<uint64_t, EnsembleAccount>& accounts() const { return totals_; }
-  /// Messages refused on every rank, by reason (key, malformed, frames, size, shape, model).
+  /// Messages refused on every rank, by reason (key, malformed, frames, size, shape, model, duplicate).
   const std::map<std::string, int64_t>& refusals() const { return refusal_totals_; }
 
  private:
+  /// The messages of one client this rank holds: every one numbered below
+  /// `below`, and those in `ahead` (arrived before an earlier one).
+  struct Delivered {
+    uint64_t below = 0;
+    std::set<uint64_t> ahead;
+    bool holds(uint64_t message) const { return message < below || ahead.count(message) != 0; }
+    void add(uint64_t message);
+  };
   /// Receives one message (all its frames) and accounts for it; false when none was queued.
   bool receive_one();
   void refuse(const std::string& reason, const std::string& detail);
   /// A sample message with the run's key, its frames' sizes checked: into the trainer's stream, or refused.
-  void accept(const WireHeader& header, void* inputs, void* targets);
+  /// False when not taken (training stopped on a signal): the client sends it again to the next server.
+  bool accept(const WireHeader& header, void* inputs, void* targets);
+  /// Tells the clients heard from since the last call what this rank holds.
+  void acknowledge();
+  /// A header-only message back to the client with ZeroMQ routing id `route`.
+  void reply(const std::string& route, const WireHeader& header);
   /// Waits up to `milliseconds` for a message, then takes every one queued.
   void receive_for(int milliseconds);
   /// Sums every rank's accounts and refusals into totals_ (collective) and writes the CSV on rank 0.
@@ -85,6 +102,10 @@ class EnsembleServer {
   /// A resumed run's accounts as the stopped server left them (its trained counts go on from there).
   std::map<uint64_t, EnsembleAccount> carried_;
   std::map<uint64_t, bool> goodbyes_;
+  std::map<uint64_t, Delivered> delivered_;
+  /// Each client's latest ZeroMQ routing id (where its acknowledgements go), and those owed one.
+  std::map<uint64_t, std::string> routes_;
+  std::set<uint64_t> to_acknowledge_;
   std::map<std::string, int64_t> refusals_, refusal_totals_;
   /// Clients whose first samples this rank accepted (the first few are logged).
   int64_t joined_ = 0;

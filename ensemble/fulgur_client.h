@@ -24,7 +24,8 @@ typedef struct fulgur_client fulgur_client;
 typedef enum {
   FULGUR_CLIENT_OK = 0,
   FULGUR_CLIENT_INVALID_ARGUMENT = 1, /* a null pointer, a bad shape or option */
-  FULGUR_CLIENT_CONNECT_ERROR = 2,    /* no rendezvous file in time, or one that cannot be read */
+  FULGUR_CLIENT_CONNECT_ERROR = 2,    /* no rendezvous file in time, one that cannot be read, or a server
+                                         that refused its key (another run's file) */
   FULGUR_CLIENT_CLOSED = 3,           /* send after close */
   FULGUR_CLIENT_INTERNAL_ERROR = 4
 } fulgur_client_status;
@@ -56,8 +57,8 @@ fulgur_client_status fulgur_client_send(fulgur_client* client, const float* x, c
 fulgur_client_status fulgur_client_send_f64(fulgur_client* client, const double* x, const int64_t* x_shape,
                                             int x_ndim, const double* y, const int64_t* y_shape, int y_ndim);
 
-/* Waits for the queue to go out (close_timeout_s), tells the server ranks
- * what they were sent, disconnects and frees the handle. The counts (each
+/* Waits for the queue to go out and be acknowledged (close_timeout_s), tells
+ * the server ranks what they were sent, disconnects and frees the handle. The counts (each
  * may be NULL): samples sent, dropped by DROP_OLDEST, left queued. */
 fulgur_client_status fulgur_client_close(fulgur_client* client, int64_t* sent, int64_t* dropped, int64_t* queued);
 

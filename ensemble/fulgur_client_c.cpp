@@ -2,6 +2,7 @@
 #include <fulgur/ensemble/fulgur_client.h>
 
 #include <fulgur/ensemble/ensemble_client.hpp>
+#include <fulgur/ensemble/ensemble_refused_error.hpp>
 
 #include <exception>
 #include <memory>
@@ -28,6 +29,8 @@ fulgur_client_status guarded(const char* function, Call call) {
     call();
     last_error.clear();
     return FULGUR_CLIENT_OK;
+  } catch (const fulgur::EnsembleRefusedError& e) {
+    return fail(FULGUR_CLIENT_CONNECT_ERROR, std::string(function) + ": " + e.what());
   } catch (const std::invalid_argument& e) {
     return fail(FULGUR_CLIENT_INVALID_ARGUMENT, std::string(function) + ": " + e.what());
   } catch (const std::logic_error& e) {
@@ -111,7 +114,8 @@ fulgur_client_status fulgur_client_send_f64(fulgur_client* client, const double*
 fulgur_client_status fulgur_client_close(fulgur_client* client, int64_t* sent, int64_t* dropped, int64_t* queued) {
   if (client == nullptr) return fail(FULGUR_CLIENT_INVALID_ARGUMENT, "fulgur_client_close: client must not be null");
   fulgur::EnsembleClientCounts counts;
-  const fulgur_client_status status = guarded("fulgur_client_close", [&] { counts = client->client->close(); });
+  const fulgur_client_status status = guarded("fulgur_client_close", [&] { client->client->close(); });
+  counts = client->client->counts();
   delete client;
   if (sent != nullptr) *sent = counts.sent;
   if (dropped != nullptr) *dropped = counts.dropped;

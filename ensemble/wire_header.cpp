@@ -37,7 +37,7 @@ size_t frame_bytes(const std::vector<int64_t>& shape, uint64_t count, size_t ele
 }  // namespace
 
 // Layout: 0 magic u32 | 4 version u16 | 6 kind u16 | 8 key[16] | 24 client u64 | 32 sequence u64 |
-// 40 dtype u8 | 41 input dims u8 | 42 target dims u8 | 43 zero | 44 count u32 | 48 extents i64...
+// 40 dtype u8 | 41 input dims u8 | 42 target dims u8 | 43 zero | 44 count u32 | 48 message u64 | 56 extents i64...
 std::string WireHeader::encode() const {
   std::string out(kFixedBytes + 8 * (input_shape.size() + target_shape.size()), '\0');
   put(out, 0, kMagic);
@@ -50,6 +50,7 @@ std::string WireHeader::encode() const {
   put(out, 41, static_cast<uint8_t>(input_shape.size()));
   put(out, 42, static_cast<uint8_t>(target_shape.size()));
   put(out, 44, count);
+  put(out, 48, message);
   size_t at = kFixedBytes;
   for (const auto* shape : {&input_shape, &target_shape}) {
     for (const int64_t extent : *shape) {
@@ -73,7 +74,7 @@ WireHeader WireHeader::decode(const void* data, size_t size) {
   }
   WireHeader h;
   const auto kind = get<uint16_t>(in, 6);
-  if (kind != static_cast<uint16_t>(Kind::Samples) && kind != static_cast<uint16_t>(Kind::Goodbye)) {
+  if (kind < static_cast<uint16_t>(Kind::Samples) || kind > static_cast<uint16_t>(Kind::Ack)) {
     throw std::invalid_argument("message kind " + std::to_string(kind));
   }
   h.kind = static_cast<Kind>(kind);
@@ -95,6 +96,7 @@ WireHeader WireHeader::decode(const void* data, size_t size) {
                                 std::to_string(input_dims + target_dims) + " extents");
   }
   h.count = get<uint32_t>(in, 44);
+  h.message = get<uint64_t>(in, 48);
   size_t at = kFixedBytes;
   for (auto [shape, dims] : {std::pair{&h.input_shape, input_dims}, std::pair{&h.target_shape, target_dims}}) {
     for (int d = 0; d < dims; ++d, at += 8) {

@@ -12,18 +12,21 @@ namespace fulgur {
 /// frames that follow. Fixed fields in the machine's byte order (a server
 /// refuses another order: the magic reads differently), then the per-sample
 /// extents as int64. A sample message has three frames (this header, the
-/// inputs' bytes, the targets'); a goodbye has the header alone.
+/// inputs' bytes, the targets'); a goodbye and an acknowledgement (server to
+/// client) have the header alone.
 /// Nothing is deserialised but these numbers, each checked before use.
 class WireHeader {
  public:
   static constexpr uint32_t kMagic = 0x31474C46;  // "FLG1" read little-endian
-  static constexpr uint16_t kVersion = 1;
-  static constexpr size_t kFixedBytes = 48;
+  static constexpr uint16_t kVersion = 2;
+  static constexpr size_t kFixedBytes = 56;
   static constexpr int kMaxDims = 8;
   static constexpr size_t kKeyBytes = 16;
   using Key = std::array<uint8_t, kKeyBytes>;
 
-  enum class Kind : uint16_t { Samples = 1, Goodbye = 2 };
+  enum class Kind : uint16_t { Samples = 1, Goodbye = 2, Ack = 3 };
+  /// Ack flags (in `count`).
+  static constexpr uint32_t kGoodbyeHeld = 1, kKeyRefused = 2;
   enum class DType : uint8_t { Float32 = 1, Float64 = 2 };
 
   Kind kind = Kind::Samples;
@@ -33,8 +36,12 @@ class WireHeader {
   /// Goodbye: the samples this client handed over for this rank in all.
   uint64_t sequence = 0;
   DType dtype = DType::Float32;
-  /// Samples in the message (Samples only).
+  /// Samples: the samples in the message. Ack: flags (kGoodbyeHeld, kKeyRefused).
   uint32_t count = 0;
+  /// Samples: the client's number for this message among those it sent to
+  /// this rank (0, 1, ...; a message sent again keeps its number). Ack: the
+  /// rank holds every message numbered below this one.
+  uint64_t message = 0;
   /// Per-sample extents (without the count).
   std::vector<int64_t> input_shape, target_shape;
 

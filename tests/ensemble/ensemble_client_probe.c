@@ -46,16 +46,16 @@ static int garbage(const char* rendezvous) {
   char endpoint[400];
   if (!first_endpoint(rendezvous, endpoint, sizeof endpoint)) return 1;
   void* context = zmq_ctx_new();
-  void* socket = zmq_socket(context, ZMQ_PUSH);
+  void* socket = zmq_socket(context, ZMQ_DEALER);
   if (zmq_connect(socket, endpoint) != 0) return 1;
-  unsigned char header[48 + 16];
+  unsigned char header[56 + 16];
   memset(header, 0, sizeof header);
   zmq_send(socket, "hello", 5, 0); /* no header at all */
   memcpy(header, "XXXX", 4);       /* the right size, the wrong magic */
-  zmq_send(socket, header, 48, 0);
+  zmq_send(socket, header, 56, 0);
   /* A well-formed header (no key) claiming 1 sample of [2] -> [1] float32, then frames of other sizes. */
   const unsigned magic = 0x31474C46u;
-  const unsigned short version = 1, kind = 1;
+  const unsigned short version = 2, kind = 1;
   const unsigned count = 1;
   const long long two = 2, one = 1;
   memcpy(header, &magic, 4);
@@ -65,9 +65,9 @@ static int garbage(const char* rendezvous) {
   header[41] = 1;
   header[42] = 1;
   memcpy(header + 44, &count, 4);
-  memcpy(header + 48, &two, 8);
-  memcpy(header + 56, &one, 8);
-  zmq_send(socket, header, 64, ZMQ_SNDMORE);
+  memcpy(header + 56, &two, 8);
+  memcpy(header + 64, &one, 8);
+  zmq_send(socket, header, 72, ZMQ_SNDMORE);
   zmq_send(socket, "abc", 3, ZMQ_SNDMORE);
   zmq_send(socket, "d", 1, 0);
   int linger = 10000;
@@ -140,5 +140,6 @@ int main(int argc, char** argv) {
          (long long)queued);
   free(x);
   free(y);
+  if (status != FULGUR_CLIENT_OK) fprintf(stderr, "close: %s\n", fulgur_client_last_error());
   return status == FULGUR_CLIENT_OK ? 0 : 1;
 }
