@@ -12,13 +12,14 @@ enum class WhenQueueFull {
 };
 
 struct EnsembleClientOptions {
-  /// Messages (send() calls) queued for the network at most.
+  /// Messages (send() calls) queued for the network at most; also the
+  /// unacknowledged messages kept per server rank at most.
   int64_t queue_capacity = 64;
   WhenQueueFull when_full = WhenQueueFull::Block;
   /// How long the constructor waits for the rendezvous file (a client may start before its server).
   double connect_timeout_s = 60.0;
-  /// How long close() waits for the queue to drain and the goodbyes to go out;
-  /// what is still queued then is counted as unsent.
+  /// How long close() waits for the queue to drain and be acknowledged, and
+  /// for the goodbyes' acknowledgements; what is still queued then is counted as unsent.
   double close_timeout_s = 60.0;
 };
 
