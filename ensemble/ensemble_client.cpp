@@ -3,6 +3,7 @@
 #include <fulgur/ensemble/ensemble_refused_error.hpp>
 #include <fulgur/ensemble/rendezvous_file.hpp>
 
+#include <pthread.h>
 #include <zmq.h>
 
 #include <algorithm>
@@ -12,8 +13,57 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 
 namespace fulgur {
+
+/// Buffers of the sizes send() asks for, kept when a message goes: a solver
+/// sends the same shapes every time, and a buffer fresh from malloc costs a
+/// page fault per page on the first copy (a large one is its own mapping),
+/// more than the copy itself. Keeps at most kKeptBytes and kKeptBuffers.
+struct EnsembleClient::Buffers {
+  static constexpr size_t kKeptBytes = size_t{64} << 20, kKeptBuffers = 512;
+  std::mutex mutex;
+  std::unordered_map<size_t, std::vector<void*>> kept;
+  size_t kept_bytes = 0, kept_buffers = 0;
+  Buffers() = default;
+  Buffers(const Buffers&) = delete;
+  Buffers& operator=(const Buffers&) = delete;
+  ~Buffers() {
+    for (auto& [bytes, buffers] : kept) {
+      for (void* data : buffers) std::free(data);
+    }
+  }
+  void* take(size_t bytes) {
+    {
+      const std::lock_guard lock(mutex);
+      auto it = kept.find(bytes);
+      if (it != kept.end() && !it->second.empty()) {
+        void* data = it->second.back();
+        it->second.pop_back();
+        kept_bytes -= bytes;
+        --kept_buffers;
+        return data;
+      }
+    }
+    void* data = std::malloc(bytes == 0 ? 1 : bytes);
+    if (data == nullptr) throw std::bad_alloc();
+    return data;
+  }
+  void give(void* data, size_t bytes) {
+    if (data == nullptr) return;
+    {
+      const std::lock_guard lock(mutex);
+      if (kept_bytes + bytes <= kKeptBytes && kept_buffers < kKeptBuffers) {
+        kept[bytes].push_back(data);
+        kept_bytes += bytes;
+        ++kept_buffers;
+        return;
+      }
+    }
+    std::free(data);
+  }
+};
 
 /// One send(): its header and the inputs' and targets' bytes, shared by
 /// the ranks' list of unacknowledged messages and the frames ZeroMQ holds
@@ -29,12 +79,13 @@ struct EnsembleClient::Message {
   int64_t samples = 0;
   /// The rank it went to (-1: not sent yet).
   int64_t rank = -1;
-  Message() = default;
+  std::shared_ptr<Buffers> buffers;
+  explicit Message(std::shared_ptr<Buffers> from) : buffers(std::move(from)) {}
   Message(const Message&) = delete;
   Message& operator=(const Message&) = delete;
   ~Message() {
-    std::free(inputs);
-    std::free(targets);
+    buffers->give(inputs, input_bytes);
+    buffers->give(targets, target_bytes);
   }
 };
 
@@ -67,18 +118,12 @@ std::vector<int64_t> per_sample(const std::vector<int64_t>& shape, const char* w
   return {shape.begin() + 1, shape.end()};
 }
 
-void* copy_of(const void* data, size_t bytes) {
-  void* copy = std::malloc(bytes == 0 ? 1 : bytes);
-  if (copy == nullptr) throw std::bad_alloc();
-  std::memcpy(copy, data, bytes);
-  return copy;
-}
 
 }  // namespace
 
 EnsembleClient::EnsembleClient(const std::filesystem::path& rendezvous, uint64_t client_id,
                                EnsembleClientOptions options)
-    : client_id_(client_id), options_(options) {
+    : client_id_(client_id), options_(options), buffers_(std::make_shared<Buffers>()) {
   if (options_.queue_capacity < 1) {
     throw std::invalid_argument("[EnsembleClient] queue_capacity must be >= 1, got " +
                                 std::to_string(options_.queue_capacity));
@@ -144,7 +189,7 @@ void EnsembleClient::throw_if_refused(const char* call) const {
 void EnsembleClient::queue(const void* inputs, const std::vector<int64_t>& input_shape, const void* targets,
                            const std::vector<int64_t>& target_shape, WireHeader::DType dtype) {
   if (inputs == nullptr || targets == nullptr) throw std::invalid_argument("[EnsembleClient::send] null data");
-  auto message = std::make_shared<Message>();
+  auto message = std::make_shared<Message>(buffers_);
   WireHeader& header = message->fields;
   header.kind = WireHeader::Kind::Samples;
   header.key = key_;
@@ -161,8 +206,10 @@ void EnsembleClient::queue(const void* inputs, const std::vector<int64_t>& input
   message->input_bytes = header.input_bytes(limit);
   message->target_bytes = header.target_bytes(limit);
   message->samples = input_shape[0];
-  message->inputs = copy_of(inputs, message->input_bytes);
-  message->targets = copy_of(targets, message->target_bytes);
+  message->inputs = buffers_->take(message->input_bytes);
+  std::memcpy(message->inputs, inputs, message->input_bytes);
+  message->targets = buffers_->take(message->target_bytes);
+  std::memcpy(message->targets, targets, message->target_bytes);
 
   std::unique_lock lock(mutex_);
   if (closing_) throw std::logic_error("[EnsembleClient::send] the client is closed");
@@ -252,6 +299,7 @@ void EnsembleClient::resend_overdue() {
 }
 
 void EnsembleClient::run() {
+  pthread_setname_np(pthread_self(), "fulgur_client");  // what top and gdb show for it
   size_t next = 0;
   for (;;) {
     const bool acknowledged = read_acks();

@@ -65,6 +65,8 @@ class EnsembleClient {
 
  private:
   struct Message;
+  /// Freed message buffers kept for the next send() (fresh ones cost page faults).
+  struct Buffers;
   /// What the sender thread keeps per server rank.
   struct Rank {
     void* socket = nullptr;
@@ -93,6 +95,7 @@ class EnsembleClient {
   uint64_t client_id_;
   EnsembleClientOptions options_;
   WireHeader::Key key_{};
+  std::shared_ptr<Buffers> buffers_;
   void* context_ = nullptr;
   std::vector<Rank> ranks_;
   mutable std::mutex mutex_;
