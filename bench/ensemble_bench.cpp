@@ -5,7 +5,9 @@
 //      training paused: GB/s against 8 raw TCP connections into one thread
 //      that reads them with poll() (length-prefixed messages). Each client
 //      sends many times what it keeps in flight (its queue and the
-//      unacknowledged messages, 64 each), so the figure is the steady state;
+//      unacknowledged messages, 64 each), so the figure is the steady state.
+//      Beside them, the transport alone: plain ZeroMQ PUSH/PULL, the same 8
+//      senders (where the rest of the gap is);
 //   2. training's step rate with 4 producers faster than it consumes (each
 //      64 samples every 2 ms: 128,000 samples/s) as clients over the network,
 //      against the same producers pushing in process;
@@ -25,6 +27,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zmq.h>
 
 #include <atomic>
 #include <chrono>
@@ -113,6 +116,40 @@ double raw_gbps(int clients, int64_t messages, size_t bytes) {
   for (auto& p : fds) ::close(p.fd);
   ::close(listener);
   return static_cast<double>(clients) * static_cast<double>(messages) * static_cast<double>(bytes) / seconds / 1e9;
+}
+
+// The transport alone: 8 PUSH sockets (each its own context and I/O thread, as separate clients have) into one
+// PULL socket read in one thread; zmq_send copies the sender's buffer, as send() does.
+double plain_zmq_gbps(int clients, int64_t messages, size_t bytes) {
+  void* context = zmq_ctx_new();
+  void* pull = zmq_socket(context, ZMQ_PULL);
+  zmq_bind(pull, "tcp://127.0.0.1:*");
+  char endpoint[256] = {};
+  size_t size = sizeof endpoint;
+  zmq_getsockopt(pull, ZMQ_LAST_ENDPOINT, endpoint, &size);
+  std::vector<std::thread> senders;
+  const auto start = Clock::now();
+  for (int c = 0; c < clients; ++c) {
+    senders.emplace_back([&] {
+      void* own = zmq_ctx_new();
+      void* push = zmq_socket(own, ZMQ_PUSH);
+      zmq_connect(push, endpoint);
+      const std::vector<char> message(bytes, 1);
+      for (int64_t m = 0; m < messages; ++m) zmq_send(push, message.data(), message.size(), 0);
+      zmq_close(push);  // the default linger: what is queued still goes
+      zmq_ctx_term(own);
+    });
+  }
+  const int64_t total = clients * messages;
+  zmq_msg_t message;
+  zmq_msg_init(&message);
+  for (int64_t m = 0; m < total; ++m) zmq_msg_recv(&message, pull, 0);
+  zmq_msg_close(&message);
+  const double seconds = seconds_since(start);
+  for (auto& t : senders) t.join();
+  zmq_close(pull);
+  zmq_ctx_term(context);
+  return static_cast<double>(total) * static_cast<double>(bytes) / seconds / 1e9;
 }
 
 // The same bytes through EnsembleClient -> EnsembleServer -> the reservoir, training paused.
@@ -262,8 +299,10 @@ int main(int argc, char** argv) {
     const int64_t count = bytes > (size_t{256} << 10) ? messages / 8 : messages;
     const double raw = raw_gbps(8, count, bytes);
     const double ours = fulgur_gbps(8, count, bytes, dir / std::to_string(bytes));
-    std::printf("ensemble_bench[ingestion %zu KiB, 8 clients x %ld]: fulgur %.2f GB/s, raw TCP %.2f GB/s: %.2fx (goal >= 0.7)\n",
-                bytes >> 10, count, ours, raw, ours / raw);
+    const double zmq = plain_zmq_gbps(8, count, bytes);
+    std::printf("ensemble_bench[ingestion %zu KiB, 8 clients x %ld]: fulgur %.2f GB/s, raw TCP %.2f GB/s: %.2fx (goal >= 0.7); "
+                "plain ZeroMQ PUSH/PULL %.2f GB/s: %.2fx raw, fulgur %.2fx of it\n",
+                bytes >> 10, count, ours, raw, ours / raw, zmq, zmq / raw, ours / zmq);
   }
   if (runs("training")) {
     const double memory = steps_per_second(false, seconds, dir / "memory");
