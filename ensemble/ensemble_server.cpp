@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -27,6 +28,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kLoggedPerReason = 5;  // refusals logged one line each; after that only counted
 constexpr int64_t kLoggedJoins = 10;  // the first clients' first samples, one line each
+constexpr rlim_t kSpareFiles = 64;     // the process's own files and sockets besides the clients' connections
 
 std::string host_name() {
   char name[HOST_NAME_MAX + 1] = {};
@@ -143,6 +145,16 @@ EnsembleServer::EnsembleServer(OnlineTrainer& trainer, EnsembleOptions options)
         });
   }
   bind(resumed ? endpoint_.substr(endpoint_.rfind(':') + 1) : std::string());
+  // Every client holds a connection here: past the limit on open files they wait to connect (ZeroMQ retries).
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY &&
+      static_cast<rlim_t>(options_.expected_clients) + kSpareFiles > files.rlim_cur) {
+    std::cerr << fmt::format("fulgur: ensemble: rank {}: {} expected clients and {} open files at most (ulimit -n): "
+                             "the clients past the limit wait to connect until others leave; raise the limit in the "
+                             "job script for them all at once",
+                             rank, options_.expected_clients, static_cast<uint64_t>(files.rlim_cur))
+              << std::endl;
+  }
   if (resumed) {
     if (trainer_.fabric().is_global_zero()) {
       std::cerr << fmt::format("fulgur: ensemble: resuming the stopped run in {} ({} clients so far)",

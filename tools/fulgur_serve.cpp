@@ -11,10 +11,13 @@
 //              max_message_bytes: 268435456, time_limit_s: 0, drain_s: 5}
 // At the end every rank saves the weights to run_dir/model.ckpt (online.ckpt
 // format: OnlineTrainer::load_checkpoint) and rank 0 writes the accounting.
+// Every client holds a connection (a file descriptor) on every rank: the tool
+// raises its own soft limit on open files to the hard one first.
 #include <fulgur/ensemble/ensemble_config.hpp>
 #include <fulgur/ensemble/ensemble_server.hpp>
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <exception>
 #include <iostream>
@@ -32,6 +35,11 @@ int main(int argc, char** argv) {
   if (argc != 3 || std::string(argv[1]) != "--config") {
     std::cerr << kUsage;
     return 2;
+  }
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &files);  // this program's own limit: more clients connect at once
   }
   try {
     const fulgur::EnsembleConfig config = fulgur::EnsembleConfig::from_yaml_file(argv[2]);

@@ -205,6 +205,37 @@ TEST_CASE("fulgur_serve: the tool ends once the expected clients said goodbye, w
   CHECK(bad.output.find("bad.yaml: ensemble.expected_clientz: unknown key") != std::string::npos);
 }
 
+TEST_CASE("64 clients at once against a rank that may hold 48 open files: one line says so, the clients past the "
+          "limit wait to connect, every sample arrives") {
+  TempDir dir("ensemble-files");
+  std::ofstream(dir / "ensemble.yaml")
+      << config_text(-1)
+      << fmt::format("ensemble: {{run_dir: {}, expected_clients: 64, host: 127.0.0.1, drain_s: 1}}\n",
+                     (dir / "run").string());
+  // ulimit -n sets the hard limit too: the tool cannot raise it. Each client stays at least 0.6 s (3 sends 0.2 s
+  // apart), so more of them want a connection at once than the rank can hold.
+  auto serve = std::async(std::launch::async, [&] {
+    return run_command("bash -c 'ulimit -n 48 && exec " + std::string(FULGUR_BINARY_DIR) +
+                           "/bin/fulgur_serve --config " + (dir / "ensemble.yaml").string() + "'",
+                       120);
+  });
+  const std::string rendezvous = (dir / "run" / "ensemble.rendezvous").string();
+  const auto clients = run_command(
+      "bash -c 'failed=0; for id in $(seq 100 163); do " + kProbe + " " + rendezvous +
+          " $id 30 10 paced 200 > /dev/null & done; for pid in $(jobs -p); do wait $pid || failed=$((failed + 1)); done; "
+          "echo failed: $failed'",
+      120);
+  INFO(clients.output);
+  CHECK(clients.output.find("failed: 0") != std::string::npos);
+  const auto served = serve.get();
+  INFO(served.output);
+  REQUIRE(served.exit_code == 0);
+  CHECK(served.output.find("fulgur: ensemble: rank 0: 64 expected clients and 48 open files at most (ulimit -n)") !=
+        std::string::npos);
+  CHECK(served.output.find("fulgur: ensemble: 64 clients (0 without a goodbye): 1920 samples sent, 1920 received, 0 "
+                           "refused, 0 lost") != std::string::npos);
+}
+
 TEST_CASE("fulgur_serve on 2 ranks under mpirun (process_group_backend mpi): 2 clients killed, one server rank "
           "stopped by SIGTERM and the job started again; the accounting reconciles exactly") {
   TempDir dir("ensemble-ranks");
