@@ -203,7 +203,7 @@ void EnsembleServer::bind(const std::string& port) {
 
 EnsembleServer::~EnsembleServer() {
   if (socket_ == nullptr) return;
-  const int linger = 0;
+  const int linger = 1000;  // the last acknowledgements (a goodbye's: its client waits for it) still go out
   zmq_setsockopt(socket_, ZMQ_LINGER, &linger, sizeof linger);
   zmq_close(socket_);
   zmq_ctx_term(context_);
