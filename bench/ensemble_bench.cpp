@@ -14,7 +14,7 @@
 //   3. a solver's step (a Jacobi heat step on 512 x 512) with its 1 MiB
 //      field sent every 10th step, against the same steps without.
 //
-//   ensemble_bench [--messages 3200] [--seconds 4] [--sim_steps 2000] [--only ingestion|training|solver]
+//   ensemble_bench [--messages 3200] [--seconds 4] [--sim_steps 2000] [--pairs 5] [--only ingestion|training|solver]
 #include "bench_support.hpp"
 
 #include <fulgur/ensemble/ensemble_client.hpp>
@@ -22,6 +22,7 @@
 #include <fulgur/online/online_trainer.hpp>
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -29,6 +30,8 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -290,6 +293,7 @@ int main(int argc, char** argv) {
   const int64_t messages = flag(argc, argv, "--messages", int64_t{3200});
   const double seconds = static_cast<double>(flag(argc, argv, "--seconds", int64_t{4}));
   const int64_t sim_steps = flag(argc, argv, "--sim_steps", int64_t{2000});
+  const int64_t solver_pairs = flag(argc, argv, "--pairs", int64_t{5});
   const std::string only = flag(argc, argv, "--only", std::string());
   const auto runs = [&](const char* part) { return only.empty() || only == part; };
   const auto dir = std::filesystem::temp_directory_path() / ("ensemble-bench-" + std::to_string(::getpid()));
@@ -311,11 +315,20 @@ int main(int argc, char** argv) {
                 network, memory, network / memory);
   }
   if (runs("solver")) {
-    const double alone = solver_step(false, sim_steps, dir / "alone");
-    const double sending = solver_step(true, sim_steps, dir / "sending");
-    std::printf("ensemble_bench[solver step]: %.1f us with a 1 MiB send every 10th step, %.1f us without: %.3fx (goal <= 1.05)\n",
-                sending * 1e6, alone * 1e6, sending / alone);
+    // The 2 cores are shared with the client's and the server's threads: the median of alternating pairs.
+    std::vector<std::array<double, 3>> pairs;  // ratio, with, without
+    for (int64_t p = 0; p < solver_pairs; ++p) {
+      const double alone = solver_step(false, sim_steps, dir / fmt::format("alone{}", p));
+      const double sending = solver_step(true, sim_steps, dir / fmt::format("sending{}", p));
+      pairs.push_back({sending / alone, sending, alone});
+    }
+    std::sort(pairs.begin(), pairs.end());
+    const auto& [ratio, sending, alone] = pairs[pairs.size() / 2];
+    std::printf("ensemble_bench[solver step]: %.1f us with a 1 MiB send every 10th step, %.1f us without: %.3fx "
+                "(median of %ld alternating pairs; goal <= 1.05)\n",
+                sending * 1e6, alone * 1e6, ratio, solver_pairs);
   }
+
   std::filesystem::remove_all(dir);
   return 0;
 }
