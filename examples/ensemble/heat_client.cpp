@@ -2,28 +2,74 @@
 // (kappa, A) and streams every sample to the training job (fulgur_serve).
 // Links libfulgur_client only (no LibTorch).
 //
-//   heat_client RENDEZVOUS CLIENT_ID KAPPA AMPLITUDE
+//   heat_client RENDEZVOUS CLIENT_ID KAPPA AMPLITUDE [SUBSTEPS]
+//   heat_client --write FILE CLIENT_ID KAPPA AMPLITUDE [SUBSTEPS]
+//
+// --write: the offline way instead (bench/ensemble_offline.sh): the samples
+// go to FILE ("FLGS", the sample count, then the inputs and the targets as
+// float32). SUBSTEPS (default 1): a costlier solve of the same samples.
 #include "heat_rod.hpp"
 
 #include <fulgur/ensemble/ensemble_client.hpp>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <fstream>
+#include <stdexcept>
+#include <vector>
+
+namespace {
+
+void write_samples(const char* path, int64_t substeps, double kappa, double amplitude) {
+  std::vector<float> inputs, fields;
+  heat_rod::solve(
+      kappa, amplitude,
+      [&](const float* x, const float* u) {
+        inputs.insert(inputs.end(), x, x + 3);
+        fields.insert(fields.end(), u, u + heat_rod::kPoints);
+      },
+      substeps);
+  const auto count = static_cast<int64_t>(inputs.size() / 3);
+  std::ofstream out(path, std::ios::binary);
+  out.write("FLGS", 4);
+  out.write(reinterpret_cast<const char*>(&count), sizeof count);
+  out.write(reinterpret_cast<const char*>(inputs.data()), static_cast<std::streamsize>(inputs.size() * sizeof(float)));
+  out.write(reinterpret_cast<const char*>(fields.data()), static_cast<std::streamsize>(fields.size() * sizeof(float)));
+  if (!out.flush()) throw std::runtime_error(std::string("cannot write ") + path);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    std::fprintf(stderr, "usage: heat_client RENDEZVOUS CLIENT_ID KAPPA AMPLITUDE\n");
+  const bool write = argc > 1 && std::strcmp(argv[1], "--write") == 0;
+  const int first = write ? 2 : 1;
+  if (argc != first + 4 && argc != first + 5) {
+    std::fprintf(stderr,
+                 "usage: heat_client RENDEZVOUS CLIENT_ID KAPPA AMPLITUDE [SUBSTEPS]\n"
+                 "       heat_client --write FILE CLIENT_ID KAPPA AMPLITUDE [SUBSTEPS]\n");
+    return 2;
+  }
+  const double kappa = std::atof(argv[first + 2]), amplitude = std::atof(argv[first + 3]);
+  const int64_t substeps = argc == first + 5 ? std::atoll(argv[first + 4]) : 1;
+  if (substeps < 1) {
+    std::fprintf(stderr, "heat_client: SUBSTEPS must be >= 1, got %s\n", argv[first + 4]);
     return 2;
   }
   try {
-    fulgur::EnsembleClient client(argv[1], std::strtoull(argv[2], nullptr, 10));
-    heat_rod::solve(std::atof(argv[3]), std::atof(argv[4]), [&](const float* inputs, const float* field) {
-      client.send(inputs, {1, 3}, field, {1, heat_rod::kPoints});
-    });
+    if (write) {
+      write_samples(argv[first], substeps, kappa, amplitude);
+      return 0;
+    }
+    fulgur::EnsembleClient client(argv[first], std::strtoull(argv[first + 1], nullptr, 10));
+    heat_rod::solve(
+        kappa, amplitude,
+        [&](const float* inputs, const float* field) { client.send(inputs, {1, 3}, field, {1, heat_rod::kPoints}); },
+        substeps);
     const fulgur::EnsembleClientCounts counts = client.close();
-    std::printf("heat_client %s: kappa %s, A %s: sent %ld, dropped %ld\n", argv[2], argv[3], argv[4], counts.sent,
-                counts.dropped);
+    std::printf("heat_client %s: kappa %s, A %s: sent %ld, dropped %ld\n", argv[first + 1], argv[first + 2],
+                argv[first + 3], counts.sent, counts.dropped);
     return counts.queued == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "heat_client: %s\n", e.what());
