@@ -74,24 +74,14 @@ class Samples : public fulgur::DataModule {
 // heat_evaluate's figure: the mean over 18 held-out runs of ||f(x) - u|| / ||u||.
 double held_out_error(const std::function<torch::Tensor(const torch::Tensor&)>& predict) {
   torch::NoGradGuard no_grad;
+  static const std::vector<heat_rod::Run> runs = heat_rod::held_out_runs();
   double sum = 0.0;
-  int runs = 0;
-  for (const double kappa : {0.6, 0.85, 1.1, 1.35, 1.6, 1.85}) {
-    for (const double amplitude : {0.6, 1.0, 1.4}) {
-      std::vector<float> inputs, fields;
-      heat_rod::solve(kappa, amplitude, [&](const float* x, const float* u) {
-        inputs.insert(inputs.end(), x, x + 3);
-        fields.insert(fields.end(), u, u + heat_rod::kPoints);
-      });
-      const auto n = static_cast<int64_t>(inputs.size() / 3);
-      const torch::Tensor x = torch::from_blob(inputs.data(), {n, 3});
-      const torch::Tensor truth = torch::from_blob(fields.data(), {n, heat_rod::kPoints});
-      const torch::Tensor predicted = predict(x);
-      sum += ((predicted - truth).norm() / truth.norm()).item<double>();
-      ++runs;
-    }
+  for (const heat_rod::Run& run : runs) {
+    const torch::Tensor x = torch::from_blob(const_cast<float*>(run.inputs.data()), {run.samples(), 3});
+    const torch::Tensor truth = torch::from_blob(const_cast<float*>(run.fields.data()), {run.samples(), heat_rod::kPoints});
+    sum += ((predict(x) - truth).norm() / truth.norm()).item<double>();
   }
-  return sum / runs;
+  return sum / static_cast<double>(runs.size());
 }
 
 /// Stops fit once the held-out error reaches the target.

@@ -18,25 +18,17 @@
 #include <exception>
 #include <fstream>
 #include <stdexcept>
-#include <vector>
 
 namespace {
 
 void write_samples(const char* path, int64_t substeps, double kappa, double amplitude) {
-  std::vector<float> inputs, fields;
-  heat_rod::solve(
-      kappa, amplitude,
-      [&](const float* x, const float* u) {
-        inputs.insert(inputs.end(), x, x + 3);
-        fields.insert(fields.end(), u, u + heat_rod::kPoints);
-      },
-      substeps);
-  const auto count = static_cast<int64_t>(inputs.size() / 3);
+  const heat_rod::Run run = heat_rod::run(kappa, amplitude, substeps);
+  const int64_t count = run.samples();
   std::ofstream out(path, std::ios::binary);
   out.write("FLGS", 4);
   out.write(reinterpret_cast<const char*>(&count), sizeof count);
-  out.write(reinterpret_cast<const char*>(inputs.data()), static_cast<std::streamsize>(inputs.size() * sizeof(float)));
-  out.write(reinterpret_cast<const char*>(fields.data()), static_cast<std::streamsize>(fields.size() * sizeof(float)));
+  out.write(reinterpret_cast<const char*>(run.inputs.data()), static_cast<std::streamsize>(run.inputs.size() * sizeof(float)));
+  out.write(reinterpret_cast<const char*>(run.fields.data()), static_cast<std::streamsize>(run.fields.size() * sizeof(float)));
   if (!out.flush()) throw std::runtime_error(std::string("cannot write ") + path);
 }
 

@@ -33,21 +33,14 @@ int main(int argc, char** argv) {
     csv << "kappa,amplitude,relative_error\n";
     double sum = 0.0;
     int runs = 0;
-    for (const double kappa : {0.6, 0.85, 1.1, 1.35, 1.6, 1.85}) {
-      for (const double amplitude : {0.6, 1.0, 1.4}) {
-        std::vector<float> inputs, fields;
-        heat_rod::solve(kappa, amplitude, [&](const float* x, const float* u) {
-          inputs.insert(inputs.end(), x, x + 3);
-          fields.insert(fields.end(), u, u + heat_rod::kPoints);
-        });
-        const auto n = static_cast<int64_t>(inputs.size() / 3);
-        const torch::Tensor x = torch::from_blob(inputs.data(), {n, 3}).clone();
-        const torch::Tensor truth = torch::from_blob(fields.data(), {n, heat_rod::kPoints}).clone();
-        const double error = ((trainer->predict(x) - truth).norm() / truth.norm()).item<double>();
-        csv << kappa << ',' << amplitude << ',' << error << '\n';
-        sum += error;
-        ++runs;
-      }
+    for (const heat_rod::Run& run : heat_rod::held_out_runs()) {
+      const torch::Tensor x = torch::from_blob(const_cast<float*>(run.inputs.data()), {run.samples(), 3}).clone();
+      const torch::Tensor truth =
+          torch::from_blob(const_cast<float*>(run.fields.data()), {run.samples(), heat_rod::kPoints}).clone();
+      const double error = ((trainer->predict(x) - truth).norm() / truth.norm()).item<double>();
+      csv << run.kappa << ',' << run.amplitude << ',' << error << '\n';
+      sum += error;
+      ++runs;
     }
     const double mean = sum / runs;
     std::printf("heat_evaluate: %d held-out runs, mean relative error %.4f (target < %.2f), trained %ld steps; %s\n",

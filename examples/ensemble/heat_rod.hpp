@@ -43,4 +43,33 @@ inline void solve(double kappa, double amplitude, const std::function<void(const
   }
 }
 
+/// One run's samples gathered: inputs [samples x 3], fields [samples x kPoints], row-major.
+struct Run {
+  double kappa = 0, amplitude = 0;
+  std::vector<float> inputs, fields;
+  int64_t samples() const { return static_cast<int64_t>(inputs.size() / 3); }
+};
+
+inline Run run(double kappa, double amplitude, int64_t substeps = 1) {
+  Run r{kappa, amplitude, {}, {}};
+  solve(
+      kappa, amplitude,
+      [&](const float* x, const float* u) {
+        r.inputs.insert(r.inputs.end(), x, x + 3);
+        r.fields.insert(r.fields.end(), u, u + kPoints);
+      },
+      substeps);
+  return r;
+}
+
+/// The 18 held-out runs the surrogate is scored on (heat_evaluate): a grid
+/// of (kappa, A) that no client draws.
+inline std::vector<Run> held_out_runs() {
+  std::vector<Run> runs;
+  for (const double kappa : {0.6, 0.85, 1.1, 1.35, 1.6, 1.85}) {
+    for (const double amplitude : {0.6, 1.0, 1.4}) runs.push_back(run(kappa, amplitude));
+  }
+  return runs;
+}
+
 }  // namespace heat_rod
