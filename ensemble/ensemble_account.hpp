@@ -20,6 +20,8 @@ struct EnsembleAccount {
   /// client without a goodbye, numbered - received - refused samples were
   /// dropped from its queue or lost with it.
   int64_t numbered = 0;
+  /// The server ranks the client said (in its goodbye) it sends to; 0: unknown.
+  int64_t ranks = 0;
   /// Sent but never received (0 without a goodbye: unknown).
   int64_t lost() const { return sent < 0 ? 0 : sent - received - refused; }
   /// Adds `other`'s counts (the same client on another rank, or another
@@ -30,6 +32,7 @@ struct EnsembleAccount {
     trained += other.trained;
     evicted_untrained += other.evicted_untrained;
     numbered = numbered > other.numbered ? numbered : other.numbered;
+    ranks = ranks > other.ranks ? ranks : other.ranks;
   }
 };
 

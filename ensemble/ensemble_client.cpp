@@ -124,9 +124,9 @@ std::vector<int64_t> per_sample(const std::vector<int64_t>& shape, const char* w
 EnsembleClient::EnsembleClient(const std::filesystem::path& rendezvous, uint64_t client_id,
                                EnsembleClientOptions options)
     : client_id_(client_id), options_(options), buffers_(std::make_shared<Buffers>()) {
-  if (options_.queue_capacity < 1) {
-    throw std::invalid_argument("[EnsembleClient] queue_capacity must be >= 1, got " +
-                                std::to_string(options_.queue_capacity));
+  if (options_.queue_capacity < 1 || options_.ranks < 0) {
+    throw std::invalid_argument("[EnsembleClient] queue_capacity must be >= 1 and ranks >= 0, got " +
+                                std::to_string(options_.queue_capacity) + " and " + std::to_string(options_.ranks));
   }
   const auto deadline = Clock::now() + seconds(options_.connect_timeout_s);
   while (!std::filesystem::exists(rendezvous)) {
@@ -140,7 +140,11 @@ EnsembleClient::EnsembleClient(const std::filesystem::path& rendezvous, uint64_t
   key_ = file.key;
   context_ = zmq_ctx_new();
   if (context_ == nullptr) throw std::runtime_error("[EnsembleClient] zmq_ctx_new failed");
-  for (const std::string& endpoint : file.endpoints) {
+  // Its ranks: all, or `ranks` of them from client_id mod M on.
+  const auto world = static_cast<uint64_t>(file.endpoints.size());
+  const uint64_t used = options_.ranks == 0 ? world : std::min(world, static_cast<uint64_t>(options_.ranks));
+  for (uint64_t j = 0; j < used; ++j) {
+    const std::string& endpoint = file.endpoints[static_cast<size_t>((client_id_ % world + j) % world)];
     void* socket = zmq_socket(context_, ZMQ_DEALER);
     // Our queue is the bound: ZeroMQ holds a few messages per rank beyond it,
     // and only for a rank it is connected to (immediate), so that "sent" means
@@ -374,6 +378,7 @@ EnsembleClientCounts EnsembleClient::close() {
         bye.key = key_;
         bye.client_id = client_id_;
         bye.sequence = rank.sent_samples;
+        bye.count = static_cast<uint32_t>(ranks_.size());  // the server sums this many goodbyes
         const std::string frame = bye.encode();
         zmq_send(rank.socket, frame.data(), frame.size(), ZMQ_DONTWAIT);  // a rank away: the next round
       }

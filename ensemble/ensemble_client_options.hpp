@@ -21,6 +21,11 @@ struct EnsembleClientOptions {
   /// How long close() waits for the queue to drain and be acknowledged, and
   /// for the goodbyes' acknowledgements; what is still queued then is counted as unsent.
   double close_timeout_s = 60.0;
+  /// Server ranks this client sends to (0: every rank). With M ranks it
+  /// connects to `ranks` of them, from its client id on (id mod M, the next
+  /// ones): each rank then holds about N * ranks / M connections of N
+  /// clients instead of N (its limit on open files).
+  int64_t ranks = 0;
 };
 
 }  // namespace fulgur

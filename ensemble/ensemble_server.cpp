@@ -54,7 +54,7 @@ std::string table_of(const std::map<uint64_t, EnsembleAccount>& accounts, const 
   std::ostringstream out;
   for (const auto& [client, a] : accounts) {
     out << "a " << client << ' ' << a.sent << ' ' << a.received << ' ' << a.refused << ' ' << a.trained << ' '
-        << a.evicted_untrained << ' ' << a.numbered << '\n';
+        << a.evicted_untrained << ' ' << a.numbered << ' ' << a.ranks << '\n';
   }
   for (const auto& [reason, count] : refusals) out << "r " << reason << ' ' << count << '\n';
   for (const auto& [client, messages] : held) {
@@ -87,7 +87,7 @@ void read_table(const std::string& table, const std::function<void(uint64_t, con
     } else {
       uint64_t client = 0;
       EnsembleAccount a;
-      lines >> client >> a.sent >> a.received >> a.refused >> a.trained >> a.evicted_untrained >> a.numbered;
+      lines >> client >> a.sent >> a.received >> a.refused >> a.trained >> a.evicted_untrained >> a.numbered >> a.ranks;
       account(client, a);
     }
   }
@@ -340,6 +340,7 @@ bool EnsembleServer::receive_one() {
       return true;
     }
     accounts_[header.client_id].sent = static_cast<int64_t>(header.sequence);
+    accounts_[header.client_id].ranks = header.count;
     goodbyes_[header.client_id] = true;
     return true;
   }
@@ -450,7 +451,8 @@ void EnsembleServer::reconcile() {
         table,
         [&](uint64_t client, const EnsembleAccount& a) {
           EnsembleAccount& total = totals_[client];
-          // The client said goodbye to each rank with what it sent there; one it did not reach leaves the sum unknown.
+          // The client said goodbye to each of its ranks with what it sent there; one it did not reach leaves the
+          // sum unknown.
           if (a.sent >= 0) {
             ++goodbye_ranks[client];
             sent_sum[client] += a.sent;
@@ -459,7 +461,10 @@ void EnsembleServer::reconcile() {
         },
         [&](const std::string& reason, int64_t count) { refusal_totals_[reason] += count; });
   }
-  for (auto& [client, total] : totals_) total.sent = goodbye_ranks[client] == ranks ? sent_sum[client] : -1;
+  for (auto& [client, total] : totals_) {
+    const int64_t its_ranks = total.ranks > 0 ? std::min(total.ranks, ranks) : ranks;
+    total.sent = goodbye_ranks[client] == its_ranks ? sent_sum[client] : -1;
+  }
   if (!trainer_.fabric().is_global_zero()) return;
   EnsembleAccount sum{0};
   int64_t no_goodbye = 0, lost = 0;

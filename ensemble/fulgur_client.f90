@@ -30,6 +30,7 @@ module fulgur_client
     integer(c_int64_t) :: queue_capacity
     integer(c_int32_t) :: when_full
     real(c_double) :: connect_timeout_s, close_timeout_s
+    integer(c_int64_t) :: ranks
   end type
 
   public :: fulgur_client_connect, fulgur_client_send, fulgur_client_close, fulgur_client_last_error
@@ -89,21 +90,24 @@ contains
 
   ! Connects to the training job named by the rendezvous file (waiting for
   ! it). Optional: queue_capacity (messages), when_full (FULGUR_CLIENT_BLOCK
-  ! or FULGUR_CLIENT_DROP_OLDEST), connect_timeout_s, close_timeout_s.
+  ! or FULGUR_CLIENT_DROP_OLDEST), connect_timeout_s, close_timeout_s, ranks
+  ! (the server ranks it sends to; 0: all).
   integer(c_int) function fulgur_client_connect(rendezvous, client_id, handle, queue_capacity, when_full, &
-                                                connect_timeout_s, close_timeout_s) result(status)
+                                                connect_timeout_s, close_timeout_s, ranks) result(status)
     character(len=*), intent(in) :: rendezvous
     integer, intent(in) :: client_id
     type(fulgur_client_handle), intent(out) :: handle
     integer, intent(in), optional :: queue_capacity
     integer(c_int32_t), intent(in), optional :: when_full
     real(c_double), intent(in), optional :: connect_timeout_s, close_timeout_s
+    integer, intent(in), optional :: ranks
     type(client_options) :: options
     options = c_default_options()
     if (present(queue_capacity)) options%queue_capacity = int(queue_capacity, c_int64_t)
     if (present(when_full)) options%when_full = when_full
     if (present(connect_timeout_s)) options%connect_timeout_s = connect_timeout_s
     if (present(close_timeout_s)) options%close_timeout_s = close_timeout_s
+    if (present(ranks)) options%ranks = int(ranks, c_int64_t)
     status = c_connect(trim(rendezvous) // c_null_char, int(client_id, c_int64_t), options, handle%ptr)
   end function
 

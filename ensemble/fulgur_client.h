@@ -40,6 +40,7 @@ typedef struct {
   int32_t when_full;         /* a fulgur_client_policy; default FULGUR_CLIENT_BLOCK */
   double connect_timeout_s;  /* waiting for the rendezvous file; default 60 */
   double close_timeout_s;    /* waiting for the queue to go out at close; default 60 */
+  int64_t ranks;             /* server ranks this client sends to, from client_id mod M on; 0 (default): all */
 } fulgur_client_options;
 
 /* The defaults above. */

@@ -64,7 +64,7 @@ extern "C" {
 
 fulgur_client_options fulgur_client_default_options(void) {
   const fulgur::EnsembleClientOptions d;
-  return {d.queue_capacity, static_cast<int32_t>(d.when_full), d.connect_timeout_s, d.close_timeout_s};
+  return {d.queue_capacity, static_cast<int32_t>(d.when_full), d.connect_timeout_s, d.close_timeout_s, d.ranks};
 }
 
 fulgur_client_status fulgur_client_connect(const char* rendezvous, int64_t client_id,
@@ -75,11 +75,11 @@ fulgur_client_status fulgur_client_connect(const char* rendezvous, int64_t clien
                 "fulgur_client_connect: rendezvous and out must not be null, client_id must be >= 0");
   }
   const fulgur_client_options o = options != nullptr ? *options : fulgur_client_default_options();
-  if (o.queue_capacity < 1 || !(o.connect_timeout_s >= 0) || !(o.close_timeout_s >= 0)) {
+  if (o.queue_capacity < 1 || !(o.connect_timeout_s >= 0) || !(o.close_timeout_s >= 0) || o.ranks < 0) {
     return fail(FULGUR_CLIENT_INVALID_ARGUMENT,
-                "fulgur_client_connect: queue_capacity must be >= 1 and the timeouts >= 0, got " +
-                    std::to_string(o.queue_capacity) + ", " + std::to_string(o.connect_timeout_s) + " and " +
-                    std::to_string(o.close_timeout_s));
+                "fulgur_client_connect: queue_capacity must be >= 1, the timeouts and ranks >= 0, got " +
+                    std::to_string(o.queue_capacity) + ", " + std::to_string(o.connect_timeout_s) + ", " +
+                    std::to_string(o.close_timeout_s) + " and " + std::to_string(o.ranks));
   }
   if (o.when_full != FULGUR_CLIENT_BLOCK && o.when_full != FULGUR_CLIENT_DROP_OLDEST) {
     return fail(FULGUR_CLIENT_INVALID_ARGUMENT, "fulgur_client_connect: when_full must be FULGUR_CLIENT_BLOCK (0) or "
@@ -92,7 +92,7 @@ fulgur_client_status fulgur_client_connect(const char* rendezvous, int64_t clien
         fulgur::EnsembleClientOptions{o.queue_capacity,
                                       o.when_full == FULGUR_CLIENT_DROP_OLDEST ? fulgur::WhenQueueFull::DropOldest
                                                                                : fulgur::WhenQueueFull::Block,
-                                      o.connect_timeout_s, o.close_timeout_s});
+                                      o.connect_timeout_s, o.close_timeout_s, o.ranks});
     *out = handle.release();
     last_error.clear();
     return FULGUR_CLIENT_OK;

@@ -36,7 +36,8 @@ class WireHeader {
   /// Goodbye: the samples this client handed over for this rank in all.
   uint64_t sequence = 0;
   DType dtype = DType::Float32;
-  /// Samples: the samples in the message. Ack: flags (kGoodbyeHeld, kKeyRefused).
+  /// Samples: the samples in the message. Ack: flags (kGoodbyeHeld,
+  /// kKeyRefused). Goodbye: the server ranks the client sends to.
   uint32_t count = 0;
   /// Samples: the client's number for this message among those it sent to
   /// this rank (0, 1, ...; a message sent again keeps its number). Ack: the

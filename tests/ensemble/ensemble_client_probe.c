@@ -7,6 +7,7 @@
  *                          held_after: after SENDS sends it waits (60 s) for the test to kill it
  *   ... PER_SEND wide_after SENDS   after SENDS sends, samples of 3 inputs (the stream holds 2)
  *   ... PER_SEND paced MS           MS milliseconds between sends
+ *   ... PER_SEND ranks K            sends to K server ranks only (options.ranks)
  *   ensemble_client_probe RENDEZVOUS garbage     raw ZeroMQ: a message that is no header,
  *                                                one with a bad magic, one whose frames
  *                                                disagree with its header
@@ -97,6 +98,8 @@ int main(int argc, char** argv) {
     held_after = atoi(argv[6]);
   } else if (argc == 7 && strcmp(argv[5], "paced") == 0) {
     paced_ms = atoi(argv[6]);
+  } else if (argc == 7 && strcmp(argv[5], "ranks") == 0) {
+    options.ranks = atoll(argv[6]);
   } else if (argc == 7 && strcmp(argv[5], "wide_after") == 0) {
     wide_after = atoi(argv[6]);
   } else if (argc == 7) {

@@ -237,7 +237,8 @@ TEST_CASE("64 clients at once against a rank that may hold 48 open files: one li
 }
 
 TEST_CASE("fulgur_serve on 2 ranks under mpirun (process_group_backend mpi): 2 clients killed, one server rank "
-          "stopped by SIGTERM and the job started again; the accounting reconciles exactly") {
+          "stopped by SIGTERM and the job started again, a client on one rank only; the accounting reconciles "
+          "exactly") {
   TempDir dir("ensemble-ranks");
   const std::string yaml = (dir / "ensemble.yaml").string();
   std::ofstream(yaml) << fmt::format(
@@ -247,7 +248,7 @@ TEST_CASE("fulgur_serve on 2 ranks under mpirun (process_group_backend mpi): 2 c
       "stream: {{capacity: 4096, when_full: replay, batch_size: 32, seed: 3, min_samples: 64}}\n"
       "trainer: {{accelerator: cpu, logger: false, enable_checkpointing: false, process_group_backend: mpi, "
       "strategy: ddp}}\n"
-      "ensemble: {{run_dir: {0}/run, expected_clients: 2, host: 127.0.0.1, drain_s: 1}}\n",
+      "ensemble: {{run_dir: {0}/run, expected_clients: 3, host: 127.0.0.1, drain_s: 1}}\n",
       dir.path().string());
   // Each rank leaves its pid (to stop rank 1 alone); the job's log goes to a file the test watches.
   const auto serve = [&](const std::filesystem::path& log) {
@@ -301,7 +302,8 @@ TEST_CASE("fulgur_serve on 2 ranks under mpirun (process_group_backend mpi): 2 c
   auto second = serve(second_log);
   killed_client(24, second_log);
   auto other = client(rendezvous + " 22 400 20");
-  for (auto* c : {&paced, &other}) {
+  auto subset = client(rendezvous + " 25 200 10 ranks 1");  // rank 25 mod 2 = 1 alone
+  for (auto* c : {&paced, &other, &subset}) {
     const auto result = c->get();
     INFO(result.output);
     CHECK(result.exit_code == 0);
@@ -313,12 +315,15 @@ TEST_CASE("fulgur_serve on 2 ranks under mpirun (process_group_backend mpi): 2 c
   CHECK(served_log.find("fulgur: ensemble: resuming the stopped run") != std::string::npos);
   CHECK(fulgur::RendezvousFile::read(rendezvous).endpoints.size() == 2);
   // Nothing lost in the stop: what the stopped job had not taken came again, and nothing counted twice.
-  CHECK(served_log.find("fulgur: ensemble: 4 clients (2 without a goodbye): 3400 samples sent, ") !=
+  CHECK(served_log.find("fulgur: ensemble: 5 clients (2 without a goodbye): 3600 samples sent, ") !=
         std::string::npos);
+  CHECK(served_log.find("rank 1: client 25 joined") != std::string::npos);
+  CHECK(served_log.find("rank 0: client 25 joined") == std::string::npos);
   const std::string csv = read_file(dir / "run" / "ensemble_accounting.csv");
   INFO(csv);
   CHECK(csv.find("\n21,3000,3000,0,0,") != std::string::npos);
   CHECK(csv.find("\n22,400,400,0,0,") != std::string::npos);
+  CHECK(csv.find("\n25,200,200,0,0,") != std::string::npos);  // one goodbye, from its one rank, is all
   // The killed clients: no goodbye, so what they sent is unknown; what arrived is counted, numbered up to their
   // 5 sends of 10.
   for (const int id : {23, 24}) {
