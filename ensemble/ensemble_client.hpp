@@ -61,6 +61,7 @@ class EnsembleClient {
   EnsembleClientCounts close();
   EnsembleClientCounts counts() const;
   uint64_t client_id() const { return client_id_; }
+  /// The server ranks this client sends to (all, or options.ranks of them).
   int64_t ranks() const { return static_cast<int64_t>(ranks_.size()); }
 
  private:
