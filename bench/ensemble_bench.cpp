@@ -19,6 +19,7 @@
 
 #include <fulgur/ensemble/ensemble_client.hpp>
 #include <fulgur/ensemble/ensemble_server.hpp>
+#include <fulgur/online/configured_model.hpp>
 #include <fulgur/online/online_trainer.hpp>
 
 #include <arpa/inet.h>
@@ -46,22 +47,14 @@ using fulgur::bench::flag;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-/// A model of `inputs` features to one output: ingestion only needs its shapes.
-struct Linear : fulgur::LightningModule {
-  Linear(int64_t inputs, int64_t hidden) {
-    net = register_module("net", torch::nn::Sequential(torch::nn::Linear(inputs, hidden), torch::nn::Tanh(),
-                                                       torch::nn::Linear(hidden, hidden), torch::nn::Tanh(),
-                                                       torch::nn::Linear(hidden, 1)));
-  }
-  torch::Tensor training_step(const fulgur::Batch& batch, int64_t) override {
-    return torch::mse_loss(net->forward(batch.input), batch.target);
-  }
-  torch::Tensor predict_step(const fulgur::Batch& batch, int64_t) override { return net->forward(batch.input); }
-  fulgur::OptimizerConfig configure_optimizers() override {
-    return {std::make_shared<torch::optim::Adam>(parameters(), torch::optim::AdamOptions(1e-3)), std::nullopt};
-  }
-  torch::nn::Sequential net{nullptr};
-};
+/// An MLP of `inputs` features, two tanh layers of `hidden`, one output (Adam, 1e-3): ingestion only needs its shapes.
+std::function<std::shared_ptr<fulgur::LightningModule>()> mlp(int64_t inputs, int64_t hidden) {
+  return [inputs, hidden] {
+    fulgur::ModelSpec spec;
+    spec.layers = {inputs, hidden, hidden, 1};
+    return std::make_shared<fulgur::ConfiguredModel>(spec);
+  };
+}
 
 fulgur::OnlineOptions options_for(int64_t capacity, int64_t batch) {
   fulgur::OnlineOptions o;
@@ -158,7 +151,7 @@ double plain_zmq_gbps(int clients, int64_t messages, size_t bytes) {
 // The same bytes through EnsembleClient -> EnsembleServer -> the reservoir, training paused.
 double fulgur_gbps(int clients, int64_t messages, size_t bytes, const std::filesystem::path& dir) {
   const auto features = static_cast<int64_t>(bytes / 4);
-  fulgur::OnlineTrainer trainer([features] { return std::make_shared<Linear>(features, 4); }, options_for(64, 8));
+  fulgur::OnlineTrainer trainer(mlp(features, 4), options_for(64, 8));
   fulgur::EnsembleOptions options;
   options.run_dir = dir;
   options.host = "127.0.0.1";
@@ -195,7 +188,7 @@ double fulgur_gbps(int clients, int64_t messages, size_t bytes, const std::files
 // Training steps per second over `seconds`: fed from memory, or by 4 clients sending as fast as they can.
 double steps_per_second(bool network, double seconds, const std::filesystem::path& dir) {
   fulgur::OnlineOptions o = options_for(4096, 64);
-  fulgur::OnlineTrainer trainer([] { return std::make_shared<Linear>(64, 256); }, o);
+  fulgur::OnlineTrainer trainer(mlp(64, 256), o);
   const std::vector<float> x(64 * 64, 0.25F), y(64, 0.5F);
   std::atomic<bool> done{false};
   std::vector<std::thread> producers;
@@ -256,7 +249,7 @@ double solver_step(bool send, int64_t steps, const std::filesystem::path& dir) {
   for (int64_t i = n / 4; i < n / 2; ++i) {
     for (int64_t j = n / 4; j < n / 2; ++j) u[i * n + j] = 1.0F;
   }
-  fulgur::OnlineTrainer trainer([n] { return std::make_shared<Linear>(n * n, 4); }, options_for(64, 8));
+  fulgur::OnlineTrainer trainer(mlp(n * n, 4), options_for(64, 8));
   fulgur::EnsembleOptions options;
   options.run_dir = dir;
   options.host = "127.0.0.1";
