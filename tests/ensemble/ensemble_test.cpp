@@ -47,6 +47,19 @@ std::string config_text(int64_t max_steps, const std::string& trainer = "") {
       max_steps, trainer);
 }
 
+// fulgur_serve's file for a run a signal may stop and a restart resume (a checkpoint_dir), in `dir`.
+std::string resumable_config(const std::filesystem::path& dir, int64_t capacity, int64_t expected_clients,
+                             const std::string& trainer = "") {
+  return fmt::format(
+      "model: {{type: mlp, layers: [2, 32, 32, 1], activation: tanh}}\n"
+      "optimizer: {{type: adam, lr: 0.01}}\n"
+      "online: {{publish_every_n_steps: 10, num_threads: 1, checkpoint_dir: {0}/ckpt}}\n"
+      "stream: {{capacity: {1}, when_full: replay, batch_size: 32, seed: 3, min_samples: 64}}\n"
+      "trainer: {{accelerator: cpu, logger: false, enable_checkpointing: false{3}}}\n"
+      "ensemble: {{run_dir: {0}/run, expected_clients: {2}, host: 127.0.0.1, drain_s: 1}}\n",
+      dir.string(), capacity, expected_clients, trainer);
+}
+
 // Starts a client process; its result later.
 std::future<fulgur::testing::CommandResult> client(const std::string& arguments) {
   return std::async(std::launch::async, [arguments] { return run_command(kProbe + " " + arguments, 120); });
@@ -241,15 +254,7 @@ TEST_CASE("fulgur_serve on 2 ranks under mpirun (process_group_backend mpi): 2 c
           "exactly") {
   TempDir dir("ensemble-ranks");
   const std::string yaml = (dir / "ensemble.yaml").string();
-  std::ofstream(yaml) << fmt::format(
-      "model: {{type: mlp, layers: [2, 32, 32, 1], activation: tanh}}\n"
-      "optimizer: {{type: adam, lr: 0.01}}\n"
-      "online: {{publish_every_n_steps: 10, num_threads: 1, checkpoint_dir: {0}/ckpt}}\n"
-      "stream: {{capacity: 4096, when_full: replay, batch_size: 32, seed: 3, min_samples: 64}}\n"
-      "trainer: {{accelerator: cpu, logger: false, enable_checkpointing: false, process_group_backend: mpi, "
-      "strategy: ddp}}\n"
-      "ensemble: {{run_dir: {0}/run, expected_clients: 3, host: 127.0.0.1, drain_s: 1}}\n",
-      dir.path().string());
+  std::ofstream(yaml) << resumable_config(dir.path(), 4096, 3, ", process_group_backend: mpi, strategy: ddp");
   // Each rank leaves its pid (to stop rank 1 alone); the job's log goes to a file the test watches.
   const auto serve = [&](const std::filesystem::path& log) {
     return std::async(std::launch::async, [&, log] {
@@ -345,14 +350,7 @@ TEST_CASE("a server stopped by SIGTERM and started again resumes the run: the sa
           "queued and unacknowledged samples follow, the counts go on, none lost, none counted twice") {
   TempDir dir("ensemble-restart");
   const std::string yaml = (dir / "ensemble.yaml").string();
-  std::ofstream(yaml) << fmt::format(
-      "model: {{type: mlp, layers: [2, 16, 1], activation: tanh}}\n"
-      "optimizer: {{type: adam, lr: 0.01}}\n"
-      "online: {{publish_every_n_steps: 10, num_threads: 1, checkpoint_dir: {0}/ckpt}}\n"
-      "stream: {{capacity: 20000, when_full: replay, batch_size: 32, seed: 3, min_samples: 64}}\n"
-      "trainer: {{accelerator: cpu, logger: false, enable_checkpointing: false}}\n"
-      "ensemble: {{run_dir: {0}/run, expected_clients: 1, host: 127.0.0.1, drain_s: 1}}\n",
-      dir.path().string());
+  std::ofstream(yaml) << resumable_config(dir.path(), 20000, 1);
   // The first server's log goes to a file the test watches: it is stopped once client 31 joined.
   const auto log = dir / "first.log";
   const std::string serve = "sh -c 'echo $$ > " + (dir / "pid").string() + "; exec " + std::string(FULGUR_BINARY_DIR) +
