@@ -304,9 +304,15 @@ c10::intrusive_ptr<c10d::Work> MpiProcessGroup::allreduce(std::vector<at::Tensor
       const int64_t span = 2 * static_cast<int64_t>(size_) * (reduced.numel() / size_ + 1);
       const int64_t slots = std::max<int64_t>(1, ring_tag_span_ / std::max<int64_t>(1, span));
       const int tag_base = static_cast<int>((rings_++ % slots) * std::min<int64_t>(span, ring_tag_span_));
-      auto ring = std::make_shared<MpiRingAllreduce>(reduced, reduce, ring_comm_, tag_base, int64_t{1} << 20);
-      return MpiWorker::Poll([ring, t, buffer, reduced]() mutable {
+      at::Tensor spare;
+      if (!ring_scratch_.empty()) {
+        spare = std::move(ring_scratch_.back());
+        ring_scratch_.pop_back();
+      }
+      auto ring = std::make_shared<MpiRingAllreduce>(reduced, reduce, ring_comm_, tag_base, int64_t{1} << 20, spare);
+      return MpiWorker::Poll([this, ring, t, buffer, reduced]() mutable {
         if (!ring->poll()) return false;
+        ring_scratch_.push_back(ring->scratch());
         if (!reduced.is_same(buffer)) buffer.copy_(reduced);
         put_back(t, buffer);
         return true;

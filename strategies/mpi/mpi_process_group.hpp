@@ -80,6 +80,7 @@ class MpiProcessGroup : public c10d::Backend {
   MPI_Comm ring_comm_ = MPI_COMM_NULL;  // the ring's own messages, apart from send()/recv()'s
   int64_t rings_ = 0;                   // ring all-reduces started: each gets its own tags
   int ring_tag_span_ = 1;               // tags available to the rings (below MPI_TAG_UB)
+  std::vector<at::Tensor> ring_scratch_;  // finished rings' scratch, for the next ones (worker thread only)
 };
 
 }  // namespace fulgur

@@ -7,7 +7,7 @@
 namespace fulgur {
 
 MpiRingAllreduce::MpiRingAllreduce(at::Tensor tensor, c10d::ReduceOp op, MPI_Comm comm, int tag_base,
-                                   int64_t segment_bytes)
+                                   int64_t segment_bytes, at::Tensor spare)
     : tensor_(tensor.view(-1)), op_(op), comm_(comm), tag_base_(tag_base) {
   if (op_.op_ != c10d::ReduceOp::SUM && op_.op_ != c10d::ReduceOp::PRODUCT && op_.op_ != c10d::ReduceOp::MIN &&
       op_.op_ != c10d::ReduceOp::MAX) {
@@ -19,17 +19,24 @@ MpiRingAllreduce::MpiRingAllreduce(at::Tensor tensor, c10d::ReduceOp op, MPI_Com
   for (int c = 0; c <= size_; ++c) chunk_begin_.push_back(n * c / size_);
   int64_t largest = 0;
   for (int c = 0; c < size_; ++c) largest = std::max(largest, chunk_begin_[c + 1] - chunk_begin_[c]);
-  incoming_ = at::empty({largest}, tensor_.options());
   // Segment k covers the same share of every chunk, so it stays one unit
   // through all steps (chunk lengths differ by at most one element).
-  const int64_t per_segment = std::max<int64_t>(1, segment_bytes / static_cast<int64_t>(tensor_.element_size()));
-  for (int64_t at = 0; at < largest; at += per_segment) {
-    segments_.push_back(Segment{at, std::min(per_segment, largest - at)});
+  per_segment_ = std::max<int64_t>(1, segment_bytes / static_cast<int64_t>(tensor_.element_size()));
+  for (int64_t at = 0; at < largest; at += per_segment_) {
+    segments_.push_back(Segment{at, std::min(per_segment_, largest - at)});
   }
   // A few segments travel at once: enough to overlap sending, receiving and
   // reducing, few enough that they stay in cache.
+  const int64_t slots = static_cast<int64_t>(kInFlight) * std::min(per_segment_, largest);
+  incoming_ = spare.defined() && spare.scalar_type() == tensor_.scalar_type() && spare.device() == tensor_.device() &&
+                      spare.numel() >= slots
+                  ? spare
+                  : at::empty({slots}, tensor_.options());
   started_ = std::min(segments_.size(), kInFlight);
-  for (size_t k = 0; k < started_; ++k) post(k);
+  for (size_t k = 0; k < started_; ++k) {
+    segments_[k].slot = static_cast<int64_t>(k);
+    post(k);
+  }
 }
 
 at::Tensor MpiRingAllreduce::chunk(int index) const {
@@ -70,6 +77,7 @@ void MpiRingAllreduce::post(size_t k) {
   const int t = g - (size_ - 1);
   const at::Tensor out = chunk(scatter ? rank_ - g : rank_ + 1 - t);
   const at::Tensor in = scatter ? incoming_ : chunk(rank_ - t);
+  const int64_t in_begin = scatter ? s.slot * per_segment_ : s.begin;
   const int right = (rank_ + 1) % size_, left = (rank_ + size_ - 1) % size_;
   const int tag = tag_base_ + g * static_cast<int>(segments_.size()) + static_cast<int>(k);
   const int64_t element = tensor_.element_size();
@@ -77,7 +85,7 @@ void MpiRingAllreduce::post(size_t k) {
   const int64_t out_length = std::max<int64_t>(0, std::min(s.length, out.numel() - s.begin));
   const int64_t in_length = std::max<int64_t>(0, std::min(s.length, (scatter ? chunk(rank_ - g - 1) : in).numel() - s.begin));
   auto* out_data = static_cast<char*>(out.data_ptr()) + s.begin * element;
-  auto* in_data = static_cast<char*>(in.data_ptr()) + s.begin * element;
+  auto* in_data = static_cast<char*>(in.data_ptr()) + in_begin * element;
   int code = MPI_Irecv(in_data, static_cast<int>(in_length * element), MPI_BYTE, left, tag, comm_, &s.requests[0]);
   if (code == MPI_SUCCESS) {
     code = MPI_Isend(out_data, static_cast<int>(out_length * element), MPI_BYTE, right, tag, comm_, &s.requests[1]);
@@ -106,7 +114,7 @@ bool MpiRingAllreduce::poll() {
         const int64_t length = std::max<int64_t>(0, std::min(s.length, target.numel() - s.begin));
         if (length <= 0) continue;
         s.reduced = MpiReducer::instance().submit(
-            [op = op_.op_, into = target.narrow(0, s.begin, length), from = incoming_.narrow(0, s.begin, length)] {
+            [op = op_.op_, into = target.narrow(0, s.begin, length), from = incoming_.narrow(0, s.slot * per_segment_, length)] {
               combine(op, into, from);
             });
       }
@@ -117,7 +125,10 @@ bool MpiRingAllreduce::poll() {
       post(k);
     } else {
       ++done_;
-      if (started_ < segments_.size()) post(started_++);
+      if (started_ < segments_.size()) {
+        segments_[started_].slot = s.slot;  // the slot this one leaves
+        post(started_++);
+      }
     }
   }
   return done_ == segments_.size();

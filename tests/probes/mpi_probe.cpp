@@ -31,6 +31,7 @@
 #include <iostream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -66,6 +67,24 @@ void check_operations(fulgur::ProcessGroup& group) {
     torch::Tensor lo = torch::full({numel}, static_cast<double>(r + 5));
     group.all_reduce(lo, fulgur::ReduceOp::Min);
     expect(torch::all(lo == 5).item<bool>(), "all_reduce min of " + std::to_string(numel));
+  }
+  // Rings in flight at once, one after another (each takes scratch a finished
+  // one left), with values that differ per element, so a segment landing in
+  // another's place shows.
+  for (int round = 0; round < 2; ++round) {
+    std::vector<torch::Tensor> tensors;
+    std::vector<c10::intrusive_ptr<c10d::Work>> works;
+    for (const int64_t numel : {int64_t{(6 << 20) / 4 + 3}, int64_t{(5 << 20) / 4}}) {
+      tensors.push_back(torch::arange(numel, torch::kFloat).remainder(1000) + static_cast<double>(r));
+      works.push_back(group.all_reduce_async(tensors.back(), fulgur::ReduceOp::Sum));
+    }
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      group.wait(works[i], "all_reduce");
+      const torch::Tensor expected =
+          torch::arange(tensors[i].numel(), torch::kFloat).remainder(1000) * static_cast<double>(n) +
+          static_cast<double>(n * (n - 1) / 2);
+      expect(torch::equal(tensors[i], expected), "concurrent all_reduce " + std::to_string(i));
+    }
   }
   // Broadcast from the last rank, also of a non-contiguous view.
   torch::Tensor b = torch::full({5, 3}, static_cast<double>(r));
