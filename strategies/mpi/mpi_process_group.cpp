@@ -1,5 +1,6 @@
 #include <fulgur/strategies/mpi/mpi_process_group.hpp>
 #include <fulgur/strategies/mpi/mpi_ring_allreduce.hpp>
+#include <fulgur/strategies/mpi/mpi_ring_reduce_scatter.hpp>
 #include <fulgur/strategies/mpi/mpi_worker.hpp>
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -301,18 +302,12 @@ c10::intrusive_ptr<c10d::Work> MpiProcessGroup::allreduce(std::vector<at::Tensor
       at::Tensor buffer = reachable(t);
       at::Tensor reduced = reduced_as_float(buffer) ? buffer.to(at::kFloat) : buffer;
       // Each ring's tags: 2(size-1) steps times its segments (at most one per element).
-      const int64_t span = 2 * static_cast<int64_t>(size_) * (reduced.numel() / size_ + 1);
-      const int64_t slots = std::max<int64_t>(1, ring_tag_span_ / std::max<int64_t>(1, span));
-      const int tag_base = static_cast<int>((rings_++ % slots) * std::min<int64_t>(span, ring_tag_span_));
-      at::Tensor spare;
-      if (!ring_scratch_.empty()) {
-        spare = std::move(ring_scratch_.back());
-        ring_scratch_.pop_back();
-      }
-      auto ring = std::make_shared<MpiRingAllreduce>(reduced, reduce, ring_comm_, tag_base, int64_t{1} << 20, spare);
+      const int tag_base = ring_tag_base(2 * static_cast<int64_t>(size_) * (reduced.numel() / size_ + 1));
+      auto ring = std::make_shared<MpiRingAllreduce>(reduced, reduce, ring_comm_, tag_base, kRingSegmentBytes,
+                                                     take_ring_scratch());
       return MpiWorker::Poll([this, ring, t, buffer, reduced]() mutable {
         if (!ring->poll()) return false;
-        ring_scratch_.push_back(ring->scratch());
+        give_ring_scratch(ring->scratch());
         if (!reduced.is_same(buffer)) buffer.copy_(reduced);
         put_back(t, buffer);
         return true;
@@ -381,6 +376,27 @@ c10::intrusive_ptr<c10d::Work> MpiProcessGroup::_reduce_scatter_base(at::Tensor&
   const MPI_Op op = reduce_op(opts.reduceOp);
   const MPI_Datatype type = reduce_type(reduced_as_float(input) ? at::kFloat : input.scalar_type());
   const int count = count_of(output.numel(), "a reduce-scatter");
+  if (size_ > 1 && static_cast<int64_t>(input.nbytes()) >= kRingBytes) {
+    return enqueue(c10d::OpType::_REDUCE_SCATTER_BASE, {output, input},
+                   [this, output, input, reduce = opts.reduceOp]() mutable {
+                     at::Tensor in = reachable(input);
+                     if (reduced_as_float(in)) in = in.to(at::kFloat);
+                     at::Tensor out = reachable(output);
+                     at::Tensor reduced =
+                         reduced_as_float(out) ? at::empty(out.sizes(), out.options().dtype(at::kFloat)) : out;
+                     // Its tags: size-1 steps times its segments (at most one per element).
+                     const int tag_base = ring_tag_base(static_cast<int64_t>(size_) * (reduced.numel() + 1));
+                     auto ring = std::make_shared<MpiRingReduceScatter>(reduced, in, reduce, ring_comm_, tag_base,
+                                                                        kRingSegmentBytes, take_ring_scratch());
+                     return MpiWorker::Poll([this, ring, output, out, reduced, in]() mutable {
+                       if (!ring->poll()) return false;
+                       give_ring_scratch(ring->scratch());
+                       if (!reduced.is_same(out)) out.copy_(reduced);
+                       put_back(output, out);
+                       return true;
+                     });
+                   });
+  }
   return enqueue(c10d::OpType::_REDUCE_SCATTER_BASE, {output, input},
                  [output, input, op, type, count, comm = comm_]() mutable {
                    at::Tensor in = reachable(input);
@@ -397,6 +413,22 @@ c10::intrusive_ptr<c10d::Work> MpiProcessGroup::_reduce_scatter_base(at::Tensor&
                                     put_back(output, out);
                                   });
                  });
+}
+
+int MpiProcessGroup::ring_tag_base(int64_t span) {
+  const int64_t slots = std::max<int64_t>(1, ring_tag_span_ / std::max<int64_t>(1, span));
+  return static_cast<int>((rings_++ % slots) * std::min<int64_t>(span, ring_tag_span_));
+}
+
+at::Tensor MpiProcessGroup::take_ring_scratch() {
+  if (ring_scratch_.empty()) return {};
+  at::Tensor spare = std::move(ring_scratch_.back());
+  ring_scratch_.pop_back();
+  return spare;
+}
+
+void MpiProcessGroup::give_ring_scratch(const at::Tensor& scratch) {
+  if (scratch.defined()) ring_scratch_.push_back(scratch);
 }
 
 c10::intrusive_ptr<c10d::Work> MpiProcessGroup::barrier(const c10d::BarrierOptions&) {

@@ -66,9 +66,12 @@ class MpiProcessGroup : public c10d::Backend {
   /// Takes `comm` (already this group's own); create() and split() make them.
   MpiProcessGroup(MPI_Comm comm, int rank, int size);
 
-  /// All-reduces of at least this many bytes run as MpiRingAllreduce;
-  /// smaller ones as MPI_Iallreduce (whose latency is the lower).
+  /// All-reduces and reduce-scatters of at least this many bytes run as
+  /// rings (MpiRingAllreduce, MpiRingReduceScatter); smaller ones as
+  /// MPI_Iallreduce and MPI_Ireduce_scatter_block (whose latency is the lower).
   static constexpr int64_t kRingBytes = int64_t{4} << 20;
+  /// The rings' segments.
+  static constexpr int64_t kRingSegmentBytes = int64_t{1} << 20;
 
  private:
   /// Queues an operation on the worker: `begin` starts it and returns how
@@ -76,9 +79,15 @@ class MpiProcessGroup : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, const std::vector<at::Tensor>& tensors,
                                          std::function<MpiWorker::Poll()> begin);
 
+  /// The first tag of the next ring, which uses `span` tags (worker thread only).
+  int ring_tag_base(int64_t span);
+  /// A finished ring's scratch for the next one, so rings allocate nothing (worker thread only).
+  at::Tensor take_ring_scratch();
+  void give_ring_scratch(const at::Tensor& scratch);
+
   MPI_Comm comm_;
   MPI_Comm ring_comm_ = MPI_COMM_NULL;  // the ring's own messages, apart from send()/recv()'s
-  int64_t rings_ = 0;                   // ring all-reduces started: each gets its own tags
+  int64_t rings_ = 0;                   // rings started: each gets its own tags
   int ring_tag_span_ = 1;               // tags available to the rings (below MPI_TAG_UB)
   std::vector<at::Tensor> ring_scratch_;  // finished rings' scratch, for the next ones (worker thread only)
 };

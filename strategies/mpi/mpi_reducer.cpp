@@ -21,6 +21,20 @@ std::shared_ptr<std::atomic<bool>> MpiReducer::submit(std::function<void()> job)
   return done;
 }
 
+void MpiReducer::combine(c10d::ReduceOp::RedOpType op, at::Tensor into, const at::Tensor& from) {
+  AT_DISPATCH_ALL_TYPES_AND(at::kBool, into.scalar_type(), "MpiReducer::combine", [&] {
+    scalar_t* a = into.data_ptr<scalar_t>();
+    const scalar_t* b = from.data_ptr<scalar_t>();
+    const int64_t n = into.numel();
+    switch (op) {
+      case c10d::ReduceOp::SUM: for (int64_t i = 0; i < n; ++i) a[i] = a[i] + b[i]; break;
+      case c10d::ReduceOp::PRODUCT: for (int64_t i = 0; i < n; ++i) a[i] = a[i] * b[i]; break;
+      case c10d::ReduceOp::MIN: for (int64_t i = 0; i < n; ++i) a[i] = b[i] < a[i] ? b[i] : a[i]; break;
+      default: for (int64_t i = 0; i < n; ++i) a[i] = b[i] > a[i] ? b[i] : a[i]; break;
+    }
+  });
+}
+
 void MpiReducer::loop() {
   for (;;) {
     std::pair<std::function<void()>, std::shared_ptr<std::atomic<bool>>> next;

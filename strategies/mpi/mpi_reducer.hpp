@@ -2,6 +2,9 @@
 
 // Part of the fulgur_mpi module (links MPI), never of the fulgur library.
 
+#include <torch/csrc/distributed/c10d/Types.hpp>
+#include <torch/torch.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -12,7 +15,8 @@
 
 namespace fulgur {
 
-/// A thread that reduces arrived segments for MpiRingAllreduce, so the MPI
+/// A thread that reduces arrived segments for the MPI rings (MpiRingAllreduce,
+/// MpiRingReduceScatter), so the MPI
 /// thread (MpiWorker) keeps moving bytes meanwhile instead of adding them.
 /// Calls no MPI. Started on first use; ends with the program.
 class MpiReducer {
@@ -20,6 +24,10 @@ class MpiReducer {
   static MpiReducer& instance();
   /// Queues `job`; the returned flag turns true once it has run.
   std::shared_ptr<std::atomic<bool>> submit(std::function<void()> job);
+  /// into op= from, elementwise (SUM, PRODUCT, MIN or MAX; same type and
+  /// size, contiguous). A plain loop: tensor arithmetic would start
+  /// LibTorch's intra-op threads, which the ranks' own compute needs.
+  static void combine(c10d::ReduceOp::RedOpType op, at::Tensor into, const at::Tensor& from);
 
  private:
   MpiReducer();

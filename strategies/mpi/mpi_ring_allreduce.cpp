@@ -44,28 +44,6 @@ at::Tensor MpiRingAllreduce::chunk(int index) const {
   return tensor_.narrow(0, chunk_begin_[c], chunk_begin_[c + 1] - chunk_begin_[c]);
 }
 
-namespace {
-
-/// into op= from, elementwise. A plain loop on MpiReducer's thread: tensor
-/// arithmetic would start LibTorch's intra-op threads, which the ranks' own
-/// compute needs. The operation and type were checked when the all-reduce
-/// was queued.
-void combine(c10d::ReduceOp::RedOpType op, at::Tensor into, const at::Tensor& from) {
-  AT_DISPATCH_ALL_TYPES_AND(at::kBool, into.scalar_type(), "MpiRingAllreduce::combine", [&] {
-    scalar_t* a = into.data_ptr<scalar_t>();
-    const scalar_t* b = from.data_ptr<scalar_t>();
-    const int64_t n = into.numel();
-    switch (op) {
-      case c10d::ReduceOp::SUM: for (int64_t i = 0; i < n; ++i) a[i] = a[i] + b[i]; break;
-      case c10d::ReduceOp::PRODUCT: for (int64_t i = 0; i < n; ++i) a[i] = a[i] * b[i]; break;
-      case c10d::ReduceOp::MIN: for (int64_t i = 0; i < n; ++i) a[i] = b[i] < a[i] ? b[i] : a[i]; break;
-      default: for (int64_t i = 0; i < n; ++i) a[i] = b[i] > a[i] ? b[i] : a[i]; break;
-    }
-  });
-}
-
-}  // namespace
-
 // Step g < size-1 (reduce-scatter): send chunk rank-g, receive chunk
 // rank-g-1 and reduce it. Step g = size-1+t (all-gather): send chunk
 // rank+1-t, receive chunk rank-t in place. What a step receives is what
@@ -115,7 +93,7 @@ bool MpiRingAllreduce::poll() {
         if (length <= 0) continue;
         s.reduced = MpiReducer::instance().submit(
             [op = op_.op_, into = target.narrow(0, s.begin, length), from = incoming_.narrow(0, s.slot * per_segment_, length)] {
-              combine(op, into, from);
+              MpiReducer::combine(op, into, from);
             });
       }
       if (!s.reduced->load(std::memory_order_acquire)) continue;

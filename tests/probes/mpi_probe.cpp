@@ -105,13 +105,35 @@ void check_operations(fulgur::ProcessGroup& group) {
   torch::Tensor flat = torch::empty({3 * n});
   group.wait(group.all_gather_into_async(flat, input), "all_gather_into");
   expect(torch::equal(flat, torch::arange(n, torch::kFloat).repeat_interleave(3)), "all_gather_into");
-  // Reduce-scatter: rank k receives the sum of every rank's k-th slice.
-  torch::Tensor whole = torch::arange(4 * n, torch::kFloat) + static_cast<double>(r);
-  torch::Tensor mine = torch::empty({4});
-  group.wait(group.reduce_scatter_async(mine, whole), "reduce_scatter");
-  expect(torch::equal(mine, (torch::arange(4, torch::kFloat) + static_cast<double>(4 * r)) * static_cast<double>(n) +
-                                static_cast<double>(n * (n - 1) / 2)),
-         "reduce_scatter");
+  // Reduce-scatter: rank k receives the sum of every rank's k-th slice;
+  // below and above the ring's 4 MiB (a slice not a whole number of
+  // segments), two rings in flight at once; the input stays as it was.
+  for (const int64_t slice : {int64_t{4}, int64_t{(3 << 20) / 4 + 5}, int64_t{(1 << 20) / 4 * 3}}) {
+    for (const auto type : {torch::kFloat, torch::kDouble}) {
+      std::vector<torch::Tensor> wholes, mines;
+      std::vector<c10::intrusive_ptr<c10d::Work>> works;
+      for (int copy = 0; copy < 2; ++copy) {
+        wholes.push_back((torch::arange(slice * n, torch::kFloat).remainder(999) + static_cast<double>(r + copy)).to(type));
+        mines.push_back(torch::empty({slice}, torch::TensorOptions().dtype(type)));
+        works.push_back(group.reduce_scatter_async(mines.back(), wholes.back()));
+      }
+      for (int copy = 0; copy < 2; ++copy) {
+        group.wait(works[static_cast<size_t>(copy)], "reduce_scatter");
+        const torch::Tensor expected =
+            ((torch::arange(slice * n, torch::kFloat).remainder(999)).narrow(0, slice * r, slice) *
+                 static_cast<double>(n) +
+             static_cast<double>(n * (n - 1) / 2 + n * copy))
+                .to(type);
+        const std::string what = "reduce_scatter of " + std::to_string(slice) + " per rank " +
+                                 std::string(c10::toString(type)) + " (" + std::to_string(copy) + ")";
+        expect(torch::equal(mines[static_cast<size_t>(copy)], expected), what);
+        expect(torch::equal(wholes[static_cast<size_t>(copy)],
+                            (torch::arange(slice * n, torch::kFloat).remainder(999) + static_cast<double>(r + copy))
+                                .to(type)),
+               what + " left its input as it was");
+      }
+    }
+  }
   // Send/receive around the ranks, receives first, as the ring posts them.
   if (n > 1) {
     torch::Tensor from_left = torch::empty({1000});

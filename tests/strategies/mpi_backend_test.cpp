@@ -111,7 +111,7 @@ TEST_CASE("mpi backend: ranks the program would start itself are refused with on
         std::string::npos);
 }
 
-TEST_CASE("mpi backend: every operation gives its value on 3 ranks, whether fulgur or the program began MPI") {
+TEST_CASE("mpi backend: every operation gives its value on 3 ranks (and 2), whether fulgur or the program began MPI") {
   const std::string probe = std::string(FULGUR_BINARY_DIR) + "/bin/mpi_probe";
   for (const std::string mode : {"world", "program"}) {
     CAPTURE(mode);
@@ -120,6 +120,11 @@ TEST_CASE("mpi backend: every operation gives its value on 3 ranks, whether fulg
     CHECK(result.exit_code == 0);
     for (const std::string rank : {"0", "1", "2"}) CHECK(result.output.find("rank " + rank + ": ok\n") != std::string::npos);
   }
+  // Two ranks: the rings' other shape (a reduce-scatter's one step needs no scratch).
+  const auto two = run_command(kMpirun + probe + " world", 180);
+  INFO(two.output);
+  CHECK(two.exit_code == 0);
+  for (const std::string rank : {"0", "1"}) CHECK(two.output.find("rank " + rank + ": ok\n") != std::string::npos);
 }
 
 TEST_CASE("mpi backend: a program's MPI below MPI_THREAD_SERIALIZED, and a rank outside the communicator, each get one line") {
