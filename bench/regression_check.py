@@ -76,9 +76,10 @@ class Figures:
         return number(r"ratio ([\d.]+)", out)
 
     def ddp_epoch_s(self, devices, backend="auto"):
-        # Per-epoch time on the digits MLP, batch 16 per process: (22 epochs -
-        # 2 epochs) / 20, so start-up cancels out. With backend mpi the ranks
-        # come from mpirun.
+        # Per-epoch time on the digits MLP, batch 16 per process: (42 epochs -
+        # 2 epochs) / 40, so start-up cancels out (over 20 epochs, mpirun's
+        # start-up jitter alone moved the ratio by 0.3). With backend mpi the
+        # ranks come from mpirun.
         launcher = MPIRUN + ["-np", str(devices)] if backend == "mpi" else []
 
         def fit(epochs):
@@ -90,7 +91,7 @@ class Figures:
                                      "--trainer.max_epochs", str(epochs), "--trainer.enable_progress_bar", "false",
                                      "--trainer.default_root_dir", self.work / "ddp", "--test_after_fit", "false",
                                      "--data.root", ROOT / "data/digits-cinic"])
-        return (fit(22) - fit(2)) / 20
+        return (fit(42) - fit(2)) / 40
 
     def ddp_2_over_1(self):
         one, two = self.swap(lambda: self.ddp_epoch_s(1), lambda: self.ddp_epoch_s(2))
@@ -147,15 +148,18 @@ class Figures:
         a, b = self.swap(lambda: busbw("mpi"), lambda: busbw("gloo"))
         return a / b
 
-    def full_shard_vs_ddp(self):
+    def full_shard_vs_ddp(self, backend="auto"):
         # Speed of FULL_SHARD relative to ddp (ddp s/step over FULL_SHARD's)
         # on 2 ranks of the transformer_lm example, as bench/sharding.sh.
         def step_s(strategy):
-            env = {"SPEED_ONLY": strategy, "STEPS": "8"}
+            env = {"SPEED_ONLY": strategy, "STEPS": "8", "BACKEND": backend}
             out = run(["bash", ROOT / "bench/sharding.sh", self.build], env)
             return number(r"([\d.]+) s/step", out)
         ddp, full = self.swap(lambda: step_s("ddp"), lambda: step_s("FULL_SHARD"))
         return ddp / full
+
+    def full_shard_vs_ddp_mpi(self):
+        return self.full_shard_vs_ddp("mpi")
 
     def async_save_blocking(self):
         # How long AsyncCheckpointIO::save blocks over a synchronous save.
@@ -173,6 +177,7 @@ FIGURES = {
     "loader_vs_torchvision": (True, "img/s over torchvision's, imagenet-train, 2 workers"),
     "ring_vs_gloo": (True, "ring allreduce busbw over Gloo's, 2 ranks, 64 MB"),
     "full_shard_vs_ddp": (True, "FULL_SHARD speed over ddp's, transformer_lm, 2 ranks"),
+    "full_shard_vs_ddp_mpi": (True, "the same with process_group_backend mpi (ranks from mpirun)"),
     "async_save_blocking": (False, "async save()'s blocking time over a synchronous save"),
 }
 
