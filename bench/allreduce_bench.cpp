@@ -1,12 +1,14 @@
 // Allreduce bandwidth of fulgur's ring against Gloo's allreduce on the same
 // process group, between local ranks started by fulgur's launcher:
 //
-//   allreduce_bench --algo ring|gloo|p2p|exchange --size_mb S --iters K --world_size N
+//   allreduce_bench --algo ring|gloo|p2p|exchange|reduce_scatter --size_mb S --iters K --world_size N
 //                   [--segment_mb M] [--in_flight F] [--backend gloo|mpi]
-//   mpirun -np N allreduce_bench --algo mpi|ring --backend mpi ...
+//   mpirun -np N allreduce_bench --algo mpi|ring|reduce_scatter --backend mpi ...
 //
 // `mpi` is MPI's allreduce (process_group_backend mpi, ranks from mpirun);
-// --backend mpi runs the ring and the point-to-point cases over MPI too.
+// --backend mpi runs the ring, the reduce-scatter and the point-to-point
+// cases over MPI too. `reduce_scatter` is the group's reduce-scatter of S MB
+// (busbw = bytes * (n-1)/n / time).
 //
 // Rank 0 prints `allreduce_bench: <algo> <N> ranks <S> MB busbw <x> GB/s`,
 // where busbw = algbw * 2(n-1)/n (algbw = bytes / time per allreduce): the
@@ -61,6 +63,8 @@ double run_rank(const std::string& algo, double size_mb, int iters, double segme
   torch::set_num_threads(1);
   torch::Tensor buffer = torch::ones({static_cast<int64_t>(size_mb * (1 << 20) / 4)});
   torch::Tensor incoming = algo == "exchange" ? torch::ones_like(buffer) : torch::Tensor();
+  torch::Tensor slice = algo == "reduce_scatter" ? torch::empty({buffer.numel() / n}) : torch::Tensor();
+  torch::Tensor whole = algo == "reduce_scatter" ? buffer.narrow(0, 0, slice.numel() * n) : torch::Tensor();
   fulgur::RingAllreduce ring(
       group, {.segment_bytes = static_cast<int64_t>(segment_mb * (1 << 20)), .segments_in_flight = in_flight});
   auto once = [&] {
@@ -68,6 +72,8 @@ double run_rank(const std::string& algo, double size_mb, int iters, double segme
       ring.run(buffer, fulgur::ReduceOp::Sum);
     } else if (algo == "gloo" || algo == "mpi") {
       group.all_reduce(buffer, fulgur::ReduceOp::Sum);
+    } else if (algo == "reduce_scatter") {
+      group.wait(group.reduce_scatter_async(slice, whole), "reduce_scatter");
     } else if (algo == "p2p") {
       if (group.rank() == 0) {
         group.wait(group.send_async(buffer, 1, 0), "send");
@@ -95,7 +101,7 @@ double run_rank(const std::string& algo, double size_mb, int iters, double segme
         for (auto& w : sends) group.wait(w, "send");
       }
     } else {
-      throw std::invalid_argument("--algo must be ring, gloo, mpi, p2p or exchange, got " + algo);
+      throw std::invalid_argument("--algo must be ring, gloo, mpi, p2p, exchange or reduce_scatter, got " + algo);
     }
   };
   once();  // warm-up: connections, allocations
@@ -107,6 +113,7 @@ double run_rank(const std::string& algo, double size_mb, int iters, double segme
   const double bytes = static_cast<double>(buffer.nbytes());
   if (algo == "p2p") return bytes / (seconds / 2) / 1e9;
   if (algo == "exchange") return bytes / seconds / 1e9;
+  if (algo == "reduce_scatter") return bytes / seconds * static_cast<double>(n - 1) / static_cast<double>(n) / 1e9;
   return bytes / seconds * 2.0 * static_cast<double>(n - 1) / static_cast<double>(n) / 1e9;
 }
 

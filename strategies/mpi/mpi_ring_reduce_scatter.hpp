@@ -17,9 +17,8 @@ namespace fulgur {
 /// A reduce-scatter of a large tensor as a ring over MPI_Isend/MPI_Irecv:
 /// the reduce-scatter half of MpiRingAllreduce, in segments that travel on
 /// as soon as they are reduced (on MpiReducer's thread), polled by
-/// MpiWorker. Open MPI's MPI_Ireduce_scatter_block moves a whole input's
-/// worth to one rank first; the ring moves (size-1)/size of it per rank: a
-/// third of the time for 12 MB on two ranks (bench/RESULTS.md). Rank r ends
+/// MpiWorker. For 12 MiB on two ranks it takes 1.9 ms where Open MPI's
+/// MPI_Ireduce_scatter_block takes 3.5 to 7.5 (bench/RESULTS.md). Rank r ends
 /// with the reduction of chunk r of every rank's input in `output`; the
 /// input is read, never written. Both contiguous, of one type that tensor
 /// arithmetic reduces, the input size times the output's.
