@@ -92,9 +92,8 @@ bool MpiRingAllreduce::poll() {
         const int64_t length = std::max<int64_t>(0, std::min(s.length, target.numel() - s.begin));
         if (length <= 0) continue;
         s.reduced = MpiReducer::instance().submit(
-            [op = op_.op_, into = target.narrow(0, s.begin, length), from = incoming_.narrow(0, s.slot * per_segment_, length)] {
-              MpiReducer::combine(op, into, from);
-            });
+            [op = op_.op_, into = target.narrow(0, s.begin, length),
+             from = incoming_.narrow(0, s.slot * per_segment_, length)] { MpiReducer::combine(op, into, from); });
       }
       if (!s.reduced->load(std::memory_order_acquire)) continue;
       s.reduced.reset();
