@@ -44,6 +44,17 @@ UnitResidency::UnitResidency(const ShardLayout& layout, ProcessGroup& group, boo
   if (reshard_) {
     for (auto& unit : units_) unit.sharded = true;
   }
+  packed_offset_.assign(params.size(), 0);
+  for (size_t u = 0; u < units_.size(); ++u) {
+    for (size_t k : layout_.units()[u].params) {
+      const ShardLayout::Param& p = params[k];
+      const int64_t bytes = p.rows * p.row_numel * static_cast<int64_t>(p.tensor.element_size());
+      if (reshard_ && p.rows % layout_.world() == 0 && bytes >= kDirectBytes) continue;  // by itself
+      units_[u].packed.push_back(k);
+      packed_offset_[k] = units_[u].packed_numel;
+      units_[u].packed_numel += p.chunk_rows * p.row_numel;
+    }
+  }
 }
 
 UnitResidency::~UnitResidency() {
@@ -71,14 +82,55 @@ void UnitResidency::become_shards(size_t index) {
 void UnitResidency::start_all_gather(size_t index) {
   Unit& unit = units_[index];
   const ShardLayout::Unit& shape = layout_.units()[index];
-  unit.input = buffers_.take(shape.chunk_numel, shape.options);
-  for (size_t k : shape.params) {
-    const ShardLayout::Param& p = layout_.params()[k];
-    ShardLayout::fill_padded(unit.input.narrow(0, p.offset, p.chunk_rows * p.row_numel), shards_[k].reshape({-1}));
+  if (reshard_) allocate_full(index);  // where the parameters gathered by themselves land
+  if (unit.packed_numel > 0) {
+    unit.input = buffers_.take(unit.packed_numel, shape.options);
+    for (size_t k : unit.packed) {
+      const ShardLayout::Param& p = layout_.params()[k];
+      ShardLayout::fill_padded(unit.input.narrow(0, packed_offset_[k], p.chunk_rows * p.row_numel),
+                               shards_[k].reshape({-1}));
+    }
+    unit.gathered = buffers_.take(layout_.world() * unit.packed_numel, shape.options);
+    unit.works.push_back(group_.all_gather_into_async(unit.gathered, unit.input));
   }
-  unit.gathered = buffers_.take(layout_.world() * shape.chunk_numel, shape.options);
-  unit.work = group_.all_gather_into_async(unit.gathered, unit.input);
+  size_t next_packed = 0;
+  for (size_t k : shape.params) {
+    if (next_packed < unit.packed.size() && unit.packed[next_packed] == k) {
+      ++next_packed;
+      continue;
+    }
+    // Rank r's rows are block r of the whole value: gather them straight there.
+    torch::Tensor whole = whole_[k].view({-1});
+    torch::Tensor rows = shards_[k].view({-1});
+    unit.works.push_back(group_.all_gather_into_async(whole, rows));
+  }
   unit.gathering = true;
+}
+
+void UnitResidency::finish_all_gather(size_t index) {
+  Unit& unit = units_[index];
+  for (auto& work : unit.works) group_.wait(work, "all_gather");
+  unit.works.clear();
+  unit.gathering = false;
+}
+
+void UnitResidency::allocate_full(size_t index) {
+  Unit& unit = units_[index];
+  if (unit.full.defined()) {
+    resize_storage(unit.full, static_cast<size_t>(unit.full.numel()) * unit.full.element_size());
+    return;
+  }
+  // One buffer for the unit's whole values, one after another; the views
+  // stay for the run, the memory comes and goes (resize_storage).
+  int64_t numel = 0;
+  for (size_t k : layout_.units()[index].params) numel += layout_.params()[k].rows * layout_.params()[k].row_numel;
+  unit.full = torch::empty({numel}, layout_.units()[index].options);
+  int64_t at = 0;
+  for (size_t k : layout_.units()[index].params) {
+    const ShardLayout::Param& p = layout_.params()[k];
+    whole_[k] = unit.full.narrow(0, at, p.rows * p.row_numel).view(p.shape);
+    at += p.rows * p.row_numel;
+  }
 }
 
 void UnitResidency::gather(bool unshard_now) {
@@ -98,9 +150,7 @@ void UnitResidency::gather(bool unshard_now) {
   for (size_t u = 0; u < units_.size(); ++u) {
     Unit& unit = units_[u];
     if (!unit.sharded) continue;
-    group_.wait(unit.work, "all_gather");
-    unit.work.reset();
-    unit.gathering = false;
+    finish_all_gather(u);
     copy_gathered_rows(u, /*skip_own=*/true);
     for (size_t k : layout_.units()[u].params) params[k].tensor.mutable_grad() = torch::Tensor();
     buffers_.give(unit.gathered);
@@ -111,40 +161,23 @@ void UnitResidency::gather(bool unshard_now) {
 
 void UnitResidency::copy_gathered_rows(size_t index, bool skip_own) {
   const Unit& unit = units_[index];
-  const int64_t chunk = layout_.units()[index].chunk_numel;
-  for (size_t k : layout_.units()[index].params) {
+  const int64_t chunk = unit.packed_numel;
+  for (size_t k : unit.packed) {
     const ShardLayout::Param& p = layout_.params()[k];
     const torch::Tensor flat = whole_[k].view({-1});
     for (int64_t r = 0; r < layout_.world(); ++r) {
       const int64_t rows = p.rows_of(r);
       if (rows == 0 || (skip_own && r == layout_.rank())) continue;
       flat.narrow(0, p.first_row(r) * p.row_numel, rows * p.row_numel)
-          .copy_(unit.gathered.narrow(0, r * chunk + p.offset, rows * p.row_numel));
+          .copy_(unit.gathered.narrow(0, r * chunk + packed_offset_[k], rows * p.row_numel));
     }
-    p.tensor.set_data(whole_[k]);
   }
+  for (size_t k : layout_.units()[index].params) layout_.params()[k].tensor.set_data(whole_[k]);
 }
 
 void UnitResidency::finish_unshard(size_t index) {
   Unit& unit = units_[index];
-  group_.wait(unit.work, "all_gather");
-  unit.work.reset();
-  unit.gathering = false;
-  if (!unit.full.defined()) {
-    // One buffer for the unit's whole values, one after another; the views
-    // stay for the run, the memory comes and goes (resize_storage).
-    int64_t numel = 0;
-    for (size_t k : layout_.units()[index].params) numel += layout_.params()[k].rows * layout_.params()[k].row_numel;
-    unit.full = torch::empty({numel}, layout_.units()[index].options);
-    int64_t at = 0;
-    for (size_t k : layout_.units()[index].params) {
-      const ShardLayout::Param& p = layout_.params()[k];
-      whole_[k] = unit.full.narrow(0, at, p.rows * p.row_numel).view(p.shape);
-      at += p.rows * p.row_numel;
-    }
-  } else {
-    resize_storage(unit.full, static_cast<size_t>(unit.full.numel()) * unit.full.element_size());
-  }
+  finish_all_gather(index);
   copy_gathered_rows(index, /*skip_own=*/false);
   buffers_.give(unit.gathered);
   buffers_.give(unit.input);
@@ -181,11 +214,10 @@ void UnitResidency::prefetch_unit(size_t index) {
 void UnitResidency::drop_prefetch(size_t index) {
   Unit& unit = units_[index];
   if (!unit.gathering) return;
-  group_.wait(unit.work, "all_gather");
-  unit.work.reset();
-  unit.gathering = false;
+  finish_all_gather(index);
   buffers_.give(unit.gathered);
   buffers_.give(unit.input);
+  if (reshard_ && unit.sharded) resize_storage(unit.full, 0);  // the whole values' memory goes again
 }
 
 void UnitResidency::free_unit(size_t index) {

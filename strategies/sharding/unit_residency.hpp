@@ -31,6 +31,13 @@ class ProcessGroup;
 /// autograd saved in the forward see the values once it is refilled.
 /// Without it (SHARD_GRAD_OP) every whole value stays allocated, shards are
 /// views of it, and gather() refills it after the step.
+///
+/// FULL_SHARD gathers a parameter of at least kDirectBytes whose rows split
+/// evenly over the ranks by itself, straight from its rows into its whole
+/// value: every rank's rows are one block there, in rank order, so nothing
+/// is copied before or after (copies were most of what FULL_SHARD added to
+/// ddp's step on a CPU: bench/RESULTS.md). The unit's other parameters
+/// travel packed in one flat all-gather.
 class UnitResidency {
  public:
   UnitResidency(const ShardLayout& layout, ProcessGroup& group, bool reshard);
@@ -85,20 +92,29 @@ class UnitResidency {
   int64_t peak_whole_units() const { return peak_whole_units_; }
 
  private:
+  /// Bytes from which a parameter whose rows split evenly is gathered by itself.
+  static constexpr int64_t kDirectBytes = int64_t{256} << 10;
+
   struct Unit {
     bool sharded = false;
     bool forward_gathered = false;  // gathered by its ShardedUnit's forward
-    bool gathering = false;         // an all-gather into `gathered` runs (work)
-    torch::Tensor input;            // while gathering: this rank's padded chunk (from buffers_)
-    torch::Tensor gathered;         // while gathering: every rank's chunk (from buffers_)
+    bool gathering = false;         // all-gathers run (works)
+    torch::Tensor input;            // while gathering: this rank's packed chunk (from buffers_)
+    torch::Tensor gathered;         // while gathering: every rank's packed chunk (from buffers_)
     torch::Tensor full;  // FULL_SHARD: every parameter's whole value, one after another; 0 bytes while sharded
-    c10::intrusive_ptr<c10d::Work> work;
+    std::vector<c10::intrusive_ptr<c10d::Work>> works;
+    std::vector<size_t> packed;  // parameters that travel packed (the others by themselves)
+    int64_t packed_numel = 0;    // elements of one rank's packed chunk
   };
   void start_all_gather(size_t unit);
+  /// Waits for the unit's all-gathers.
+  void finish_all_gather(size_t unit);
   void finish_unshard(size_t unit);
-  /// Copies the all-gathered rows of every rank (all but this rank's when
-  /// `skip_own`: they are already there) into the unit's whole values,
-  /// which the module's tensors then point at.
+  /// FULL_SHARD: the unit's whole values get memory (made on first use).
+  void allocate_full(size_t unit);
+  /// Copies the packed parameters' gathered rows of every rank (all but
+  /// this rank's when `skip_own`: they are already there) into the unit's
+  /// whole values, which the module's tensors then point at.
   void copy_gathered_rows(size_t unit, bool skip_own);
 
   const ShardLayout& layout_;
@@ -106,6 +122,7 @@ class UnitResidency {
   bool reshard_;
   std::vector<torch::Tensor> whole_;   // per parameter (FULL_SHARD: only while its unit is whole)
   std::vector<torch::Tensor> shards_;  // per parameter: a view of its whole value, or (FULL_SHARD) its own
+  std::vector<int64_t> packed_offset_;  // per parameter: its place in its unit's packed chunk
   std::vector<Unit> units_;
   TensorPool buffers_;  // the collectives' flat buffers, reused step after step
   int64_t peak_whole_units_ = 0;

@@ -510,4 +510,37 @@ TEST_CASE("fsdp: FULL_SHARD gathers a ShardedUnit before its forward and again b
   check_same(dir, "ddp2", "wrapped_ddp");
 }
 
+TEST_CASE("fsdp: FULL_SHARD gathers a large parameter whose rows split evenly straight into its whole value") {
+  TempDir dir("fsdp-direct");
+  // hidden 256: the middle Linear's weight (256 x 256, 256 KiB) is gathered
+  // by itself on 2 and 4 ranks, its bias and the other Linears packed.
+  const std::string wide = "--model.hidden 256 ";
+  for (const int world : {2, 4}) {
+    const std::string w = std::to_string(world);
+    fit(dir, "ddp" + w, ranks(world) + wide + "--trainer.strategy ddp");
+    fit(dir, "root" + w, ranks(world) + wide + fsdp("FULL_SHARD"));
+    check_same(dir, "ddp" + w, "root" + w);
+    fit(dir, "wrapped" + w, ranks(world) + wide + fsdp("FULL_SHARD") + "--model.wrap true");
+    check_same(dir, "ddp" + w, "wrapped" + w);
+    // The same units and steps with every parameter packed (hidden 12): one
+    // all-gather fewer per gather of the middle unit.
+    fit(dir, "narrow" + w, ranks(world) + fsdp("FULL_SHARD") + "--model.wrap true");
+    for (int64_t rank = 0; rank < world; ++rank) {
+      const auto wrapped = read_state(dir, "wrapped" + w, rank);
+      const auto narrow = read_state(dir, "narrow" + w, rank);
+      INFO("world " << world << " rank " << rank);
+      CHECK(wrapped.at("units").numel == narrow.at("units").numel);
+      // 8 steps (2 epochs of 96 samples in global batches of 24), each
+      // gathering the middle unit before its forward and its backward.
+      CHECK(wrapped.at("all_gathers").numel >= narrow.at("all_gathers").numel + 8 * 2);
+    }
+  }
+  // Prefetched gathers (started early, some dropped unused) end the same way.
+  fit(dir, "prefetch", ranks(2) + wide + fsdp("FULL_SHARD") + "--model.wrap true --trainer.fsdp.forward_prefetch true");
+  check_same(dir, "ddp2", "prefetch");
+  // SHARD_GRAD_OP packs every parameter: unchanged.
+  fit(dir, "grad_op", ranks(2) + wide + fsdp("SHARD_GRAD_OP"));
+  check_same(dir, "ddp2", "grad_op");
+}
+
 }  // namespace fsdp_test
