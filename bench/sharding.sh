@@ -25,13 +25,16 @@ run() {  # $1 = ranks, $2 = strategy, $3 = sharding strategy; prints "state_mb r
     launch=(env -u MASTER_ADDR -u MASTER_PORT mpirun --allow-run-as-root --oversubscribe -x OMP_NUM_THREADS -np "$1")
   fi
   OMP_NUM_THREADS=1 "${launch[@]}" "$build/bin/transformer_lm" --devices "$1" --strategy "$2" \
-    --process_group_backend "${BACKEND:-auto}" --fsdp.sharding_strategy "$3" --fsdp.forward_prefetch true --fsdp.state_dict_type "$type" --default_root_dir "$work/$1-$2-$3" "${model[@]}" > "$work/out" 2>&1 || { cat "$work/out"; exit 1; }
+    --process_group_backend "${BACKEND:-auto}" --fsdp.sharding_strategy "$3" --fsdp.forward_prefetch true \
+    --fsdp.state_dict_type "$type" --default_root_dir "$work/$1-$2-$3" "${model[@]}" > "$work/out" 2>&1 ||
+    { cat "$work/out"; exit 1; }
   grep "^transformer_lm rank" "$work/out" |
     awk '{ if ($5 > s) s = $5; if ($7 > r) r = $7; t += $9; n++ } END { printf "%.1f %d %.3f", s / 1e6, r, t / n }'
 }
 
 # SPEED_ONLY=ddp|FULL_SHARD: one step-time run on 2 ranks (bench/regression_check.py).
-# BACKEND=mpi: every run over process_group_backend mpi, its ranks from mpirun.
+# BACKEND=mpi: the step-time runs over process_group_backend mpi, their ranks
+# from mpirun (the memory-limited search below stays on the default backend).
 if [ -n "${SPEED_ONLY:-}" ]; then
   if [ "$SPEED_ONLY" = ddp ]; then read -r _ _ step <<< "$(run 2 ddp NO_SHARD)"; else read -r _ _ step <<< "$(run 2 fsdp "$SPEED_ONLY")"; fi
   echo "sharding: N=2 $SPEED_ONLY ${step} s/step"
