@@ -49,7 +49,10 @@ UnitResidency::UnitResidency(const ShardLayout& layout, ProcessGroup& group, boo
     for (size_t k : layout_.units()[u].params) {
       const ShardLayout::Param& p = params[k];
       const int64_t bytes = p.rows * p.row_numel * static_cast<int64_t>(p.tensor.element_size());
-      if (reshard_ && p.rows % layout_.world() == 0 && bytes >= kDirectBytes) continue;  // by itself
+      if (reshard_ && p.rows % layout_.world() == 0 && bytes >= kDirectBytes) {
+        units_[u].direct.push_back(k);
+        continue;
+      }
       units_[u].packed.push_back(k);
       packed_offset_[k] = units_[u].packed_numel;
       units_[u].packed_numel += p.chunk_rows * p.row_numel;
@@ -93,12 +96,7 @@ void UnitResidency::start_all_gather(size_t index) {
     unit.gathered = buffers_.take(layout_.world() * unit.packed_numel, shape.options);
     unit.works.push_back(group_.all_gather_into_async(unit.gathered, unit.input));
   }
-  size_t next_packed = 0;
-  for (size_t k : shape.params) {
-    if (next_packed < unit.packed.size() && unit.packed[next_packed] == k) {
-      ++next_packed;
-      continue;
-    }
+  for (size_t k : unit.direct) {
     // Rank r's rows are block r of the whole value: gather them straight there.
     torch::Tensor whole = whole_[k].view({-1});
     torch::Tensor rows = shards_[k].view({-1});

@@ -103,7 +103,8 @@ class UnitResidency {
     torch::Tensor gathered;         // while gathering: every rank's packed chunk (from buffers_)
     torch::Tensor full;  // FULL_SHARD: every parameter's whole value, one after another; 0 bytes while sharded
     std::vector<c10::intrusive_ptr<c10d::Work>> works;
-    std::vector<size_t> packed;  // parameters that travel packed (the others by themselves)
+    std::vector<size_t> packed;  // parameters that travel packed in one all-gather
+    std::vector<size_t> direct;  // parameters gathered by themselves into their whole values
     int64_t packed_numel = 0;    // elements of one rank's packed chunk
   };
   void start_all_gather(size_t unit);
