@@ -62,3 +62,13 @@ clean:
 .PHONY: dist
 dist:
 	@bash scripts/make_dist.sh $(DIST_ARGS)
+
+## A release (docs/development.md, "Making a release"), after the tag vX.Y.Z
+## is cut: `make release VERSION=X.Y.Z` writes build/dist/fulgur-X.Y.Z.tar.gz
+## and its .sha256 from the tag, and the checksum and the download URL
+## (RELEASE_HOME=https://github.com/<owner>/<repo>, default: the remote
+## origin) into the easyconfigs and the Spack package. REF=<commit> instead
+## of the tag makes a candidate.
+.PHONY: release
+release:
+	@bash scripts/make_dist.sh --release "$(VERSION)" $(if $(REF),--ref "$(REF)") $(if $(RELEASE_HOME),--home "$(RELEASE_HOME)")
