@@ -11,10 +11,14 @@
 #      and the Spack package's sha256 must be its tarball's; otherwise (no
 #      release yet, or REF after it) the checks below run on copies whose
 #      checksum is REF's tarball's, and the script says so;
-#   3. `eb --check-contrib` on every easyconfig (style, sha256 checksums);
-#   4. `eb --dry-run --robot` of each, with only the shipped easyconfigs on
-#      the robot path: every dependency, down to the toolchain, must resolve
-#      to an easyconfig of that release (nothing to build is missing);
+#   3. Gloo-2.9.1-GCCcore-14.3.0.eb (Gloo's headers) takes the source
+#      tarball of EasyBuild's PyTorch 2.9.1 (the same name and sha256);
+#      `eb --check-contrib` on every easyconfig of packaging/easybuild
+#      (style, sha256 checksums);
+#   4. `eb --dry-run --robot` of each of fulgur's, with only the shipped
+#      easyconfigs and packaging/easybuild on the robot path: every
+#      dependency, down to the toolchain, must resolve to an easyconfig of
+#      that release or to Gloo's beside fulgur's (nothing is missing);
 #   5. the CUDA easyconfig's TORCH_CUDA_ARCH_LIST from
 #      --cuda-compute-capabilities (8.0,9.0 here), and its sanity check
 #      wanting lib/libfulgur_cuda.<SHLIB_EXT>.
@@ -22,8 +26,8 @@
 #   scripts/check_easybuild.sh [REF]       (KEEP=1 keeps the temp dir)
 #
 # Builds nothing: building needs the foss/2025b toolchain and PyTorch 2.9.1
-# built by EasyBuild first (hours, and fulgur is not yet tested against
-# LibTorch 2.9). About 2 min 30 s with a fresh venv on a 2-core machine
+# built by EasyBuild first (hours; fulgur's CPU suite passes against
+# LibTorch 2.9.1's wheel: docs/development.md). About 2 min 30 s with a fresh venv on a 2-core machine
 # (pip), 15 s with EB_VENV.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -81,29 +85,42 @@ for ec in "${ecs[@]}"; do
   grep -q "{'fulgur-$version.tar.gz': '[0-9a-f]\{64\}'}" "$ec" || fail "$ec: no checksums entry for fulgur-$version.tar.gz"
   sed "s/{'fulgur-$version.tar.gz': '[0-9a-f]\{64\}'}/{'fulgur-$version.tar.gz': '$sha'}/" "$ec" > "$work/ec/$(basename "$ec")"
 done
+# The other easyconfigs shipped beside fulgur's (Gloo's headers), as they are.
+# Gloo's source is PyTorch's own tarball: its name and sha256 must be those
+# of EasyBuild's PyTorch easyconfig of the same version.
+for ec in "$root"/packaging/easybuild/*.eb; do
+  [[ "$(basename "$ec")" == fulgur-* ]] && continue
+  cp "$ec" "$work/ec/"
+done
+gloo_ec="$work/ec/Gloo-2.9.1-GCCcore-14.3.0.eb"
+[[ -f "$gloo_ec" ]] || fail "no packaging/easybuild/Gloo-2.9.1-GCCcore-14.3.0.eb"
+torch_sum="$(grep -o "{'pytorch-v2.9.1.tar.gz': '[0-9a-f]\{64\}'}" "$shipped/p/PyTorch/PyTorch-2.9.1-foss-2025b.eb")" \
+  || fail "EasyBuild's PyTorch-2.9.1-foss-2025b.eb names no pytorch-v2.9.1.tar.gz checksum"
+grep -qF "$torch_sum" "$gloo_ec" || fail "$(basename "$gloo_ec"): its source is not $torch_sum (EasyBuild's PyTorch 2.9.1)"
+log "PASS: Gloo's easyconfig takes EasyBuild's PyTorch 2.9.1 source tarball ($torch_sum)"
 
 as_root=(); [[ $(id -u) -ne 0 ]] || as_root=(--allow-use-as-root-and-accept-consequences)
 eb_opts=("${as_root[@]}" --prefix="$work/eb" --installpath="$work/install" --sourcepath="$work/sources"
-         --tmpdir="$work/eb-tmp" --modules-tool=Lmod --module-syntax=Lua --robot-paths="$shipped")
+         --tmpdir="$work/eb-tmp" --modules-tool=Lmod --module-syntax=Lua --robot-paths="$work/ec:$shipped")
 eb() { "$eb_venv/bin/eb" "$@"; }
 
 # 3. The contribution check: style and checksums.
 eb "${eb_opts[@]}" --check-contrib "$work"/ec/*.eb > "$work/check-contrib.log" 2>&1 \
   || { cat "$work/check-contrib.log"; fail "eb --check-contrib"; }
 grep -E "^\[(PASS|FAIL)\]|^>>" "$work/check-contrib.log" | sed "s|$work/ec/||; s/^/  /"
-log "PASS: eb --check-contrib on ${#ecs[@]} easyconfigs"
+log "PASS: eb --check-contrib on $(ls "$work"/ec/*.eb | wc -l) easyconfigs"
 
 # 4. Every dependency resolves to an easyconfig of the shipped release.
-for ec in "$work"/ec/*.eb; do
+for ec in "$work"/ec/fulgur-*.eb; do
   base="$(basename "$ec")"
   eb "${eb_opts[@]}" --dry-run --robot --cuda-compute-capabilities=8.0,9.0 "$ec" > "$work/dry-run-$base.log" 2>&1 \
     || { cat "$work/dry-run-$base.log"; fail "eb --dry-run --robot $base"; }
   listed="$(grep -c '^ \* \[' "$work/dry-run-$base.log")"
-  foreign="$(grep '^ \* \[' "$work/dry-run-$base.log" | grep -v -e "$shipped/" -e "$ec " || true)"
-  [[ -z "$foreign" ]] || { echo "$foreign"; fail "$base: easyconfigs from outside the shipped release (above)"; }
+  foreign="$(grep '^ \* \[' "$work/dry-run-$base.log" | grep -v -e "$shipped/" -e "$work/ec/" || true)"
+  [[ -z "$foreign" ]] || { echo "$foreign"; fail "$base: easyconfigs from outside the shipped release and packaging/easybuild (above)"; }
   deps=(PyTorch/2.9.1 CMake/3.31.8-GCCcore-14.3.0 yaml-cpp/0.8.0-GCCcore-14.3.0 fmt/11.2.0-GCCcore-14.3.0
         libjpeg-turbo/3.1.1-GCCcore-14.3.0 libpng/1.6.50-GCCcore-14.3.0 zlib/1.3.1-GCCcore-14.3.0
-        HDF5/1.14.6-gompi-2025b foss/2025b)
+        HDF5/1.14.6-gompi-2025b foss/2025b Gloo/2.9.1-GCCcore-14.3.0)
   [[ "$base" == *-CUDA-* ]] && deps+=(PyTorch/2.9.1-foss-2025b-CUDA-12.9.1 CUDA/12.9.1 NCCL/2.27.7-GCCcore-14.3.0-CUDA-12.9.1)
   for dep in "${deps[@]}"; do
     grep -q "(module: $dep" "$work/dry-run-$base.log" || fail "$base: the dry run resolves no $dep"

@@ -7,6 +7,9 @@ source_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 work="$build/test-tmp/install"
 rm -rf "$work"
 cmake --install "$build" --prefix "$work/prefix" > /dev/null
+# The licence travels with every install.
+cmp -s "$source_dir/LICENSE" "$work/prefix/share/licenses/fulgur/LICENSE" \
+  || { echo "install: share/licenses/fulgur/LICENSE missing or not the source's LICENSE"; exit 1; }
 torch_dir="$(grep '^Torch_DIR:' "$build/CMakeCache.txt" | cut -d= -f2-)"
 launcher="$(grep '^CCACHE_PROGRAM:' "$build/CMakeCache.txt" | cut -d= -f2-)"
 cmake -S "$source_dir/tests/install" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \

@@ -84,10 +84,19 @@ fi
 if ((release_flag)); then
   [[ "$release" == "$version" ]] \
     || { echo "make_dist: VERSION $release, but CMakeLists.txt at $ref says project(fulgur VERSION $version)" >&2; exit 2; }
-  df_version="$(git -C "$root" show "$commit:containers/Dockerfile.debian" | sed -n 's/^ARG FULGUR_VERSION=//p')"
-  [[ "$df_version" == "$version" ]] || {
-    echo "make_dist: containers/Dockerfile.debian at $ref has ARG FULGUR_VERSION=$df_version, not $version" >&2
-    echo "  (set it with project(VERSION): docs/development.md, \"Making a release\", step 1)" >&2; exit 2; }
+  # The containers' version labels (a recipe that is not there is not checked).
+  for f in containers/Dockerfile.debian containers/Dockerfile containers/fulgur.def; do
+    git -C "$root" cat-file -e "$commit:$f" 2> /dev/null || continue
+    text="$(git -C "$root" show "$commit:$f")"
+    if [[ "$f" == *.def ]]; then
+      key="org.opencontainers.image.version"; got="$(sed -n 's/^ *org\.opencontainers\.image\.version  *//p' <<< "$text")"
+    else
+      key="ARG FULGUR_VERSION"; got="$(sed -n 's/^ARG FULGUR_VERSION=//p' <<< "$text")"
+    fi
+    [[ "$got" == "$version" ]] || {
+      echo "make_dist: $f at $ref has $key ${got:-(none)}, not $version" >&2
+      echo "  (set it with project(VERSION): docs/development.md, \"Making a release\", step 1)" >&2; exit 2; }
+  done
   # The home: --home, else the remote "origin", else what the Spack package names now.
   if [[ -z "$home" ]]; then
     home="$(git -C "$root" remote get-url origin 2> /dev/null || true)"

@@ -53,7 +53,7 @@ expect_error "VERSION 9.9.9, but CMakeLists.txt" VERSION=9.9.9 REF=HEAD
 expect_error "home 'http://example.org/fulgur'" VERSION="$version" REF=HEAD RELEASE_HOME=http://example.org/fulgur
 sed -i 's/^ARG FULGUR_VERSION=.*/ARG FULGUR_VERSION=0.0.1/' "$repo/containers/Dockerfile.debian"
 "${git_c[@]}" -C "$repo" commit -q -am "release_test: a container version out of step"
-expect_error "ARG FULGUR_VERSION=0.0.1, not $version" VERSION="$version" REF=HEAD
+expect_error "containers/Dockerfile.debian at HEAD has ARG FULGUR_VERSION 0.0.1, not $version" VERSION="$version" REF=HEAD
 "${git_c[@]}" -C "$repo" reset -q --hard HEAD~1
 [[ -z "$(git -C "$repo" status --porcelain)" ]] || fail "a failed release left changes: $(git -C "$repo" status --porcelain)"
 ok "no failed release changed a file"

@@ -8,10 +8,11 @@
 #   spack test run fulgur                     (builds and trains the digits example)
 #
 # The version's sha256 is the one of the release tarball scripts/make_dist.sh
-# makes from the tag (`scripts/make_dist.sh --ref v<version> --update-recipes`
-# writes it here); the homepage and url are placeholders to confirm when the
-# project is published. Checked here under a stub of Spack only
-# (scripts/check_spack_package.py): Spack itself was not run (docs/installing.md).
+# makes from the tag; `make release VERSION=<version>` writes it, the homepage
+# and the url here (docs/development.md, "Making a release"). Until v0.1.0 is
+# tagged and released they name a candidate tarball and a placeholder home.
+# Checked here under a stub of Spack only (scripts/check_spack_package.py):
+# Spack itself was not run (docs/installing.md).
 import glob
 import os
 import re
@@ -49,8 +50,8 @@ class Fulgur(CMakePackage, CudaPackage):
 
     # LibTorch: the one inside py-torch. Gloo is fulgur's CPU backend: c10d's
     # ProcessGroupGloo.hpp includes Gloo's headers, which py-torch+gloo takes
-    # from Spack's gloo package. fulgur is tested with LibTorch 2.11 to 2.15;
-    # 2.9 and 2.10 are not yet (docs/development.md).
+    # from Spack's gloo package. fulgur is tested with LibTorch 2.9 to 2.15
+    # (its CPU suite passes against 2.9.1 and 2.10.0: docs/development.md).
     depends_on("py-torch@2.9:+distributed+gloo")
     depends_on("gloo", type=("build", "link"))
     depends_on("py-torch~cuda", when="~cuda")
