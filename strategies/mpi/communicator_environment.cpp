@@ -10,7 +10,7 @@ namespace fulgur {
 CommunicatorEnvironment::CommunicatorEnvironment(int64_t communicator) : communicator_(communicator) {
   const auto layout = MpiRuntime::layout(communicator);
   if (!layout) {
-    throw std::invalid_argument(
+    throw MpiRefusedError(
         "[CommunicatorEnvironment] this process is outside the communicator (MPI_COMM_NULL): only the "
         "communicator's ranks train; the others make no Trainer, Fabric or OnlineTrainer and go on");
   }

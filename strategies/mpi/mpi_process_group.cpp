@@ -1,7 +1,6 @@
 #include <fulgur/strategies/mpi/mpi_process_group.hpp>
 #include <fulgur/strategies/mpi/mpi_ring_allreduce.hpp>
 #include <fulgur/strategies/mpi/mpi_ring_reduce_scatter.hpp>
-#include <fulgur/strategies/mpi/mpi_worker.hpp>
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
@@ -17,20 +16,29 @@
 namespace fulgur {
 namespace {
 
-/// A Work the worker thread completes; while someone waits for it, the
-/// worker polls without pause.
+/// A Work its group's engine completes; while someone waits for it, the
+/// engine polls without sleeping for a moment after each progress. It does
+/// not keep the engine alive: the group owns it.
 class MpiWork : public c10d::Work {
  public:
-  MpiWork(int rank, c10d::OpType type, const std::vector<at::Tensor>& tensors)
-      : c10d::Work(rank, type, nullptr, tensors) {}
+  MpiWork(int rank, c10d::OpType type, const std::vector<at::Tensor>& tensors, std::weak_ptr<MpiEngine> engine)
+      : c10d::Work(rank, type, nullptr, tensors), engine_(std::move(engine)) {}
   void done(std::exception_ptr error) { finish(std::move(error)); }
   bool wait(std::chrono::milliseconds timeout) override {
     struct Waiting {
-      Waiting() { MpiWorker::instance().waiting(+1); }
-      ~Waiting() { MpiWorker::instance().waiting(-1); }
-    } waiting;
+      explicit Waiting(std::shared_ptr<MpiEngine> engine) : engine(std::move(engine)) {
+        if (this->engine) this->engine->waiting(+1);
+      }
+      ~Waiting() {
+        if (engine) engine->waiting(-1);
+      }
+      std::shared_ptr<MpiEngine> engine;
+    } waiting(engine_.lock());
     return c10d::Work::wait(timeout);
   }
+
+ private:
+  std::weak_ptr<MpiEngine> engine_;
 };
 
 void check(int code, const char* call) {
@@ -39,16 +47,6 @@ void check(int code, const char* call) {
   int length = 0;
   MPI_Error_string(code, text, &length);
   throw std::runtime_error(std::string("[MpiProcessGroup] ") + call + " failed: " + std::string(text, length));
-}
-
-const char* thread_level_name(int level) {
-  switch (level) {
-    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
-    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
-    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
-    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
-    default: return "an unknown thread level";
-  }
 }
 
 bool cuda_aware() {
@@ -112,7 +110,7 @@ void put_back(at::Tensor& t, const at::Tensor& buffer) {
 }
 
 /// The caller's streams have finished writing the tensors before MPI (on
-/// the worker thread, or on the GPU directly) reads them.
+/// the engine thread, or on the GPU directly) reads them.
 void synchronise(const std::vector<at::Tensor>& tensors) {
   for (const auto& t : tensors) {
     if (!t.is_cuda()) continue;
@@ -122,7 +120,7 @@ void synchronise(const std::vector<at::Tensor>& tensors) {
 }
 
 /// Polls `request`; once it is complete runs `then` (copies results back).
-MpiWorker::Poll once_complete(MPI_Request request, std::function<void()> then) {
+MpiEngine::Poll once_complete(MPI_Request request, std::function<void()> then) {
   auto state = std::make_shared<std::pair<MPI_Request, std::function<void()>>>(request, std::move(then));
   return [state] {
     int complete = 0;
@@ -136,41 +134,21 @@ MpiWorker::Poll once_complete(MPI_Request request, std::function<void()> then) {
 }  // namespace
 
 c10::intrusive_ptr<MpiProcessGroup> MpiProcessGroup::create(MPI_Comm comm, int expected_rank, int expected_size) {
-  int initialised = 0;
-  MPI_Initialized(&initialised);
-  if (initialised == 0) {
-    // Begun on the worker, the one thread that calls MPI for fulgur.
-    MpiWorker::instance().run([] {
-      int provided = MPI_THREAD_SINGLE;
-      check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
-    });
-    MpiWorker::instance().mark_initialised_here();
-  } else {
-    int finalised = 0;
-    MPI_Finalized(&finalised);
-    if (finalised != 0) throw std::invalid_argument("[MpiProcessGroup] the program has already finalised MPI");
-    int provided = MPI_THREAD_SINGLE;
-    MPI_Query_thread(&provided);
-    if (provided < MPI_THREAD_SERIALIZED) {
-      throw std::invalid_argument(
-          std::string("[MpiProcessGroup] the program initialised MPI with ") + thread_level_name(provided) +
-          "; fulgur calls MPI from a thread of its own and needs MPI_THREAD_SERIALIZED or MPI_THREAD_MULTIPLE "
-          "(MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided))");
-    }
-  }
   if (comm == MPI_COMM_NULL) {
     throw std::invalid_argument("[MpiProcessGroup] the communicator is MPI_COMM_NULL: only the ranks of a "
                                 "communicator train (a rank outside it trains nothing)");
   }
+  auto session = MpiSession::acquire();
   MPI_Comm own = MPI_COMM_NULL;
   int rank = 0, size = 0;
-  MpiWorker::instance().run([&] {
+  {
+    const std::lock_guard calls(session->calls());
     check(MPI_Comm_dup(comm, &own), "MPI_Comm_dup");
     MPI_Comm_set_errhandler(own, MPI_ERRORS_RETURN);
     MPI_Comm_rank(own, &rank);
     MPI_Comm_size(own, &size);
     if (expected_size > 0 && (rank != expected_rank || size != expected_size)) MPI_Comm_free(&own);
-  });
+  }
   if (expected_size > 0 && (rank != expected_rank || size != expected_size)) {
     throw std::invalid_argument(
         "[MpiProcessGroup] process_group_backend 'mpi': MPI numbers this process rank " + std::to_string(rank) +
@@ -179,16 +157,19 @@ c10::intrusive_ptr<MpiProcessGroup> MpiProcessGroup::create(MPI_Comm comm, int e
         ": start every rank with the MPI launcher (mpirun -np N, mpiexec, srun --mpi=pmix), or give a "
         "communicator with as many ranks as the run has");
   }
-  return c10::make_intrusive<MpiProcessGroup>(own, rank, size);
+  return c10::make_intrusive<MpiProcessGroup>(own, rank, size, std::move(session));
 }
 
-MpiProcessGroup::MpiProcessGroup(MPI_Comm comm, int rank, int size) : c10d::Backend(rank, size), comm_(comm) {
-  MpiWorker::instance().run([this] {
+MpiProcessGroup::MpiProcessGroup(MPI_Comm comm, int rank, int size, std::shared_ptr<MpiSession> session)
+    : c10d::Backend(rank, size), comm_(comm), engine_(std::make_shared<MpiEngine>(std::move(session))) {
+  engine_->run([this] {
     check(MPI_Comm_dup(comm_, &ring_comm_), "MPI_Comm_dup");
     MPI_Comm_set_errhandler(ring_comm_, MPI_ERRORS_RETURN);
+    // MPI_TAG_UB is an attribute of MPI_COMM_WORLD only: a communicator the
+    // program split off has none, and reading it there gave 32767.
     int* upper = nullptr;
     int found = 0;
-    MPI_Comm_get_attr(ring_comm_, MPI_TAG_UB, &upper, &found);
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &upper, &found);
     ring_tag_span_ = found != 0 && upper != nullptr ? *upper : 32767;
   });
 }
@@ -203,7 +184,7 @@ MpiProcessGroup::~MpiProcessGroup() {
 c10::intrusive_ptr<MpiProcessGroup> MpiProcessGroup::split(const std::string& name, int rank, int size) {
   MPI_Comm sub = MPI_COMM_NULL;
   int got_rank = 0, got_size = 0;
-  MpiWorker::instance().run([&] {
+  engine_->run([&] {
     // Ranks that give the same name form one group: its colour is the lowest
     // rank of this group that gave it.
     const int length = static_cast<int>(name.size());
@@ -232,31 +213,33 @@ c10::intrusive_ptr<MpiProcessGroup> MpiProcessGroup::split(const std::string& na
                                 std::to_string(got_rank) + " of " + std::to_string(got_size) + ", the caller asked for " +
                                 std::to_string(rank) + " of " + std::to_string(size));
   }
-  return c10::make_intrusive<MpiProcessGroup>(sub, rank, size);
+  return c10::make_intrusive<MpiProcessGroup>(sub, rank, size, engine_->shared_session());
 }
 
-void MpiProcessGroup::abort() { MpiWorker::instance().abort(); }
+void MpiProcessGroup::abort() { engine_->abort(); }
 
 void MpiProcessGroup::shutdown() {
   if (comm_ == MPI_COMM_NULL) return;
   MPI_Comm comm = comm_, ring = ring_comm_;
   comm_ = ring_comm_ = MPI_COMM_NULL;
-  MpiWorker::instance().run([comm, ring]() mutable {
-    int finalised = 0;
-    MPI_Finalized(&finalised);
-    if (finalised != 0) return;
-    MPI_Comm_free(&comm);
-    if (ring != MPI_COMM_NULL) MPI_Comm_free(&ring);
-  });
+  const bool aborted = engine_->aborted();
+  if (!aborted) {
+    engine_->run([comm, ring]() mutable {
+      MPI_Comm_free(&comm);
+      if (ring != MPI_COMM_NULL) MPI_Comm_free(&ring);
+    });
+  }
+  // An aborted group's communicators stay: MPI may still use them.
+  engine_->stop();
 }
 
 c10::intrusive_ptr<c10d::Work> MpiProcessGroup::enqueue(c10d::OpType type, const std::vector<at::Tensor>& tensors,
-                                                        std::function<MpiWorker::Poll()> begin) {
+                                                        std::function<MpiEngine::Poll()> begin) {
   if (comm_ == MPI_COMM_NULL) throw std::logic_error("[MpiProcessGroup] the group was shut down");
   synchronise(tensors);
-  auto work = c10::make_intrusive<MpiWork>(rank_, type, tensors);
-  MpiWorker::instance().start(
-      [begin = std::move(begin), work]() -> MpiWorker::Poll {
+  auto work = c10::make_intrusive<MpiWork>(rank_, type, tensors, engine_);
+  engine_->start(
+      [begin = std::move(begin), work]() -> MpiEngine::Poll {
         return [poll = begin(), work] {
           if (!poll()) return false;
           work->done(nullptr);
@@ -301,11 +284,11 @@ c10::intrusive_ptr<c10d::Work> MpiProcessGroup::allreduce(std::vector<at::Tensor
     return enqueue(c10d::OpType::ALLREDUCE, tensors, [this, t = tensors[0], reduce = opts.reduceOp]() mutable {
       at::Tensor buffer = reachable(t);
       at::Tensor reduced = reduced_as_float(buffer) ? buffer.to(at::kFloat) : buffer;
-      // Each ring's tags: 2(size-1) steps times its segments (at most one per element).
-      const int tag_base = ring_tag_base(2 * static_cast<int64_t>(size_) * (reduced.numel() / size_ + 1));
+      const int tag_base = ring_tag_base(
+          MpiRingAllreduce::tags(reduced.numel(), size_, reduced.element_size(), kRingSegmentBytes));
       auto ring = std::make_shared<MpiRingAllreduce>(reduced, reduce, ring_comm_, tag_base, kRingSegmentBytes,
-                                                     take_ring_scratch());
-      return MpiWorker::Poll([this, ring, t, buffer, reduced]() mutable {
+                                                     engine_->reducer(), take_ring_scratch());
+      return MpiEngine::Poll([this, ring, t, buffer, reduced]() mutable {
         if (!ring->poll()) return false;
         give_ring_scratch(ring->scratch());
         if (!reduced.is_same(buffer)) buffer.copy_(reduced);
@@ -384,11 +367,12 @@ c10::intrusive_ptr<c10d::Work> MpiProcessGroup::_reduce_scatter_base(at::Tensor&
                      at::Tensor out = reachable(output);
                      at::Tensor reduced =
                          reduced_as_float(out) ? at::empty(out.sizes(), out.options().dtype(at::kFloat)) : out;
-                     // Its tags: size-1 steps times its segments (at most one per element).
-                     const int tag_base = ring_tag_base(static_cast<int64_t>(size_) * (reduced.numel() + 1));
+                     const int tag_base = ring_tag_base(MpiRingReduceScatter::tags(
+                         reduced.numel(), size_, reduced.element_size(), kRingSegmentBytes));
                      auto ring = std::make_shared<MpiRingReduceScatter>(reduced, in, reduce, ring_comm_, tag_base,
-                                                                        kRingSegmentBytes, take_ring_scratch());
-                     return MpiWorker::Poll([this, ring, output, out, reduced, in]() mutable {
+                                                                        kRingSegmentBytes, engine_->reducer(),
+                                                                        take_ring_scratch());
+                     return MpiEngine::Poll([this, ring, output, out, reduced, in]() mutable {
                        if (!ring->poll()) return false;
                        give_ring_scratch(ring->scratch());
                        if (!reduced.is_same(out)) out.copy_(reduced);
@@ -415,9 +399,20 @@ c10::intrusive_ptr<c10d::Work> MpiProcessGroup::_reduce_scatter_base(at::Tensor&
                  });
 }
 
-int MpiProcessGroup::ring_tag_base(int64_t span) {
-  const int64_t slots = std::max<int64_t>(1, ring_tag_span_ / std::max<int64_t>(1, span));
-  return static_cast<int>((rings_++ % slots) * std::min<int64_t>(span, ring_tag_span_));
+// Rings take consecutive ranges of the tag space, wrapping at its end, so
+// rings in flight at once never share a tag (a shared one let segments of
+// two reduce-scatters meet each other's receives, with equal sizes and wrong
+// values, whenever the ranks posted them in different orders). Every rank
+// starts the same rings in the same order, so the ranges agree.
+int MpiProcessGroup::ring_tag_base(int64_t tags) {
+  if (tags > ring_tag_span_) {
+    throw std::invalid_argument("[MpiProcessGroup] a ring of " + std::to_string(tags) + " messages needs more tags than "
+                                "MPI_TAG_UB allows (" + std::to_string(ring_tag_span_) + ")");
+  }
+  if (next_ring_tag_ + tags > ring_tag_span_) next_ring_tag_ = 0;
+  const auto base = static_cast<int>(next_ring_tag_);
+  next_ring_tag_ += tags;
+  return base;
 }
 
 at::Tensor MpiProcessGroup::take_ring_scratch() {

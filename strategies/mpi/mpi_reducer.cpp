@@ -2,14 +2,16 @@
 
 namespace fulgur {
 
-MpiReducer& MpiReducer::instance() {
-  // Never destroyed, never joined: it only ever waits for work, and a
-  // program's exit must not wait for it.
-  static MpiReducer* reducer = new MpiReducer();
-  return *reducer;
-}
+MpiReducer::MpiReducer() : thread_([this] { loop(); }) {}
 
-MpiReducer::MpiReducer() : thread_([this] { loop(); }) { thread_.detach(); }
+MpiReducer::~MpiReducer() {
+  {
+    const std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  ready_.notify_one();
+  thread_.join();
+}
 
 std::shared_ptr<std::atomic<bool>> MpiReducer::submit(std::function<void()> job) {
   auto done = std::make_shared<std::atomic<bool>>(false);
@@ -40,7 +42,8 @@ void MpiReducer::loop() {
     std::pair<std::function<void()>, std::shared_ptr<std::atomic<bool>>> next;
     {
       std::unique_lock lock(mutex_);
-      ready_.wait(lock, [this] { return !jobs_.empty(); });
+      ready_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;
       next = std::move(jobs_.front());
       jobs_.pop_front();
     }

@@ -15,13 +15,18 @@
 
 namespace fulgur {
 
-/// A thread that reduces arrived segments for the MPI rings (MpiRingAllreduce,
-/// MpiRingReduceScatter), so the MPI
-/// thread (MpiWorker) keeps moving bytes meanwhile instead of adding them.
-/// Calls no MPI. Started on first use; ends with the program.
+/// A thread that reduces arrived segments for one group's MPI rings
+/// (MpiRingAllreduce, MpiRingReduceScatter), so the group's engine
+/// (MpiEngine) keeps moving bytes meanwhile instead of adding them. Calls
+/// no MPI. Started with its engine, joined when the engine stops.
 class MpiReducer {
  public:
-  static MpiReducer& instance();
+  MpiReducer();
+  /// Runs the jobs queued so far, then joins the thread.
+  ~MpiReducer();
+  MpiReducer(const MpiReducer&) = delete;
+  MpiReducer& operator=(const MpiReducer&) = delete;
+
   /// Queues `job`; the returned flag turns true once it has run.
   std::shared_ptr<std::atomic<bool>> submit(std::function<void()> job);
   /// into op= from, elementwise (SUM, PRODUCT, MIN or MAX; same type and
@@ -30,12 +35,12 @@ class MpiReducer {
   static void combine(c10d::ReduceOp::RedOpType op, at::Tensor into, const at::Tensor& from);
 
  private:
-  MpiReducer();
   void loop();
 
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<std::pair<std::function<void()>, std::shared_ptr<std::atomic<bool>>>> jobs_;
+  bool stopping_ = false;
   std::thread thread_;
 };
 

@@ -1,5 +1,4 @@
 #include <fulgur/strategies/mpi/mpi_ring_allreduce.hpp>
-#include <fulgur/strategies/mpi/mpi_reducer.hpp>
 
 #include <stdexcept>
 #include <string>
@@ -7,8 +6,8 @@
 namespace fulgur {
 
 MpiRingAllreduce::MpiRingAllreduce(at::Tensor tensor, c10d::ReduceOp op, MPI_Comm comm, int tag_base,
-                                   int64_t segment_bytes, at::Tensor spare)
-    : tensor_(tensor.view(-1)), op_(op), comm_(comm), tag_base_(tag_base) {
+                                   int64_t segment_bytes, MpiReducer& reducer, at::Tensor spare)
+    : tensor_(tensor.view(-1)), op_(op), reducer_(reducer), comm_(comm), tag_base_(tag_base) {
   if (op_.op_ != c10d::ReduceOp::SUM && op_.op_ != c10d::ReduceOp::PRODUCT && op_.op_ != c10d::ReduceOp::MIN &&
       op_.op_ != c10d::ReduceOp::MAX) {
     throw std::invalid_argument("[MpiRingAllreduce] only SUM, PRODUCT, MIN and MAX");
@@ -37,6 +36,12 @@ MpiRingAllreduce::MpiRingAllreduce(at::Tensor tensor, c10d::ReduceOp op, MPI_Com
     segments_[k].slot = static_cast<int64_t>(k);
     post(k);
   }
+}
+
+int64_t MpiRingAllreduce::tags(int64_t numel, int size, int64_t element_size, int64_t segment_bytes) {
+  const int64_t largest = (numel + size - 1) / size;
+  const int64_t per_segment = std::max<int64_t>(1, segment_bytes / element_size);
+  return 2 * static_cast<int64_t>(size - 1) * std::max<int64_t>(1, (largest + per_segment - 1) / per_segment);
 }
 
 at::Tensor MpiRingAllreduce::chunk(int index) const {
@@ -87,15 +92,15 @@ bool MpiRingAllreduce::poll() {
     if (complete == 0) continue;
     if (s.step < size_ - 1) {
       // The reduction runs on MpiReducer's thread while this one moves bytes.
-      if (!s.reduced) {
-        at::Tensor target = chunk(rank_ - s.step - 1);
-        const int64_t length = std::max<int64_t>(0, std::min(s.length, target.numel() - s.begin));
-        if (length <= 0) continue;
-        s.reduced = MpiReducer::instance().submit(
+      at::Tensor target = chunk(rank_ - s.step - 1);
+      const int64_t length = std::max<int64_t>(0, std::min(s.length, target.numel() - s.begin));
+      // A last segment past the end of a chunk one element shorter has nothing to add.
+      if (!s.reduced && length > 0) {
+        s.reduced = reducer_.submit(
             [op = op_.op_, into = target.narrow(0, s.begin, length),
              from = incoming_.narrow(0, s.slot * per_segment_, length)] { MpiReducer::combine(op, into, from); });
       }
-      if (!s.reduced->load(std::memory_order_acquire)) continue;
+      if (s.reduced && !s.reduced->load(std::memory_order_acquire)) continue;
       s.reduced.reset();
     }
     if (++s.step < 2 * (size_ - 1)) {

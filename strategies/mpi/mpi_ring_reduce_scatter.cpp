@@ -1,5 +1,4 @@
 #include <fulgur/strategies/mpi/mpi_ring_reduce_scatter.hpp>
-#include <fulgur/strategies/mpi/mpi_reducer.hpp>
 
 #include <algorithm>
 #include <stdexcept>
@@ -8,8 +7,8 @@
 namespace fulgur {
 
 MpiRingReduceScatter::MpiRingReduceScatter(at::Tensor output, at::Tensor input, c10d::ReduceOp op, MPI_Comm comm,
-                                           int tag_base, int64_t segment_bytes, at::Tensor spare)
-    : output_(output.view(-1)), input_(input.view(-1)), op_(op), comm_(comm), tag_base_(tag_base) {
+                                           int tag_base, int64_t segment_bytes, MpiReducer& reducer, at::Tensor spare)
+    : output_(output.view(-1)), input_(input.view(-1)), op_(op), reducer_(reducer), comm_(comm), tag_base_(tag_base) {
   if (op_.op_ != c10d::ReduceOp::SUM && op_.op_ != c10d::ReduceOp::PRODUCT && op_.op_ != c10d::ReduceOp::MIN &&
       op_.op_ != c10d::ReduceOp::MAX) {
     throw std::invalid_argument("[MpiRingReduceScatter] only SUM, PRODUCT, MIN and MAX");
@@ -33,6 +32,11 @@ MpiRingReduceScatter::MpiRingReduceScatter(at::Tensor output, at::Tensor input, 
     segments_[k].slot = static_cast<int64_t>(k);
     post(k);
   }
+}
+
+int64_t MpiRingReduceScatter::tags(int64_t numel, int size, int64_t element_size, int64_t segment_bytes) {
+  const int64_t per_segment = std::max<int64_t>(1, segment_bytes / element_size);
+  return static_cast<int64_t>(size - 1) * std::max<int64_t>(1, (numel + per_segment - 1) / per_segment);
 }
 
 at::Tensor MpiRingReduceScatter::chunk(const at::Tensor& t, int index) const {
@@ -78,7 +82,7 @@ bool MpiRingReduceScatter::poll() {
       }
       if (complete == 0) continue;
       // This rank's share of what arrived, added on MpiReducer's thread while this one moves bytes.
-      s.reduced = MpiReducer::instance().submit(
+      s.reduced = reducer_.submit(
           [op = op_.op_, into = received(s, s.step),
            from = chunk(input_, rank_ - s.step - 2).narrow(0, s.begin, s.length)] {
             MpiReducer::combine(op, into, from);

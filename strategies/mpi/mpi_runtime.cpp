@@ -55,13 +55,28 @@ void* mpi_symbol(const char* name) {
   return found;
 }
 
+/// Runs a call into the module; what MPI refused (the module's
+/// std::invalid_argument) comes out as MpiRefusedError.
+template <class Call>
+void refused_as_mpi_error(Call&& call) {
+  try {
+    call();
+  } catch (const MpiRefusedError&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    throw MpiRefusedError(e.what());
+  }
+}
+
 }  // namespace
 
 c10::intrusive_ptr<c10d::Backend> MpiRuntime::group(std::optional<int64_t> communicator, int rank, int size) {
   using Make = void (*)(int, int, int, int, c10::intrusive_ptr<c10d::Backend>&);
   c10::intrusive_ptr<c10d::Backend> made;
-  reinterpret_cast<Make>(mpi_symbol("fulgur_mpi_group"))(communicator ? 1 : 0, static_cast<int>(communicator.value_or(0)),
-                                                       rank, size, made);
+  refused_as_mpi_error([&] {
+    reinterpret_cast<Make>(mpi_symbol("fulgur_mpi_group"))(communicator ? 1 : 0,
+                                                         static_cast<int>(communicator.value_or(0)), rank, size, made);
+  });
   return made;
 }
 
@@ -70,16 +85,22 @@ c10::intrusive_ptr<c10d::Backend> MpiRuntime::split(const c10::intrusive_ptr<c10
   using Split = void (*)(const c10::intrusive_ptr<c10d::Backend>&, const std::string&, int, int,
                          c10::intrusive_ptr<c10d::Backend>&);
   c10::intrusive_ptr<c10d::Backend> made;
-  reinterpret_cast<Split>(mpi_symbol("fulgur_mpi_split"))(parent, name, rank, size, made);
+  refused_as_mpi_error([&] { reinterpret_cast<Split>(mpi_symbol("fulgur_mpi_split"))(parent, name, rank, size, made); });
   return made;
 }
 
 std::optional<MpiRuntime::Layout> MpiRuntime::layout(int64_t communicator) {
   using Query = void (*)(int, int*);
   int found[4] = {-1, -1, -1, -1};
-  reinterpret_cast<Query>(mpi_symbol("fulgur_mpi_comm_layout"))(static_cast<int>(communicator), found);
+  refused_as_mpi_error(
+      [&] { reinterpret_cast<Query>(mpi_symbol("fulgur_mpi_comm_layout"))(static_cast<int>(communicator), found); });
   if (found[1] < 0) return std::nullopt;
   return Layout{found[0], found[1], found[2], found[3]};
+}
+
+void MpiRuntime::require_concurrent_calls(const std::string& who) {
+  using Require = void (*)(const std::string&);
+  refused_as_mpi_error([&] { reinterpret_cast<Require>(mpi_symbol("fulgur_mpi_require_multiple"))(who); });
 }
 
 bool MpiRuntime::built() {

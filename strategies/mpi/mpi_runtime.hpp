@@ -1,5 +1,7 @@
 #pragma once
 
+#include <fulgur/strategies/mpi/mpi_refused_error.hpp>
+
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include <cstdint>
@@ -9,8 +11,10 @@
 namespace fulgur {
 
 /// process_group_backend 'mpi', from the fulgur library, which never links
-/// MPI: the fulgur_mpi module (strategies/mpi: MpiProcessGroup, MpiWorker)
+/// MPI: the fulgur_mpi module (strategies/mpi: MpiProcessGroup, MpiEngine)
 /// links the site's MPI and is loaded the first time a run asks for it.
+/// What MPI refuses (a communicator, a thread level, the ranks' numbering)
+/// is thrown as MpiRefusedError.
 class MpiRuntime {
  public:
   /// A group over MPI_COMM_WORLD, or over the program's communicator given
@@ -28,6 +32,10 @@ class MpiRuntime {
   /// nullopt for MPI_COMM_NULL (the process is outside it). Collective over
   /// the communicator (it asks which ranks share a node).
   static std::optional<Layout> layout(int64_t communicator);
+  /// Background training beside a program that calls MPI itself: MPI must
+  /// provide MPI_THREAD_MULTIPLE; MpiRefusedError naming both levels
+  /// otherwise. `who` starts the message.
+  static void require_concurrent_calls(const std::string& who);
   /// fulgur was built with its MPI module (FULGUR_WITH_MPI).
   static bool built();
 };

@@ -18,19 +18,26 @@
 // under -np 1; trainer.mpi_communicator, no rendezvous variable), 8 steps
 // of a global stream split between them; rank 0 writes the final
 // parameters to OUTPUT; a third rank keeps stepping its own loop meanwhile
-// and prints "rank 2: own loop stepped 8 times".
+// and prints "rank 2: own loop stepped 8 times". stress ROUNDS: rounds of
+// every ring size class in flight at once, checked element by element
+// (mpi_stress_test runs it oversubscribed beside a CPU hog). straggler
+// SECONDS: the CPU rank 0 uses while it waits at a barrier for the last
+// rank (bench/mpi_wait.sh).
 #include <fulgur/online/online_trainer.hpp>
 #include <fulgur/strategies/collectives/process_group.hpp>
 #include <fulgur/strategies/environments/detect_cluster_environment.hpp>
 
 #include <mpi.h>
+#include <sys/resource.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <torch/torch.h>
 
+#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -154,6 +161,70 @@ void check_operations(fulgur::ProcessGroup& group) {
                                                      "' group");
 }
 
+/// Many rounds of collectives in flight at once, every size class around
+/// the rings' threshold (just below it MPI's own collective, at and above it
+/// the rings; sizes that split unevenly), float and double, each checked
+/// element by element. Run under load and oversubscribed, it finds a slot
+/// reused while a transfer into it is still in flight, or segments that meet
+/// another operation's messages.
+void stress_operations(fulgur::ProcessGroup& group, int rounds) {
+  const int64_t r = group.rank(), n = group.size();
+  const int64_t ring = (4 << 20);  // MpiProcessGroup::kRingBytes
+  struct Case {
+    bool reduce_scatter;
+    torch::ScalarType type;
+    int64_t numel;  // all-reduce: the tensor; reduce-scatter: one rank's slice
+  };
+  std::vector<Case> cases;
+  for (const auto type : {torch::kFloat, torch::kDouble}) {
+    const int64_t per = ring / static_cast<int64_t>(c10::elementSize(type));
+    for (const int64_t numel : {per - 1, per, per + 7, per * 3 / 2 + 3}) cases.push_back({false, type, numel});
+    for (const int64_t slice : {per / n - 1, (per + n - 1) / n, per / n + 5, per * 3 / 2 / n + 3}) {
+      cases.push_back({true, type, slice});
+    }
+  }
+  // Rank q's element i in round `round`: distinct per element, rank and round, exact in float.
+  auto value_of = [](int64_t numel, int64_t q, int round, torch::ScalarType type) {
+    return (torch::arange(numel, torch::kLong).remainder(997) * (q + 1) + round).to(type);
+  };
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<torch::Tensor> outputs, inputs;
+    std::vector<c10::intrusive_ptr<c10d::Work>> works;
+    for (const auto& c : cases) {
+      if (c.reduce_scatter) {
+        inputs.push_back(value_of(c.numel * n, r, round, c.type));
+        outputs.push_back(torch::full({c.numel}, -1.0, torch::TensorOptions().dtype(c.type)));
+        works.push_back(group.reduce_scatter_async(outputs.back(), inputs.back()));
+      } else {
+        inputs.push_back({});
+        outputs.push_back(value_of(c.numel, r, round, c.type));
+        works.push_back(group.all_reduce_async(outputs.back(), fulgur::ReduceOp::Sum));
+      }
+    }
+    for (size_t k = 0; k < cases.size(); ++k) {
+      const Case& c = cases[k];
+      group.wait(works[k], c.reduce_scatter ? "reduce_scatter" : "all_reduce");
+      const int64_t whole = c.reduce_scatter ? c.numel * n : c.numel;
+      torch::Tensor sum = torch::zeros({whole}, torch::TensorOptions().dtype(c.type));
+      for (int64_t q = 0; q < n; ++q) sum += value_of(whole, q, round, c.type);
+      const torch::Tensor expected = c.reduce_scatter ? sum.narrow(0, c.numel * r, c.numel) : sum;
+      if (!torch::equal(outputs[k], expected)) {
+        const auto wrong = (outputs[k] != expected).nonzero();
+        const int64_t first = wrong[0].item<int64_t>();
+        throw std::runtime_error(
+            "check failed: round " + std::to_string(round) + ": " + (c.reduce_scatter ? "reduce_scatter" : "all_reduce") +
+            " of " + std::to_string(c.numel) + " " + std::string(c10::toString(c.type)) + ": " +
+            std::to_string(wrong.size(0)) + " elements wrong, the first at " + std::to_string(first) + " (" +
+            std::to_string(outputs[k][first].item<double>()) + " instead of " +
+            std::to_string(expected[first].item<double>()) + ")");
+      }
+      if (c.reduce_scatter) {
+        expect(torch::equal(inputs[k], value_of(whole, r, round, c.type)), "reduce_scatter left its input as it was");
+      }
+    }
+  }
+}
+
 struct Mlp : fulgur::LightningModule {
   Mlp() {
     net = register_module("net", torch::nn::Sequential(torch::nn::Linear(4, 16), torch::nn::Tanh(),
@@ -230,8 +301,68 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return code;
   }
+  if (mode == "straggler" && argc == 3) {
+    // Rank 0 waits at a barrier while the last rank computes for SECONDS
+    // first; rank 0 reports the CPU its process used meanwhile.
+    torch::set_num_threads(1);
+    const auto env = fulgur::detect_cluster_environment();
+    fulgur::ProcessGroup group(mpi_options(std::nullopt, env->global_rank(), env->world_size()));
+    group.barrier();
+    const double seconds = std::stod(argv[2]);
+    const auto cpu = [] {
+      rusage used{};
+      getrusage(RUSAGE_SELF, &used);
+      return static_cast<double>(used.ru_utime.tv_sec + used.ru_stime.tv_sec) +
+             static_cast<double>(used.ru_utime.tv_usec + used.ru_stime.tv_usec) * 1e-6;
+    };
+    const double cpu_before = cpu();
+    const auto wall_before = std::chrono::steady_clock::now();
+    if (env->global_rank() == env->world_size() - 1) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    }
+    group.barrier();
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_before).count();
+    const double used = cpu() - cpu_before;
+    if (env->global_rank() == 0) {
+      std::cout << "rank 0: waited " << wall << " s at the barrier, CPU " << used << " s (" << 100.0 * used / wall
+                << " % of a core)" << std::endl;
+    }
+    return 0;
+  }
+  if (mode == "stress" && (argc == 3 || (argc == 4 && std::string(argv[3]) == "subset"))) {
+    // subset: the program begins MPI and trains on ranks 0 and 1 of a
+    // communicator of its own; the other ranks end MPI meanwhile.
+    torch::set_num_threads(1);
+    const auto env = fulgur::detect_cluster_environment();
+    const int rounds = std::stoi(argv[2]);
+    const bool subset = argc == 4;
+    MPI_Comm sub = MPI_COMM_NULL;
+    if (subset) {
+      int provided = 0;
+      MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+      MPI_Comm_split(MPI_COMM_WORLD, env->global_rank() < 2 ? 0 : MPI_UNDEFINED, static_cast<int>(env->global_rank()),
+                     &sub);
+    }
+    int code = 0;
+    try {
+      if (!subset || sub != MPI_COMM_NULL) {
+        fulgur::ProcessGroup group(subset ? mpi_options(MPI_Comm_c2f(sub), env->global_rank(), 2)
+                                          : mpi_options(std::nullopt, env->global_rank(), env->world_size()));
+        stress_operations(group, rounds);
+      }
+      std::cout << "rank " << env->global_rank() << ": ok after " << rounds << " rounds" << std::endl;
+    } catch (const std::exception& e) {
+      std::cout << "rank " << env->global_rank() << ": " << e.what() << std::endl;
+      code = 1;
+    }
+    if (subset) {
+      if (sub != MPI_COMM_NULL) MPI_Comm_free(&sub);
+      MPI_Finalize();
+    }
+    return code;
+  }
   if (argc != 2 || (mode != "world" && mode != "program" && mode != "funneled" && mode != "subset")) {
-    std::cerr << "usage: mpi_probe world|program|funneled|subset, or mpi_probe online OUTPUT\n";
+    std::cerr << "usage: mpi_probe world|program|funneled|subset, mpi_probe stress ROUNDS, or mpi_probe online OUTPUT\n";
     return 2;
   }
   torch::set_num_threads(1);

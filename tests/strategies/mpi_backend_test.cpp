@@ -133,8 +133,8 @@ TEST_CASE("mpi backend: a program's MPI below MPI_THREAD_SERIALIZED, and a rank 
   INFO(funneled.output);
   CHECK(funneled.exit_code != 0);
   CHECK(funneled.output.find("rank 0: [MpiProcessGroup] the program initialised MPI with MPI_THREAD_FUNNELED; fulgur "
-                             "calls MPI from a thread of its own and needs MPI_THREAD_SERIALIZED or "
-                             "MPI_THREAD_MULTIPLE") != std::string::npos);
+                             "calls MPI from threads of its own and needs MPI_THREAD_SERIALIZED, or "
+                             "MPI_THREAD_MULTIPLE where") != std::string::npos);
   // Ranks 0 and 1 form the program's communicator; rank 2 gets MPI_COMM_NULL.
   const auto subset = run_command(kMpirun3 + probe + " subset", 120);
   INFO(subset.output);
