@@ -72,3 +72,9 @@ dist:
 .PHONY: release
 release:
 	@bash scripts/make_dist.sh --release "$(VERSION)" $(if $(REF),--ref "$(REF)") $(if $(RELEASE_HOME),--home "$(RELEASE_HOME)")
+
+## The CPU container built as a site would and run read-only, non-root,
+## without network (scripts/check_container.sh; as root; about half an hour).
+.PHONY: check-container
+check-container:
+	@bash scripts/check_container.sh

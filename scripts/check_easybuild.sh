@@ -125,7 +125,7 @@ for ec in "$work"/ec/fulgur-*.eb; do
   for dep in "${deps[@]}"; do
     grep -q "(module: $dep" "$work/dry-run-$base.log" || fail "$base: the dry run resolves no $dep"
   done
-  log "PASS: eb --dry-run --robot $base: $listed easyconfigs, all from EasyBuild $eb_version's release (module $(sed -n "s|^ \* \[.\] $ec (module: \(.*\))$|\1|p" "$work/dry-run-$base.log"))"
+  log "PASS: eb --dry-run --robot $base: $listed easyconfigs, all from EasyBuild $eb_version's release or packaging/easybuild (module $(sed -n "s|^ \* \[.\] $ec (module: \(.*\))$|\1|p" "$work/dry-run-$base.log"))"
 done
 
 # 5. The CUDA easyconfig's architectures, as EasyBuild resolves its templates.
