@@ -1,6 +1,8 @@
 #include <fulgur/ensemble/ensemble_client.hpp>
 
 #include <fulgur/ensemble/ensemble_refused_error.hpp>
+#include <fulgur/ensemble/ensemble_version_error.hpp>
+#include <fulgur/ensemble/message_buffers.hpp>
 #include <fulgur/ensemble/rendezvous_file.hpp>
 
 #include <pthread.h>
@@ -17,54 +19,6 @@
 
 namespace fulgur {
 
-/// Buffers of the sizes send() asks for, kept when a message goes: a solver
-/// sends the same shapes every time, and a buffer fresh from malloc costs a
-/// page fault per page on the first copy (a large one is its own mapping),
-/// more than the copy itself. Keeps at most kKeptBytes and kKeptBuffers.
-struct EnsembleClient::Buffers {
-  static constexpr size_t kKeptBytes = size_t{64} << 20, kKeptBuffers = 512;
-  std::mutex mutex;
-  std::unordered_map<size_t, std::vector<void*>> kept;
-  size_t kept_bytes = 0, kept_buffers = 0;
-  Buffers() = default;
-  Buffers(const Buffers&) = delete;
-  Buffers& operator=(const Buffers&) = delete;
-  ~Buffers() {
-    for (auto& [bytes, buffers] : kept) {
-      for (void* data : buffers) std::free(data);
-    }
-  }
-  void* take(size_t bytes) {
-    {
-      const std::lock_guard lock(mutex);
-      auto it = kept.find(bytes);
-      if (it != kept.end() && !it->second.empty()) {
-        void* data = it->second.back();
-        it->second.pop_back();
-        kept_bytes -= bytes;
-        --kept_buffers;
-        return data;
-      }
-    }
-    void* data = std::malloc(bytes == 0 ? 1 : bytes);
-    if (data == nullptr) throw std::bad_alloc();
-    return data;
-  }
-  void give(void* data, size_t bytes) {
-    if (data == nullptr) return;
-    {
-      const std::lock_guard lock(mutex);
-      if (kept_bytes + bytes <= kKeptBytes && kept_buffers < kKeptBuffers) {
-        kept[bytes].push_back(data);
-        kept_bytes += bytes;
-        ++kept_buffers;
-        return;
-      }
-    }
-    std::free(data);
-  }
-};
-
 /// One send(): its header and the inputs' and targets' bytes, shared by
 /// the ranks' list of unacknowledged messages and the frames ZeroMQ holds
 /// (which reference the bytes without a copy).
@@ -77,10 +31,12 @@ struct EnsembleClient::Message {
   void* targets = nullptr;
   size_t target_bytes = 0;
   int64_t samples = 0;
-  /// The rank it went to (-1: not sent yet).
+  /// The rank it went to (-1: not sent yet), when, and whether it went again (its round trip is then unknown).
   int64_t rank = -1;
-  std::shared_ptr<Buffers> buffers;
-  explicit Message(std::shared_ptr<Buffers> from) : buffers(std::move(from)) {}
+  std::chrono::steady_clock::time_point sent_at{};
+  bool resent = false;
+  std::shared_ptr<MessageBuffers> buffers;
+  explicit Message(std::shared_ptr<MessageBuffers> from) : buffers(std::move(from)) {}
   Message(const Message&) = delete;
   Message& operator=(const Message&) = delete;
   ~Message() {
@@ -92,8 +48,6 @@ struct EnsembleClient::Message {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-constexpr double kFirstResendS = 1.0, kLongestResendS = 8.0;
 
 // A frame's bytes belong to a message: ZeroMQ holds a reference to it until it sent them.
 void release_message(void* /*data*/, void* hint) { delete static_cast<std::shared_ptr<const void>*>(hint); }
@@ -123,7 +77,7 @@ std::vector<int64_t> per_sample(const std::vector<int64_t>& shape, const char* w
 
 EnsembleClient::EnsembleClient(const std::filesystem::path& rendezvous, uint64_t client_id,
                                EnsembleClientOptions options)
-    : client_id_(client_id), options_(options), buffers_(std::make_shared<Buffers>()) {
+    : client_id_(client_id), options_(options), buffers_(std::make_shared<MessageBuffers>()) {
   if (options_.queue_capacity < 1 || options_.ranks < 0) {
     throw std::invalid_argument("[EnsembleClient] queue_capacity must be >= 1 and ranks >= 0, got " +
                                 std::to_string(options_.queue_capacity) + " and " + std::to_string(options_.ranks));
@@ -184,6 +138,12 @@ void EnsembleClient::send(const double* inputs, const std::vector<int64_t>& inpu
 }
 
 void EnsembleClient::throw_if_refused(const char* call) const {
+  if (server_version_ != 0) {
+    throw EnsembleVersionError(std::string("[EnsembleClient::") + call + "] client " + std::to_string(client_id_) +
+                               ": the server speaks protocol version " + std::to_string(server_version_) +
+                               " and this client version " + std::to_string(WireHeader::kVersion) +
+                               ": use the client library of the server's fulgur release");
+  }
   if (refused_) {
     throw EnsembleRefusedError(std::string("[EnsembleClient::") + call + "] client " + std::to_string(client_id_) +
                                ": a server rank refused the rendezvous file's key (a file of another run?)");
@@ -214,6 +174,8 @@ void EnsembleClient::queue(const void* inputs, const std::vector<int64_t>& input
   std::memcpy(message->inputs, inputs, message->input_bytes);
   message->targets = buffers_->take(message->target_bytes);
   std::memcpy(message->targets, targets, message->target_bytes);
+  WireHeader::little_endian(message->inputs, message->input_bytes, header.element_size());
+  WireHeader::little_endian(message->targets, message->target_bytes, header.element_size());
 
   std::unique_lock lock(mutex_);
   if (closing_) throw std::logic_error("[EnsembleClient::send] the client is closed");
@@ -261,6 +223,14 @@ bool EnsembleClient::read_acks() {
     for (;;) {
       const int size = zmq_recv(rank.socket, buffer, sizeof buffer, ZMQ_DONTWAIT);
       if (size < 0) break;
+      // A server of another protocol version answers in its own: nothing we send can be taken.
+      if (const uint16_t version = WireHeader::foreign_version(buffer, static_cast<size_t>(size)); version != 0) {
+        const std::lock_guard lock(mutex_);
+        server_version_ = version;
+        refused_ = true;
+        any = true;
+        continue;
+      }
       WireHeader ack;
       try {
         if (static_cast<size_t>(size) > sizeof buffer) continue;  // an ack has no extents
@@ -272,33 +242,61 @@ bool EnsembleClient::read_acks() {
       any = true;
       if ((ack.count & WireHeader::kGoodbyeHeld) != 0) rank.goodbye_held = true;
       int64_t held = 0;
+      std::shared_ptr<Message> newest;
+      bool copies = false;
       while (!rank.unacked.empty() && rank.unacked.front()->fields.message < ack.message) {
+        newest = std::move(rank.unacked.front());
+        copies = copies || newest->resent;
         rank.unacked.pop_front();
         ++held;
       }
+      const auto now = Clock::now();
+      // Karn: an acknowledgement that a copy may have drawn says nothing of the round trip.
+      if (newest && !copies) rank.timer.measured(std::chrono::duration<double>(now - newest->sent_at).count());
+      if (held > 0) {
+        rank.resend_at = now + seconds(rank.timer.timeout_s());
+        if (rank.recover_next < rank.recover_end) rank.budget += 2 * held;  // recovering: the next ones follow
+      }
       const std::lock_guard lock(mutex_);
       if ((ack.count & WireHeader::kKeyRefused) != 0) refused_ = true;
-      if (held > 0) {
-        unacked_ -= held;
-        rank.backoff_s = kFirstResendS;
-        rank.resend_at = Clock::now() + seconds(kFirstResendS);
-      }
+      unacked_ -= held;
     }
   }
   return any;
 }
 
+bool EnsembleClient::resend(Rank& rank, const std::shared_ptr<Message>& message) {
+  if (!transmit(rank.socket, message)) return false;
+  message->resent = true;
+  const std::lock_guard lock(mutex_);
+  ++counts_.resent;
+  return true;
+}
+
 void EnsembleClient::resend_overdue() {
   const auto now = Clock::now();
   for (Rank& rank : ranks_) {
-    if (rank.unacked.empty() || now < rank.resend_at) continue;
-    // The rank said nothing for a while (restarted, or its acknowledgements were lost): all of them
-    // again, in order; it drops the ones it holds.
-    for (const auto& message : rank.unacked) {
-      if (!transmit(rank.socket, message)) break;
+    if (rank.unacked.empty()) continue;
+    if (now >= rank.resend_at) {
+      // Silent a whole time-out: the oldest again. A rank whose acknowledgement was lost (or that was busy)
+      // answers for all it holds at once; a restarted one lacks it, and the rest sent before now follow as
+      // it acknowledges (recover_next .. recover_end), never the whole window in one go.
+      if (!resend(rank, rank.unacked.front())) continue;
+      rank.recover_next = rank.unacked.front()->fields.message + 1;
+      rank.recover_end = rank.unacked.back()->fields.message + 1;
+      rank.budget = 0;
+      rank.timer.timed_out();
+      rank.resend_at = now + seconds(rank.timer.timeout_s());
     }
-    rank.resend_at = now + seconds(rank.backoff_s);
-    rank.backoff_s = std::min(2 * rank.backoff_s, kLongestResendS);
+    for (const auto& message : rank.unacked) {
+      if (rank.budget <= 0 || rank.recover_next >= rank.recover_end) break;
+      const uint64_t number = message->fields.message;
+      if (number < rank.recover_next) continue;
+      if (number >= rank.recover_end || !resend(rank, message)) break;
+      rank.recover_next = number + 1;
+      --rank.budget;
+    }
+    if (rank.recover_next >= rank.recover_end) rank.budget = 0;
   }
 }
 
@@ -347,7 +345,8 @@ void EnsembleClient::run() {
       counts_.queued -= message->samples;
       counts_.sent += message->samples;
       rank.sent_samples += static_cast<uint64_t>(message->samples);
-      if (rank.unacked.empty()) rank.resend_at = Clock::now() + seconds(rank.backoff_s);
+      message->sent_at = Clock::now();
+      if (rank.unacked.empty()) rank.resend_at = message->sent_at + seconds(rank.timer.timeout_s());
       rank.unacked.push_back(std::move(message));
       ++unacked_;
       next = (next + 1) % ranks_.size();
@@ -372,23 +371,27 @@ EnsembleClientCounts EnsembleClient::close() {
   changed_.notify_all();
   lock.unlock();
   if (thread_.joinable()) thread_.join();
-  // Each rank learns how many samples it was sent (the server reconciles with that), again until it acknowledges.
-  auto next_goodbyes = Clock::now();
+  // Each rank learns how many samples it was sent (the server reconciles with that), again until it
+  // acknowledges: after the rank's time-out, doubled each time it stays silent.
+  for (Rank& rank : ranks_) rank.goodbye_at = Clock::now();
   while (!refused_ && Clock::now() < deadline &&
          !std::all_of(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.goodbye_held; })) {
-    if (Clock::now() >= next_goodbyes) {
-      for (Rank& rank : ranks_) {
-        if (rank.goodbye_held) continue;
-        WireHeader bye;
-        bye.kind = WireHeader::Kind::Goodbye;
-        bye.key = key_;
-        bye.client_id = client_id_;
-        bye.sequence = rank.sent_samples;
-        bye.count = static_cast<uint32_t>(ranks_.size());  // the server sums this many goodbyes
-        const std::string frame = bye.encode();
-        zmq_send(rank.socket, frame.data(), frame.size(), ZMQ_DONTWAIT);  // a rank away: the next round
+    for (Rank& rank : ranks_) {
+      const auto now = Clock::now();
+      if (rank.goodbye_held || now < rank.goodbye_at) continue;
+      WireHeader bye;
+      bye.kind = WireHeader::Kind::Goodbye;
+      bye.key = key_;
+      bye.client_id = client_id_;
+      bye.sequence = rank.sent_samples;
+      bye.count = static_cast<uint32_t>(ranks_.size());  // the server sums this many goodbyes
+      const std::string frame = bye.encode();
+      if (zmq_send(rank.socket, frame.data(), frame.size(), ZMQ_DONTWAIT) < 0) {
+        rank.goodbye_at = now + std::chrono::milliseconds(100);  // a rank away: once it is back
+      } else {
+        rank.goodbye_at = now + seconds(rank.timer.timeout_s());
+        rank.timer.timed_out();
       }
-      next_goodbyes = Clock::now() + seconds(kFirstResendS);
     }
     std::vector<zmq_pollitem_t> items;
     for (Rank& rank : ranks_) items.push_back({rank.socket, 0, ZMQ_POLLIN, 0});
@@ -396,6 +399,9 @@ EnsembleClientCounts EnsembleClient::close() {
     read_acks();
   }
   const int linger = 0;  // what mattered was acknowledged, or the time is up
+  const auto unacknowledged = std::count_if(ranks_.begin(), ranks_.end(), [](const Rank& r) {
+    return !r.goodbye_held || !r.unacked.empty();
+  });
   for (Rank& rank : ranks_) {
     rank.unacked.clear();
     zmq_setsockopt(rank.socket, ZMQ_LINGER, &linger, sizeof linger);
@@ -404,6 +410,7 @@ EnsembleClientCounts EnsembleClient::close() {
   zmq_ctx_term(context_);
   context_ = nullptr;
   lock.lock();
+  counts_.unacknowledged_ranks = unacknowledged;
   closed_ = true;
   throw_if_refused("close");
   return counts_;

@@ -1,6 +1,7 @@
 #pragma once
 #include <fulgur/ensemble/ensemble_client_counts.hpp>
 #include <fulgur/ensemble/ensemble_client_options.hpp>
+#include <fulgur/ensemble/resend_timer.hpp>
 #include <fulgur/ensemble/wire_header.hpp>
 
 #include <chrono>
@@ -14,6 +15,8 @@
 #include <vector>
 
 namespace fulgur {
+
+class MessageBuffers;
 
 /// A simulation's connection to an ensemble's training job (the server,
 /// EnsembleServer): send() queues samples and returns; a thread of its own
@@ -48,7 +51,9 @@ class EnsembleClient {
   /// oldest message, as options.when_full says. std::invalid_argument for
   /// shapes that are empty, hold an extent < 1, disagree on the count or
   /// have more than 8 dimensions per sample; std::logic_error after close();
-  /// EnsembleRefusedError once a server rank refused the key.
+  /// EnsembleRefusedError once a server rank refused the key;
+  /// EnsembleVersionError (an EnsembleRefusedError) once a server rank
+  /// answered in another protocol version.
   void send(const float* inputs, const std::vector<int64_t>& input_shape, const float* targets,
             const std::vector<int64_t>& target_shape);
   void send(const double* inputs, const std::vector<int64_t>& input_shape, const double* targets,
@@ -56,8 +61,12 @@ class EnsembleClient {
   /// Waits (up to options.close_timeout_s) for the queue to go out and be
   /// acknowledged, tells every server rank how many samples it was sent (the
   /// server reconciles with that; it acknowledges that too) and disconnects.
-  /// Returns the final counts; later calls return them again.
-  /// EnsembleRefusedError (after disconnecting) when a rank refused the key.
+  /// Returns the final counts; later calls return them again. A close that
+  /// gave up says so in them: `queued` samples never sent, and
+  /// `unacknowledged_ranks` ranks that did not acknowledge all they were
+  /// sent or the goodbye (EnsembleClientCounts::acknowledged() is false).
+  /// EnsembleRefusedError (after disconnecting) when a rank refused the key,
+  /// EnsembleVersionError when one speaks another protocol version.
   EnsembleClientCounts close();
   EnsembleClientCounts counts() const;
   uint64_t client_id() const { return client_id_; }
@@ -66,8 +75,6 @@ class EnsembleClient {
 
  private:
   struct Message;
-  /// Freed message buffers kept for the next send() (fresh ones cost page faults).
-  struct Buffers;
   /// What the sender thread keeps per server rank.
   struct Rank {
     void* socket = nullptr;
@@ -76,8 +83,14 @@ class EnsembleClient {
     uint64_t next_message = 0;
     /// Samples handed over for this rank (its goodbye says so).
     uint64_t sent_samples = 0;
+    /// When the oldest unacknowledged message goes again, unless the rank answers first.
     std::chrono::steady_clock::time_point resend_at{};
-    double backoff_s = 1.0;
+    ResendTimer timer;
+    /// After a time-out, the messages numbered from recover_next to below recover_end were sent before it:
+    /// each acknowledgement sends `budget` more of them (2 per message it acknowledged), not all at once.
+    uint64_t recover_next = 0, recover_end = 0;
+    int64_t budget = 0;
+    std::chrono::steady_clock::time_point goodbye_at{};
     bool goodbye_held = false;
   };
   void queue(const void* inputs, const std::vector<int64_t>& input_shape, const void* targets,
@@ -89,20 +102,25 @@ class EnsembleClient {
   bool transmit(void* socket, const std::shared_ptr<Message>& message);
   /// Reads every rank's acknowledgements; true when any arrived.
   bool read_acks();
-  /// Sends a rank's unacknowledged messages again once it was silent too long.
+  /// Sends a rank's oldest unacknowledged message again once it was silent a whole time-out, and after that
+  /// the rest it was sent before, as acknowledgements come.
   void resend_overdue();
+  /// Sends `message` again (counted in counts_.resent).
+  bool resend(Rank& rank, const std::shared_ptr<Message>& message);
   void throw_if_refused(const char* call) const;
 
   uint64_t client_id_;
   EnsembleClientOptions options_;
   WireHeader::Key key_{};
-  std::shared_ptr<Buffers> buffers_;
+  std::shared_ptr<MessageBuffers> buffers_;
   void* context_ = nullptr;
   std::vector<Rank> ranks_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<std::shared_ptr<Message>> queue_;
   bool closing_ = false, closed_ = false, give_up_ = false, sending_ = false, refused_ = false;
+  /// A server rank's protocol version when it is not ours (refused_ is then set too); 0: ours.
+  uint16_t server_version_ = 0;
   /// Messages sent and not yet acknowledged, all ranks (what close() waits for).
   int64_t unacked_ = 0;
   uint64_t next_sequence_ = 0;

@@ -1,5 +1,8 @@
 #include <fulgur/ensemble/ensemble_server.hpp>
 
+#include <fulgur/ensemble/accounting_file.hpp>
+#include <fulgur/ensemble/ensemble_state_file.hpp>
+#include <fulgur/ensemble/nonfinite_samples.hpp>
 #include <fulgur/ensemble/rendezvous_file.hpp>
 #include <fulgur/core/stop_signals.hpp>
 #include <fulgur/online/stopped_error.hpp>
@@ -14,10 +17,7 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
-#include <fstream>
-#include <functional>
 #include <iostream>
-#include <sstream>
 #include <stdexcept>
 
 namespace fulgur {
@@ -46,52 +46,6 @@ struct Frames {
     for (auto& part : parts) zmq_msg_close(&part);
   }
 };
-
-// One rank's accounts and refusals as text lines (what reconcile() gathers), and what it holds of each
-// client (what a stopped run keeps besides).
-std::string table_of(const std::map<uint64_t, EnsembleAccount>& accounts, const std::map<std::string, int64_t>& refusals,
-                     const std::map<uint64_t, std::pair<uint64_t, std::set<uint64_t>>>& held = {}) {
-  std::ostringstream out;
-  for (const auto& [client, a] : accounts) {
-    out << "a " << client << ' ' << a.sent << ' ' << a.received << ' ' << a.refused << ' ' << a.trained << ' '
-        << a.evicted_untrained << ' ' << a.numbered << ' ' << a.ranks << '\n';
-  }
-  for (const auto& [reason, count] : refusals) out << "r " << reason << ' ' << count << '\n';
-  for (const auto& [client, messages] : held) {
-    out << "d " << client << ' ' << messages.first << ' ' << messages.second.size();
-    for (const uint64_t m : messages.second) out << ' ' << m;
-    out << '\n';
-  }
-  return out.str();
-}
-
-// Calls `account`, `refusal` and `held` for each line of a table_of() text.
-void read_table(const std::string& table, const std::function<void(uint64_t, const EnsembleAccount&)>& account,
-                const std::function<void(const std::string&, int64_t)>& refusal,
-                const std::function<void(uint64_t, uint64_t, std::set<uint64_t>)>& held = {}) {
-  std::istringstream lines(table);
-  std::string kind;
-  while (lines >> kind) {
-    if (kind == "r") {
-      std::string reason;
-      int64_t count = 0;
-      lines >> reason >> count;
-      refusal(reason, count);
-    } else if (kind == "d") {
-      uint64_t client = 0, below = 0, m = 0;
-      size_t ahead = 0;
-      lines >> client >> below >> ahead;
-      std::set<uint64_t> messages;
-      for (size_t i = 0; i < ahead && lines >> m; ++i) messages.insert(m);
-      if (held) held(client, below, std::move(messages));
-    } else {
-      uint64_t client = 0;
-      EnsembleAccount a;
-      lines >> client >> a.sent >> a.received >> a.refused >> a.trained >> a.evicted_untrained >> a.numbered >> a.ranks;
-      account(client, a);
-    }
-  }
-}
 
 }  // namespace
 
@@ -129,20 +83,14 @@ EnsembleServer::EnsembleServer(OnlineTrainer& trainer, EnsembleOptions options)
     }
     endpoint_ = file.endpoints[static_cast<size_t>(rank)];
     key_ = file.key;
-    std::ifstream in(state_file(rank));
-    std::stringstream text;
-    text << in.rdbuf();
-    read_table(
-        text.str(),
-        [&](uint64_t client, const EnsembleAccount& a) {
-          accounts_[client] = a;
-          carried_[client] = a;
-          if (a.sent >= 0) goodbyes_[client] = true;
-        },
-        [&](const std::string& reason, int64_t count) { refusals_[reason] = count; },
-        [&](uint64_t client, uint64_t below, std::set<uint64_t> ahead) {
-          delivered_[client] = Delivered{below, std::move(ahead)};
-        });
+    EnsembleStateFile state = EnsembleStateFile::read(state_file(rank));
+    accounts_ = state.accounts;
+    carried_ = state.accounts;
+    refusals_ = state.refusals;
+    for (const auto& [client, a] : accounts_) {
+      if (a.sent >= 0) goodbyes_[client] = true;
+    }
+    delivered_ = std::move(state.held);
   }
   bind(resumed ? endpoint_.substr(endpoint_.rfind(':') + 1) : std::string());
   // Every client holds a connection here: past the limit on open files they wait to connect (ZeroMQ retries).
@@ -233,14 +181,15 @@ void EnsembleServer::serve() {
   const int64_t rank = trainer_.fabric().global_rank();
   if (trainer_.stop_signal() != 0) {
     // Stopped by a signal (the trainer saved its checkpoint): keep what was counted and held for the next server.
-    std::map<uint64_t, std::pair<uint64_t, std::set<uint64_t>>> held;
-    for (const auto& [client, d] : delivered_) held[client] = {d.below, d.ahead};
-    std::ofstream(state_file(rank)) << table_of(accounts_, refusals_, held);
+    EnsembleStateFile{accounts_, refusals_, delivered_}.write(state_file(rank));
     if (trainer_.fabric().is_global_zero()) {
       std::cerr << fmt::format("fulgur: ensemble: stopped on {}; a server started again with {} resumes the run",
                                StopSignals::name(trainer_.stop_signal()), options_.run_dir.string())
                 << std::endl;
     }
+    // Every rank's state is on disk before any rank returns: a launcher such as mpirun stops the others
+    // once one exits with 128 + the signal.
+    trainer_.fabric().barrier("ensemble_state");
   } else {
     std::filesystem::remove(state_file(rank));  // the run is over
   }
@@ -253,18 +202,6 @@ void EnsembleServer::receive_for(int milliseconds) {
   while (receive_one()) {  // what is queued, without a poll per message
   }
   acknowledge();
-}
-
-void EnsembleServer::Delivered::add(uint64_t message) {
-  if (message != below) {
-    ahead.insert(message);
-    return;
-  }
-  ++below;
-  while (!ahead.empty() && *ahead.begin() == below) {
-    ahead.erase(ahead.begin());
-    ++below;
-  }
 }
 
 void EnsembleServer::acknowledge() {
@@ -309,6 +246,17 @@ bool EnsembleServer::receive_one() {
     refuse("malformed", "an empty message");
     return true;
   }
+  const std::string route(static_cast<const char*>(zmq_msg_data(&frames.parts[0])), zmq_msg_size(&frames.parts[0]));
+  if (const uint16_t version = WireHeader::foreign_version(zmq_msg_data(&frames.parts[1]), zmq_msg_size(&frames.parts[1]));
+      version != 0) {
+    // Answered in this server's version (its first bytes are every version's): the client stops, not waits.
+    refuse("version", fmt::format("a client of protocol version {} (this server's: {}); told so", version,
+                                  WireHeader::kVersion));
+    WireHeader answer;
+    answer.kind = WireHeader::Kind::Ack;
+    reply(route, answer);
+    return true;
+  }
   WireHeader header;
   try {
     header = WireHeader::decode(zmq_msg_data(&frames.parts[1]), zmq_msg_size(&frames.parts[1]));
@@ -316,7 +264,6 @@ bool EnsembleServer::receive_one() {
     refuse("malformed", e.what());
     return true;
   }
-  const std::string route(static_cast<const char*>(zmq_msg_data(&frames.parts[0])), zmq_msg_size(&frames.parts[0]));
   if (header.key != key_) {
     refuse("key", fmt::format("client {} does not have the run's key", header.client_id));
     // Told so, with its own key back: it stops sending (its rendezvous file is another run's).
@@ -344,7 +291,7 @@ bool EnsembleServer::receive_one() {
     goodbyes_[header.client_id] = true;
     return true;
   }
-  Delivered& delivered = delivered_[header.client_id];
+  HeldMessages& delivered = delivered_[header.client_id];
   if (delivered.holds(header.message)) {  // sent again after a lost acknowledgement, or to a restarted server
     refuse("duplicate", fmt::format("client {}: message {} again", header.client_id, header.message));
     return true;
@@ -375,6 +322,8 @@ bool EnsembleServer::receive_one() {
                                header.client_id, zmq_msg_size(&frames.parts[2]), zmq_msg_size(&frames.parts[3]),
                                input_bytes, target_bytes));
   } else {
+    WireHeader::little_endian(zmq_msg_data(&frames.parts[2]), input_bytes, header.element_size());
+    WireHeader::little_endian(zmq_msg_data(&frames.parts[3]), target_bytes, header.element_size());
     taken = accept(header, zmq_msg_data(&frames.parts[2]), zmq_msg_data(&frames.parts[3]));
   }
   if (taken) delivered.add(header.message);
@@ -399,28 +348,55 @@ bool EnsembleServer::accept(const WireHeader& header, void* inputs, void* target
   };
   const auto dtype = header.dtype == WireHeader::DType::Float64 ? torch::kFloat64 : torch::kFloat32;
   // Views of ZeroMQ's buffers: push() copies them into the reservoir (float64 as the model's float32).
-  const torch::Tensor x = torch::from_blob(inputs, shape(header.input_shape), dtype).to(torch::kFloat32);
-  const torch::Tensor y = torch::from_blob(targets, shape(header.target_shape), dtype).to(torch::kFloat32);
+  torch::Tensor x = torch::from_blob(inputs, shape(header.input_shape), dtype).to(torch::kFloat32);
+  torch::Tensor y = torch::from_blob(targets, shape(header.target_shape), dtype).to(torch::kFloat32);
+  // One client's NaN or Inf never reaches the reservoir (where a replay draws it again and again) or a step:
+  // those samples are refused here, the message's others taken.
+  const std::vector<int64_t> nonfinite = nonfinite_samples(x, y);
+  const auto bad = static_cast<int64_t>(nonfinite.size());
+  const int64_t taken = header.count - bad;
+  // Counted once the message is held (not when a stopped server leaves it to the next one).
+  const auto refuse_nonfinite = [&] {
+    if (bad == 0) return;
+    account.refused += bad;
+    refuse("nonfinite", fmt::format("client {}: {} of the {} samples numbered from {} hold NaN or Inf (the first: "
+                                    "number {})",
+                                    header.client_id, bad, header.count, header.sequence,
+                                    header.sequence + static_cast<uint64_t>(nonfinite.front())));
+  };
+  if (taken == 0) {
+    refuse_nonfinite();
+    return true;
+  }
+  if (bad > 0) {
+    torch::Tensor keep = torch::ones({static_cast<int64_t>(header.count)}, torch::kBool);
+    keep.index_put_({torch::tensor(nonfinite)}, false);
+    x = x.index({keep});
+    y = y.index({keep});
+  }
   try {
     trainer_.push(x, y, static_cast<int64_t>(header.client_id));
   } catch (const StoppedError&) {  // training stopped on a signal: not taken, the next server gets it
     return false;
   } catch (const std::invalid_argument& e) {  // targets the model cannot take
-    account.refused += header.count;
+    refuse_nonfinite();
+    account.refused += taken;
     refuse("model", fmt::format("client {}: {}", header.client_id, e.what()));
     return true;
   } catch (const std::logic_error&) {  // the stream ended (training stopped)
     if (trainer_.stop_signal() != 0) return false;
-    account.received += header.count;  // the run is over: received, never trained
+    refuse_nonfinite();
+    account.received += taken;  // the run is over: received, never trained
     return true;
   }
+  refuse_nonfinite();
   if (!first_) first_ = header;
   if (account.received == 0 && ++joined_ <= kLoggedJoins) {
     std::cerr << fmt::format("fulgur: ensemble: rank {}: client {} joined{}", trainer_.fabric().global_rank(),
                              header.client_id, joined_ == kLoggedJoins ? " (further joins: the accounting)" : "")
               << std::endl;
   }
-  account.received += header.count;
+  account.received += taken;
   return true;
 }
 
@@ -446,57 +422,28 @@ void EnsembleServer::reconcile() {
   refusal_totals_.clear();
   std::map<uint64_t, int64_t> goodbye_ranks, sent_sum;
   const int64_t ranks = trainer_.fabric().world_size();
-  for (const std::string& table : trainer_.fabric().strategy().all_gather_bytes(table_of(accounts_, refusals_))) {
-    read_table(
-        table,
-        [&](uint64_t client, const EnsembleAccount& a) {
-          EnsembleAccount& total = totals_[client];
-          // The client said goodbye to each of its ranks with what it sent there; one it did not reach leaves the
-          // sum unknown.
-          if (a.sent >= 0) {
-            ++goodbye_ranks[client];
-            sent_sum[client] += a.sent;
-          }
-          total.add_counts(a);
-        },
-        [&](const std::string& reason, int64_t count) { refusal_totals_[reason] += count; });
+  const std::vector<std::string> tables =
+      trainer_.fabric().strategy().all_gather_bytes(EnsembleStateFile{accounts_, refusals_, {}}.table());
+  for (size_t r = 0; r < tables.size(); ++r) {
+    const EnsembleStateFile table = EnsembleStateFile::parse(tables[r], fmt::format("rank {}'s counts", r));
+    for (const auto& [client, a] : table.accounts) {
+      EnsembleAccount& total = totals_[client];
+      // The client said goodbye to each of its ranks with what it sent there; one it did not reach leaves the
+      // sum unknown.
+      if (a.sent >= 0) {
+        ++goodbye_ranks[client];
+        sent_sum[client] += a.sent;
+      }
+      total.add_counts(a);
+    }
+    for (const auto& [reason, count] : table.refusals) refusal_totals_[reason] += count;
   }
   for (auto& [client, total] : totals_) {
     const int64_t its_ranks = total.ranks > 0 ? std::min(total.ranks, ranks) : ranks;
     total.sent = goodbye_ranks[client] == its_ranks ? sent_sum[client] : -1;
   }
   if (!trainer_.fabric().is_global_zero()) return;
-  EnsembleAccount sum{0};
-  int64_t no_goodbye = 0, lost = 0;
-  std::ofstream csv(accounting_file());
-  csv << "client,sent,received,refused,lost,trained,untrained,evicted_untrained,goodbye,numbered\n";
-  for (const auto& [client, a] : totals_) {
-    csv << fmt::format("{},{},{},{},{},{},{},{},{},{}\n", client, a.sent < 0 ? "" : std::to_string(a.sent),
-                       a.received, a.refused, a.lost(), a.trained, a.received - a.trained, a.evicted_untrained,
-                       a.sent < 0 ? "no" : "yes", a.numbered);
-    if (a.sent < 0) ++no_goodbye;
-    sum.sent += std::max<int64_t>(a.sent, 0);
-    sum.add_counts(a);
-    lost += a.lost();
-  }
-  csv << fmt::format("total,{},{},{},{},{},{},{},{},\n", sum.sent, sum.received, sum.refused, lost, sum.trained,
-                     sum.received - sum.trained, sum.evicted_untrained,
-                     no_goodbye == 0 ? "all" : fmt::format("{} without", no_goodbye));
-  csv.close();
-  if (!csv) throw std::runtime_error("[EnsembleServer] cannot write " + accounting_file().string());
-  std::vector<std::string> reasons;
-  int64_t refused_messages = 0;
-  for (const auto& [reason, count] : refusal_totals_) {
-    reasons.push_back(fmt::format("{}: {}", reason, count));
-    refused_messages += count;
-  }
-  std::cerr << fmt::format("fulgur: ensemble: {} clients ({} without a goodbye): {} samples sent, {} received, {} "
-                           "refused, {} lost, {} trained at least once; {} message(s) refused{}; {}",
-                           totals_.size(), no_goodbye, sum.sent, sum.received, sum.refused, lost, sum.trained,
-                           refused_messages,
-                           reasons.empty() ? "" : fmt::format(" ({})", fmt::join(reasons, ", ")),
-                           accounting_file().string())
-            << std::endl;
+  std::cerr << AccountingFile::write(accounting_file(), totals_, refusal_totals_) << std::endl;
 }
 
 }  // namespace fulgur

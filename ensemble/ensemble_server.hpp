@@ -1,6 +1,7 @@
 #pragma once
 #include <fulgur/ensemble/ensemble_account.hpp>
 #include <fulgur/ensemble/ensemble_options.hpp>
+#include <fulgur/ensemble/held_messages.hpp>
 #include <fulgur/ensemble/wire_header.hpp>
 #include <fulgur/online/online_trainer.hpp>
 
@@ -27,14 +28,17 @@ namespace fulgur {
 /// A message is checked (key, header, sizes against max_message_bytes,
 /// shapes against the stream's first and the model's output) before any
 /// tensor is made from it; a refused one is counted and logged, and
-/// training goes on. Each rank acknowledges what it holds to each client
+/// training goes on. Samples holding NaN or Inf are refused (`nonfinite`)
+/// and the message's others taken: one client's NaN never reaches the
+/// reservoir. Each rank acknowledges what it holds to each client
 /// (which sends the rest again) and drops a message it already holds (a
-/// "duplicate"): no sample is counted twice. A client with another run's key
-/// is told so. At the end rank 0 writes `run_dir/ensemble_accounting.csv`.
+/// "duplicate"): no sample is counted twice. A client with another run's key,
+/// or of another protocol version, is told so. At the end rank 0 writes
+/// `run_dir/ensemble_accounting.csv`.
 ///
 /// A run stopped by a signal (SIGTERM, SIGINT, SIGUSR1, with the trainer's
 /// checkpoint_dir set: the trainer saves its checkpoint) leaves every rank's
-/// counts in `run_dir/ensemble_state_rank<r>.txt`; a server started again
+/// counts in `run_dir/ensemble_state_rank<r>.txt` (EnsembleStateFile); a server started again
 /// with the same run_dir and rank count resumes it: the same key and ports
 /// (the clients' connections find it again; what they queued meanwhile,
 /// and what the stopped server had not taken, follows), the counts going on.
@@ -59,18 +63,11 @@ class EnsembleServer {
   const std::string& endpoint() const { return endpoint_; }
   /// After serve(): every client's account summed over the ranks (on every rank).
   const std::map<uint64_t, EnsembleAccount>& accounts() const { return totals_; }
-  /// Messages refused on every rank, by reason (key, malformed, frames, size, shape, model, duplicate).
+  /// Messages refused on every rank, by reason (key, version, malformed, frames, size, shape, model, nonfinite,
+  /// duplicate).
   const std::map<std::string, int64_t>& refusals() const { return refusal_totals_; }
 
  private:
-  /// The messages of one client this rank holds: every one numbered below
-  /// `below`, and those in `ahead` (arrived before an earlier one).
-  struct Delivered {
-    uint64_t below = 0;
-    std::set<uint64_t> ahead;
-    bool holds(uint64_t message) const { return message < below || ahead.count(message) != 0; }
-    void add(uint64_t message);
-  };
   /// Receives one message (all its frames) and accounts for it; false when none was queued.
   bool receive_one();
   void refuse(const std::string& reason, const std::string& detail);
@@ -102,7 +99,7 @@ class EnsembleServer {
   /// A resumed run's accounts as the stopped server left them (its trained counts go on from there).
   std::map<uint64_t, EnsembleAccount> carried_;
   std::map<uint64_t, bool> goodbyes_;
-  std::map<uint64_t, Delivered> delivered_;
+  std::map<uint64_t, HeldMessages> delivered_;
   /// Each client's latest ZeroMQ routing id (where its acknowledgements go), and those owed one.
   std::map<uint64_t, std::string> routes_;
   std::set<uint64_t> to_acknowledge_;

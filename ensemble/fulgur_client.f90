@@ -4,12 +4,15 @@
 ! real(c_float) or real(c_double); their last dimension counts the samples
 ! (Fortran order), which is the C API's first: x(n_features, n_samples) or
 ! x(nx, ny, n_channels, n_samples). Every function returns a status
-! (FULGUR_CLIENT_OK = 0); fulgur_client_last_error() says why a call failed.
+! (FULGUR_CLIENT_OK = 0, the C API's statuses); fulgur_client_last_error()
+! says why a call failed, and a failed call leaves its outputs untouched.
 !
 !   type(fulgur_client_handle) :: c
-!   status = fulgur_client_connect("run/ensemble.rendezvous", task_id, c)
+!   status = fulgur_client_connect("run/ensemble.rendezvous", task_id, c)  ! task_id: integer, any of
+!                                                                          ! kinds int32, int64 (c_int, c_int64_t)
 !   status = fulgur_client_send(c, x, y)            ! every step
-!   status = fulgur_client_close(c, sent, dropped)  ! frees the handle
+!   status = fulgur_client_close(c, sent, dropped)  ! drains, says goodbye; later calls: FULGUR_CLIENT_CLOSED
+!   call fulgur_client_destroy(c)                   ! frees the handle
 module fulgur_client
   use, intrinsic :: iso_c_binding
   implicit none
@@ -17,7 +20,8 @@ module fulgur_client
 
   integer(c_int), parameter, public :: FULGUR_CLIENT_OK = 0, FULGUR_CLIENT_INVALID_ARGUMENT = 1, &
                                        FULGUR_CLIENT_CONNECT_ERROR = 2, FULGUR_CLIENT_CLOSED = 3, &
-                                       FULGUR_CLIENT_INTERNAL_ERROR = 4
+                                       FULGUR_CLIENT_INTERNAL_ERROR = 4, FULGUR_CLIENT_UNACKNOWLEDGED = 5, &
+                                       FULGUR_CLIENT_INVALID_HANDLE = 6, FULGUR_CLIENT_VERSION_ERROR = 7
   integer(c_int32_t), parameter, public :: FULGUR_CLIENT_BLOCK = 0, FULGUR_CLIENT_DROP_OLDEST = 1
 
   ! The connection, as the solver holds it. Null until fulgur_client_connect.
@@ -33,7 +37,13 @@ module fulgur_client
     integer(c_int64_t) :: ranks
   end type
 
-  public :: fulgur_client_connect, fulgur_client_send, fulgur_client_close, fulgur_client_last_error
+  public :: fulgur_client_connect, fulgur_client_send, fulgur_client_close, fulgur_client_destroy, &
+            fulgur_client_last_error
+
+  ! client_id of either integer kind: a default integer or a 64-bit one (a job array's task id, say).
+  interface fulgur_client_connect
+    module procedure connect_int32, connect_int64
+  end interface
 
   interface fulgur_client_send
     module procedure send_2d, send_4d, send_2d_f64, send_4d_f64
@@ -65,8 +75,12 @@ module fulgur_client
     integer(c_int) function c_close(handle, sent, dropped, queued) bind(c, name="fulgur_client_close")
       import :: c_int, c_ptr, c_int64_t
       type(c_ptr), value :: handle
-      integer(c_int64_t), intent(out) :: sent, dropped, queued
+      integer(c_int64_t), intent(inout) :: sent, dropped, queued
     end function
+    subroutine c_destroy(handle) bind(c, name="fulgur_client_destroy")
+      import :: c_ptr
+      type(c_ptr), value :: handle
+    end subroutine
     type(c_ptr) function c_last_error() bind(c, name="fulgur_client_last_error")
       import :: c_ptr
     end function
@@ -89,13 +103,15 @@ contains
   end function
 
   ! Connects to the training job named by the rendezvous file (waiting for
-  ! it). Optional: queue_capacity (messages), when_full (FULGUR_CLIENT_BLOCK
-  ! or FULGUR_CLIENT_DROP_OLDEST), connect_timeout_s, close_timeout_s, ranks
+  ! it). client_id: a 32- or 64-bit integer (fulgur_client_connect is generic
+  ! over both; convert another kind with int(id, c_int64_t)). Optional:
+  ! queue_capacity (messages), when_full (FULGUR_CLIENT_BLOCK or
+  ! FULGUR_CLIENT_DROP_OLDEST), connect_timeout_s, close_timeout_s, ranks
   ! (the server ranks it sends to; 0: all).
-  integer(c_int) function fulgur_client_connect(rendezvous, client_id, handle, queue_capacity, when_full, &
-                                                connect_timeout_s, close_timeout_s, ranks) result(status)
+  integer(c_int) function connect_int64(rendezvous, client_id, handle, queue_capacity, when_full, &
+                                        connect_timeout_s, close_timeout_s, ranks) result(status)
     character(len=*), intent(in) :: rendezvous
-    integer, intent(in) :: client_id
+    integer(c_int64_t), intent(in) :: client_id
     type(fulgur_client_handle), intent(out) :: handle
     integer, intent(in), optional :: queue_capacity
     integer(c_int32_t), intent(in), optional :: when_full
@@ -108,43 +124,68 @@ contains
     if (present(connect_timeout_s)) options%connect_timeout_s = connect_timeout_s
     if (present(close_timeout_s)) options%close_timeout_s = close_timeout_s
     if (present(ranks)) options%ranks = int(ranks, c_int64_t)
-    status = c_connect(trim(rendezvous) // c_null_char, int(client_id, c_int64_t), options, handle%ptr)
+    status = c_connect(trim(rendezvous) // c_null_char, client_id, options, handle%ptr)
+  end function
+
+  integer(c_int) function connect_int32(rendezvous, client_id, handle, queue_capacity, when_full, &
+                                        connect_timeout_s, close_timeout_s, ranks) result(status)
+    character(len=*), intent(in) :: rendezvous
+    integer(c_int32_t), intent(in) :: client_id
+    type(fulgur_client_handle), intent(out) :: handle
+    integer, intent(in), optional :: queue_capacity
+    integer(c_int32_t), intent(in), optional :: when_full
+    real(c_double), intent(in), optional :: connect_timeout_s, close_timeout_s
+    integer, intent(in), optional :: ranks
+    status = connect_int64(rendezvous, int(client_id, c_int64_t), handle, queue_capacity, when_full, &
+                           connect_timeout_s, close_timeout_s, ranks)
   end function
 
   integer(c_int) function send_2d(handle, x, y) result(status)
     type(fulgur_client_handle), intent(in) :: handle
     real(c_float), intent(in), target, contiguous :: x(:, :), y(:, :)
-    status = c_send(handle%ptr, c_loc(x), c_shape(shape(x)), 2, c_loc(y), c_shape(shape(y)), 2)
+    status = c_send(handle%ptr, c_loc(x), c_shape(shape(x)), 2_c_int, c_loc(y), c_shape(shape(y)), 2_c_int)
   end function
   integer(c_int) function send_4d(handle, x, y) result(status)
     type(fulgur_client_handle), intent(in) :: handle
     real(c_float), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
-    status = c_send(handle%ptr, c_loc(x), c_shape(shape(x)), 4, c_loc(y), c_shape(shape(y)), 4)
+    status = c_send(handle%ptr, c_loc(x), c_shape(shape(x)), 4_c_int, c_loc(y), c_shape(shape(y)), 4_c_int)
   end function
   integer(c_int) function send_2d_f64(handle, x, y) result(status)
     type(fulgur_client_handle), intent(in) :: handle
     real(c_double), intent(in), target, contiguous :: x(:, :), y(:, :)
-    status = c_send_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 2, c_loc(y), c_shape(shape(y)), 2)
+    status = c_send_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 2_c_int, c_loc(y), c_shape(shape(y)), 2_c_int)
   end function
   integer(c_int) function send_4d_f64(handle, x, y) result(status)
     type(fulgur_client_handle), intent(in) :: handle
     real(c_double), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
-    status = c_send_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 4, c_loc(y), c_shape(shape(y)), 4)
+    status = c_send_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 4_c_int, c_loc(y), c_shape(shape(y)), 4_c_int)
   end function
 
-  ! Sends what is queued, tells the server what it was sent, frees the
-  ! handle. The counts (optional): samples sent, dropped from a full queue,
-  ! left queued.
+  ! Sends what is queued, tells the server what it was sent, disconnects.
+  ! The handle stays valid until fulgur_client_destroy: later calls answer
+  ! FULGUR_CLIENT_CLOSED. The counts (optional): samples sent, dropped from
+  ! a full queue, left queued; set only when the handle was open (also with
+  ! FULGUR_CLIENT_UNACKNOWLEDGED: close gave up before every acknowledgement).
   integer(c_int) function fulgur_client_close(handle, sent, dropped, queued) result(status)
-    type(fulgur_client_handle), intent(inout) :: handle
-    integer(c_int64_t), intent(out), optional :: sent, dropped, queued
+    type(fulgur_client_handle), intent(in) :: handle
+    integer(c_int64_t), intent(inout), optional :: sent, dropped, queued
     integer(c_int64_t) :: s, d, q
+    s = -1  ! a count is never negative: -1 after the call means the C API left it alone
+    d = -1
+    q = -1
     status = c_close(handle%ptr, s, d, q)
-    handle%ptr = c_null_ptr
-    if (present(sent)) sent = s
-    if (present(dropped)) dropped = d
-    if (present(queued)) queued = q
+    if (present(sent) .and. s >= 0) sent = s
+    if (present(dropped) .and. d >= 0) dropped = d
+    if (present(queued) .and. q >= 0) queued = q
   end function
+
+  ! Frees the handle (closing it first if it is open) and nulls it; a null
+  ! handle is harmless.
+  subroutine fulgur_client_destroy(handle)
+    type(fulgur_client_handle), intent(inout) :: handle
+    call c_destroy(handle%ptr)
+    handle%ptr = c_null_ptr
+  end subroutine
 
   ! The message of the last failed call, as a Fortran string.
   function fulgur_client_last_error() result(message)

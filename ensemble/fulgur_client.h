@@ -6,10 +6,13 @@
  *   fulgur_client_connect("run/ensemble.rendezvous", task_id, NULL, &c);
  *   for (step ...) fulgur_client_send(c, x, x_shape, 2, y, y_shape, 2);   // shapes: the sample count first
  *   int64_t sent, dropped, queued;
- *   fulgur_client_close(c, &sent, &dropped, &queued);                      // frees the handle
+ *   fulgur_client_close(c, &sent, &dropped, &queued);    // drains, says goodbye, disconnects
+ *   fulgur_client_destroy(c);                            // frees the handle
  *
  * Each call returns a status; fulgur_client_last_error() holds the calling
- * thread's last message. One thread at a time may use a handle. */
+ * thread's last message. One thread at a time may use a handle. A closed
+ * handle answers FULGUR_CLIENT_CLOSED until it is destroyed; a destroyed one
+ * FULGUR_CLIENT_INVALID_HANDLE (nothing is touched). */
 #ifndef FULGUR_CLIENT_H
 #define FULGUR_CLIENT_H
 
@@ -26,8 +29,13 @@ typedef enum {
   FULGUR_CLIENT_INVALID_ARGUMENT = 1, /* a null pointer, a bad shape or option */
   FULGUR_CLIENT_CONNECT_ERROR = 2,    /* no rendezvous file in time, one that cannot be read, or a server
                                          that refused its key (another run's file) */
-  FULGUR_CLIENT_CLOSED = 3,           /* send after close */
-  FULGUR_CLIENT_INTERNAL_ERROR = 4
+  FULGUR_CLIENT_CLOSED = 3,           /* send or close after close: nothing is done */
+  FULGUR_CLIENT_INTERNAL_ERROR = 4,
+  FULGUR_CLIENT_UNACKNOWLEDGED = 5,   /* close gave up (close_timeout_s) before every server rank acknowledged
+                                         the samples sent to it and the goodbye: the counts say what is left */
+  FULGUR_CLIENT_INVALID_HANDLE = 6,   /* a destroyed handle, or a pointer fulgur_client_connect did not make */
+  FULGUR_CLIENT_VERSION_ERROR = 7     /* a server rank speaks another protocol version (a client library of
+                                         another fulgur release): the client stopped */
 } fulgur_client_status;
 
 typedef enum {
@@ -59,9 +67,18 @@ fulgur_client_status fulgur_client_send_f64(fulgur_client* client, const double*
                                             int x_ndim, const double* y, const int64_t* y_shape, int y_ndim);
 
 /* Waits for the queue to go out and be acknowledged (close_timeout_s), tells
- * the server ranks what they were sent, disconnects and frees the handle. The counts (each
- * may be NULL): samples sent, dropped by DROP_OLDEST, left queued. */
+ * the server ranks what they were sent (again until each acknowledges) and
+ * disconnects. The handle stays valid until fulgur_client_destroy: later
+ * sends and closes answer FULGUR_CLIENT_CLOSED and touch nothing. The
+ * counts (each may be NULL), written whenever the handle was open: samples
+ * sent, dropped by DROP_OLDEST, left queued. FULGUR_CLIENT_OK only when
+ * everything was sent and acknowledged, goodbyes included;
+ * FULGUR_CLIENT_UNACKNOWLEDGED when close gave up first. */
 fulgur_client_status fulgur_client_close(fulgur_client* client, int64_t* sent, int64_t* dropped, int64_t* queued);
+
+/* Frees the handle, closing it first if it is open (its status dropped).
+ * NULL, or a handle destroyed already, is harmless. */
+void fulgur_client_destroy(fulgur_client* client);
 
 /* The calling thread's last error message ("" after a success). */
 const char* fulgur_client_last_error(void);

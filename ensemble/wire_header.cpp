@@ -1,21 +1,30 @@
 #include <fulgur/ensemble/wire_header.hpp>
 
+#include <algorithm>
+#include <bit>
 #include <cstring>
 #include <stdexcept>
+#include <type_traits>
 
 namespace fulgur {
 
 namespace {
 
+// Every number little-endian, byte by byte, whatever the host's order (on a little-endian host the compiler
+// makes each a plain load or store).
 template <class T>
 void put(std::string& out, size_t at, T value) {
-  std::memcpy(out.data() + at, &value, sizeof(T));
+  std::make_unsigned_t<T> bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  for (size_t i = 0; i < sizeof(T); ++i) out[at + i] = static_cast<char>((bits >> (8 * i)) & 0xff);
 }
 
 template <class T>
 T get(const unsigned char* in, size_t at) {
+  std::make_unsigned_t<T> bits = 0;
+  for (size_t i = 0; i < sizeof(T); ++i) bits |= static_cast<std::make_unsigned_t<T>>(in[at + i]) << (8 * i);
   T value;
-  std::memcpy(&value, in + at, sizeof(T));
+  std::memcpy(&value, &bits, sizeof(T));
   return value;
 }
 
@@ -59,6 +68,22 @@ std::string WireHeader::encode() const {
     }
   }
   return out;
+}
+
+uint16_t WireHeader::foreign_version(const void* data, size_t size) {
+  const auto* in = static_cast<const unsigned char*>(data);
+  if (size < 6 || get<uint32_t>(in, 0) != kMagic) return 0;
+  const auto version = get<uint16_t>(in, 4);
+  return version == kVersion ? 0 : version;
+}
+
+void WireHeader::little_endian(void* data, size_t bytes, size_t element) {
+  if constexpr (std::endian::native != std::endian::little) {
+    auto* at = static_cast<unsigned char*>(data);
+    for (size_t i = 0; i + element <= bytes; i += element) std::reverse(at + i, at + i + element);
+  } else {
+    (void)data, (void)bytes, (void)element;
+  }
 }
 
 WireHeader WireHeader::decode(const void* data, size_t size) {

@@ -9,16 +9,21 @@ namespace fulgur {
 
 /// The first frame of every message between an ensemble client and a
 /// server rank: what the message is, whose it is, and the shapes of the
-/// frames that follow. Fixed fields in the machine's byte order (a server
-/// refuses another order: the magic reads differently), then the per-sample
-/// extents as int64. A sample message has three frames (this header, the
-/// inputs' bytes, the targets'); a goodbye and an acknowledgement (server to
-/// client) have the header alone.
+/// frames that follow. Fixed fields, then the per-sample extents as int64,
+/// every number little-endian on the wire (so are the samples' values:
+/// little_endian() converts them on a big-endian host). A sample message
+/// has three frames (this header, the inputs' bytes, the targets'); a
+/// goodbye and an acknowledgement (server to client) have the header alone.
 /// Nothing is deserialised but these numbers, each checked before use.
+///
+/// The first 6 bytes (magic, version) are the same in every version: a
+/// server answers a client of another version with a header of its own
+/// version, and a client that reads another version there stops with one
+/// error instead of waiting for acknowledgements that cannot come.
 class WireHeader {
  public:
   static constexpr uint32_t kMagic = 0x31474C46;  // "FLG1" read little-endian
-  static constexpr uint16_t kVersion = 2;
+  static constexpr uint16_t kVersion = 3;
   static constexpr size_t kFixedBytes = 56;
   static constexpr int kMaxDims = 8;
   static constexpr size_t kKeyBytes = 16;
@@ -47,6 +52,12 @@ class WireHeader {
   std::vector<int64_t> input_shape, target_shape;
 
   std::string encode() const;
+  /// The protocol version of a frame that begins with the magic but is of
+  /// another version than this one's; 0 for one of this version or no header.
+  static uint16_t foreign_version(const void* data, size_t size);
+  /// Converts `bytes` of values `element` bytes wide between the host's
+  /// order and little-endian, in place (nothing to do on a little-endian host).
+  static void little_endian(void* data, size_t bytes, size_t element);
   /// Reads and checks a header frame: std::invalid_argument says what is
   /// wrong (size, magic, version, kind, dtype, extents) in one line.
   static WireHeader decode(const void* data, size_t size);

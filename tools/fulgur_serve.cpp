@@ -11,8 +11,11 @@
 //              max_message_bytes: 268435456, time_limit_s: 0, drain_s: 5}
 // At the end every rank saves the weights to run_dir/model.ckpt (online.ckpt
 // format: OnlineTrainer::load_checkpoint) and rank 0 writes the accounting.
+// Stopped by SIGTERM, SIGINT or SIGUSR1 (with online.checkpoint_dir) it
+// exits with 128 + the signal, as the online layer's programs do.
 // Every client holds a connection (a file descriptor) on every rank: the tool
 // raises its own soft limit on open files to the hard one first.
+#include <fulgur/core/stop_signals.hpp>
 #include <fulgur/ensemble/ensemble_config.hpp>
 #include <fulgur/ensemble/ensemble_server.hpp>
 
@@ -47,6 +50,15 @@ int main(int argc, char** argv) {
     std::unique_ptr<fulgur::OnlineTrainer> trainer = config.online.make_trainer();
     fulgur::EnsembleServer server(*trainer, options);
     server.serve();
+    if (const int signal = trainer->stop_signal(); signal != 0) {
+      // Saved to checkpoint_dir, counts kept in run_dir: an unfinished run the scheduler should see as one.
+      if (trainer->fabric().is_global_zero()) {
+        std::cout << fmt::format("fulgur_serve: stopped on {} at step {}; started again it resumes",
+                                 fulgur::StopSignals::name(signal), trainer->global_step())
+                  << std::endl;
+      }
+      return 128 + signal;
+    }
     trainer->save_checkpoint(options.run_dir / "model.ckpt");
     if (trainer->fabric().is_global_zero()) {
       std::cout << fmt::format("fulgur_serve: {} steps; weights in {}", trainer->global_step(),

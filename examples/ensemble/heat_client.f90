@@ -51,5 +51,6 @@ program heat_client_fortran
     print *, "heat_client_fortran: ", fulgur_client_last_error()
     stop 1
   end if
+  call fulgur_client_destroy(client)
   print '(a, i0, a, i0, a, i0)', "heat_client_fortran ", id, ": sent ", sent, ", dropped ", dropped
 end program

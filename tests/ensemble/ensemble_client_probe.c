@@ -8,10 +8,20 @@
  *   ... PER_SEND wide_after SENDS   after SENDS sends, samples of 3 inputs (the stream holds 2)
  *   ... PER_SEND paced MS           MS milliseconds between sends
  *   ... PER_SEND ranks K            sends to K server ranks only (options.ranks)
+ *   ... PER_SEND nan_at SENDS       send SENDS holds a NaN in its first sample's inputs and an
+ *                                   infinity in its last sample's targets (2 bad samples)
+ *   ... PER_SEND close_timeout S    close gives up after S seconds (default 30)
+ * After close it checks the handle's edges: a send and a second close answer
+ * FULGUR_CLIENT_CLOSED and touch no output; once destroyed, FULGUR_CLIENT_INVALID_HANDLE;
+ * a second destroy is harmless ("edges: ok", else exit code 4).
+ * Exit code 0 when close returned FULGUR_CLIENT_OK, 5 for FULGUR_CLIENT_UNACKNOWLEDGED.
  *   ensemble_client_probe RENDEZVOUS garbage     raw ZeroMQ: a message that is no header,
  *                                                one with a bad magic, one whose frames
- *                                                disagree with its header
- * Exit code 0 when every call succeeded. */
+ *                                                disagree with its header (and no key), and
+ *                                                one of protocol version 2; then waits (10 s
+ *                                                at most) for the server's answer to that one
+ *                                                and prints its version
+ * Other failures: exit code 1. */
 #include <fulgur/ensemble/fulgur_client.h>
 
 #include <math.h>
@@ -43,6 +53,28 @@ static int first_endpoint(const char* path, char* endpoint, size_t size) {
   return found;
 }
 
+/* A closed handle answers FULGUR_CLIENT_CLOSED and touches nothing until destroyed; a destroyed one
+ * FULGUR_CLIENT_INVALID_HANDLE. Frees the handle. 0 when all holds. */
+static int check_edges(fulgur_client* client) {
+  const float x[2] = {0.5f, 0.5f}, y[1] = {0.5f};
+  const int64_t x_shape[2] = {1, 2}, y_shape[2] = {1, 1};
+  int64_t sent = -7, dropped = -7, queued = -7;
+  int failed = 0;
+  if (fulgur_client_send(client, x, x_shape, 2, y, y_shape, 2) != FULGUR_CLIENT_CLOSED) failed |= 1;
+  if (fulgur_client_close(client, &sent, &dropped, &queued) != FULGUR_CLIENT_CLOSED) failed |= 2;
+  if (sent != -7 || dropped != -7 || queued != -7) failed |= 4;
+  if (strstr(fulgur_client_last_error(), "closed already") == NULL) failed |= 8;
+  fulgur_client_destroy(client);
+  if (fulgur_client_send(client, x, x_shape, 2, y, y_shape, 2) != FULGUR_CLIENT_INVALID_HANDLE) failed |= 16;
+  if (fulgur_client_close(client, &sent, &dropped, &queued) != FULGUR_CLIENT_INVALID_HANDLE) failed |= 32;
+  if (sent != -7) failed |= 64;
+  fulgur_client_destroy(client); /* harmless */
+  fulgur_client_destroy(NULL);
+  if (failed != 0) fprintf(stderr, "edges: failed checks %#x\n", failed);
+  else printf("edges: ok\n");
+  return failed;
+}
+
 static int garbage(const char* rendezvous) {
   char endpoint[400];
   if (!first_endpoint(rendezvous, endpoint, sizeof endpoint)) return 1;
@@ -56,7 +88,7 @@ static int garbage(const char* rendezvous) {
   zmq_send(socket, header, 56, 0);
   /* A well-formed header (no key) claiming 1 sample of [2] -> [1] float32, then frames of other sizes. */
   const unsigned magic = 0x31474C46u;
-  const unsigned short version = 2, kind = 1;
+  const unsigned short version = 3, kind = 1, old_version = 2;
   const unsigned count = 1;
   const long long two = 2, one = 1;
   memcpy(header, &magic, 4);
@@ -71,11 +103,21 @@ static int garbage(const char* rendezvous) {
   zmq_send(socket, header, 72, ZMQ_SNDMORE);
   zmq_send(socket, "abc", 3, ZMQ_SNDMORE);
   zmq_send(socket, "d", 1, 0);
+  memcpy(header + 4, &old_version, 2); /* a client of another protocol version: answered, in the server's */
+  zmq_send(socket, header, 72, 0);
+  int answered = -1;
+  zmq_pollitem_t item = {socket, 0, ZMQ_POLLIN, 0};
+  while (answered < 0 && zmq_poll(&item, 1, 10000) > 0) {
+    unsigned char reply[64];
+    const int size = zmq_recv(socket, reply, sizeof reply, 0);
+    /* Skips the answer to the keyless message (its flag "key refused"); the version's is little-endian. */
+    if (size >= 56 && (reply[44] & 2) == 0) answered = reply[4] | reply[5] << 8;
+  }
   int linger = 10000;
   zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);
   zmq_close(socket);
   zmq_ctx_term(context);
-  printf("garbage: 3 messages sent\n");
+  printf("garbage: 4 messages sent; the server answered in protocol version %d\n", answered);
   return 0;
 }
 
@@ -90,7 +132,7 @@ int main(int argc, char** argv) {
   fulgur_client_options options = fulgur_client_default_options();
   options.connect_timeout_s = 30;
   options.close_timeout_s = 30;
-  int held_after = -1, wide_after = -1, paced_ms = 0;
+  int held_after = -1, wide_after = -1, paced_ms = 0, nan_at = -1;
   if (argc == 7 && strcmp(argv[5], "drop_oldest") == 0) {
     options.when_full = FULGUR_CLIENT_DROP_OLDEST;
     options.queue_capacity = atoll(argv[6]);
@@ -100,6 +142,10 @@ int main(int argc, char** argv) {
     paced_ms = atoi(argv[6]);
   } else if (argc == 7 && strcmp(argv[5], "ranks") == 0) {
     options.ranks = atoll(argv[6]);
+  } else if (argc == 7 && strcmp(argv[5], "close_timeout") == 0) {
+    options.close_timeout_s = atof(argv[6]);
+  } else if (argc == 7 && strcmp(argv[5], "nan_at") == 0) {
+    nan_at = atoi(argv[6]);
   } else if (argc == 7 && strcmp(argv[5], "wide_after") == 0) {
     wide_after = atoi(argv[6]);
   } else if (argc == 7) {
@@ -131,9 +177,15 @@ int main(int argc, char** argv) {
       x[2 * i + 1] = next_uniform(&state);
       y[i] = sinf(3.0f * x[2 * i]) * x[2 * i + 1];
     }
+    if (sends == nan_at) {
+      x[0] = NAN;
+      y[n - 1] = INFINITY;
+    }
     const int64_t x_shape[2] = {n, sends >= wide_after && wide_after >= 0 ? 3 : 2}, y_shape[2] = {n, 1};
-    if (fulgur_client_send(client, x, x_shape, 2, y, y_shape, 2) != FULGUR_CLIENT_OK) {
-      fprintf(stderr, "send: %s\n", fulgur_client_last_error());
+    const fulgur_client_status sent = fulgur_client_send(client, x, x_shape, 2, y, y_shape, 2);
+    if (sent != FULGUR_CLIENT_OK) {
+      fprintf(stderr, "send (status %d): %s\n", (int)sent, fulgur_client_last_error());
+      fulgur_client_destroy(client);
       return 1;
     }
   }
@@ -143,6 +195,7 @@ int main(int argc, char** argv) {
          (long long)queued);
   free(x);
   free(y);
-  if (status != FULGUR_CLIENT_OK) fprintf(stderr, "close: %s\n", fulgur_client_last_error());
-  return status == FULGUR_CLIENT_OK ? 0 : 1;
+  if (status != FULGUR_CLIENT_OK) fprintf(stderr, "close (status %d): %s\n", (int)status, fulgur_client_last_error());
+  if (check_edges(client) != 0) return 4;
+  return status == FULGUR_CLIENT_OK ? 0 : status == FULGUR_CLIENT_UNACKNOWLEDGED ? 5 : 1;
 }

@@ -1,14 +1,18 @@
 ! A Fortran solver of the ensemble tests against the fulgur_client module:
 ! streams SAMPLES samples of y = sin(3 x0) * x1 (x uniform in [-1, 1]^2) in
 ! sends of 25, in float64, then closes and prints
-! "fortran client ID: sent S dropped D queued Q". Exit code 1 on a failure.
+! "fortran client ID: sent S dropped D queued Q". Its id is a 64-bit integer
+! (fulgur_client_connect is generic over the kind). After close it checks
+! the handle's edges: a send and a second close answer FULGUR_CLIENT_CLOSED
+! and leave the outputs alone ("edges: ok"). Exit code 1 on a failure.
 !   ensemble_fortran_client RENDEZVOUS CLIENT_ID SAMPLES
 program ensemble_fortran_client
   use, intrinsic :: iso_c_binding
   use fulgur_client
   implicit none
   character(len=1024) :: rendezvous, arg
-  integer :: id, samples, done, n, i
+  integer(c_int64_t) :: id
+  integer :: samples, done, n, i
   type(fulgur_client_handle) :: client
   real(c_double), allocatable :: x(:, :), y(:, :)
   real(c_double) :: r(2)
@@ -44,4 +48,19 @@ program ensemble_fortran_client
     stop 1
   end if
   print '(a, i0, a, i0, a, i0, a, i0)', "fortran client ", id, ": sent ", sent, " dropped ", dropped, " queued ", queued
+  allocate (x(2, 1), y(1, 1))
+  x = 0.5_c_double
+  y = 0.5_c_double
+  if (fulgur_client_send(client, x, y) /= FULGUR_CLIENT_CLOSED) then
+    print *, "edges: a send after close did not answer FULGUR_CLIENT_CLOSED"
+    stop 1
+  end if
+  sent = -7
+  if (fulgur_client_close(client, sent, dropped, queued) /= FULGUR_CLIENT_CLOSED .or. sent /= -7) then
+    print *, "edges: a second close did not answer FULGUR_CLIENT_CLOSED with the outputs untouched"
+    stop 1
+  end if
+  call fulgur_client_destroy(client)
+  call fulgur_client_destroy(client)
+  print '(a)', "edges: ok"
 end program

@@ -2,7 +2,8 @@
  * (find_package(fulgur COMPONENTS client), fulgur::client): no rendezvous
  * file is a CONNECT_ERROR naming it; with a file whose server never
  * answers, a send is queued and close gives up after its timeout, counting
- * it as queued, not sent. Exit code 0 when every check holds. */
+ * it as queued, not sent, and saying so (FULGUR_CLIENT_UNACKNOWLEDGED).
+ * Exit code 0 when every check holds. */
 #include <fulgur/ensemble/fulgur_client.h>
 
 #include <stdio.h>
@@ -48,8 +49,10 @@ int main(void) {
   CHECK(fulgur_client_send(client, x, x_shape, 2, y, y_shape, 2) == FULGUR_CLIENT_OK);
   CHECK(fulgur_client_send(client, x, x_shape, 0, y, y_shape, 2) == FULGUR_CLIENT_INVALID_ARGUMENT);
   int64_t sent = -1, dropped = -1, queued = -1;
-  CHECK(fulgur_client_close(client, &sent, &dropped, &queued) == FULGUR_CLIENT_OK);
+  CHECK(fulgur_client_close(client, &sent, &dropped, &queued) == FULGUR_CLIENT_UNACKNOWLEDGED); /* never OK */
   CHECK(sent == 0 && dropped == 0 && queued == 1);
+  CHECK(fulgur_client_send(client, x, x_shape, 2, y, y_shape, 2) == FULGUR_CLIENT_CLOSED);
+  fulgur_client_destroy(client);
   unlink(path);
   rmdir(dir);
   printf("%s: %d failure(s)\n", failures == 0 ? "PASS" : "FAIL", failures);
