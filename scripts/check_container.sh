@@ -90,7 +90,7 @@ podman build -f "$work/context/containers/Dockerfile.debian" --build-arg BASE="$
   || { tail -40 "$work/build.log"; cp "$work/build.log" "${TMPDIR:-/tmp}/fulgur-container-build.log"; fail "podman build failed (log: ${TMPDIR:-/tmp}/fulgur-container-build.log)"; }
 build_s=$((SECONDS - t0))
 podman image exists "$image" || { tail -20 "$work/build.log"; fail "podman build made no image $image"; }
-grep -E "^STEP|^COMMIT" "$work/build.log" | cut -c1-120 | sed 's/^/  /'
+{ grep -E '^(\[[0-9]+/[0-9]+\] )?(STEP|COMMIT)' "$work/build.log" || true; } | cut -c1-120 | sed 's/^/  /'
 log "built in $((build_s / 60)) min $((build_s % 60)) s"
 
 # The image as a site receives it.
@@ -105,8 +105,15 @@ label() { podman image inspect "$image" --format "{{index .Labels \"org.opencont
 [[ "$(label licenses)" == "Apache-2.0" ]] || fail "label org.opencontainers.image.licenses is '$(label licenses)', not Apache-2.0"
 log "user $user; labels version $(label version), licenses $(label licenses)"
 
-dev="$(podman run --rm --pull=never --network none --entrypoint dpkg-query "$image" -W -f='${Package}\n' \
-       | grep -E -e '-dev$' -e '^(gcc|g\+\+|cpp|clang|make|cmake|binutils)(-[0-9.]+)?$' || true)"
+# podman's default limits (nofile 1048576, nproc its own maximum) are more
+# than some VMs let runc set ("error setting rlimit type 7: operation not
+# permitted"); these are ample for the demo.
+limits=(--ulimit nofile=16384:16384 --ulimit nproc=16384:16384)
+podman run --rm --pull=never --network none "${limits[@]}" --entrypoint dpkg-query "$image" -W -f='${Package}\n' \
+  > "$work/packages.txt" 2> "$work/dpkg.log" || { cat "$work/dpkg.log"; fail "dpkg-query in the image failed"; }
+packages="$(wc -l < "$work/packages.txt")"
+((packages > 50)) || fail "dpkg-query in the image listed $packages packages"
+dev="$(grep -E -e '-dev$' -e '^(gcc|g\+\+|cpp|clang|make|cmake|binutils)(-[0-9.]+)?$' "$work/packages.txt" || true)"
 [[ -z "$dev" ]] || fail "the runtime image has build packages: $(echo $dev)"
 mnt="$(podman image mount "$image")"
 for f in usr/bin/gcc usr/bin/g++ usr/bin/cc usr/bin/c++ usr/bin/ld usr/bin/cmake usr/bin/make usr/bin/nvcc src opt/venv root/.cache; do
@@ -124,16 +131,13 @@ sed 's/^/  /' "$work/history.txt" | cut -c1-150
 if grep -q -e "$ca" -e 'secrets/ca' -e 'COPY \. /src' -e PIP_CERT "$work/history.txt"; then
   fail "the runtime image's history names the CA secret or the build stage: $(grep -e "$ca" -e 'secrets/ca' -e 'COPY \. /src' -e PIP_CERT "$work/history.txt" | head -2)"
 fi
-log "no compiler, -dev package, build tree, venv or cache; no CA bytes in any layer, none in the history"
+log "$packages Debian packages, no compiler or -dev package; no build tree, venv or cache; no CA bytes in any layer, none in the history"
 
 log "podman run as user 1000 on a read-only root, no network: the default command trains and tests the digits"
 mkdir -p "$work/out" && chown 1000:1000 "$work/out"
-# podman's default limits (nofile 1048576, nproc its own maximum) are more
-# than some VMs let runc set ("error setting rlimit type 7: operation not
-# permitted"); these are ample for the demo.
 t0=$SECONDS
 podman run --rm --pull=never --read-only --network none --tmpfs /tmp --user 1000:1000 \
-  --volume "$work/out:/work" --ulimit nofile=16384:16384 --ulimit nproc=16384:16384 "$image" \
+  --volume "$work/out:/work" "${limits[@]}" "$image" \
   > "$work/run.log" 2>&1 || { tail -30 "$work/run.log"; fail "the run failed"; }
 run_s=$((SECONDS - t0))
 grep -E "^fulgur|test_acc" "$work/run.log" | sed 's/^/  /' || true
