@@ -18,11 +18,35 @@ struct sigaction g_program[3];  // the program's handlers, saved by the first ho
 std::atomic<int> g_signal_holders{0};
 std::mutex g_signals_mutex;  // orders installing and restoring; never taken by the handler
 
-extern "C" void record_stop_signal(int signal) {
+/// The program handles `i`'s signal with a function of its own (not the
+/// default action, not ignored).
+bool program_handles(int i) {
+  const struct sigaction& program = g_program[i];
+  if ((program.sa_flags & SA_SIGINFO) != 0) return program.sa_sigaction != nullptr;
+  return program.sa_handler != SIG_DFL && program.sa_handler != SIG_IGN && program.sa_handler != nullptr;
+}
+
+int index_of(int signal) {
+  for (int i = 0; i < 3; ++i) {
+    if (kSignals[i] == signal) return i;
+  }
+  return -1;
+}
+
+extern "C" void record_stop_signal(int signal, siginfo_t* info, void* context) {
   int seen = g_signal.load();
   while (StopSignals::strength(signal) > StopSignals::strength(seen) && !g_signal.compare_exchange_weak(seen, signal)) {
   }
   if (signal != SIGUSR1) g_unacted.fetch_add(1);
+  // The program's own handler hears it too, as Lightning's signal connector calls one it finds.
+  const int i = index_of(signal);
+  if (i < 0 || !program_handles(i)) return;
+  const struct sigaction& program = g_program[i];
+  if ((program.sa_flags & SA_SIGINFO) != 0) {
+    program.sa_sigaction(signal, info, context);
+  } else {
+    program.sa_handler(signal);
+  }
 }
 
 void restore_program_handlers() {
@@ -37,9 +61,12 @@ StopSignals::StopSignals() {
     g_signal.store(0);
     g_unacted.store(0);
     struct sigaction recorder {};
-    recorder.sa_handler = record_stop_signal;
+    recorder.sa_sigaction = record_stop_signal;
     sigemptyset(&recorder.sa_mask);
-    recorder.sa_flags = SA_RESTART;
+    recorder.sa_flags = SA_RESTART | SA_SIGINFO;
+    // Also a signal the program ignores is a stop request while a run holds
+    // them (as under Lightning): launchers and a shell's background jobs
+    // ignore SIGUSR1 and SIGINT on the program's behalf. It is never passed on.
     for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &recorder, &g_program[i]);
     first_ = true;
   }
@@ -53,10 +80,12 @@ StopSignals::~StopSignals() {
     if (g_signal_holders.fetch_sub(1) != 1) return;
     restore_program_handlers();
     if (g_unacted.load() > 0) pass_on = g_signal.load() == SIGINT ? SIGINT : SIGTERM;
+    // A program's own handler heard it when it came; the default action has not happened yet.
+    if (pass_on != 0 && program_handles(index_of(pass_on))) pass_on = 0;
     g_signal.store(0);
     g_unacted.store(0);
   }
-  // Nothing acted on it: the program's own handler (or the default action) gets it.
+  // Nothing acted on it: the default action happens now.
   if (pass_on != 0) std::raise(pass_on);
 }
 

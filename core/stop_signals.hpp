@@ -9,14 +9,19 @@ namespace fulgur {
 /// (Ctrl-C). The Trainer's runs, the launcher and the online trainer all
 /// hold one while they run, and only while they run.
 ///
-/// While at least one StopSignals is alive, the three signals are only
-/// recorded (the strongest kept: SIGTERM over SIGINT over SIGUSR1), with
-/// SA_RESTART so a read or a collective they interrupt carries on. The first
-/// one saves the program's own handlers; when the last one ends — in any
-/// order, from any thread — exactly those are put back. A SIGTERM or SIGINT
-/// that nothing acted on (mark_acted) is then raised again, so the program
-/// gets what it would have got without fulgur; an unacted SIGUSR1 (a
-/// warning) is dropped.
+/// While at least one StopSignals is alive, the three signals are recorded
+/// (the strongest kept: SIGTERM over SIGINT over SIGUSR1), with SA_RESTART
+/// so a read or a collective they interrupt carries on. The first one saves
+/// the program's own dispositions; when the last one ends — in any order,
+/// from any thread — exactly those are put back. The program's rules hold
+/// meanwhile, as with Lightning's signal connector: a signal the program
+/// handles with a function of its own reaches that function too, when it
+/// comes (chained); a signal the program ignores (SIG_IGN) is still recorded
+/// (launchers and a shell's background jobs ignore SIGINT and SIGUSR1 on the
+/// program's behalf) and stays ignored afterwards; a SIGTERM or SIGINT under
+/// the default action that nothing acted on (mark_acted) is raised again
+/// when the last holder ends, so the default action happens then; an
+/// unacted SIGUSR1 (a warning) is dropped.
 ///
 /// The recorded signal is the only file-level state, because a signal
 /// handler can reach nothing else.

@@ -96,12 +96,14 @@ torch::Tensor ConfiguredModel::training_step(const Batch& batch, int64_t) {
     target = inside(target);
   }
   torch::Tensor loss;
+  // The functional forms warn when they would broadcast the target (OnlineTrainer refuses that).
+  namespace F = torch::nn::functional;
   if (spec_.loss == "mse") {
-    loss = torch::mse_loss(out, target);
+    loss = F::mse_loss(out, target);
   } else if (spec_.loss == "l1") {
-    loss = torch::l1_loss(out, target);
+    loss = F::l1_loss(out, target);
   } else {
-    loss = torch::smooth_l1_loss(out, target);
+    loss = F::smooth_l1_loss(out, target);
   }
   log("train_loss", loss);
   return loss;

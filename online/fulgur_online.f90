@@ -13,7 +13,7 @@ module fulgur_online
   integer(c_int), parameter, public :: FULGUR_OK = 0, FULGUR_INVALID_ARGUMENT = 1, FULGUR_CONFIG_ERROR = 2, &
                                        FULGUR_TRAINING_ERROR = 3, FULGUR_CHECKPOINT_ERROR = 4, &
                                        FULGUR_INTERNAL_ERROR = 5, FULGUR_STOPPED = 6, FULGUR_INVALID_HANDLE = 7, &
-                                       FULGUR_NOT_TRAINED = 8
+                                       FULGUR_NOT_TRAINED = 8, FULGUR_MPI_ERROR = 9
 
   ! The trainer, as the program holds it: a type of its own, so a handle
   ! cannot be confused with another C pointer. Null until fulgur_create.

@@ -36,7 +36,12 @@ typedef enum {
   FULGUR_INVALID_HANDLE = 7,
   /* predict before any training step (and no checkpoint loaded): the outputs
    * are written, from the untrained model. */
-  FULGUR_NOT_TRAINED = 8
+  FULGUR_NOT_TRAINED = 8,
+  /* MPI refused: the communicator is MPI_COMM_NULL (this rank is outside it)
+   * or not a valid handle, MPI is not initialised, or its thread level is
+   * too low (MPI_THREAD_SERIALIZED for inline training, MPI_THREAD_MULTIPLE
+   * for fulgur_online_start beside the program's own MPI calls). */
+  FULGUR_MPI_ERROR = 9
 } fulgur_status;
 
 /* Thread safety: fulgur_online_push and fulgur_online_predict may be called
@@ -58,7 +63,8 @@ fulgur_status fulgur_online_create(const char* config_path, fulgur_online** out)
  * integer handle in Fortran. Any subset of MPI_COMM_WORLD; the program has
  * initialised MPI (MPI_Init_thread, MPI_THREAD_SERIALIZED or more); every
  * rank of `comm` calls this, no other rank does (one that holds
- * MPI_COMM_NULL gets FULGUR_CONFIG_ERROR and nothing waits for it).
+ * MPI_COMM_NULL, or a handle that is not a communicator, gets
+ * FULGUR_MPI_ERROR and nothing waits for it).
  * The collectives go over `comm` (process_group_backend mpi); no rendezvous
  * variable is needed. */
 fulgur_status fulgur_online_create_comm(const char* config_path, int comm, fulgur_online** out);

@@ -4,6 +4,7 @@
 
 #include <fulgur/online/online_config.hpp>
 #include <fulgur/online/online_trainer.hpp>
+#include <fulgur/strategies/mpi/mpi_refused_error.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
 #include <fulgur/version.hpp>
 
@@ -60,6 +61,8 @@ fulgur_status guarded(const char* function, Body&& body) {
     return fail(FULGUR_STOPPED, fmt::format("{}: {}", function, e.what()));
   } catch (const fulgur::CheckpointError& e) {
     return fail(FULGUR_CHECKPOINT_ERROR, fmt::format("{}: {}", function, e.what()));
+  } catch (const fulgur::MpiRefusedError& e) {
+    return fail(FULGUR_MPI_ERROR, fmt::format("{}: {}", function, e.what()));
   } catch (const std::invalid_argument& e) {
     return fail(FULGUR_INVALID_ARGUMENT, fmt::format("{}: {}", function, e.what()));
   } catch (const std::logic_error& e) {
@@ -178,6 +181,8 @@ fulgur_status create_handle(const char* config_path, std::optional<int64_t> comm
     auto handle = std::make_unique<fulgur_online>();
     try {
       handle->trainer = config.make_trainer(communicator);
+    } catch (const fulgur::MpiRefusedError&) {
+      throw;
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(fmt::format("{}: {}", config_path, e.what()));
     }
@@ -188,6 +193,8 @@ fulgur_status create_handle(const char* config_path, std::optional<int64_t> comm
     *out = handle.release();
     last_error.clear();
     return FULGUR_OK;
+  } catch (const fulgur::MpiRefusedError& e) {
+    return fail(FULGUR_MPI_ERROR, fmt::format("{}: {}: {}", function, config_path, e.what()));
   } catch (const std::invalid_argument& e) {
     return fail(FULGUR_CONFIG_ERROR, fmt::format("{}: {}", function, e.what()));
   } catch (const c10::Error& e) {  // a value LibTorch refused while building the model or optimizer

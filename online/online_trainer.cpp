@@ -1,4 +1,6 @@
 #include <fulgur/online/online_trainer.hpp>
+#include <fulgur/strategies/data_parallel_strategy.hpp>
+#include <fulgur/strategies/mpi/mpi_runtime.hpp>
 
 #include <fulgur/trainer/loops/step_engine.hpp>
 #include <fulgur/trainer/run_settings.hpp>
@@ -77,7 +79,7 @@ OnlineTrainer::~OnlineTrainer() {
 }
 
 double OnlineTrainer::step(const Batch& batch) {
-  const torch::Tensor loss = fabric_->training_loss(batch);
+  const torch::Tensor loss = first_step_checked_ ? fabric_->training_loss(batch) : first_loss(batch);
   const double value = loss.detach().item<double>();
   last_loss_ = value;
   try {
@@ -155,7 +157,6 @@ double OnlineTrainer::train_step(const torch::Tensor& inputs, const torch::Tenso
     throw std::invalid_argument("[OnlineTrainer::train_step] inputs and targets must be tensors with the same "
                                 "first dimension (the batch)");
   }
-  check_shapes(inputs, targets);
   hold_stop_signals();
   const RunSettings settings({options_.num_threads, std::nullopt, std::nullopt});  // this step's thread count only
   return step(Batch{inputs, targets, {}});
@@ -166,6 +167,12 @@ void OnlineTrainer::publish() { snapshot_.publish(*module_, global_step_.load())
 void OnlineTrainer::start() {
   if (running_ || thread_.joinable()) {
     throw std::logic_error("[OnlineTrainer::start] background training was started already (one run per object)");
+  }
+  // Over MPI, the training thread's collectives run beside the program's own MPI calls.
+  if (auto* parallel = dynamic_cast<DataParallelStrategy*>(&fabric_->strategy());
+      parallel != nullptr && fabric_->world_size() > 1 &&
+      parallel->process_group().options().backend == ProcessGroupBackend::Mpi) {
+    MpiRuntime::require_concurrent_calls("[OnlineTrainer::start] background training over process_group_backend 'mpi'");
   }
   hold_stop_signals();
   running_ = true;
@@ -224,7 +231,6 @@ void OnlineTrainer::rethrow_training_error() {
 void OnlineTrainer::push(const torch::Tensor& inputs, const torch::Tensor& targets, int64_t source) {
   if (failed_) rethrow_training_error();
   if (stop_signal_ != 0) throw_stopped("push");
-  check_shapes(inputs, targets);  // later pushes are held to the first one's shapes by the stream
   const SampleStreamOptions& o = stream_->options();
   if (!running_ && !thread_.joinable() && o.when_full == WhenFull::Block && inputs.defined() && inputs.dim() > 0 &&
       stream_->buffered() + inputs.size(0) > o.capacity) {
@@ -242,35 +248,36 @@ void OnlineTrainer::push(const torch::Tensor& inputs, const torch::Tensor& targe
   }
 }
 
-void OnlineTrainer::check_shapes(const torch::Tensor& inputs, const torch::Tensor& targets) {
-  if (shapes_checked_.load() || !inputs.defined() || !targets.defined() || inputs.dim() < 1 || targets.dim() < 1 ||
-      inputs.size(0) < 1) {
-    return;
+torch::Tensor OnlineTrainer::first_loss(const Batch& batch) {
+  // LibTorch's losses warn when they broadcast the target to the output
+  // (torch::nn::functional::mse_loss and friends): at the first step that
+  // warning is the refusal, before backward, on every rank alike. A model
+  // whose prediction differs from its target (several heads averaged, a
+  // mean and a variance) is not refused: only the loss decides.
+  struct BroadcastWarning : c10::WarningHandler {
+    explicit BroadcastWarning(c10::WarningHandler* previous) : previous(previous) {}
+    void process(const c10::Warning& warning) override {
+      if (warning.msg().find("Using a target size") != std::string::npos) {
+        seen = warning.msg();
+      } else {
+        previous->process(warning);
+      }
+    }
+    c10::WarningHandler* previous;
+    std::string seen;
+  } handler(c10::WarningUtils::get_warning_handler());
+  torch::Tensor loss;
+  {
+    const c10::WarningUtils::WarningHandlerGuard guard(&handler);
+    loss = fabric_->training_loss(batch);
   }
-  torch::Tensor output;
-  try {
-    // The model's output for the first sample (the published copy, no gradients).
-    std::lock_guard lock(predict_mutex_);
-    torch::NoGradGuard no_grad;
-    Batch batch{inputs.narrow(0, 0, 1).to(fabric_->device()), {}, {}};
-    output = inference_module_->predict_step(batch, 0);
-  } catch (const std::exception&) {
-    return;  // no predict_step for these inputs: the loss decides alone, as before
+  if (!handler.seen.empty()) {
+    throw std::invalid_argument(fmt::format("[OnlineTrainer] the loss would broadcast the targets of shape [{}]: {} "
+                                            "Give each sample a target shaped like the model's output",
+                                            fmt::join(batch.target.sizes(), ", "), handler.seen));
   }
-  // Only a batch-first output (one row for the one sample) says what a sample's target is.
-  if (!output.defined() || output.dim() < 1 || output.size(0) != 1) return;
-  const auto out = output.sizes().slice(1);
-  const auto tgt = targets.sizes().slice(1);
-  // Of the same rank, different sizes are what an elementwise loss broadcasts
-  // ([N, 1] against [N, 2]); another rank is the model's to reconcile (class
-  // indices, a squeeze in training_step).
-  if (out.size() == tgt.size() && out != tgt) {
-    throw std::invalid_argument(fmt::format(
-        "[OnlineTrainer] targets of shape [{}] per sample do not match the model's output [{}] per sample: the loss "
-        "would broadcast them; give each sample a target shaped like the output",
-        fmt::join(tgt, ", "), fmt::join(out, ", ")));
-  }
-  shapes_checked_ = true;
+  first_step_checked_ = true;
+  return loss;
 }
 
 void OnlineTrainer::throw_stopped(const char* call) const {

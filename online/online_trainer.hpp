@@ -145,12 +145,10 @@ class OnlineTrainer {
   /// weights, those of the last step every rank finished, and with
   /// checkpoint_dir writes them there with no collective. Says what it kept.
   std::string keep_trained_state() noexcept;
-  /// At the first train_step or push: the model's output for the first
-  /// sample (predict_step) against its target, per sample;
-  /// std::invalid_argument naming both shapes when they have the same rank
-  /// and differ, which an elementwise loss would broadcast. Another rank
-  /// (class indices, a squeeze in training_step) is the model's to reconcile.
-  void check_shapes(const torch::Tensor& inputs, const torch::Tensor& targets);
+  /// The first step's loss; std::invalid_argument, before backward, when
+  /// the loss warned that it broadcasts the targets (LibTorch's "Using a
+  /// target size ... different to the input size").
+  torch::Tensor first_loss(const Batch& batch);
   /// Throws StoppedError: `call` after training stopped on a signal.
   [[noreturn]] void throw_stopped(const char* call) const;
   /// Throws `error`'s message with what keep_trained_state() kept.
@@ -171,7 +169,7 @@ class OnlineTrainer {
   std::atomic<int64_t> global_step_{0};
   std::atomic<int64_t> skipped_steps_{0};
   std::atomic<double> last_loss_{std::numeric_limits<double>::quiet_NaN()};
-  std::atomic<bool> shapes_checked_{false};
+  bool first_step_checked_ = false;  // the training thread's (inline: the caller's)
   std::atomic<bool> pause_requested_{false};
   bool parked_ = false;  // under pause_mutex_
   std::mutex pause_mutex_;

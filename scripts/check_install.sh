@@ -87,6 +87,17 @@ for strategy in ddp horovod; do
   grep -q "rank=0 world=2 steps=200" <<< "$out" && grep -q "rank=1 world=2 steps=200" <<< "$out" \
     || { echo "consumer $strategy 2: expected both ranks of a world of 2 to take 200 steps"; exit 1; }
 done
+# A program with its own MPI (tests/install/consumer_mpi.cpp, the link line
+# of docs/distributed.md) trains on its communicator under mpirun.
+if [[ -x "$work/build/consumer_mpi" ]]; then
+  out="$(timeout 120 env -u MASTER_ADDR -u MASTER_PORT mpirun --allow-run-as-root --oversubscribe -np 2 \
+    "$work/build/consumer_mpi" 2>&1)" || { echo "$out"; exit 1; }
+  echo "$out"
+  grep -q "rank=0 world=2 steps=200" <<< "$out" && grep -q "rank=1 world=2 steps=200" <<< "$out" \
+    || { echo "consumer_mpi: expected both ranks of the communicator to take 200 steps"; exit 1; }
+elif command -v mpicc > /dev/null; then
+  echo "consumer_mpi was not built although MPI is installed"; exit 1
+fi
 # After training: a sharded fsdp checkpoint of 2 ranks, loaded on one process
 # without a Trainer, as written and joined by the installed fulgur_consolidate.
 ckpt="$work/line.ckpt"

@@ -38,7 +38,8 @@ struct Mlp : LightningModule {
                                                        torch::nn::Linear(16, 2)));
   }
   torch::Tensor training_step(const Batch& batch, int64_t) override {
-    torch::Tensor loss = torch::mse_loss(net->forward(batch.input), batch.target);
+    // The functional form, as a Lightning user writes F.mse_loss: it warns when it would broadcast the target.
+    torch::Tensor loss = torch::nn::functional::mse_loss(net->forward(batch.input), batch.target);
     log("train_loss", loss);
     return loss;
   }
@@ -437,22 +438,49 @@ TEST_CASE("SIGUSR1 alone (SLURM's warning), inline: the next step is taken and s
   CHECK(restarted.global_step() == 3);
 }
 
-TEST_CASE("targets the loss would broadcast are refused at the first step or push, naming both shapes") {
+/// Trains a mean on a target of one value per sample and predicts the mean
+/// and a spread beside it: its prediction is wider than its target, and right.
+struct MeanAndSpread : LightningModule {
+  MeanAndSpread() { net = register_module("net", torch::nn::Linear(4, 2)); }
+  torch::Tensor training_step(const Batch& batch, int64_t) override {
+    return torch::nn::functional::mse_loss(net->forward(batch.input).narrow(1, 0, 1), batch.target);
+  }
+  torch::Tensor predict_step(const Batch& batch, int64_t) override { return net->forward(batch.input); }
+  OptimizerConfig configure_optimizers() override {
+    return {std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(0.01)), std::nullopt};
+  }
+  torch::nn::Linear net{nullptr};
+};
+
+TEST_CASE("targets the loss would broadcast are refused at the first step; a prediction wider than the target is not") {
   TempDir dir("online-shapes");
   const std::vector<Batch> batches = fixed_batches(1, 4);  // the Mlp outputs [4, 2]
-  const std::string expected =
-      "[OnlineTrainer] targets of shape [1] per sample do not match the model's output [2] per sample: the loss "
-      "would broadcast them; give each sample a target shaped like the output";
+  const std::string expected = "[OnlineTrainer] the loss would broadcast the targets of shape [4, 1]: Using a target "
+                               "size ([4, 1]) that is different to the input size ([4, 2])";
   OnlineTrainer inline_mode([] { return std::make_shared<Mlp>(); }, online_options(dir));
-  CHECK(error_of([&] { inline_mode.train_step(batches[0].input, torch::zeros({4, 1})); }) == expected);
+  CHECK(error_of([&] { inline_mode.train_step(batches[0].input, torch::zeros({4, 1})); }).rfind(expected, 0) == 0);
+  CHECK(inline_mode.global_step() == 0);  // refused before backward: no step
   // Another rank is the model's business (a squeeze in training_step, class indices): not refused here.
   OnlineTrainer squeezing([] { return std::make_shared<fulgur::testing::RecordingModule>(); }, online_options(dir));
   CHECK_NOTHROW(squeezing.train_step(batches[0].input, torch::zeros({4})));
-  CHECK(inline_mode.global_step() == 0);
   CHECK_NOTHROW(inline_mode.train_step(batches[0].input, batches[0].target));
-  OnlineTrainer background([] { return std::make_shared<Mlp>(); }, online_options(dir));
-  CHECK(error_of([&] { background.push(batches[0].input, torch::zeros({4, 1})); }) == expected);
-  CHECK(background.stream().buffered() == 0);  // nothing was taken in
+  // In the background the samples are taken; the first step refuses them, and stop() says why.
+  OnlineOptions options = online_options(dir);
+  options.stream = SampleStreamOptions{.capacity = 8, .when_full = WhenFull::Block, .batch_size = 4};
+  OnlineTrainer background([] { return std::make_shared<Mlp>(); }, options);
+  background.push(batches[0].input, torch::zeros({4, 1}));
+  background.start();
+  CHECK(error_of([&] { background.stop(); }).find(expected) != std::string::npos);
+  CHECK(background.global_step() == 0);
+  // A model whose prediction ([N, 2]: mean and spread) is wider than its target ([N, 1]) trains, inline and from pushes.
+  OnlineTrainer wider_inline([] { return std::make_shared<MeanAndSpread>(); }, online_options(dir));
+  CHECK_NOTHROW(wider_inline.train_step(batches[0].input, torch::zeros({4, 1})));
+  CHECK(wider_inline.global_step() == 1);
+  OnlineTrainer wider([] { return std::make_shared<MeanAndSpread>(); }, options);
+  wider.start();
+  for (int i = 0; i < 4; ++i) wider.push(batches[0].input, torch::zeros({4, 1}));
+  CHECK_NOTHROW(wider.stop());
+  CHECK(wider.global_step() >= 1);
 }
 
 TEST_CASE("pause() holds background training between steps until resume(); pushes still fill the stream") {

@@ -2,9 +2,10 @@
  * began MPI itself, as a simulation does. Run under mpirun with 3 ranks:
  * ranks 0 and 1 form the communicator and train inline (fulgur_online_
  * create_comm), each on its half of every batch; rank 2 holds
- * MPI_COMM_NULL, is refused with one status and one line, and steps its
- * own loop. Checks: both trainers took every step, and their models give
- * the same predictions (the weights agree). Each rank prints
+ * MPI_COMM_NULL, is refused with one status and one line (as is a handle
+ * that is no communicator), and steps its own loop. Checks: both trainers
+ * took every step, and their models give the same predictions (the weights
+ * agree); background training is refused below MPI_THREAD_MULTIPLE. Each rank prints
  * "rank R: ok"; exit code 0 when every check holds. */
 #include <fulgur/online/fulgur_online.h>
 
@@ -67,9 +68,13 @@ int main(int argc, char** argv) {
   unsigned state = 5; /* the same global stream on every rank */
   float x[16 * 2], y[16];
   if (fluid == MPI_COMM_NULL) {
-    CHECK(fulgur_online_create_comm(config, MPI_Comm_c2f(MPI_COMM_NULL), &h) == FULGUR_CONFIG_ERROR);
+    CHECK(fulgur_online_create_comm(config, MPI_Comm_c2f(MPI_COMM_NULL), &h) == FULGUR_MPI_ERROR);
     CHECK(h == NULL);
     CHECK(strstr(fulgur_online_last_error(), "this process is outside the communicator (MPI_COMM_NULL)") != NULL);
+    /* A number that is no communicator: one line, not an abort of the job inside MPI. */
+    CHECK(fulgur_online_create_comm(config, 123456, &h) == FULGUR_MPI_ERROR);
+    CHECK(h == NULL);
+    CHECK(strstr(fulgur_online_last_error(), "mpi_communicator 123456 is not a valid MPI communicator handle") != NULL);
     double own = 0.0; /* the simulation's own loop goes on: nothing waits for fulgur */
     for (int step = 0; step < 20; ++step) own += next_uniform(&state);
     CHECK(isfinite(own));
@@ -90,6 +95,10 @@ int main(int argc, char** argv) {
     }
     int64_t steps = 0;
     CHECK(fulgur_online_global_step(h, &steps) == FULGUR_OK && steps == 20);
+    /* Background training beside this program's own MPI calls needs MPI_THREAD_MULTIPLE: refused, nothing started. */
+    CHECK(fulgur_online_start(h) == FULGUR_MPI_ERROR);
+    CHECK(strstr(fulgur_online_last_error(), "needs MPI_THREAD_MULTIPLE") != NULL &&
+          strstr(fulgur_online_last_error(), "MPI_THREAD_SERIALIZED") != NULL);
     /* The two ranks' models agree: the same predictions on the same inputs. */
     float out[16], largest[16];
     const int64_t shape[2] = {16, 2};
