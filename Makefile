@@ -58,7 +58,7 @@ clean:
 	rm -rf $(BUILD_DIR)
 
 ## The release tarball fulgur-<version>.tar.gz of HEAD and its sha256 in
-## build/dist (scripts/make_dist.sh; DIST_ARGS="--ref v0.1.0 --update-recipes").
+## build/dist (scripts/make_dist.sh; DIST_ARGS="--ref v0.1.0"; a release: make release).
 .PHONY: dist
 dist:
 	@bash scripts/make_dist.sh $(DIST_ARGS)

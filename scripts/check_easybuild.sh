@@ -74,7 +74,7 @@ mkdir -p "$work/ec"
 if git -C "$root" rev-parse --verify --quiet "refs/tags/v$version" > /dev/null; then
   tag_sha="$(bash "$root/scripts/make_dist.sh" --ref "v$version" "$work/tag" 2> /dev/null | cut -d' ' -f1)"
   for f in "${ecs[@]}" "$root/packaging/spack/package.py"; do
-    grep -q "$tag_sha" "$f" || fail "$f lacks the sha256 of release v$version ($tag_sha): run scripts/make_dist.sh --ref v$version --update-recipes"
+    grep -q "$tag_sha" "$f" || fail "$f lacks the sha256 of release v$version ($tag_sha): run make release VERSION=$version"
   done
   log "PASS: the easyconfigs and the Spack package carry the sha256 of v$version's tarball ($tag_sha)"
   [[ "$tag_sha" == "$sha" ]] || log "note: $ref is not v$version; the checks below use $ref's checksum"

@@ -151,7 +151,7 @@ project_version = cmake_version.split("VERSION")[1].split()[0]
 versions = {args[0]: kwargs.get("sha256") for kind, args, kwargs in DECLARED if kind == "version"}
 expect(project_version in versions, f"declares version {project_version} (project(VERSION) in CMakeLists.txt): {list(versions)}")
 expect(bool(re.fullmatch(r"[0-9a-f]{64}", versions.get(project_version) or "")),
-       f"version {project_version} has a sha256 (scripts/make_dist.sh --update-recipes writes it)")
+       f"version {project_version} has a sha256 (make release VERSION=... writes it)")
 expect(Fulgur.url.endswith(f"/fulgur-{project_version}.tar.gz"), f"url names the release tarball: {Fulgur.url}")
 licenses = [args[0] for kind, args, _ in DECLARED if kind == "license"]
 expect(licenses == ["Apache-2.0"] and (ROOT / "LICENSE").is_file(), f"license('Apache-2.0'), and LICENSE exists: {licenses}")
