@@ -10,13 +10,15 @@ namespace fulgur {
 /// A busy rank (one training beside a thousand clients) answers late, not
 /// never: the time-out grows with the trips it measures, so the client does
 /// not flood it with copies, and shrinks again once it answers quickly.
+/// The floor is 0.5 s, not TCP's 0.2 s: a trip here includes the server's
+/// own work, which a loaded machine delays by far more than a network.
 ///
 ///   timer.measured(0.030);       // a message sent once, acknowledged 30 ms later
 ///   timer.timeout_s();           // smoothed trip + 4 x its variation, in [min_s, max_s]
 ///   timer.timed_out();           // silent a whole time-out: doubled (up to max_s) until the next measure
 class ResendTimer {
  public:
-  static constexpr double kFirstS = 1.0, kMinS = 0.2, kMaxS = 8.0;
+  static constexpr double kFirstS = 1.0, kMinS = 0.5, kMaxS = 8.0;
 
   /// A round trip (sent to acknowledged) of a message sent once (Karn: a
   /// copy's acknowledgement could be the first's, so it is not measured).

@@ -36,7 +36,7 @@ TEST_CASE("the resend time-out follows the measured round trips (RFC 6298), doub
   timer.measured(-1.0);  // not a trip: ignored
   CHECK(timer.timeout_s() == ResendTimer::kMaxS);
   for (int i = 0; i < 50; ++i) timer.measured(0.05);  // quick again: the time-out comes back down
-  CHECK(timer.timeout_s() < 0.5);
+  CHECK(timer.timeout_s() == ResendTimer::kMinS);
 }
 
 TEST_CASE("256 clients at once into one busy rank (two CPU hogs beside it): every sample received exactly once, "
