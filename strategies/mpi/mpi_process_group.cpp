@@ -1,6 +1,7 @@
 #include <fulgur/strategies/mpi/mpi_process_group.hpp>
 #include <fulgur/strategies/mpi/mpi_ring_allreduce.hpp>
 #include <fulgur/strategies/mpi/mpi_ring_reduce_scatter.hpp>
+#include <fulgur/strategies/mpi/mpi_work.hpp>
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
@@ -15,31 +16,6 @@
 
 namespace fulgur {
 namespace {
-
-/// A Work its group's engine completes; while someone waits for it, the
-/// engine polls without sleeping for a moment after each progress. It does
-/// not keep the engine alive: the group owns it.
-class MpiWork : public c10d::Work {
- public:
-  MpiWork(int rank, c10d::OpType type, const std::vector<at::Tensor>& tensors, std::weak_ptr<MpiEngine> engine)
-      : c10d::Work(rank, type, nullptr, tensors), engine_(std::move(engine)) {}
-  void done(std::exception_ptr error) { finish(std::move(error)); }
-  bool wait(std::chrono::milliseconds timeout) override {
-    struct Waiting {
-      explicit Waiting(std::shared_ptr<MpiEngine> engine) : engine(std::move(engine)) {
-        if (this->engine) this->engine->waiting(+1);
-      }
-      ~Waiting() {
-        if (engine) engine->waiting(-1);
-      }
-      std::shared_ptr<MpiEngine> engine;
-    } waiting(engine_.lock());
-    return c10d::Work::wait(timeout);
-  }
-
- private:
-  std::weak_ptr<MpiEngine> engine_;
-};
 
 void check(int code, const char* call) {
   if (code == MPI_SUCCESS) return;
