@@ -2,7 +2,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <utility>
 
 namespace fulgur {
 
@@ -10,7 +9,11 @@ namespace fulgur {
 /// algorithms, cuDNN's benchmark mode — set on entry and put back exactly
 /// as they were when it ends, on every path out. The Trainer holds one per
 /// run (fit, validate, test, predict), the online trainer one per training
-/// run; what the program set itself before and after is its own.
+/// run; what the program set itself before and after is its own. Runs that
+/// overlap (on several threads) share one count, as StopSignals do: a
+/// setting keeps the program's value from before the first run that changed
+/// it, the latest run's value holds while runs overlap, and the last run to
+/// end, in whatever order, puts the program's values back.
 class RunSettings {
  public:
   struct Wanted {
@@ -26,11 +29,6 @@ class RunSettings {
   ~RunSettings();
   RunSettings(const RunSettings&) = delete;
   RunSettings& operator=(const RunSettings&) = delete;
-
- private:
-  std::optional<int> num_threads_;
-  std::optional<std::pair<bool, bool>> deterministic_;  // enabled, warn_only
-  std::optional<bool> cudnn_benchmark_;
 };
 
 }  // namespace fulgur

@@ -13,6 +13,7 @@
 #include <fulgur/online/fabric.hpp>
 #include <fulgur/online/online_trainer.hpp>
 #include <fulgur/trainer/connectors/stop_signal_error.hpp>
+#include <fulgur/trainer/run_settings.hpp>
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
@@ -312,6 +313,20 @@ TEST_CASE("StopSignals: a signal the program ignores is a stop request while hel
   }  // unacted, yet the program ignores it: raised again into SIG_IGN, nothing happens
   CHECK(same(handler_of(SIGINT), SIG_IGN));
   ::sigaction(SIGINT, &old, nullptr);
+}
+
+TEST_CASE("RunSettings: overlapping runs ended in the order they began put the program's settings back") {
+  const int program = at::get_num_threads();
+  const bool program_deterministic = at::globalContext().deterministicAlgorithms();
+  auto first = std::make_unique<RunSettings>(RunSettings::Wanted{program + 1, !program_deterministic, std::nullopt});
+  auto second = std::make_unique<RunSettings>(RunSettings::Wanted{program + 2, std::nullopt, std::nullopt});
+  CHECK(at::get_num_threads() == program + 2);  // the latest run's
+  first.reset();  // the first run ends while the second still runs: its settings stay
+  CHECK(at::get_num_threads() == program + 2);
+  CHECK(at::globalContext().deterministicAlgorithms() == !program_deterministic);
+  second.reset();
+  CHECK(at::get_num_threads() == program);
+  CHECK(at::globalContext().deterministicAlgorithms() == program_deterministic);
 }
 
 TEST_CASE("IgnoredSignal: ignores a default signal while held, leaves a program's own handler alone") {
