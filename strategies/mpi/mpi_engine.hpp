@@ -24,9 +24,9 @@ namespace fulgur {
 /// starts each in the order the program issued it, which per communicator
 /// is the same order on every rank, then tests them all, so operations never
 /// wait on each other crosswise. Between tests it sleeps, longer the longer
-/// nothing has moved (up to 1 ms, then 5 ms after 100 ms): a rank held
-/// behind a straggler uses no core, while a caller waiting for a fast
-/// operation gets a few microseconds of polling without sleep. Every MPI
+/// nothing has moved (up to 200 µs, then 5 ms after 100 ms): a rank held
+/// behind a straggler uses no core, while a caller waiting for an operation
+/// that moves gets polling without sleep for 2 ms after each progress. Every MPI
 /// call goes through the session's calls() lock, so groups on several
 /// threads need no more than MPI_THREAD_SERIALIZED of the program's MPI.
 class MpiEngine {
