@@ -24,6 +24,11 @@ MpiRingAllreduce::MpiRingAllreduce(at::Tensor tensor, c10d::ReduceOp op, MPI_Com
   for (int64_t at = 0; at < largest; at += per_segment_) {
     segments_.push_back(Segment{at, std::min(per_segment_, largest - at)});
   }
+  // The process group gave this ring tags() tags: every (step, segment) needs one.
+  if (2 * static_cast<int64_t>(size_ - 1) * static_cast<int64_t>(segments_.size()) >
+      tags(n, size_, tensor_.element_size(), segment_bytes)) {
+    throw std::logic_error("[MpiRingAllreduce] more segments than tags() counted");
+  }
   // A few segments travel at once: enough to overlap sending, receiving and
   // reducing, few enough that they stay in cache.
   const int64_t slots = static_cast<int64_t>(kInFlight) * std::min(per_segment_, largest);

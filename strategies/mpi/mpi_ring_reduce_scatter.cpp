@@ -20,6 +20,11 @@ MpiRingReduceScatter::MpiRingReduceScatter(at::Tensor output, at::Tensor input, 
   for (int64_t at = 0; at < length; at += per_segment_) {
     segments_.push_back(Segment{at, std::min(per_segment_, length - at)});
   }
+  // The process group gave this ring tags() tags: every (step, segment) needs one.
+  if (static_cast<int64_t>(size_ - 1) * static_cast<int64_t>(segments_.size()) >
+      tags(length, size_, output_.element_size(), segment_bytes)) {
+    throw std::logic_error("[MpiRingReduceScatter] more segments than tags() counted");
+  }
   if (size_ > 2) {
     const int64_t slots = 2 * static_cast<int64_t>(kInFlight) * std::min(per_segment_, length);
     slots_ = spare.defined() && spare.scalar_type() == output_.scalar_type() &&
