@@ -72,6 +72,11 @@
 #include <fulgur/modules/models/small_cnn.hpp>
 #include <fulgur/modules/optimizer_config.hpp>
 #include <fulgur/modules/activation_checkpoint.hpp>
+#include <fulgur/strategies/model_parallel/device_mesh.hpp>
+#include <fulgur/strategies/model_parallel/parallelize_module.hpp>
+#include <fulgur/strategies/model_parallel/shardable_embedding.hpp>
+#include <fulgur/strategies/model_parallel/shardable_linear.hpp>
+#include <fulgur/strategies/model_parallel/tensor_parallel_ops.hpp>
 #include <fulgur/strategies/sharding/sharded_unit.hpp>
 #include <fulgur/modules/state_dict.hpp>
 #include <fulgur/modules/weights_file.hpp>

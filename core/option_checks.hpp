@@ -14,6 +14,7 @@
 #include <concepts>
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -116,6 +117,19 @@ struct OneOf {
 struct FileOrEmpty {
   Result operator()(const std::string& path) const {
     return path.empty() || std::filesystem::is_regular_file(path) ? std::nullopt : Result("must be an existing file");
+  }
+};
+
+/// "auto" or a whole number >= 1, as a string.
+struct AutoOrCount {
+  Result operator()(const std::string& value) const {
+    if (value == "auto") return std::nullopt;
+    size_t used = 0;
+    try {
+      if (std::stoll(value, &used) >= 1 && used == value.size()) return std::nullopt;
+    } catch (const std::exception&) {
+    }
+    return Result("must be auto or a whole number >= 1");
   }
 };
 

@@ -24,6 +24,7 @@
 namespace fulgur {
 
 class Trainer;
+class DeviceMesh;
 namespace metrics {
 class MetricCollection;
 }
@@ -58,6 +59,12 @@ class LightningModule : public torch::nn::Module {
   /// for manual optimization. Called by fit() after the strategy set the
   /// module up, on this process's device.
   virtual OptimizerConfig configure_optimizers() = 0;
+  /// Lightning's configure_model: called once per module by its first run,
+  /// after the processes met and before the strategy sets the module up and
+  /// the optimizers are made, with the run's device mesh (every dimension
+  /// of size 1 outside strategy model_parallel). Split the model here
+  /// (parallelize_module in strategies/model_parallel/); the default does nothing.
+  virtual void configure_model(DeviceMesh& /*mesh*/) {}
   /// Replaces configure_optimizers for fit, as LightningCLI's optimizer: and
   /// lr_scheduler: sections do (the command line calls this).
   void override_configure_optimizers(std::function<OptimizerConfig(LightningModule&)> configure) {
@@ -142,7 +149,10 @@ class LightningModule : public torch::nn::Module {
   // --- the run this module is part of ----------------------------------------------
   /// Where the module's parameters live (the strategy's device inside a run).
   torch::Device device() const;
-  /// This process's rank and the number of processes (0 and 1 outside a run).
+  /// This process's rank and the number of processes (0 and 1 outside a
+  /// run). Under strategy model_parallel world_size() and the collectives
+  /// below count the data-parallel replicas (the mesh's dp), the processes
+  /// that hold different data.
   int64_t global_rank() const;
   int64_t world_size() const;
   /// `tensor` from every process stacked along a new first dimension

@@ -26,11 +26,15 @@ class ModuleRuntime {
   virtual Trainer* trainer() = 0;
   virtual torch::Device device() const = 0;
   virtual int64_t global_rank() const = 0;
+  /// The processes that hold different data: every process, except under
+  /// strategy model_parallel, where it is the mesh's dp dimension (the
+  /// ranks of one tp x cp block hold the same batch). all_reduce and
+  /// all_gather run over these (metrics sync over them).
   virtual int64_t world_size() const = 0;
-  /// `tensor` reduced over every process (a copy; every process must call it).
+  /// `tensor` reduced over the data-parallel processes (a copy; each must call it).
   virtual torch::Tensor all_reduce(const torch::Tensor& tensor, ReduceOp op) = 0;
-  /// Every process's `tensor` (same shape on all) stacked along a new first
-  /// dimension, indexed by rank.
+  /// Every data-parallel process's `tensor` (same shape on all) stacked
+  /// along a new first dimension, indexed by its rank among them.
   virtual torch::Tensor all_gather(const torch::Tensor& tensor) = 0;
 
   /// configure_optimizers' optimizers and schedulers of the running fit.

@@ -6,9 +6,36 @@
 #include <fulgur/strategies/horovod_strategy.hpp>
 #include <fulgur/strategies/single_device_strategy.hpp>
 
+#include <fmt/format.h>
+
 #include <stdexcept>
 
 namespace fulgur {
+
+DeviceMesh::Shape model_parallel_mesh(const ModelParallelOptions& options, int64_t world_size) {
+  DeviceMesh::Shape shape;
+  shape.tp = options.tensor_parallel_size();
+  shape.cp = options.context_parallel_size();
+  shape.order = options.mesh_order();
+  const int64_t block = shape.tp * shape.cp;
+  if (options.data_parallel_size() == "auto") {
+    if (world_size % block != 0) {
+      throw std::invalid_argument(fmt::format(
+          "[model_parallel] tensor_parallel_size {} x context_parallel_size {} = {} does not divide the world size {}",
+          shape.tp, shape.cp, block, world_size));
+    }
+    shape.dp = world_size / block;
+  } else {
+    shape.dp = std::stoll(options.data_parallel_size());
+    if (shape.dp * block != world_size) {
+      throw std::invalid_argument(fmt::format(
+          "[model_parallel] data_parallel_size {} x tensor_parallel_size {} x context_parallel_size {} = {}, but the "
+          "world size is {}",
+          shape.dp, shape.tp, shape.cp, shape.dp * block, world_size));
+    }
+  }
+  return shape;
+}
 
 std::unique_ptr<Strategy> create_strategy(const StrategySpec& spec) {
   Accelerator accelerator(spec.accelerator);
@@ -35,6 +62,21 @@ std::unique_ptr<Strategy> create_strategy(const StrategySpec& spec) {
     case StrategyKind::Horovod:
       return std::make_unique<HorovodStrategy>(accelerator, spec.precision, std::move(data_parallel), spec.horovod,
                                                spec.ddp);
+    case StrategyKind::ModelParallel: {
+      const ModelParallelOptions& mp = spec.model_parallel;
+      data_parallel.mesh = model_parallel_mesh(mp, env.world_size());
+      if (mp.data_parallel() == DataParallelKind::DDP) {
+        return std::make_unique<DDPStrategy>(accelerator, spec.precision, std::move(data_parallel), spec.ddp);
+      }
+      if (spec.fsdp.sharding_strategy() == ShardingStrategy::HybridShard ||
+          spec.fsdp.state_dict_type() == StateDictType::Sharded) {
+        throw std::invalid_argument(
+            "[create_strategy] strategy model_parallel runs fsdp along dp with sharding_strategy FULL_SHARD, "
+            "SHARD_GRAD_OP or NO_SHARD and state_dict_type full (the mesh is the hybrid; checkpoints are whole)");
+      }
+      return std::make_unique<FSDPStrategy>(accelerator, spec.precision, std::move(data_parallel), spec.fsdp, spec.ddp,
+                                            env.local_world_size());
+    }
     default:
       throw std::invalid_argument("[create_strategy] not a strategy to make: " + to_string(spec.kind));
   }

@@ -4,6 +4,8 @@
 #include <fulgur/strategies/environments/cluster_environment.hpp>
 #include <fulgur/strategies/options/ddp_options.hpp>
 #include <fulgur/strategies/options/fsdp_options.hpp>
+#include <fulgur/strategies/options/model_parallel_options.hpp>
+#include <fulgur/strategies/model_parallel/device_mesh.hpp>
 #include <fulgur/strategies/options/horovod_options.hpp>
 #include <fulgur/strategies/precision_mode.hpp>
 #include <fulgur/strategies/options/process_group_backend.hpp>
@@ -35,7 +37,13 @@ struct StrategySpec {
   DDPOptions ddp;
   FSDPOptions fsdp;
   HorovodOptions horovod;
+  ModelParallelOptions model_parallel;
 };
+
+/// The mesh strategy model_parallel runs on `world_size` processes:
+/// data_parallel_size auto is what tp x cp leave; sizes that do not fit
+/// the world are one error naming the numbers.
+DeviceMesh::Shape model_parallel_mesh(const ModelParallelOptions& options, int64_t world_size);
 
 /// The one strategy factory: SingleDeviceStrategy, or the data-parallel
 /// strategy (DDP, FSDP or Horovod) `spec.kind` names on the process group

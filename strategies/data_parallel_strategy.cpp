@@ -1,10 +1,12 @@
 #include <fulgur/strategies/data_parallel_strategy.hpp>
 
 #include <fulgur/modules/lightning_module.hpp>
+#include <fulgur/strategies/model_parallel/parallelize_module.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <stdexcept>
@@ -60,6 +62,7 @@ void DataParallelStrategy::setup_environment() {
   Strategy::setup_environment();
   // One group for the strategy's lifetime: fit then test reuse it.
   if (!group_) group_ = std::make_unique<ProcessGroup>(options_.process_group, waits_);
+  if (options_.mesh && !mesh_) mesh_ = std::make_unique<DeviceMesh>(*group_, *options_.mesh);
   if (!timeline_ && !options_.timeline_path.empty()) {
     timeline_ = std::make_unique<Timeline>(Timeline::path_for_rank(options_.timeline_path, global_rank()),
                                            global_rank());
@@ -108,8 +111,10 @@ void DataParallelStrategy::setup_replicas(LightningModule& module) {
   automatic_ = module.automatic_optimization();
   check_same_shapes(module);
   torch::NoGradGuard no_grad;
-  for (auto& p : module.parameters()) process_group().broadcast(p, 0);
-  for (auto& b : module.buffers()) process_group().broadcast(b, 0);
+  if (ProcessGroup* group = replicas()) {
+    for (auto& p : module.parameters()) group->broadcast(p, 0);
+    for (auto& b : module.buffers()) group->broadcast(b, 0);
+  }
   buffers_.clear();
   buffer_offsets_.clear();
   int64_t bytes = 0;
@@ -127,7 +132,7 @@ void DataParallelStrategy::setup_replicas(LightningModule& module) {
 
 void DataParallelStrategy::setup(LightningModule& module) {
   setup_replicas(module);
-  if (!automatic_) return;
+  if (!automatic_ || replicas() == nullptr) return;
   auto [params, names] = named_parameters_of(module);
   synchronizer_ = make_synchronizer(std::move(params), std::move(names));
 }
@@ -203,7 +208,8 @@ torch::Tensor DataParallelStrategy::all_gather(const torch::Tensor& tensor) {
 }
 
 void DataParallelStrategy::average_gradients(const std::vector<torch::Tensor>& parameters) {
-  if (world_size() == 1) return;
+  ProcessGroup* replica_group = replicas();
+  if (replica_group == nullptr) return;
   torch::NoGradGuard no_grad;
   // One flat buffer per dtype: one collective instead of one per parameter.
   std::map<c10::ScalarType, std::vector<torch::Tensor>> grads;
@@ -214,8 +220,8 @@ void DataParallelStrategy::average_gradients(const std::vector<torch::Tensor>& p
     std::vector<torch::Tensor> flat;
     for (const auto& g : group) flat.push_back(g.reshape({-1}));
     torch::Tensor buffer = torch::cat(flat);
-    process_group().all_reduce(buffer, ReduceOp::Sum);
-    buffer.div_(static_cast<double>(world_size()));
+    replica_group->all_reduce(buffer, ReduceOp::Sum);
+    buffer.div_(static_cast<double>(replica_group->size()));
     int64_t offset = 0;
     for (auto& g : group) {
       g.copy_(buffer.narrow(0, offset, g.numel()).view(g.sizes()));
@@ -227,16 +233,18 @@ void DataParallelStrategy::average_gradients(const std::vector<torch::Tensor>& p
 void DataParallelStrategy::barrier(const std::string&) { process_group().barrier(); }
 
 void DataParallelStrategy::before_training_step() {
-  if (!ddp_.broadcast_buffers() || !flat_buffers_.defined()) return;
+  ProcessGroup* group = replicas();
+  if (!ddp_.broadcast_buffers() || !flat_buffers_.defined() || group == nullptr) return;
   torch::NoGradGuard no_grad;
   // One broadcast of every buffer's bytes, whatever their dtypes.
-  if (is_global_zero()) {
+  const bool source = group->rank() == 0;
+  if (source) {
     for (size_t i = 0; i < buffers_.size(); ++i) {
       flat_buffers_.narrow(0, buffer_offsets_[i], buffers_[i].nbytes()).copy_(buffers_[i].reshape({-1}).view(torch::kUInt8));
     }
   }
-  process_group().broadcast(flat_buffers_, 0);
-  if (is_global_zero()) return;
+  group->broadcast(flat_buffers_, 0);
+  if (source) return;
   for (size_t i = 0; i < buffers_.size(); ++i) {
     torch::Tensor& b = buffers_[i];
     b.copy_(flat_buffers_.narrow(0, buffer_offsets_[i], b.nbytes()).view(b.scalar_type()).view(b.sizes()));
@@ -250,6 +258,104 @@ void DataParallelStrategy::backward(const torch::Tensor& loss) {
 
 void DataParallelStrategy::synchronize_gradients() {
   if (synchronizer_ && automatic_) synchronizer_->finish();
+}
+
+ProcessGroup* DataParallelStrategy::replicas() {
+  if (!mesh_) return &process_group();
+  return mesh_->spans("dp") || mesh_->spans("cp") ? &mesh_->group("dp,cp") : nullptr;
+}
+
+DeviceMesh& DataParallelStrategy::device_mesh() { return mesh_ ? *mesh_ : Strategy::device_mesh(); }
+
+int64_t DataParallelStrategy::data_parallel_size() const { return mesh_ ? mesh_->size("dp") : world_size(); }
+
+int64_t DataParallelStrategy::data_parallel_rank() const { return mesh_ ? mesh_->rank("dp") : global_rank(); }
+
+torch::Tensor DataParallelStrategy::all_reduce_data_parallel(const torch::Tensor& tensor, ReduceOp op) {
+  if (!mesh_) return all_reduce(tensor, op);
+  torch::Tensor result = tensor.detach().to(root_device()).clone();
+  if (mesh_->spans("dp")) mesh_->group("dp").all_reduce(result, op);
+  return result;
+}
+
+torch::Tensor DataParallelStrategy::all_gather_data_parallel(const torch::Tensor& tensor) {
+  if (!mesh_) return all_gather(tensor);
+  const torch::Tensor local = tensor.detach().to(root_device()).contiguous();
+  if (!mesh_->spans("dp")) return local.unsqueeze(0).clone();
+  return torch::stack(mesh_->group("dp").all_gather(local));
+}
+
+void DataParallelStrategy::configure_model(LightningModule& module) {
+  if (configured(module)) return;
+  if (mesh_) {
+    // The parts each rank keeps are cut from rank 0's whole model.
+    torch::NoGradGuard no_grad;
+    for (auto& p : module.parameters()) process_group().broadcast(p, 0);
+    for (auto& b : module.buffers()) process_group().broadcast(b, 0);
+  }
+  Strategy::configure_model(module);
+  split_dims_.clear();
+  if (!mesh_ || !mesh_->spans("tp")) return;
+  const int64_t tp = mesh_->size("tp");
+  for (const auto& [impl, dim] : split_parameter_dims(module)) {
+    for (const auto& p : module.parameters()) {
+      if (p.unsafeGetTensorImpl() == impl) split_dims_[impl] = Split{dim, p.size(dim) * tp};
+    }
+  }
+}
+
+torch::Tensor DataParallelStrategy::whole_tensor(const torch::Tensor& param, const torch::Tensor& tensor) {
+  const auto found = split_dims_.find(param.unsafeGetTensorImpl());
+  if (found == split_dims_.end() || tensor.dim() <= found->second.dim) return tensor;  // whole, or a scalar (a step)
+  return torch::cat(mesh_->group("tp").all_gather(tensor.contiguous()), found->second.dim);
+}
+
+torch::Tensor DataParallelStrategy::local_tensor(const torch::Tensor& param, const torch::Tensor& whole) const {
+  const auto found = split_dims_.find(param.unsafeGetTensorImpl());
+  if (found == split_dims_.end()) return whole;
+  const auto [dim, size] = found->second;
+  // Anything but the whole of a split tensor (a step, this rank's part) is kept as it is.
+  if (whole.dim() <= dim || whole.size(dim) != size) return whole;
+  const int64_t part = size / mesh_->size("tp");
+  return whole.narrow(dim, mesh_->rank("tp") * part, part).contiguous();
+}
+
+int64_t DataParallelStrategy::split_factor(const torch::Tensor& param) const {
+  return split_dims_.count(param.unsafeGetTensorImpl()) != 0 ? mesh_->size("tp") : 1;
+}
+
+int64_t DataParallelStrategy::whole_numel(const torch::Tensor& param) const { return param.numel() * split_factor(param); }
+
+bool DataParallelStrategy::counts_in_norm(const torch::Tensor& param) const {
+  return !mesh_ || mesh_->rank("tp") == 0 || split_dims_.count(param.unsafeGetTensorImpl()) != 0;
+}
+
+void DataParallelStrategy::sum_over_tensor_parallel(torch::Tensor& squares) {
+  if (mesh_ && mesh_->spans("tp")) mesh_->group("tp").all_reduce(squares, ReduceOp::Sum);
+}
+
+void DataParallelStrategy::clip_unscaled_gradients(torch::optim::Optimizer& optimizer, double value,
+                                                   ClipAlgorithm algorithm) {
+  if (!mesh_ || !mesh_->spans("tp") || algorithm == ClipAlgorithm::Value) {
+    Strategy::clip_unscaled_gradients(optimizer, value, algorithm);
+    return;
+  }
+  torch::NoGradGuard no_grad;
+  // The norm of the whole model's gradient: split parameters' squares summed
+  // over tp, whole ones' counted once.
+  std::vector<torch::Tensor> grads;
+  torch::Tensor squares = torch::zeros({1}, torch::TensorOptions().dtype(torch::kDouble).device(root_device()));
+  for (const auto& group : optimizer.param_groups()) {
+    for (const auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      grads.push_back(p.grad());
+      if (counts_in_norm(p)) squares += p.grad().to(torch::kDouble).pow(2).sum();
+    }
+  }
+  sum_over_tensor_parallel(squares);
+  const double coefficient = value / (std::sqrt(squares.item<double>()) + 1e-6);
+  if (coefficient >= 1.0) return;
+  for (auto& g : grads) g.mul_(coefficient);
 }
 
 }  // namespace fulgur

@@ -3,10 +3,13 @@
 #include <fulgur/strategies/options/ddp_options.hpp>
 #include <fulgur/strategies/collectives/gradient_synchronizer.hpp>
 #include <fulgur/strategies/collectives/process_group.hpp>
+#include <fulgur/strategies/model_parallel/device_mesh.hpp>
 #include <fulgur/strategies/strategy.hpp>
 #include <fulgur/strategies/collectives/timeline.hpp>
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +25,10 @@ struct DataParallelOptions {
   /// Chrome-trace file of the gradient collectives ("" = none); ranks other
   /// than 0 write beside it (Timeline::path_for_rank).
   std::string timeline_path;
+  /// Strategy model_parallel: the mesh's shape. Gradients are then averaged
+  /// over the ranks that differ in dp or cp, and parameters a plan split
+  /// over tp are gathered for checkpoints and counted once in the norm.
+  std::optional<DeviceMesh::Shape> mesh;
 };
 
 /// Data parallelism: one process per device, each with its own share of
@@ -44,8 +51,14 @@ class DataParallelStrategy : public Strategy {
   int64_t global_rank() const override { return options_.process_group.rank; }
   int64_t local_rank() const override { return options_.local_rank; }
   int64_t node_rank() const override { return options_.node_rank; }
+  int64_t data_parallel_size() const override;
+  int64_t data_parallel_rank() const override;
+  DeviceMesh& device_mesh() override;
 
   void setup_environment() override;
+  /// Under a mesh: every rank takes rank 0's whole parameters first, so the
+  /// parts a plan keeps are parts of one model.
+  void configure_model(LightningModule& module) override;
   /// setup_replicas, then the synchroniser (automatic optimization only).
   void setup(LightningModule& module) override;
   void teardown() override;
@@ -56,6 +69,8 @@ class DataParallelStrategy : public Strategy {
   torch::Tensor broadcast(const torch::Tensor& tensor, int64_t source_rank) override;
   torch::Tensor all_gather(const torch::Tensor& tensor) override;
   void barrier(const std::string& name) override;
+  torch::Tensor all_reduce_data_parallel(const torch::Tensor& tensor, ReduceOp op) override;
+  torch::Tensor all_gather_data_parallel(const torch::Tensor& tensor) override;
 
   void before_training_step() override;
   void backward(const torch::Tensor& loss) override;
@@ -66,8 +81,29 @@ class DataParallelStrategy : public Strategy {
 
   ProcessGroup& process_group();
 
+  // Parameters a plan split over tp: whole for checkpoints, this rank's part on load.
+  bool shards_parameters() const override { return !split_dims_.empty(); }
+  bool shards_optimizer_state() const override { return !split_dims_.empty(); }
+  torch::Tensor whole_tensor(const torch::Tensor& param, const torch::Tensor& tensor) override;
+  torch::Tensor local_tensor(const torch::Tensor& param, const torch::Tensor& whole) const override;
+  int64_t whole_numel(const torch::Tensor& param) const override;
+
  protected:
   void synchronize_gradients() override;
+  void clip_unscaled_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) override;
+  /// The ranks whose replicas hold the same parameters and average their
+  /// gradients: every rank, or under a mesh those that differ in dp or cp;
+  /// null when that is this rank alone.
+  ProcessGroup* replicas();
+  /// Strategy model_parallel: the run has a mesh.
+  bool on_mesh() const { return options_.mesh.has_value(); }
+  /// Global-norm clipping over tp: whether `param`'s squares count on this
+  /// rank (a split one's on every rank, a whole one's on tp rank 0 only),
+  /// and the sum of this rank's squares over tp.
+  bool counts_in_norm(const torch::Tensor& param) const;
+  /// tp for a parameter a plan split over tp, else 1.
+  int64_t split_factor(const torch::Tensor& param) const;
+  void sum_over_tensor_parallel(torch::Tensor& squares);
   /// The gradient path for the module's trainable parameters (in order, with their names).
   virtual std::unique_ptr<GradientSynchronizer> make_synchronizer(std::vector<torch::Tensor> parameters,
                                                                   std::vector<std::string> names) = 0;
@@ -92,6 +128,12 @@ class DataParallelStrategy : public Strategy {
   // Made with the strategy, not the group: a stop signal may ask while the group is being built.
   std::shared_ptr<CollectiveWait> waits_ = std::make_shared<CollectiveWait>();
   std::unique_ptr<ProcessGroup> group_;
+  std::unique_ptr<DeviceMesh> mesh_;
+  struct Split {
+    int64_t dim;
+    int64_t whole;  // the size of that dimension in the whole model
+  };
+  std::map<const void*, Split> split_dims_;  // by TensorImpl
   std::unique_ptr<Timeline> timeline_;
   std::unique_ptr<GradientSynchronizer> synchronizer_;
   /// Manual optimization: backward passes no synchroniser (manual_backward averages).

@@ -8,7 +8,7 @@ DDPStrategy::DDPStrategy(Accelerator accelerator, PrecisionMode precision, DataP
 
 std::unique_ptr<GradientSynchronizer> DDPStrategy::make_synchronizer(std::vector<torch::Tensor> parameters,
                                                                      std::vector<std::string> names) {
-  return std::make_unique<GradientReducer>(std::move(parameters), std::move(names), process_group(),
+  return std::make_unique<GradientReducer>(std::move(parameters), std::move(names), *replicas(),
                                            ddp_options(), timeline());
 }
 

@@ -16,7 +16,7 @@ class DDPStrategy : public DataParallelStrategy {
   /// `options`: the ddp section (buffer broadcast, gradient buckets, unused parameters).
   DDPStrategy(Accelerator accelerator, PrecisionMode precision, DataParallelOptions data_parallel, DDPOptions options);
 
-  std::string name() const override { return "ddp"; }
+  std::string name() const override { return on_mesh() ? "model_parallel" : "ddp"; }
 
   /// The gradient path; null before setup and under manual optimization.
   const GradientReducer* reducer() const { return dynamic_cast<const GradientReducer*>(synchronizer()); }

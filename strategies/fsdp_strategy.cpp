@@ -52,7 +52,7 @@ void FSDPStrategy::setup_environment() {
 }
 
 void FSDPStrategy::setup(LightningModule& module) {
-  if (sharding_ == ShardingStrategy::NoShard) {
+  if (sharding_ == ShardingStrategy::NoShard || replicas() == nullptr) {  // nothing to shard over
     DataParallelStrategy::setup(module);
     return;
   }
@@ -80,7 +80,7 @@ void FSDPStrategy::setup(LightningModule& module) {
     wrapped.emplace_back(item.key(), unit);
     unit_modules.push_back(item.key());
   }
-  ProcessGroup& shards = hybrid ? *shard_group_ : process_group();
+  ProcessGroup& shards = hybrid ? *shard_group_ : *replicas();
   layout_ = std::make_unique<ShardLayout>(params, names, shards.size(), shards.rank(), unit_modules,
                                           options_.min_num_params());
   residency_ = std::make_unique<UnitResidency>(*layout_, shards, reshard);
@@ -234,7 +234,7 @@ bool FSDPStrategy::step(torch::optim::Optimizer& optimizer) {
 
 void FSDPStrategy::clip_unscaled_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) {
   if (!sharded_ || algorithm == ClipAlgorithm::Value) {
-    Strategy::clip_unscaled_gradients(optimizer, value, algorithm);
+    DataParallelStrategy::clip_unscaled_gradients(optimizer, value, algorithm);
     return;
   }
   torch::NoGradGuard no_grad;
@@ -248,10 +248,12 @@ void FSDPStrategy::clip_unscaled_gradients(torch::optim::Optimizer& optimizer, d
     for (const auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       grads.push_back(p.grad());
-      if (residency_->holds_shard(p) || shards.rank() == 0) squares += p.grad().to(torch::kDouble).pow(2).sum();
+      const bool counts = residency_->holds_shard(p) || shards.rank() == 0;
+      if (counts && counts_in_norm(p)) squares += p.grad().to(torch::kDouble).pow(2).sum();
     }
   }
   shards.all_reduce(squares, ReduceOp::Sum);
+  sum_over_tensor_parallel(squares);
   const double norm = std::sqrt(squares.item<double>());
   // As torch::nn::utils::clip_grad_norm_: scale by max_norm / (norm + 1e-6) when below 1.
   const double coefficient = value / (norm + 1e-6);
@@ -260,22 +262,24 @@ void FSDPStrategy::clip_unscaled_gradients(torch::optim::Optimizer& optimizer, d
 }
 
 torch::Tensor FSDPStrategy::whole_tensor(const torch::Tensor& param, const torch::Tensor& tensor) {
-  return sharded_ ? residency_->whole_of(param, tensor) : tensor;
+  // This replica's rows gathered first, then (under a mesh) the tp parts.
+  return DataParallelStrategy::whole_tensor(param, sharded_ ? residency_->whole_of(param, tensor) : tensor);
 }
 
 int64_t FSDPStrategy::whole_numel(const torch::Tensor& param) const {
   const auto shape = sharded_ ? layout_->whole_shape(param) : std::nullopt;
-  if (!shape) return param.numel();
-  return std::accumulate(shape->begin(), shape->end(), int64_t{1}, std::multiplies<>());
+  if (!shape) return DataParallelStrategy::whole_numel(param);
+  return std::accumulate(shape->begin(), shape->end(), int64_t{1}, std::multiplies<>()) * split_factor(param);
 }
 
 torch::Tensor FSDPStrategy::local_tensor(const torch::Tensor& param, const torch::Tensor& whole) const {
-  return sharded_ ? layout_->shard_of(param, whole) : whole;
+  const torch::Tensor tp_local = DataParallelStrategy::local_tensor(param, whole);
+  return sharded_ ? layout_->shard_of(param, tp_local) : tp_local;
 }
 
 std::unique_ptr<GradientSynchronizer> FSDPStrategy::make_synchronizer(std::vector<torch::Tensor> parameters,
                                                                       std::vector<std::string> names) {
-  return std::make_unique<GradientReducer>(std::move(parameters), std::move(names), process_group(), ddp_options(),
+  return std::make_unique<GradientReducer>(std::move(parameters), std::move(names), *replicas(), ddp_options(),
                                            timeline());
 }
 

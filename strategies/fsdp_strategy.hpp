@@ -37,7 +37,7 @@ class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
                FSDPOptions options, DDPOptions ddp, int64_t shard_group_size);
   ~FSDPStrategy() override;
 
-  std::string name() const override { return "fsdp"; }
+  std::string name() const override { return on_mesh() ? "model_parallel" : "fsdp"; }
 
   void setup_environment() override;
   void setup(LightningModule& module) override;
@@ -48,8 +48,12 @@ class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
   void evaluation_batches_done() override;
   void after_evaluation() override;
 
-  bool shards_parameters() const override { return residency_ != nullptr && residency_->reshards(); }
-  bool shards_optimizer_state() const override { return sharded_ != nullptr; }
+  bool shards_parameters() const override {
+    return (residency_ != nullptr && residency_->reshards()) || DataParallelStrategy::shards_parameters();
+  }
+  bool shards_optimizer_state() const override {
+    return sharded_ != nullptr || DataParallelStrategy::shards_optimizer_state();
+  }
   torch::Tensor whole_tensor(const torch::Tensor& param, const torch::Tensor& tensor) override;
   torch::Tensor local_tensor(const torch::Tensor& param, const torch::Tensor& whole) const override;
   int64_t whole_numel(const torch::Tensor& param) const override;

@@ -2,6 +2,7 @@
 
 #include <fulgur/modules/lightning_module.hpp>
 #include <fulgur/strategies/cuda/cuda_runtime.hpp>
+#include <fulgur/strategies/model_parallel/device_mesh.hpp>
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
@@ -12,7 +13,20 @@
 namespace fulgur {
 
 Strategy::Strategy(Accelerator accelerator, PrecisionMode precision, torch::Device root_device)
-    : accelerator_(accelerator), root_device_(root_device), precision_(precision, root_device) {}
+    : accelerator_(accelerator),
+      root_device_(root_device),
+      precision_(precision, root_device),
+      single_mesh_(std::make_unique<DeviceMesh>()) {}
+
+Strategy::~Strategy() = default;
+
+DeviceMesh& Strategy::device_mesh() { return *single_mesh_; }
+
+void Strategy::configure_model(LightningModule& module) {
+  if (configured(module)) return;
+  module.configure_model(device_mesh());
+  configured_ = &module;
+}
 
 void Strategy::setup_environment() { accelerator_.setup_device(root_device_); }
 

@@ -12,12 +12,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace fulgur {
 
+class DeviceMesh;
 class LightningModule;
 class ShardLayout;
 
@@ -28,7 +30,7 @@ class ShardLayout;
 class Strategy {
  public:
   Strategy(Accelerator accelerator, PrecisionMode precision, torch::Device root_device);
-  virtual ~Strategy() = default;
+  virtual ~Strategy();
   Strategy(const Strategy&) = delete;
   Strategy& operator=(const Strategy&) = delete;
 
@@ -40,10 +42,21 @@ class Strategy {
   virtual int64_t local_rank() const { return 0; }
   virtual int64_t node_rank() const { return 0; }
   bool is_global_zero() const { return global_rank() == 0; }
+  /// The processes that hold different data: the sampler shards over them,
+  /// and metrics and log(sync_dist) reduce over them. Every process, except
+  /// under model_parallel: the mesh's dp dimension (the ranks of a tp x cp
+  /// block see the same batch and report the same values).
+  virtual int64_t data_parallel_size() const { return world_size(); }
+  virtual int64_t data_parallel_rank() const { return global_rank(); }
+  /// The run's device mesh: every dimension of size 1 except under model_parallel.
+  virtual DeviceMesh& device_mesh();
 
   // --- lifecycle --------------------------------------------------------------------
   /// Process-level set-up (process groups); runs before the module is touched.
   virtual void setup_environment();
+  /// Once per module, after setup_environment: the module's
+  /// configure_model(device_mesh()).
+  virtual void configure_model(LightningModule& module);
   /// Moves the module to the root device and wraps its gradient path.
   virtual void setup(LightningModule& module);
   virtual void teardown() {}
@@ -72,6 +85,10 @@ class Strategy {
   /// first dimension, indexed by rank.
   virtual torch::Tensor all_gather(const torch::Tensor& tensor) = 0;
   virtual void barrier(const std::string& name) = 0;
+  /// all_reduce and all_gather over the data-parallel processes only
+  /// (data_parallel_size()): what metrics and log(sync_dist) use.
+  virtual torch::Tensor all_reduce_data_parallel(const torch::Tensor& tensor, ReduceOp op) { return all_reduce(tensor, op); }
+  virtual torch::Tensor all_gather_data_parallel(const torch::Tensor& tensor) { return all_gather(tensor); }
 
   // --- the gradient path ----------------------------------------------------------
   /// Before each training_step (DDP: copy rank 0's buffers).
@@ -168,6 +185,8 @@ class Strategy {
   Precision& precision() { return precision_; }
 
  protected:
+  /// Whether configure_model ran for `module` already.
+  bool configured(const LightningModule& module) const { return configured_ == &module; }
   /// Whether backward() synchronises gradients (false inside NoSync).
   bool sync_gradients() const { return sync_gradients_; }
   /// Waits until gradients are the same on every process (DDP: averaged).
@@ -182,6 +201,8 @@ class Strategy {
   torch::Device root_device_;
   Precision precision_;
   bool sync_gradients_ = true;
+  std::unique_ptr<DeviceMesh> single_mesh_;  // every dimension 1
+  const LightningModule* configured_ = nullptr;
 };
 
 }  // namespace fulgur

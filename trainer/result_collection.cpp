@@ -150,15 +150,15 @@ int64_t ResultCollection::host_reads() { return host_reads_.load(std::memory_ord
 double ResultCollection::compute_epoch(const Metric& m, Strategy& strategy) const {
   torch::Tensor value = m.accumulator;
   torch::Tensor weight = m.weight;
-  if (m.options.sync_dist && strategy.world_size() > 1) {
+  if (m.options.sync_dist && strategy.data_parallel_size() > 1) {
     switch (m.options.reduce) {
       case ReduceOp::Mean:
       case ReduceOp::Sum:
-        value = strategy.all_reduce(value.clone(), ReduceOp::Sum);
-        weight = strategy.all_reduce(weight.clone(), ReduceOp::Sum);
+        value = strategy.all_reduce_data_parallel(value.clone(), ReduceOp::Sum);
+        weight = strategy.all_reduce_data_parallel(weight.clone(), ReduceOp::Sum);
         break;
-      case ReduceOp::Max: value = strategy.all_reduce(value.clone(), ReduceOp::Max); break;
-      case ReduceOp::Min: value = strategy.all_reduce(value.clone(), ReduceOp::Min); break;
+      case ReduceOp::Max: value = strategy.all_reduce_data_parallel(value.clone(), ReduceOp::Max); break;
+      case ReduceOp::Min: value = strategy.all_reduce_data_parallel(value.clone(), ReduceOp::Min); break;
     }
   }
   if (m.options.reduce == ReduceOp::Mean) return to_host(value / weight).item<double>();

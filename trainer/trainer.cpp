@@ -262,6 +262,7 @@ void Trainer::setup_run(LightningModule& module) {
   hooks_->start_run(profiler_.get(), module);
   last_module_ = &module;
   strategy_->setup_environment();
+  strategy_->configure_model(module);
   if (config_.options.activation_checkpointing()) {
     bool any = false;
     for (const auto& child : module.modules(/*include_self=*/false)) {
@@ -419,11 +420,12 @@ std::exception_ptr Trainer::with_context(std::exception_ptr error) const {
 std::shared_ptr<DataLoader> Trainer::prepare_loader(std::shared_ptr<DataLoader> loader, bool training) {
   if (loader) loader->set_device(strategy_->root_device());
   if (loader && strategy_->world_size() > 1 && config_.options.use_distributed_sampler()) {
-    // Rank 0's draw becomes everyone's shuffle seed, so the shares never overlap.
+    // Rank 0's draw becomes everyone's shuffle seed, so the shares never
+    // overlap (and the ranks of a tp x cp block draw the same batches).
     const torch::Tensor draw = torch::randint(0, std::numeric_limits<int32_t>::max(), {1}, torch::kInt64);
     DataLoader::Shard shard;
-    shard.rank = strategy_->global_rank();
-    shard.num_replicas = strategy_->world_size();
+    shard.rank = strategy_->data_parallel_rank();
+    shard.num_replicas = strategy_->data_parallel_size();
     shard.seed = static_cast<uint64_t>(strategy_->broadcast(draw, 0).item<int64_t>());
     shard.pad = training;
     loader->shard(shard);

@@ -240,6 +240,7 @@ StrategySpec TrainerConfig::strategy_spec(const Platform& platform) const {
   spec.ddp = options.ddp();
   spec.fsdp = options.fsdp();
   spec.horovod = options.horovod();
+  spec.model_parallel = options.model_parallel();
   return spec;
 }
 

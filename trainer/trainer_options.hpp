@@ -5,6 +5,7 @@
 #include <fulgur/strategies/accelerator_kind.hpp>
 #include <fulgur/strategies/options/ddp_options.hpp>
 #include <fulgur/strategies/options/fsdp_options.hpp>
+#include <fulgur/strategies/options/model_parallel_options.hpp>
 #include <fulgur/strategies/options/horovod_options.hpp>
 #include <fulgur/strategies/precision_mode.hpp>
 #include <fulgur/strategies/options/process_group_backend.hpp>
@@ -51,7 +52,7 @@ namespace fulgur {
     fulgur::check::NotEmpty{})                                                                                \
   X(int64_t, num_nodes, 1, "machines the run spans", fulgur::check::AtLeast{1})                               \
   X(fulgur::StrategyKind, strategy, fulgur::StrategyKind::Auto,                                               \
-    "auto (single_device for one process, else ddp), single_device, ddp, horovod, fsdp", fulgur::check::Any{})     \
+    "auto (single_device for one process, else ddp), single_device, ddp, horovod, fsdp, model_parallel (tp x cp x dp mesh)", fulgur::check::Any{})     \
   X(fulgur::PrecisionMode, precision, fulgur::PrecisionMode::Full32,                                          \
     "32-true (or 32), bf16-mixed, 16-mixed (GPU only)", fulgur::check::Any{})                                  \
   X(int64_t, accumulate_grad_batches, 1, "batches per optimizer step", fulgur::check::AtLeast{1})            \
@@ -136,7 +137,8 @@ namespace fulgur {
     fulgur::check::Any{})                                                                                     \
   X(fulgur::DDPOptions, ddp, {}, "strategy ddp", fulgur::check::Any{})                                        \
   X(fulgur::HorovodOptions, horovod, {}, "strategy horovod", fulgur::check::Any{})                            \
-  X(fulgur::FSDPOptions, fsdp, {}, "strategy fsdp", fulgur::check::Any{})
+  X(fulgur::FSDPOptions, fsdp, {}, "strategy fsdp (and model_parallel's dp)", fulgur::check::Any{})           \
+  X(fulgur::ModelParallelOptions, model_parallel, {}, "strategy model_parallel", fulgur::check::Any{})
 // clang-format on
 
 /// What the user asks of a Trainer, with Lightning's names and defaults.

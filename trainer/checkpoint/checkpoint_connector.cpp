@@ -97,10 +97,11 @@ void CheckpointConnector::save(const std::filesystem::path& path, bool weights_o
   Strategy& strategy = context_.strategy();
   std::string error;
   std::optional<Checkpoint> gathered;
-  if (const ShardLayout* layout = strategy.shard_layout()) {
+  const ShardLayout* layout = strategy.shard_layout();
+  if (layout != nullptr || strategy.shards_parameters()) {
     std::vector<const torch::optim::Optimizer*> optimizers;
     for (const auto& config : context_.optimizers()) optimizers.push_back(config.optimizer.get());
-    const ShardedStateWriter writer(strategy, *layout, context_.module(), std::move(optimizers));
+    const ShardedStateWriter writer(strategy, layout, context_.module(), std::move(optimizers));
     // Every rank dumps its state: the collectives pair up.
     if (strategy.sharded_state_dict()) {
       writer.save_sharded(dump(weights_only), path);

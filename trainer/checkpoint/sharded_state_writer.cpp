@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -25,7 +26,7 @@ using List = c10::impl::GenericList;
 
 }  // namespace
 
-ShardedStateWriter::ShardedStateWriter(Strategy& strategy, const ShardLayout& layout, const torch::nn::Module& module,
+ShardedStateWriter::ShardedStateWriter(Strategy& strategy, const ShardLayout* layout, const torch::nn::Module& module,
                                        std::vector<const torch::optim::Optimizer*> optimizers)
     : strategy_(strategy), layout_(layout), module_(module), optimizers_(std::move(optimizers)) {}
 
@@ -65,8 +66,9 @@ void ShardedStateWriter::save_sharded(Checkpoint checkpoint, const std::filesyst
   const std::string id = fmt::format("{:016x}", static_cast<uint64_t>(agreed));
   // The ranks the model is sharded over: every rank, but under HYBRID_SHARD
   // a node's; then the first node writes (the others hold the same rows).
-  const int64_t rank = layout_.rank();
-  const int64_t world = layout_.world();
+  if (layout_ == nullptr) throw std::logic_error("[ShardedStateWriter::save_sharded] the strategy has no shard layout");
+  const int64_t rank = layout_->rank();
+  const int64_t world = layout_->world();
   const bool writes = strategy_.global_rank() < world;
 
   Checkpoint shard = new_state_dict();
@@ -78,9 +80,9 @@ void ShardedStateWriter::save_sharded(Checkpoint checkpoint, const std::filesyst
   std::map<const void*, std::string> names;
   for (const auto& item : module_.named_parameters()) {
     names[item.value().unsafeGetTensorImpl()] = item.key();
-    const auto shape = layout_.whole_shape(item.value());
+    const auto shape = layout_->whole_shape(item.value());
     if (!shape) continue;
-    rows.insert(item.key(), layout_.shard_of(item.value(), item.value().detach()));
+    rows.insert(item.key(), layout_->shard_of(item.value(), item.value().detach()));
     List dims(c10::AnyType::get());
     for (int64_t d : *shape) dims.push_back(d);
     shapes.insert(item.key(), dims);

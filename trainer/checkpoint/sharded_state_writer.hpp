@@ -23,8 +23,10 @@ class Strategy;
 class ShardedStateWriter {
  public:
   /// `module`'s parameters and `optimizers` (in the checkpoint's order) are
-  /// those `layout` shards over the strategy's ranks.
-  ShardedStateWriter(Strategy& strategy, const ShardLayout& layout, const torch::nn::Module& module,
+  /// those `layout` shards over the strategy's ranks (null: parameters a
+  /// model_parallel plan split over tp, which gather_whole gathers too; no
+  /// save_sharded).
+  ShardedStateWriter(Strategy& strategy, const ShardLayout* layout, const torch::nn::Module& module,
                      std::vector<const torch::optim::Optimizer*> optimizers);
 
   /// Replaces the sharded tensors of `checkpoint` by whole ones; only rank 0 keeps them.
@@ -36,7 +38,7 @@ class ShardedStateWriter {
 
  private:
   Strategy& strategy_;
-  const ShardLayout& layout_;
+  const ShardLayout* layout_;
   const torch::nn::Module& module_;
   std::vector<const torch::optim::Optimizer*> optimizers_;
 };

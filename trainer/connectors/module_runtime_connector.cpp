@@ -41,15 +41,15 @@ torch::Device ModuleRuntimeConnector::device() const { return context_.strategy(
 
 int64_t ModuleRuntimeConnector::global_rank() const { return context_.strategy().global_rank(); }
 
-int64_t ModuleRuntimeConnector::world_size() const { return context_.strategy().world_size(); }
+int64_t ModuleRuntimeConnector::world_size() const { return context_.strategy().data_parallel_size(); }
 
 torch::Tensor ModuleRuntimeConnector::all_reduce(const torch::Tensor& tensor, ReduceOp op) {
   if (world_size() == 1) return tensor.detach().clone();
-  return context_.strategy().all_reduce(tensor, op);
+  return context_.strategy().all_reduce_data_parallel(tensor, op);
 }
 
 torch::Tensor ModuleRuntimeConnector::all_gather(const torch::Tensor& tensor) {
-  return context_.strategy().all_gather(tensor);
+  return context_.strategy().all_gather_data_parallel(tensor);
 }
 
 std::vector<std::shared_ptr<LightningOptimizer>> ModuleRuntimeConnector::optimizers() {

@@ -1,0 +1,39 @@
+#pragma once
+
+#include <fulgur/core/option_enum.hpp>
+#include <fulgur/core/options.hpp>
+
+#include <string>
+#include <vector>
+
+namespace fulgur {
+
+/// What runs along the mesh's data-parallel dimension (`dp`) of
+/// strategy model_parallel: today's FSDP (its own `fsdp` section) or DDP.
+enum class DataParallelKind { FSDP, DDP };
+inline std::vector<std::string> option_choices(DataParallelKind) { return {"fsdp", "ddp"}; }
+
+// clang-format off
+#define FULGUR_MODEL_PARALLEL_OPTIONS(X)                                                                       \
+  X(int64_t, tensor_parallel_size, 1,                                                                         \
+    "ranks a layer is split over (tp, the mesh's innermost dimension by default: keep it within a node)",     \
+    fulgur::check::AtLeast{1})                                                                                \
+  X(int64_t, context_parallel_size, 1,                                                                        \
+    "ranks the sequence is split over (cp: ring attention)", fulgur::check::AtLeast{1})                        \
+  X(std::string, data_parallel_size, "auto",                                                                  \
+    "replicas of the model (dp); auto = world size / (tensor_parallel_size * context_parallel_size)",        \
+    fulgur::check::AutoOrCount{})                                                                             \
+  X(fulgur::DataParallelKind, data_parallel, fulgur::DataParallelKind::FSDP,                                  \
+    "what runs along dp: fsdp (its fsdp section applies) or ddp", fulgur::check::Any{})                        \
+  X(std::string, mesh_order, "dp,cp,tp",                                                                      \
+    "the mesh's dimensions from outermost to innermost (consecutive ranks differ in the last)",               \
+    (fulgur::check::OneOf{{"dp,cp,tp", "dp,tp,cp", "cp,dp,tp", "cp,tp,dp", "tp,dp,cp", "tp,cp,dp"}}))
+// clang-format on
+
+/// The user's knobs of strategy model_parallel (`--trainer.model_parallel.*`),
+/// with Lightning's ModelParallelStrategy names where it has them.
+struct ModelParallelOptions {
+  FULGUR_OPTIONS(ModelParallelOptions, FULGUR_MODEL_PARALLEL_OPTIONS)
+};
+
+}  // namespace fulgur

@@ -1,0 +1,132 @@
+// Strategy model_parallel in real processes: a one-block decoder split over
+// a tp x dp mesh (fulgur's launcher, Gloo; and mpirun, MPI) trains to the
+// weights one process reaches on the same global batch; checkpoints written
+// on one mesh load into another.
+#include "support/pickled_tensor.hpp"
+#include "support/probe_commands.hpp"
+#include "support/test_support.hpp"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+namespace model_parallel_test {
+
+using fulgur::testing::load_pickled_tensor;
+using fulgur::testing::run_command;
+using fulgur::testing::TempDir;
+
+namespace {
+
+const std::string kProbe = fulgur::testing::probe_program("model_parallel_probe");
+
+std::string fit(const TempDir& dir, const std::string& name, const std::string& extra) {
+  return kProbe + " fit --seed_everything 7 --trainer.accelerator cpu --trainer.enable_progress_bar false " +
+         "--trainer.num_sanity_val_steps 0 --trainer.limit_val_batches 0 --trainer.process_group_timeout 60 " +
+         "--trainer.max_epochs 2 --trainer.default_root_dir " + (dir.path() / name).string() + " --model.output " +
+         (dir.path() / (name + ".pt")).string() + " " + extra;
+}
+
+std::string mesh(int64_t devices, int64_t tp, const std::string& data_parallel = "fsdp") {
+  return fmt::format("--trainer.devices {} --trainer.strategy model_parallel --trainer.model_parallel.tensor_parallel_size {} "
+                     "--trainer.model_parallel.data_parallel {}",
+                     devices, tp, data_parallel);
+}
+
+torch::Tensor run_and_load(const TempDir& dir, const std::string& name, const std::string& extra) {
+  const auto result = run_command(fit(dir, name, extra), 300);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  return load_pickled_tensor(dir / (name + ".pt"));
+}
+
+/// The one checkpoint file (not last.ckpt) a run wrote under its folder.
+std::filesystem::path only_checkpoint(const TempDir& dir, const std::string& name) {
+  std::vector<std::filesystem::path> found;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.path() / name)) {
+    if (entry.path().extension() == ".ckpt" && entry.path().filename() != "last.ckpt") found.push_back(entry.path());
+  }
+  REQUIRE(found.size() == 1);
+  return found.front();
+}
+
+}  // namespace
+
+TEST_CASE("model_parallel: tp 2 (sequence parallel off and on) and tp 2 x dp 2 (ddp, fsdp) equal one process") {
+  TempDir dir("model-parallel-equivalence");
+  const torch::Tensor one = run_and_load(dir, "one", "--data.batch_size 8");
+  const torch::Tensor initial = run_and_load(dir, "initial", "--data.batch_size 8 --trainer.max_epochs 0");
+  CHECK_FALSE(torch::allclose(one, initial, 1e-3, 1e-3));  // training moved the weights
+
+  const torch::Tensor tp2 = run_and_load(dir, "tp2", mesh(2, 2) + " --data.batch_size 8");
+  CHECK(torch::allclose(tp2, one, 1e-5, 1e-5));
+  const torch::Tensor sp = run_and_load(dir, "sp", mesh(2, 2) + " --data.batch_size 8 --model.sequence_parallel true");
+  CHECK(torch::allclose(sp, one, 1e-5, 1e-5));
+  // What stays whole (the norms, the row-split layers' biases) is the same on both ranks.
+  for (const std::string name : {"tp2", "sp"}) {
+    CAPTURE(name);
+    const torch::Tensor rank0 = load_pickled_tensor(dir / (name + ".pt.rank0"));
+    CHECK(rank0.numel() > 0);
+    CHECK(torch::equal(rank0, load_pickled_tensor(dir / (name + ".pt.rank1"))));
+  }
+  const torch::Tensor ddp = run_and_load(dir, "dp2-ddp", mesh(4, 2, "ddp") + " --data.batch_size 4");
+  CHECK(torch::allclose(ddp, one, 1e-5, 1e-5));
+  const torch::Tensor fsdp = run_and_load(dir, "dp2-fsdp", mesh(4, 2) + " --data.batch_size 4 --model.sequence_parallel true");
+  CHECK(torch::allclose(fsdp, one, 1e-5, 1e-5));
+}
+
+TEST_CASE("model_parallel: gradient clipping takes the norm over every shard, as one process does") {
+  TempDir dir("model-parallel-clip");
+  const std::string clip = " --data.batch_size 8 --trainer.gradient_clip_val 0.05";
+  const torch::Tensor one = run_and_load(dir, "one", clip);
+  const torch::Tensor unclipped = run_and_load(dir, "unclipped", "--data.batch_size 8");
+  CHECK_FALSE(torch::allclose(one, unclipped, 1e-4, 1e-4));  // the clip is active
+  CHECK(torch::allclose(run_and_load(dir, "tp2", mesh(2, 2) + clip + " --model.sequence_parallel true"), one, 1e-5,
+                        1e-5));
+}
+
+TEST_CASE("model_parallel: a checkpoint written on tp 2 loads into tp 1 and tp 4 bit for bit") {
+  TempDir dir("model-parallel-reshard");
+  const torch::Tensor tp2 = run_and_load(dir, "tp2", mesh(2, 2) + " --data.batch_size 8");
+  const std::string ckpt = only_checkpoint(dir, "tp2").string();
+  // max_epochs as the checkpoint's: the fit restores and ends at once.
+  CHECK(torch::equal(run_and_load(dir, "tp1", "--data.batch_size 8 --ckpt_path " + ckpt), tp2));
+  CHECK(torch::equal(run_and_load(dir, "tp4", mesh(4, 4) + " --data.batch_size 8 --ckpt_path " + ckpt), tp2));
+  // And on: one more epoch on tp 4 from tp 2's state equals one process resumed from it.
+  const torch::Tensor resumed = run_and_load(dir, "one-more", "--data.batch_size 8 --trainer.max_epochs 3 --ckpt_path " + ckpt);
+  CHECK_FALSE(torch::equal(resumed, tp2));
+  CHECK(torch::allclose(run_and_load(dir, "tp4-more", mesh(4, 4) + " --data.batch_size 8 --trainer.max_epochs 3 --ckpt_path " + ckpt),
+                        resumed, 1e-5, 1e-5));
+}
+
+TEST_CASE("model_parallel: a mesh that does not fit the world, or heads tp does not divide, is one line") {
+  TempDir dir("model-parallel-refused");
+  const auto world = run_command(fit(dir, "world", mesh(2, 3)), 120);
+  CHECK(world.exit_code != 0);
+  CHECK(world.output.find("tensor_parallel_size 3 x context_parallel_size 1 = 3 does not divide the world size 2") !=
+        std::string::npos);
+  const auto heads = run_command(fit(dir, "heads", mesh(2, 2) + " --model.heads 1"), 120);
+  CHECK(heads.exit_code != 0);
+  CHECK(heads.output.find("heads 1 cannot be split evenly over tp size 2") != std::string::npos);
+  const auto plain = run_command(fit(dir, "dims", mesh(2, 2) + " --model.dim 15 --model.heads 2"), 120);
+  CHECK(plain.exit_code != 0);
+  CHECK(plain.output.find("cannot be split evenly over tensor_parallel_size 2") != std::string::npos);
+}
+
+TEST_CASE("model_parallel: tp 2 over MPI under mpirun equals tp 2 over Gloo") {
+  TempDir dir("model-parallel-mpi");
+  const torch::Tensor gloo = run_and_load(dir, "gloo", mesh(2, 2) + " --data.batch_size 8 --model.sequence_parallel true");
+  const std::string mpirun = "env -u MASTER_ADDR -u MASTER_PORT -u FULGUR_FILE_STORE mpirun --allow-run-as-root "
+                             "--oversubscribe -np 2 ";
+  const auto mpi = run_command(mpirun + fit(dir, "mpi", mesh(2, 2) + " --data.batch_size 8 --model.sequence_parallel true "
+                                                             "--trainer.process_group_backend mpi"),
+                               300);
+  INFO(mpi.output);
+  REQUIRE(mpi.exit_code == 0);
+  CHECK(torch::allclose(load_pickled_tensor(dir / "mpi.pt"), gloo, 1e-6, 1e-6));
+}
+
+}  // namespace model_parallel_test
