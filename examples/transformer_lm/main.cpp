@@ -4,13 +4,15 @@
 // Trained with the fully sharded strategy from its own main():
 //
 //   build/bin/transformer_lm --devices 2 --strategy fsdp --fsdp.sharding_strategy SHARD_GRAD_OP
+//   build/bin/transformer_lm --devices 4 --strategy model_parallel --model_parallel.tensor_parallel_size 2
 //
 // Flags: every TrainerOptions field (--devices, --strategy, --max_steps,
 // --limit_train_batches: per epoch, 200 here; --limit_val_batches: 0 = none;
 // --activation_checkpointing true: each block's forward runs again in
 // backward instead of keeping its activations; --fsdp.KEY VALUE, ...), the
 // model's (--text, --layers, --dim, --heads, --context, --lr, --batch_size
-// per process, --optimizer adamw or sgd: a step --cuda_graph true captures),
+// per process, --optimizer adamw or sgd: a step --cuda_graph true captures,
+// --sequence_parallel),
 // --ckpt_path, --weights; --help lists them.
 // Prints the validation perplexity, exp(val_loss), at the end.
 #include "text_data.hpp"
@@ -32,7 +34,10 @@
   X(double, lr, 0.001, "AdamW learning rate", fulgur::check::Positive{})                                   \
   X(int64_t, batch_size, 16, "sequences per process and batch", fulgur::check::Positive{})                 \
   X(std::string, optimizer, "adamw", "adamw, or sgd (a step --cuda_graph true can capture; use --lr 0.1)", \
-    (fulgur::check::OneOf{{"adamw", "sgd"}}))
+    (fulgur::check::OneOf{{"adamw", "sgd"}}))                                                              \
+  X(bool, sequence_parallel, false,                                                                        \
+    "under --strategy model_parallel: norms and residuals on each rank's chunk of the sequence",           \
+    fulgur::check::Any{})
 // clang-format on
 
 struct TransformerLMFlags {
@@ -51,7 +56,7 @@ int main(int argc, char** argv) {
         examples::RunFlags(), TransformerLMFlags());
     fulgur::seed_everything(7);
     examples::TransformerLM model(flags.layers(), flags.dim(), flags.heads(), flags.context(), flags.lr(),
-                                 flags.optimizer() == "sgd");
+                                 flags.optimizer() == "sgd", flags.sequence_parallel());
     examples::TextData data(flags.text(), flags.context(), flags.batch_size());
     // Each block is a unit of its own (ShardedUnit); the embeddings and the head make the rest.
     fulgur::Trainer trainer(trainer_options);

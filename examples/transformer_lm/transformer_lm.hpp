@@ -4,7 +4,11 @@
 // position embeddings, pre-norm blocks (causal self-attention, MLP), a
 // final norm and a linear head. Each block is a fulgur::ShardedUnit, so
 // under --strategy fsdp (FULL_SHARD) its parameters are gathered for its
-// own forward and backward only.
+// own forward and backward only. Its layers are fulgur's Shardable ones,
+// so under --strategy model_parallel configure_model splits them over the
+// tensor-parallel ranks (attention by heads, the MLP Megatron-style, the
+// vocabulary of the embedding and the head), with sequence parallelism
+// as an option.
 #include <fulgur/fulgur.hpp>
 #include <fulgur/strategies/cuda/cuda_device_stats.hpp>
 #include <fulgur/trainer/training_state_bytes.hpp>
@@ -20,44 +24,76 @@ namespace examples {
 struct TransformerBlockImpl : torch::nn::Module {
   TransformerBlockImpl(int64_t dim, int64_t heads) : heads(heads) {
     norm1 = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})));
-    qkv = register_module("qkv", torch::nn::Linear(dim, 3 * dim));
-    proj = register_module("proj", torch::nn::Linear(dim, dim));
+    q = register_module("q", fulgur::ShardableLinear(dim, dim));
+    k = register_module("k", fulgur::ShardableLinear(dim, dim));
+    v = register_module("v", fulgur::ShardableLinear(dim, dim));
+    proj = register_module("proj", fulgur::ShardableLinear(dim, dim));
     norm2 = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})));
-    fc1 = register_module("fc1", torch::nn::Linear(dim, 4 * dim));
-    fc2 = register_module("fc2", torch::nn::Linear(4 * dim, dim));
+    fc1 = register_module("fc1", fulgur::ShardableLinear(dim, 4 * dim));
+    fc2 = register_module("fc2", fulgur::ShardableLinear(4 * dim, dim));
   }
   torch::Tensor forward(torch::Tensor x) {
-    const int64_t batch = x.size(0), time = x.size(1), dim = x.size(2);
-    // [B, T, 3, H, D] -> three [B, H, T, D]
-    const auto parts = qkv->forward(norm1->forward(x)).view({batch, time, 3, heads, dim / heads}).permute({2, 0, 3, 1, 4});
-    const torch::Tensor attended = at::scaled_dot_product_attention(parts[0], parts[1], parts[2], {}, 0.0,
-                                                                    /*is_causal=*/true);
-    x = x + proj->forward(attended.transpose(1, 2).reshape({batch, time, dim}));
+    const torch::Tensor h = norm1->forward(x);
+    // [B, T, H, D] -> [B, H, T, D]; under tensor parallelism H is this rank's heads.
+    auto split_heads = [&](const torch::Tensor& t) { return t.view({t.size(0), t.size(1), heads, -1}).transpose(1, 2); };
+    const torch::Tensor attended = at::scaled_dot_product_attention(
+        split_heads(q->forward(h)), split_heads(k->forward(h)), split_heads(v->forward(h)), {}, 0.0, /*is_causal=*/true);
+    x = x + proj->forward(attended.transpose(1, 2).reshape({attended.size(0), attended.size(2), -1}));
     return x + fc2->forward(torch::gelu(fc1->forward(norm2->forward(x))));
   }
   int64_t heads;
   torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
-  torch::nn::Linear qkv{nullptr}, proj{nullptr}, fc1{nullptr}, fc2{nullptr};
+  fulgur::ShardableLinear q{nullptr}, k{nullptr}, v{nullptr}, proj{nullptr}, fc1{nullptr}, fc2{nullptr};
 };
 TORCH_MODULE(TransformerBlock);
 
 struct TransformerLM : fulgur::LightningModule {
   /// `sgd`: plain SGD instead of AdamW, a step the cuda_graph option can capture.
-  TransformerLM(int64_t layers, int64_t dim, int64_t heads, int64_t context, double lr, bool sgd = false)
-      : lr(lr), sgd(sgd) {
-    token = register_module("token", torch::nn::Embedding(256, dim));
+  /// `sequence_parallel`: under tensor parallelism, the norms and residuals
+  /// run on each rank's chunk of the sequence.
+  TransformerLM(int64_t layers, int64_t dim, int64_t heads, int64_t context, double lr, bool sgd = false,
+                bool sequence_parallel = false)
+      : lr(lr), sgd(sgd), sequence_parallel(sequence_parallel) {
+    token = register_module("token", fulgur::ShardableEmbedding(256, dim));
     position = register_module("position", torch::nn::Embedding(context, dim));
     blocks = register_module("blocks", torch::nn::Sequential());
     for (int64_t i = 0; i < layers; ++i) {
-      blocks->push_back(fulgur::ShardedUnit<TransformerBlock>(TransformerBlock(dim, heads)));
+      block_list.emplace_back(dim, heads);
+      blocks->push_back(fulgur::ShardedUnit<TransformerBlock>(block_list.back()));
     }
     norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})));
-    head = register_module("head", torch::nn::Linear(dim, 256));
+    head = register_module("head", fulgur::ShardableLinear(dim, 256));
+  }
+  // Under strategy model_parallel: the Megatron plan over the mesh's tp.
+  void configure_model(fulgur::DeviceMesh& mesh) override {
+    using fulgur::ColwiseParallel, fulgur::RowwiseParallel, fulgur::SequenceParallel, fulgur::Shard, fulgur::Replicate;
+    if (!mesh.spans("tp")) return;
+    tp = mesh.share_group("tp");
+    for (auto& block : block_list) block->heads = mesh.split("tp", block->heads, "heads");
+    const fulgur::Layout between = sequence_parallel ? Shard(1) : Replicate();
+    fulgur::ParallelPlan plan{
+        {"token", RowwiseParallel(Replicate(), Replicate())},  // vocab-parallel; the positions are added whole
+        {"blocks.*.module.q", ColwiseParallel(between)},
+        {"blocks.*.module.k", ColwiseParallel(between)},
+        {"blocks.*.module.v", ColwiseParallel(between)},
+        {"blocks.*.module.proj", RowwiseParallel(Shard(-1), between)},
+        {"blocks.*.module.fc1", ColwiseParallel(between)},
+        {"blocks.*.module.fc2", RowwiseParallel(Shard(-1), between)},
+        {"head", ColwiseParallel(between, Shard(-1))},  // vocab-parallel logits: never gathered
+    };
+    if (sequence_parallel) {
+      for (const char* name : {"blocks.*.module.norm1", "blocks.*.module.norm2", "norm"}) {
+        plan.emplace_back(name, SequenceParallel());
+      }
+    }
+    fulgur::parallelize_module(*this, mesh, plan);
   }
   torch::Tensor loss_of(const fulgur::Batch& b) {
     const auto positions = torch::arange(b.input.size(1), b.input.options());
     torch::Tensor x = token->forward(b.input) + position->forward(positions);
+    if (tp && sequence_parallel) x = fulgur::split_to_group(x, 1, *tp);  // each rank its chunk of the sequence
     const torch::Tensor logits = head->forward(norm->forward(blocks->forward(x)));
+    if (tp) return fulgur::vocab_parallel_cross_entropy(logits, b.target, *tp);
     return torch::nn::functional::cross_entropy(logits.reshape({-1, 256}), b.target.reshape({-1}));
   }
   torch::Tensor training_step(const fulgur::Batch& b, int64_t) override {
@@ -101,13 +137,17 @@ struct TransformerLM : fulgur::LightningModule {
 
   double lr;
   bool sgd;
+  bool sequence_parallel;
+  std::shared_ptr<fulgur::ProcessGroup> tp;  // set under tensor parallelism
+  std::vector<TransformerBlock> block_list;
   int64_t steps = 0;
   double timed_seconds = 0.0;
   std::chrono::steady_clock::time_point last_start;
-  torch::nn::Embedding token{nullptr}, position{nullptr};
+  fulgur::ShardableEmbedding token{nullptr};
+  torch::nn::Embedding position{nullptr};
   torch::nn::Sequential blocks{nullptr};
   torch::nn::LayerNorm norm{nullptr};
-  torch::nn::Linear head{nullptr};
+  fulgur::ShardableLinear head{nullptr};
 };
 
 }  // namespace examples

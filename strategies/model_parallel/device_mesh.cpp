@@ -70,7 +70,8 @@ DeviceMesh::DeviceMesh(ProcessGroup& world, const Shape& shape) : shape_(shape),
     std::string key, name;
     for (size_t d = 0; d < 3; ++d) {
       const bool in_set = std::find(set.begin(), set.end(), d) != set.end();
-      if (in_set) name += (name.empty() ? "" : ",") + std::string(kDims[d]);
+      if (in_set && !name.empty()) name += ',';
+      if (in_set) name += kDims[d];
       if (!in_set) key += fmt::format("{}{}", kDims[d], coordinate_[d]);
     }
     groups_[name] = std::make_shared<ProcessGroup>(world, fmt::format("mesh/{}/{}", name, key), rank, members);

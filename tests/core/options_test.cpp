@@ -105,9 +105,9 @@ TEST_CASE("options: declared checks, defaults and the YAML reader name the key")
   CHECK(message_of("{epochs: many}") == "model.epochs: expected an integer, got 'many'");
   CHECK(message_of("{clip: big}") == "model.clip: expected a number or null, got 'big'");
   CHECK(message_of("{strategy: deepspeed}") ==
-        "model.strategy: must be one of auto, single_device, ddp, horovod, fsdp, got 'deepspeed'");
+        "model.strategy: must be one of auto, single_device, ddp, horovod, fsdp, model_parallel, got 'deepspeed'");
   CHECK(message_of("{strategy: fsdb}") ==
-        "model.strategy: must be one of auto, single_device, ddp, horovod, fsdp, got 'fsdb'; did you mean 'fsdp'?");
+        "model.strategy: must be one of auto, single_device, ddp, horovod, fsdp, model_parallel, got 'fsdb'; did you mean 'fsdp'?");
   CHECK(message_of("{ddp: {bucket_cap_mb: -2}}") == "model.ddp.bucket_cap_mb: must be > 0, got -2");
   CHECK(message_of("{ddp: {bucket_cap: 2}}") ==
         "unknown key 'model.ddp.bucket_cap'; did you mean 'model.ddp.bucket_cap_mb'?");

@@ -1,6 +1,7 @@
 // A training program for strategy model_parallel's tests: a one-block
 // decoder (vocab-parallel embedding and loss, attention split by heads, an
-// MLP split Megatron-style, sequence parallelism as an option) written
+// MLP split Megatron-style, sequence parallelism as an option, ring
+// attention over the context-parallel ranks) written
 // once with fulgur's Shardable layers and a ParallelPlan, so the same
 // program trains on one process and on any tp x dp mesh. Rank 0 writes the
 // final parameters (gathered whole) to --model.output; every rank writes
@@ -58,6 +59,7 @@ struct TinyLM : fulgur::LightningModule {
         fulgur::Replicate;
     heads = mesh.split("tp", o.heads(), "heads");
     tp = mesh.spans("tp") ? mesh.share_group("tp") : nullptr;
+    cp = mesh.spans("cp") ? mesh.share_group("cp") : nullptr;
     const bool sp = o.sequence_parallel();
     // Sequence parallel: activations between the split layers are [batch, seq / tp, dim].
     const fulgur::Layout between = sp ? Shard(1) : Replicate();
@@ -78,18 +80,25 @@ struct TinyLM : fulgur::LightningModule {
   }
 
   torch::Tensor loss_of(const fulgur::Batch& b) {
-    torch::Tensor x = token->forward(b.input);
+    torch::Tensor input = b.input, target = b.target;
+    if (cp) {  // this rank's tokens of every sequence (two mirrored chunks)
+      const torch::Tensor mine = fulgur::context_parallel_positions(input.size(1), cp->rank(), cp->size());
+      input = input.index_select(1, mine);
+      target = target.index_select(1, mine);
+    }
+    torch::Tensor x = token->forward(input);
     const torch::Tensor h = norm1->forward(x);
     auto split_heads = [&](const torch::Tensor& t) {
       return t.view({t.size(0), t.size(1), heads, -1}).transpose(1, 2);
     };
-    const torch::Tensor attended = at::scaled_dot_product_attention(
-        split_heads(q->forward(h)), split_heads(k->forward(h)), split_heads(v->forward(h)), {}, 0.0, /*is_causal=*/true);
+    const torch::Tensor qh = split_heads(q->forward(h)), kh = split_heads(k->forward(h)), vh = split_heads(v->forward(h));
+    const torch::Tensor attended = cp ? fulgur::ring_attention(qh, kh, vh, *cp, /*causal=*/true)
+                                      : at::scaled_dot_product_attention(qh, kh, vh, {}, 0.0, /*is_causal=*/true);
     x = x + proj->forward(attended.transpose(1, 2).reshape({attended.size(0), attended.size(2), -1}));
     x = x + down->forward(torch::gelu(up->forward(norm2->forward(x))));
     const torch::Tensor logits = head->forward(norm->forward(x));
-    if (tp) return fulgur::vocab_parallel_cross_entropy(logits, b.target, *tp);
-    return torch::nn::functional::cross_entropy(logits.reshape({-1, kVocab}), b.target.reshape({-1}));
+    if (tp) return fulgur::vocab_parallel_cross_entropy(logits, target, *tp);
+    return torch::nn::functional::cross_entropy(logits.reshape({-1, kVocab}), target.reshape({-1}));
   }
   torch::Tensor training_step(const fulgur::Batch& b, int64_t) override {
     const torch::Tensor loss = loss_of(b);
@@ -120,7 +129,7 @@ struct TinyLM : fulgur::LightningModule {
 
   const ProbeModelOptions o;
   int64_t heads;
-  std::shared_ptr<fulgur::ProcessGroup> tp;
+  std::shared_ptr<fulgur::ProcessGroup> tp, cp;
   fulgur::ShardableEmbedding token{nullptr};
   torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr}, norm{nullptr};
   fulgur::ShardableLinear q{nullptr}, k{nullptr}, v{nullptr}, proj{nullptr}, up{nullptr}, down{nullptr}, head{nullptr};

@@ -1,5 +1,5 @@
 // Strategy model_parallel in real processes: a one-block decoder split over
-// a tp x dp mesh (fulgur's launcher, Gloo; and mpirun, MPI) trains to the
+// a tp x cp x dp mesh (fulgur's launcher, Gloo; and mpirun, MPI) trains to the
 // weights one process reaches on the same global batch; checkpoints written
 // on one mesh load into another.
 #include "support/pickled_tensor.hpp"
@@ -78,6 +78,15 @@ TEST_CASE("model_parallel: tp 2 (sequence parallel off and on) and tp 2 x dp 2 (
   CHECK(torch::allclose(fsdp, one, 1e-5, 1e-5));
 }
 
+TEST_CASE("model_parallel: ring attention over cp 2, and tp 2 x cp 2 with sequence parallelism, equal one process") {
+  TempDir dir("model-parallel-context");
+  const torch::Tensor one = run_and_load(dir, "one", "--data.batch_size 8");
+  const std::string cp2 = " --trainer.model_parallel.context_parallel_size 2 --data.batch_size 8";
+  CHECK(torch::allclose(run_and_load(dir, "cp2", mesh(2, 1) + cp2), one, 1e-5, 1e-5));
+  CHECK(torch::allclose(run_and_load(dir, "tp2-cp2", mesh(4, 2) + cp2 + " --model.sequence_parallel true"), one, 1e-5,
+                        1e-5));
+}
+
 TEST_CASE("model_parallel: gradient clipping takes the norm over every shard, as one process does") {
   TempDir dir("model-parallel-clip");
   const std::string clip = " --data.batch_size 8 --trainer.gradient_clip_val 0.05";
@@ -91,7 +100,9 @@ TEST_CASE("model_parallel: gradient clipping takes the norm over every shard, as
 TEST_CASE("model_parallel: a checkpoint written on tp 2 loads into tp 1 and tp 4 bit for bit") {
   TempDir dir("model-parallel-reshard");
   const torch::Tensor tp2 = run_and_load(dir, "tp2", mesh(2, 2) + " --data.batch_size 8");
-  const std::string ckpt = only_checkpoint(dir, "tp2").string();
+  // A copy: a fit resumed from a checkpoint in another run's folder may replace it as its best.
+  const std::string ckpt = (dir.path() / "tp2.ckpt").string();
+  std::filesystem::copy_file(only_checkpoint(dir, "tp2"), ckpt);
   // max_epochs as the checkpoint's: the fit restores and ends at once.
   CHECK(torch::equal(run_and_load(dir, "tp1", "--data.batch_size 8 --ckpt_path " + ckpt), tp2));
   CHECK(torch::equal(run_and_load(dir, "tp4", mesh(4, 4) + " --data.batch_size 8 --ckpt_path " + ckpt), tp2));
