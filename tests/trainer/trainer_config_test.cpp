@@ -150,7 +150,7 @@ TEST_CASE("TrainerConfig: exact error messages") {
         "[TrainerConfig::resolve] devices=4 but only 2 CUDA device(s) are visible");
   CHECK(message(TrainerOptions().num_nodes(0)) == "[TrainerOptions] num_nodes must be >= 1, got 0");
   CHECK_THROWS_WITH_AS(fulgur::parse_choice<fulgur::StrategyKind>("deepspeed"),
-                       "must be one of auto, single_device, ddp, horovod, fsdp, got 'deepspeed'",
+                       "must be one of auto, single_device, ddp, horovod, fsdp, model_parallel, got 'deepspeed'",
                        std::invalid_argument);
   CHECK(message(TrainerOptions().strategy(fulgur::StrategyKind::SingleDevice).devices(2)) ==
         "[TrainerConfig::resolve] strategy 'single_device' needs devices=1 and num_nodes=1, got devices=2 "

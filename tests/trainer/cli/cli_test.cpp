@@ -219,7 +219,7 @@ TEST_CASE("cli: bad input exits 2 with one message naming the key, and writes no
        "'16-mixed'?\n"},
       {{"--trainer.ddp.bucket_cap_mb", "0"}, "error: trainer.ddp.bucket_cap_mb: must be > 0, got 0\n"},
       {{"--trainer.strategy", "deepspeed"},
-       "error: trainer.strategy: must be one of auto, single_device, ddp, horovod, fsdp, got 'deepspeed'\n"},
+       "error: trainer.strategy: must be one of auto, single_device, ddp, horovod, fsdp, model_parallel, got 'deepspeed'\n"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"fit", "--trainer.default_root_dir", root};
