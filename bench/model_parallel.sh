@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # bench/model_parallel.sh BUILD_DIR: per-rank memory of strategy
 # model_parallel for the transformer_lm example (LAYERS x DIM, default
-# 4 x 256, 8 heads, CONTEXT 512 tokens, 4 sequences per step): the
+# 4 x 256, 8 heads, CONTEXT 512 tokens, BATCH 4 sequences per step): the
 # training state a rank keeps between steps (parameters, gradients, AdamW
 # state: counted bytes) and its peak RSS, on one process and at tp 2 and
 # tp 4, with and without sequence parallelism, each rank one intra-op
 # thread. Prints one line per run and the ratios against one process:
 # state(tp) / state(1) should be about 1/tp (the embeddings' positions and
 # the norms stay whole); the RSS above a run of the same model with a
-# context of 16 tokens is the activations'. Record them in bench/RESULTS.md.
+# context of 16 tokens is the activations'. Sequence parallelism splits the
+# [batch, tokens, width] activations of the norms and residuals, which
+# matter where the attention's do not (Megatron-LM's count per layer:
+# s b h (34 + 5 a s / h) without tp): try LAYERS=2 DIM=512 CONTEXT=64
+# BATCH=32. Record them in bench/RESULTS.md.
 set -euo pipefail
 build="$(cd "${1:-build}" && pwd)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-model=(--layers "${LAYERS:-4}" --dim "${DIM:-256}" --heads 8 --batch_size 4 --max_steps "${STEPS:-4}"
+model=(--layers "${LAYERS:-4}" --dim "${DIM:-256}" --heads 8 --batch_size "${BATCH:-4}" --max_steps "${STEPS:-4}"
        --limit_val_batches 0 --enable_checkpointing false)
 
 run() {  # $1 = ranks, $2 = tp, $3 = sequence_parallel, $4 = context; prints "state_mb rss_mib step_s" (worst rank)

@@ -8,7 +8,7 @@
 // so under --strategy model_parallel configure_model splits them over the
 // tensor-parallel ranks (attention by heads, the MLP Megatron-style, the
 // vocabulary of the embedding and the head), with sequence parallelism
-// as an option.
+// as an option, and ring attention over the context-parallel ranks.
 #include <fulgur/fulgur.hpp>
 #include <fulgur/strategies/cuda/cuda_device_stats.hpp>
 #include <fulgur/trainer/training_state_bytes.hpp>
@@ -36,12 +36,15 @@ struct TransformerBlockImpl : torch::nn::Module {
     const torch::Tensor h = norm1->forward(x);
     // [B, T, H, D] -> [B, H, T, D]; under tensor parallelism H is this rank's heads.
     auto split_heads = [&](const torch::Tensor& t) { return t.view({t.size(0), t.size(1), heads, -1}).transpose(1, 2); };
-    const torch::Tensor attended = at::scaled_dot_product_attention(
-        split_heads(q->forward(h)), split_heads(k->forward(h)), split_heads(v->forward(h)), {}, 0.0, /*is_causal=*/true);
+    const torch::Tensor qh = split_heads(q->forward(h)), kh = split_heads(k->forward(h)), vh = split_heads(v->forward(h));
+    // Under context parallelism the other ranks hold the rest of the sequence: ring attention.
+    const torch::Tensor attended = cp ? fulgur::ring_attention(qh, kh, vh, *cp, /*causal=*/true)
+                                      : at::scaled_dot_product_attention(qh, kh, vh, {}, 0.0, /*is_causal=*/true);
     x = x + proj->forward(attended.transpose(1, 2).reshape({attended.size(0), attended.size(2), -1}));
     return x + fc2->forward(torch::gelu(fc1->forward(norm2->forward(x))));
   }
   int64_t heads;
+  std::shared_ptr<fulgur::ProcessGroup> cp;  // set under context parallelism
   torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
   fulgur::ShardableLinear q{nullptr}, k{nullptr}, v{nullptr}, proj{nullptr}, fc1{nullptr}, fc2{nullptr};
 };
@@ -55,7 +58,7 @@ struct TransformerLM : fulgur::LightningModule {
                 bool sequence_parallel = false)
       : lr(lr), sgd(sgd), sequence_parallel(sequence_parallel) {
     token = register_module("token", fulgur::ShardableEmbedding(256, dim));
-    position = register_module("position", torch::nn::Embedding(context, dim));
+    position = register_module("position", fulgur::ShardableEmbedding(context, dim));
     blocks = register_module("blocks", torch::nn::Sequential());
     for (int64_t i = 0; i < layers; ++i) {
       block_list.emplace_back(dim, heads);
@@ -67,12 +70,17 @@ struct TransformerLM : fulgur::LightningModule {
   // Under strategy model_parallel: the Megatron plan over the mesh's tp.
   void configure_model(fulgur::DeviceMesh& mesh) override {
     using fulgur::ColwiseParallel, fulgur::RowwiseParallel, fulgur::SequenceParallel, fulgur::Shard, fulgur::Replicate;
+    if (mesh.spans("cp")) {
+      cp = mesh.share_group("cp");
+      for (auto& block : block_list) block->cp = cp;
+    }
     if (!mesh.spans("tp")) return;
     tp = mesh.share_group("tp");
     for (auto& block : block_list) block->heads = mesh.split("tp", block->heads, "heads");
     const fulgur::Layout between = sequence_parallel ? Shard(1) : Replicate();
     fulgur::ParallelPlan plan{
-        {"token", RowwiseParallel(Replicate(), Replicate())},  // vocab-parallel; the positions are added whole
+        {"token", RowwiseParallel(Replicate(), Replicate())},     // vocab-parallel
+        {"position", RowwiseParallel(Replicate(), Replicate())},  // each rank a share of the positions' rows
         {"blocks.*.module.q", ColwiseParallel(between)},
         {"blocks.*.module.k", ColwiseParallel(between)},
         {"blocks.*.module.v", ColwiseParallel(between)},
@@ -89,20 +97,33 @@ struct TransformerLM : fulgur::LightningModule {
     fulgur::parallelize_module(*this, mesh, plan);
   }
   torch::Tensor loss_of(const fulgur::Batch& b) {
-    const auto positions = torch::arange(b.input.size(1), b.input.options());
-    torch::Tensor x = token->forward(b.input) + position->forward(positions);
+    torch::Tensor input = b.input, target = b.target;
+    torch::Tensor positions = torch::arange(b.input.size(1), b.input.options());
+    if (cp) {  // this rank's tokens: two mirrored chunks of each sequence
+      positions = fulgur::context_parallel_positions(b.input.size(1), cp->rank(), cp->size()).to(b.input.device());
+      input = input.index_select(1, positions);
+      target = target.index_select(1, positions);
+    }
+    torch::Tensor x = token->forward(input) + position->forward(positions);
     if (tp && sequence_parallel) x = fulgur::split_to_group(x, 1, *tp);  // each rank its chunk of the sequence
     const torch::Tensor logits = head->forward(norm->forward(blocks->forward(x)));
-    if (tp) return fulgur::vocab_parallel_cross_entropy(logits, b.target, *tp);
-    return torch::nn::functional::cross_entropy(logits.reshape({-1, 256}), b.target.reshape({-1}));
+    if (tp) return fulgur::vocab_parallel_cross_entropy(logits, target, *tp);
+    return torch::nn::functional::cross_entropy(logits.reshape({-1, 256}), target.reshape({-1}));
   }
   torch::Tensor training_step(const fulgur::Batch& b, int64_t) override {
     const torch::Tensor loss = loss_of(b);
-    log("train_loss", loss, {.prog_bar = true});
+    log("train_loss", whole_sequence(loss), {.prog_bar = true});
     return loss;
   }
   void validation_step(const fulgur::Batch& b, int64_t) override {
-    log("val_loss", loss_of(b), {.sync_dist = true});
+    log("val_loss", whole_sequence(loss_of(b)), {.sync_dist = true});
+  }
+  // Each context-parallel rank's loss is its tokens' mean: what is logged is the whole sequence's.
+  torch::Tensor whole_sequence(const torch::Tensor& loss) const {
+    if (!cp) return loss;
+    torch::Tensor mean = loss.detach().clone();
+    cp->all_reduce(mean, fulgur::ReduceOp::Sum);
+    return mean / static_cast<double>(cp->size());
   }
   fulgur::OptimizerConfig configure_optimizers() override {
     if (sgd) return {std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(lr)), std::nullopt};
@@ -138,13 +159,12 @@ struct TransformerLM : fulgur::LightningModule {
   double lr;
   bool sgd;
   bool sequence_parallel;
-  std::shared_ptr<fulgur::ProcessGroup> tp;  // set under tensor parallelism
+  std::shared_ptr<fulgur::ProcessGroup> tp, cp;  // set under tensor, context parallelism
   std::vector<TransformerBlock> block_list;
   int64_t steps = 0;
   double timed_seconds = 0.0;
   std::chrono::steady_clock::time_point last_start;
-  fulgur::ShardableEmbedding token{nullptr};
-  torch::nn::Embedding position{nullptr};
+  fulgur::ShardableEmbedding token{nullptr}, position{nullptr};
   torch::nn::Sequential blocks{nullptr};
   torch::nn::LayerNorm norm{nullptr};
   fulgur::ShardableLinear head{nullptr};

@@ -44,8 +44,8 @@ torch::Tensor ShardableLinearImpl::forward(const torch::Tensor& input) {
   if (!group_) return torch::nn::LinearImpl::forward(input);
   ProcessGroup& g = *group_;
   if (style_.kind == ParallelStyle::Kind::Colwise) {
-    const torch::Tensor x = style_.input.sharded ? gather_sequence(input, style_.input.dim, g) : copy_to_group(input, g);
-    const torch::Tensor y = torch::nn::functional::linear(x, weight, bias);
+    const torch::Tensor y = style_.input.sharded ? gathered_linear(input, weight, bias, style_.input.dim, g)
+                                                 : torch::nn::functional::linear(copy_to_group(input, g), weight, bias);
     return style_.output.sharded ? y : gather_from_group(y, -1, g);
   }
   const torch::Tensor x = style_.input.sharded ? input : split_to_group(input, -1, g);

@@ -109,6 +109,28 @@ struct ReduceScatterSequence : torch::autograd::Function<ReduceScatterSequence> 
   }
 };
 
+struct GatheredLinear : torch::autograd::Function<GatheredLinear> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& input, const torch::Tensor& weight,
+                               const std::optional<torch::Tensor>& bias, int64_t dim, ProcessGroup* group) {
+    save_group(ctx, *group, dim);
+    ctx->save_for_backward({input, weight});
+    ctx->saved_data["bias"] = bias.has_value();
+    return torch::nn::functional::linear(gathered(input, dim, *group), weight, bias.value_or(torch::Tensor()));
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    ProcessGroup& group = group_of(ctx);
+    const int64_t dim = dim_of(ctx);
+    const torch::Tensor whole = gathered(saved[0], dim, group);  // again, instead of kept
+    const torch::Tensor& grad = grads[0];
+    const torch::Tensor grad_rows = grad.reshape({-1, grad.size(-1)});
+    const torch::Tensor grad_weight = grad_rows.t().matmul(whole.reshape({-1, whole.size(-1)}));
+    const torch::Tensor grad_bias = ctx->saved_data["bias"].toBool() ? grad_rows.sum(0) : torch::Tensor();
+    const torch::Tensor grad_input = reduce_scattered(grad.matmul(saved[1]), dim, group);
+    return {grad_input, grad_weight, grad_bias, torch::Tensor(), torch::Tensor()};
+  }
+};
+
 // Per-token loss of vocabulary-split logits [tokens, V/n]; targets [tokens].
 struct VocabParallelCrossEntropy : torch::autograd::Function<VocabParallelCrossEntropy> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& logits, const torch::Tensor& target,
@@ -161,6 +183,12 @@ torch::Tensor gather_sequence(const torch::Tensor& input, int64_t dim, ProcessGr
 
 torch::Tensor reduce_scatter_sequence(const torch::Tensor& input, int64_t dim, ProcessGroup& group) {
   return ReduceScatterSequence::apply(input, dim < 0 ? dim + input.dim() : dim, &group);
+}
+
+torch::Tensor gathered_linear(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias,
+                              int64_t dim, ProcessGroup& group) {
+  const std::optional<torch::Tensor> maybe_bias = bias.defined() ? std::optional<torch::Tensor>(bias) : std::nullopt;
+  return GatheredLinear::apply(input, weight, maybe_bias, dim < 0 ? dim + input.dim() : dim, &group);
 }
 
 void sum_gradients_over_group(torch::Tensor& param, std::shared_ptr<ProcessGroup> group) {

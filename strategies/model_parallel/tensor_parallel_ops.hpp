@@ -33,6 +33,14 @@ torch::Tensor gather_sequence(const torch::Tensor& input, int64_t dim, ProcessGr
 /// along `dim` (each rank keeps its chunk, summed); backward all-gathers.
 torch::Tensor reduce_scatter_sequence(const torch::Tensor& input, int64_t dim, ProcessGroup& group);
 
+/// A column-split linear layer fed by sequence-parallel activations:
+/// forward all-gathers `input` along `dim` and applies the layer; only this
+/// rank's chunk is kept for backward, which gathers it again (so the whole
+/// sequence's input never stays in memory between forward and backward) and
+/// reduce-scatters the input's gradient. `bias` may be undefined.
+torch::Tensor gathered_linear(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias,
+                              int64_t dim, ProcessGroup& group);
+
 /// Sums `param`'s gradient over `group` as backward produces it (a hook,
 /// kept with the parameter, which keeps the group): for parameters that
 /// stay whole on every rank but see only this rank's sequence chunk.

@@ -1,7 +1,8 @@
 // The transformer language model example from its own main(), on the bytes
 // of Python's pydoc topics: trained with FULL_SHARD on 2 processes (each
-// block a ShardedUnit) it must end where ddp ends, and learn; with
-// activation checkpointing it ends where it ends without, under every strategy.
+// block a ShardedUnit) it must end where ddp ends, and learn; so must it
+// split over a tp x dp or cp x dp mesh; with activation checkpointing it
+// ends where it ends without, under every strategy.
 #include "support/pickled_tensor.hpp"
 #include "support/test_support.hpp"
 
@@ -68,6 +69,27 @@ TEST_CASE("transformer_lm example: FULL_SHARD on 2 processes ends where ddp ends
     shards += entry.path().filename().string().find("last.ckpt.") == 0 ? 1 : 0;
   }
   CHECK(shards == 2);
+}
+
+TEST_CASE("transformer_lm example: tp 2 x dp 2 with sequence parallelism, and cp 2 x dp 2, end where ddp on 2 ends") {
+  REQUIRE(std::filesystem::exists("/usr/lib/python3.11/pydoc_data/topics.py"));
+  TempDir dir("example-transformer-lm-mesh");
+  const Run ddp = train(dir, "ddp", "--devices 2 --strategy ddp");
+  INFO(ddp.output);
+  REQUIRE(ddp.exit_code == 0);
+  // The same global batch: dp 2 in each, the model split over the other 2.
+  const Run tp = train(dir, "tp", "--devices 4 --strategy model_parallel --model_parallel.tensor_parallel_size 2 "
+                                   "--sequence_parallel true");
+  INFO(tp.output);
+  REQUIRE(tp.exit_code == 0);
+  const Run cp = train(dir, "cp", "--devices 4 --strategy model_parallel --model_parallel.context_parallel_size 2");
+  INFO(cp.output);
+  REQUIRE(cp.exit_code == 0);
+  CHECK(perplexity(ddp.output) < 40.0);
+  CHECK(perplexity(tp.output) == doctest::Approx(perplexity(ddp.output)).epsilon(1e-4));
+  CHECK(perplexity(cp.output) == doctest::Approx(perplexity(ddp.output)).epsilon(1e-4));
+  // Each tp rank keeps half of the split layers: fewer numbers than a ddp replica.
+  CHECK(tp.weights.numel() < ddp.weights.numel());
 }
 
 TEST_CASE("transformer_lm example: with whole_after_fit false each rank keeps only its rows after fit") {
