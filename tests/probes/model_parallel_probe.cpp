@@ -105,7 +105,12 @@ struct TinyLM : fulgur::LightningModule {
     log("train_loss", loss);
     return loss;
   }
-  void validation_step(const fulgur::Batch& b, int64_t) override { log("val_loss", loss_of(b), {.sync_dist = true}); }
+  void validation_step(const fulgur::Batch& b, int64_t) override {
+    log("val_loss", loss_of(b), {.sync_dist = true});
+    // Summed over the data-parallel replicas: a tp block counts its batch once.
+    log("val_tokens", torch::tensor(static_cast<double>(b.target.numel())),
+        {.reduce = fulgur::ReduceOp::Sum, .sync_dist = true});
+  }
   fulgur::OptimizerConfig configure_optimizers() override {
     return {std::make_shared<torch::optim::Adam>(parameters(), torch::optim::AdamOptions(o.lr())), std::nullopt};
   }

@@ -2,6 +2,7 @@
 // a tp x cp x dp mesh (fulgur's launcher, Gloo; and mpirun, MPI) trains to the
 // weights one process reaches on the same global batch; checkpoints written
 // on one mesh load into another.
+#include "support/metrics_csv.hpp"
 #include "support/pickled_tensor.hpp"
 #include "support/probe_commands.hpp"
 #include "support/test_support.hpp"
@@ -85,6 +86,23 @@ TEST_CASE("model_parallel: ring attention over cp 2, and tp 2 x cp 2 with sequen
   CHECK(torch::allclose(run_and_load(dir, "cp2", mesh(2, 1) + cp2), one, 1e-5, 1e-5));
   CHECK(torch::allclose(run_and_load(dir, "tp2-cp2", mesh(4, 2) + cp2 + " --model.sequence_parallel true"), one, 1e-5,
                         1e-5));
+}
+
+TEST_CASE("model_parallel: logged values sync over dp only, as one process logs them") {
+  TempDir dir("model-parallel-logged");
+  const std::string validate = " --trainer.max_epochs 1 --trainer.limit_val_batches 1.0";
+  run_and_load(dir, "one", "--data.batch_size 8" + validate);
+  run_and_load(dir, "tp2-dp2", mesh(4, 2, "ddp") + " --data.batch_size 4" + validate);
+  auto logged = [&](const std::string& name, const std::string& column) {
+    const auto series = fulgur::testing::csv_series(
+        fulgur::testing::read_file(dir / name / "fulgur_logs" / "version_0" / "metrics.csv"), column);
+    REQUIRE(series.size() == 1);
+    return series.front().second;
+  };
+  // 32 sequences of 8 tokens, each counted once (over the world: twice).
+  CHECK(logged("one", "val_tokens") == 256.0);
+  CHECK(logged("tp2-dp2", "val_tokens") == 256.0);
+  CHECK(logged("tp2-dp2", "val_loss") == doctest::Approx(logged("one", "val_loss")).epsilon(1e-6));
 }
 
 TEST_CASE("model_parallel: gradient clipping takes the norm over every shard, as one process does") {
