@@ -115,7 +115,7 @@ TEST_CASE("model_parallel: gradient clipping takes the norm over every shard, as
                         1e-5));
 }
 
-TEST_CASE("model_parallel: a checkpoint written on tp 2 loads into tp 1 and tp 4 bit for bit") {
+TEST_CASE("model_parallel: a checkpoint written on tp 2 loads into tp 1 and tp 4, and dp 2 x tp 2 into dp 4, bit for bit") {
   TempDir dir("model-parallel-reshard");
   const torch::Tensor tp2 = run_and_load(dir, "tp2", mesh(2, 2) + " --data.batch_size 8");
   // A copy: a fit resumed from a checkpoint in another run's folder may replace it as its best.
@@ -129,6 +129,11 @@ TEST_CASE("model_parallel: a checkpoint written on tp 2 loads into tp 1 and tp 4
   CHECK_FALSE(torch::equal(resumed, tp2));
   CHECK(torch::allclose(run_and_load(dir, "tp4-more", mesh(4, 4) + " --data.batch_size 8 --trainer.max_epochs 3 --ckpt_path " + ckpt),
                         resumed, 1e-5, 1e-5));
+  // dp 2 x tp 2 (fsdp along dp) into dp 4 x tp 1.
+  const torch::Tensor grid = run_and_load(dir, "dp2-tp2", mesh(4, 2) + " --data.batch_size 4");
+  const std::string grid_ckpt = (dir.path() / "dp2-tp2.ckpt").string();
+  std::filesystem::copy_file(only_checkpoint(dir, "dp2-tp2"), grid_ckpt);
+  CHECK(torch::equal(run_and_load(dir, "dp4", mesh(4, 1) + " --data.batch_size 4 --ckpt_path " + grid_ckpt), grid));
 }
 
 TEST_CASE("model_parallel: a mesh that does not fit the world, or heads tp does not divide, is one line") {
