@@ -2,8 +2,13 @@
 
 examples::LitClassifier::LitClassifier(const LitClassifierOptions& o) : options_(o) {
   o.validate();
-  net_ = fulgur::models::create_model(o.arch(), o.num_classes(), o.in_channels(),
-                                      {.channels_last = o.channels_last(), .zero_init_residual = o.zero_init_residual()});
+  if (o.arch() == "vit") {
+    vit_ = VisionTransformer(o.in_channels(), o.num_classes());
+    net_ = torch::nn::AnyModule(vit_);
+  } else {
+    net_ = fulgur::models::create_model(o.arch(), o.num_classes(), o.in_channels(),
+                                        {.channels_last = o.channels_last(), .zero_init_residual = o.zero_init_residual()});
+  }
   register_module("net", net_.ptr());
   namespace M = fulgur::metrics;
   // States only (no parameters or buffers): checkpoints and weights files are unchanged.
@@ -11,7 +16,7 @@ examples::LitClassifier::LitClassifier(const LitClassifierOptions& o) : options_
   val_metrics_->add("acc", std::make_shared<M::Accuracy>(M::StatScoresOptions(o.num_classes()).average(M::Average::Micro)));
   val_metrics_->add("f1", std::make_shared<M::F1Score>(M::StatScoresOptions(o.num_classes()).average(M::Average::Macro)));
   if (o.weights().empty()) return;
-  const auto skipped = fulgur::load_pretrained(*net_.ptr(), o.weights(), fulgur::models::classifier_head(o.arch()));
+  const auto skipped = fulgur::load_pretrained(*net_.ptr(), o.weights(), o.arch() == "vit" ? "head" : fulgur::models::classifier_head(o.arch()));
   fmt::print("fulgur: loaded weights from {}{}\n", o.weights(), skipped.empty() ? "" : fmt::format(
       " except {} (shape differs: new head for num_classes {})", fmt::join(skipped, ", "), o.num_classes()));
 }

@@ -1,11 +1,21 @@
 #pragma once
 
+#include "vision_transformer.hpp"
+
 #include <fulgur/fulgur.hpp>
 
 namespace examples {
 
+/// fulgur's models and the example's vision transformer.
+inline std::vector<std::string> arch_names() {
+  std::vector<std::string> names = fulgur::models::model_names();
+  names.push_back("vit");
+  return names;
+}
+
 #define LIT_CLASSIFIER_OPTIONS(X)                                                                                       \
-  X(std::string, arch, "cnn", "network: a ResNet, cnn or mlp", (fulgur::check::OneOf{fulgur::models::model_names()}))   \
+  X(std::string, arch, "cnn", "network: a ResNet, cnn, mlp or vit (split by heads under strategy model_parallel)",      \
+    (fulgur::check::OneOf{examples::arch_names()}))                                                                    \
   X(int64_t, num_classes, 10, "classes (a weights head of another size starts fresh)", fulgur::check::AtLeast{2})       \
   X(int64_t, in_channels, 3, "channels of the input images", fulgur::check::AtLeast{1})                                 \
   X(double, lr, 0.05, "SGD learning rate", fulgur::check::Positive{})                                                   \
@@ -33,11 +43,16 @@ class LitClassifier : public fulgur::LightningModule {
   void test_step(const fulgur::Batch& b, int64_t) override { step(b, "test"); }
   torch::Tensor predict_step(const fulgur::Batch& b, int64_t) override { return net_.forward(b.input).argmax(1); }
   fulgur::OptimizerConfig configure_optimizers() override;
+  /// Under strategy model_parallel: the vision transformer's plan (the others stay whole).
+  void configure_model(fulgur::DeviceMesh& mesh) override {
+    if (vit_) vit_->parallelize(mesh);
+  }
 
  private:
   torch::Tensor step(const fulgur::Batch& batch, const std::string& stage);  // logs; returns the loss
   LitClassifierOptions options_;
   torch::nn::AnyModule net_;
+  VisionTransformer vit_{nullptr};  // arch vit
   std::shared_ptr<fulgur::metrics::MetricCollection> val_metrics_;  // val_acc, val_f1
 };
 

@@ -45,6 +45,28 @@ TEST_CASE("example cinic10: fit + test on the digits reaches high accuracy") {
   CHECK(hparams.find("max_epochs: 4") != std::string::npos);
 }
 
+TEST_CASE("example cinic10: the vision transformer split over tp 2 by its plan trains as on one process") {
+  REQUIRE_MESSAGE(std::filesystem::exists(kDigits + "/train"), "demo data missing: run scripts/setup.sh");
+  TempDir dir("example-vit");
+  // Every rank reads the whole set in the same order, as one process does.
+  const std::string fit = kBinary + " fit --config " + FULGUR_SOURCE_DIR + "/examples/cinic10/digits.yaml --data.root " +
+                          kDigits + " --model.arch vit --trainer.max_epochs 2 --trainer.limit_train_batches 20 " +
+                          "--trainer.use_distributed_sampler false --data.num_workers 0 --trainer.default_root_dir ";
+  const auto one = run_command(fit + (dir.path() / "one").string(), 300);
+  INFO(one.output);
+  REQUIRE(one.exit_code == 0);
+  const auto tp = run_command(fit + (dir.path() / "tp").string() +
+                                  " --trainer.devices 2 --trainer.strategy model_parallel "
+                                  "--trainer.model_parallel.tensor_parallel_size 2",
+                              300);
+  INFO(tp.output);
+  REQUIRE(tp.exit_code == 0);
+  auto csv = [&](const std::string& name) { return read_file(dir.path() / name / "fulgur_logs" / "version_0" / "metrics.csv"); };
+  CHECK(last_csv_value(csv("one"), "val_acc") > 0.3);  // it learns (10 classes)
+  CHECK(last_csv_value(csv("tp"), "val_loss") == doctest::Approx(last_csv_value(csv("one"), "val_loss")).epsilon(1e-5));
+  CHECK(last_csv_value(csv("tp"), "test_acc") == doctest::Approx(last_csv_value(csv("one"), "test_acc")).epsilon(1e-6));
+}
+
 TEST_CASE("example cinic10: predict writes a tensor Python's torch.load reads") {
   TempDir dir("example-predict");
   const auto result = run_command(kBinary + " predict --config " + FULGUR_SOURCE_DIR +
