@@ -94,15 +94,16 @@ TEST_CASE("a client killed with SIGKILL mid-run: its connection closes, the serv
 
 TEST_CASE("a client whose host vanished (SIGSTOP: its socket stays open, nothing answers): the heartbeat closes "
           "its connection after client_timeout_s, and the server counts it gone and ends") {
+  // 5 s: the streaming clients' own connections are never that silent, even on a loaded machine.
   TempDir dir("ensemble-gone-stop");
-  const Outcome outcome = run_with(dir, "STOP", ", client_timeout_s: 3");
+  const Outcome outcome = run_with(dir, "STOP", ", client_timeout_s: 5");
   INFO(outcome.log);
   REQUIRE(outcome.exit_code == 0);
   CHECK(outcome.log.find("rank 0: client 7 gone (its connection closed without a goodbye)") != std::string::npos);
   CHECK(outcome.log.find("fulgur: ensemble: 3 clients (1 without a goodbye): ") != std::string::npos);
   MESSAGE("server ended " << outcome.after_signal_s << " s after the SIGSTOP");
-  // Not before the heartbeat's time-out (3 s after a ping that went at most a ping interval, 0.6 s, before it).
-  CHECK(outcome.after_signal_s >= 2.0);
+  // Not before the heartbeat's time-out (5 s after a ping that went at most a ping interval, 1 s, before it).
+  CHECK(outcome.after_signal_s >= 3.0);
   CHECK(outcome.after_signal_s < 45.0);
 }
 
