@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Many client processes at once into fulgur_serve on a loaded machine
 # (docs/ensemble.md, "Under load"): N ensemble_client_probe processes (the
-# test suite's C solver, 4 messages of 4 samples each) started together
+# test suite's C solver, 4 messages of 4 samples each, close_timeout 300 s:
+# the solver's own 30 s ran out on a starved machine) started together
 # against RANKS server ranks (2: under mpirun), with HOGS busy loops beside
 # them. The clients start first and wait for the rendezvous file, so all N
 # are running when the server starts. Prints the wall time (the server's
@@ -53,7 +54,7 @@ done
 launch=$(date +%s.%N)
 pids=()
 for ((id = 0; id < n; ++id)); do
-  FULGUR_PROBE_CONNECT_TIMEOUT_S=600 "$build/bin/ensemble_client_probe" "$run/run/ensemble.rendezvous" "$id" 16 4 \
+  FULGUR_PROBE_CONNECT_TIMEOUT_S=600 "$build/bin/ensemble_client_probe" "$run/run/ensemble.rendezvous" "$id" 16 4 close_timeout 300 \
     > /dev/null 2>> "$run/clients.log" &
   pids+=($!)
 done
