@@ -15,6 +15,8 @@
 //      field sent every 10th step, against the same steps without.
 //
 //   ensemble_bench [--messages 3200] [--seconds 4] [--sim_steps 2000] [--pairs 5] [--only ingestion|training|solver]
+//   ensemble_bench --only ingestion_zmq [--kib 64] [--messages 3200] [--pairs 5]
+//                  fulgur against plain ZeroMQ PUSH/PULL alone, alternating pairs: each ratio and the median
 #include "bench_support.hpp"
 
 #include <fulgur/ensemble/ensemble_client.hpp>
@@ -300,6 +302,24 @@ int main(int argc, char** argv) {
     std::printf("ensemble_bench[ingestion %zu KiB, 8 clients x %ld]: fulgur %.2f GB/s, raw TCP %.2f GB/s: %.2fx (goal >= 0.7); "
                 "plain ZeroMQ PUSH/PULL %.2f GB/s: %.2fx raw, fulgur %.2fx of it\n",
                 bytes >> 10, count, ours, raw, ours / raw, zmq, zmq / raw, ours / zmq);
+  }
+  if (only == "ingestion_zmq") {
+    // fulgur against plain ZeroMQ PUSH/PULL alone (no raw TCP), alternating, `--pairs` times: the median ratio.
+    const auto bytes = static_cast<size_t>(flag(argc, argv, "--kib", int64_t{64})) << 10;
+    std::vector<std::array<double, 3>> pairs;  // ratio, fulgur, zmq
+    for (int64_t p = 0; p < solver_pairs; ++p) {
+      const double zmq = plain_zmq_gbps(8, messages, bytes);
+      const double ours = fulgur_gbps(8, messages, bytes, dir / fmt::format("zmq{}", p));
+      pairs.push_back({ours / zmq, ours, zmq});
+      std::printf("ensemble_bench[ingestion %zu KiB, 8 clients x %ld, pair %ld]: fulgur %.2f GB/s, plain ZeroMQ "
+                  "PUSH/PULL %.2f GB/s: %.2fx\n",
+                  bytes >> 10, messages, p, ours, zmq, ours / zmq);
+    }
+    std::sort(pairs.begin(), pairs.end());
+    const auto& [ratio, ours, zmq] = pairs[pairs.size() / 2];
+    std::printf("ensemble_bench[ingestion %zu KiB against plain ZeroMQ]: median of %ld pairs %.2fx (fulgur %.2f GB/s, "
+                "ZeroMQ %.2f GB/s; goal >= 0.9)\n",
+                bytes >> 10, solver_pairs, ratio, ours, zmq);
   }
   if (runs("training")) {
     const double memory = steps_per_second(false, seconds, dir / "memory");

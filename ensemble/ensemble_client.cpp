@@ -320,6 +320,15 @@ void EnsembleClient::run() {
       // A rank holds at most queue_capacity unacknowledged messages of ours.
       const bool room = static_cast<int64_t>(ranks_[next].unacked.size()) < options_.queue_capacity;
       if (queue_.empty() || !room) {
+        if (!room && !queue_.empty()) {
+          // The rank's window is full: only its acknowledgements make room, and they come on its socket. Woken
+          // by the first (not after a fixed wait), the next message goes as soon as the rank took one.
+          lock.unlock();
+          zmq_pollitem_t item{ranks_[next].socket, 0, ZMQ_POLLIN, 0};
+          zmq_poll(&item, 1, 5);
+          next_look = Clock::now();
+          continue;
+        }
         if (unacked_ > 0) {
           changed_.wait_for(lock, std::chrono::milliseconds(5));  // acknowledgements come on the sockets
         } else {

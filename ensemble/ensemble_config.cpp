@@ -23,6 +23,7 @@ EnsembleOptions read_options(const YAML::Node& node) {
   o.max_message_bytes = section.get<int64_t>("max_message_bytes", o.max_message_bytes);
   o.time_limit_s = section.get<double>("time_limit_s", o.time_limit_s);
   o.drain_s = section.get<double>("drain_s", o.drain_s);
+  o.client_timeout_s = section.get<double>("client_timeout_s", o.client_timeout_s);
   const std::vector<std::string> unread = section.unread_keys();
   if (!unread.empty()) throw cli::ConfigError(unread.front() + ": unknown key");
   return o;

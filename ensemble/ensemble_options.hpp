@@ -27,6 +27,12 @@ struct EnsembleOptions {
   /// After training stopped, how long serve() still waits for goodbyes and
   /// samples in flight, so that they are counted (received, not trained).
   double drain_s = 5.0;
+  /// A client's connection silent this long (ZeroMQ's heartbeat: a ping
+  /// every fifth of it, unanswered) is closed: a host that vanished. A client
+  /// whose connection closed without a goodbye, and that did not come back,
+  /// is gone: serve() does not wait for its goodbye (0: no heartbeat; a
+  /// killed process's connection still closes at once).
+  double client_timeout_s = 10.0;
 };
 
 }  // namespace fulgur

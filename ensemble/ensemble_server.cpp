@@ -132,6 +132,20 @@ void EnsembleServer::bind(const std::string& port) {
   // Larger messages end the sender's connection before ZeroMQ allocates them.
   const int64_t largest = options_.max_message_bytes + (int64_t{1} << 12);
   zmq_setsockopt(socket_, ZMQ_MAXMSGSIZE, &largest, sizeof largest);
+  // A reply to a client whose connection closed fails (EHOSTUNREACH) instead of vanishing: how a gone
+  // client is told from a quiet one (ConnectionWatch).
+  const int mandatory = 1;
+  zmq_setsockopt(socket_, ZMQ_ROUTER_MANDATORY, &mandatory, sizeof mandatory);
+  // Clients that connect at once wait in the listen queue, not in SYN retries (ZeroMQ's default holds 100;
+  // the kernel caps it at net.core.somaxconn).
+  const int backlog = static_cast<int>(std::clamp<int64_t>(options_.expected_clients + kSpareFiles, 100, INT_MAX));
+  zmq_setsockopt(socket_, ZMQ_BACKLOG, &backlog, sizeof backlog);
+  if (options_.client_timeout_s > 0) {  // a connection silent past the time-out (a vanished host) is closed
+    const int timeout_ms = static_cast<int>(std::clamp(options_.client_timeout_s * 1000, 10.0, 1e9));
+    const int interval_ms = std::max(1, timeout_ms / 5);
+    zmq_setsockopt(socket_, ZMQ_HEARTBEAT_IVL, &interval_ms, sizeof interval_ms);
+    zmq_setsockopt(socket_, ZMQ_HEARTBEAT_TIMEOUT, &timeout_ms, sizeof timeout_ms);
+  }
   const std::string address =
       fmt::format("tcp://*:{}", !port.empty() ? port : options_.port == 0 ? std::string("*") : std::to_string(options_.port));
   if (zmq_bind(socket_, address.c_str()) != 0) {
@@ -141,6 +155,8 @@ void EnsembleServer::bind(const std::string& port) {
     socket_ = context_ = nullptr;
     throw std::invalid_argument(fmt::format("[EnsembleServer] cannot bind {}: {}", address, error));
   }
+  watch_ = std::make_unique<ConnectionWatch>(context_, socket_,
+                                             fmt::format("inproc://fulgur-ensemble-monitor-{}", static_cast<void*>(this)));
   if (!port.empty()) return;  // resumed: the endpoint is the one the clients know
   char bound[256] = {};
   size_t size = sizeof bound;
@@ -151,6 +167,7 @@ void EnsembleServer::bind(const std::string& port) {
 
 EnsembleServer::~EnsembleServer() {
   if (socket_ == nullptr) return;
+  watch_.reset();
   const int linger = 1000;  // the last acknowledgements (a goodbye's: its client waits for it) still go out
   zmq_setsockopt(socket_, ZMQ_LINGER, &linger, sizeof linger);
   zmq_close(socket_);
@@ -164,7 +181,7 @@ void EnsembleServer::serve() {
     return options_.time_limit_s > 0 &&
            Clock::now() - started > std::chrono::duration<double>(options_.time_limit_s);
   };
-  const auto done = [&] { return all_said_goodbye() && trainer_.global_step() >= options_.min_steps; };
+  const auto done = [&] { return all_finished() && trainer_.global_step() >= options_.min_steps; };
   while (trainer_.running() && !done() && !out_of_time()) receive_for(100);
   std::exception_ptr training_error;
   try {
@@ -176,7 +193,7 @@ void EnsembleServer::serve() {
   // passed. Stopped by a signal, it is left to the clients, which send it again to the next server.
   const double drain_s = trainer_.stop_signal() != 0 ? 0.0 : options_.drain_s;
   const auto drain_end = Clock::now() + std::chrono::duration<double>(drain_s);
-  while (Clock::now() < drain_end && !(options_.expected_clients > 0 && all_said_goodbye())) receive_for(50);
+  while (Clock::now() < drain_end && !all_finished()) receive_for(50);
   reconcile();
   const int64_t rank = trainer_.fabric().global_rank();
   if (trainer_.stop_signal() != 0) {
@@ -197,35 +214,68 @@ void EnsembleServer::serve() {
 }
 
 void EnsembleServer::receive_for(int milliseconds) {
-  zmq_pollitem_t item{socket_, 0, ZMQ_POLLIN, 0};
-  if (zmq_poll(&item, 1, milliseconds) <= 0) return;
-  while (receive_one()) {  // what is queued, without a poll per message
+  zmq_pollitem_t items[2] = {{socket_, 0, ZMQ_POLLIN, 0}, {watch_->monitor(), 0, ZMQ_POLLIN, 0}};
+  if (zmq_poll(items, 2, milliseconds) > 0 && (items[0].revents & ZMQ_POLLIN) != 0) {
+    while (receive_one()) {  // what is queued, without a poll per message
+    }
+    acknowledge();
   }
-  acknowledge();
+  watch_connections();
+}
+
+void EnsembleServer::watch_connections() {
+  watch_->read_events();
+  const auto unroutable = [&](uint64_t client) {
+    const auto route = routes_.find(client);
+    return route != routes_.end() && !reply(route->second, acknowledgement(client));
+  };
+  for (const uint64_t client : watch_->check(unroutable)) {
+    if (++gone_logged_ <= kLoggedJoins) {
+      std::cerr << fmt::format("fulgur: ensemble: rank {}: client {} gone (its connection closed without a "
+                               "goodbye){}",
+                               trainer_.fabric().global_rank(), client,
+                               gone_logged_ == kLoggedJoins ? " (further ones: the accounting)" : "")
+                << std::endl;
+    }
+  }
+}
+
+WireHeader EnsembleServer::acknowledgement(uint64_t client) {
+  WireHeader ack;
+  ack.kind = WireHeader::Kind::Ack;
+  ack.key = key_;
+  ack.client_id = client;
+  ack.message = delivered_[client].below;
+  ack.count = goodbyes_.count(client) != 0 ? WireHeader::kGoodbyeHeld : 0;
+  return ack;
 }
 
 void EnsembleServer::acknowledge() {
-  for (const uint64_t client : to_acknowledge_) {
-    WireHeader ack;
-    ack.kind = WireHeader::Kind::Ack;
-    ack.key = key_;
-    ack.client_id = client;
-    ack.message = delivered_[client].below;
-    ack.count = goodbyes_.count(client) != 0 ? WireHeader::kGoodbyeHeld : 0;
-    reply(routes_[client], ack);
-  }
+  for (const uint64_t client : to_acknowledge_) reply(routes_[client], acknowledgement(client));
   to_acknowledge_.clear();
 }
 
-void EnsembleServer::reply(const std::string& route, const WireHeader& header) {
+bool EnsembleServer::reply(const std::string& route, const WireHeader& header) {
   const std::string frame = header.encode();
-  // A ROUTER drops what it cannot deliver (a client gone): it never blocks here.
-  zmq_send(socket_, route.data(), route.size(), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+  // Never blocks: a full connection (EAGAIN) drops the reply (the client asks again), and a route that is gone
+  // (ZMQ_ROUTER_MANDATORY: EHOSTUNREACH) takes nothing, the rest of the message not sent either.
+  if (zmq_send(socket_, route.data(), route.size(), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) return zmq_errno() != EHOSTUNREACH;
   zmq_send(socket_, frame.data(), frame.size(), ZMQ_DONTWAIT);
+  return true;
 }
 
-bool EnsembleServer::all_said_goodbye() const {
-  return options_.expected_clients > 0 && static_cast<int64_t>(goodbyes_.size()) >= options_.expected_clients;
+bool EnsembleServer::all_finished() const {
+  if (options_.expected_clients <= 0) return false;
+  const auto goodbyes = static_cast<int64_t>(goodbyes_.size());
+  if (goodbyes >= options_.expected_clients) return true;
+  if (watch_->gone_count() == 0) return false;
+  int64_t gone = 0;
+  for (const auto& [client, account] : accounts_) {
+    if (goodbyes_.count(client) != 0) continue;
+    if (!watch_->gone(client)) return false;  // heard of, neither said goodbye nor gone: it may still send
+    ++gone;
+  }
+  return goodbyes + gone >= options_.expected_clients;
 }
 
 bool EnsembleServer::receive_one() {
@@ -289,8 +339,10 @@ bool EnsembleServer::receive_one() {
     accounts_[header.client_id].sent = static_cast<int64_t>(header.sequence);
     accounts_[header.client_id].ranks = header.count;
     goodbyes_[header.client_id] = true;
+    watch_->finished(header.client_id);
     return true;
   }
+  if (goodbyes_.count(header.client_id) == 0) watch_->heard(header.client_id, zmq_msg_get(&frames.parts[1], ZMQ_SRCFD));
   HeldMessages& delivered = delivered_[header.client_id];
   if (delivered.holds(header.message)) {  // sent again after a lost acknowledgement, or to a restarted server
     refuse("duplicate", fmt::format("client {}: message {} again", header.client_id, header.message));

@@ -1,4 +1,5 @@
 #pragma once
+#include <fulgur/ensemble/connection_watch.hpp>
 #include <fulgur/ensemble/ensemble_account.hpp>
 #include <fulgur/ensemble/ensemble_options.hpp>
 #include <fulgur/ensemble/held_messages.hpp>
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -76,13 +78,20 @@ class EnsembleServer {
   bool accept(const WireHeader& header, void* inputs, void* targets);
   /// Tells the clients heard from since the last call what this rank holds.
   void acknowledge();
-  /// A header-only message back to the client with ZeroMQ routing id `route`.
-  void reply(const std::string& route, const WireHeader& header);
+  /// A header-only message back to the client with ZeroMQ routing id `route`; false when the route is gone
+  /// (its connection closed).
+  bool reply(const std::string& route, const WireHeader& header);
+  /// The acknowledgement of what this rank holds of `client`.
+  WireHeader acknowledgement(uint64_t client);
+  /// Reads the monitor's events and asks about the clients whose connection closed (ConnectionWatch).
+  void watch_connections();
   /// Waits up to `milliseconds` for a message, then takes every one queued.
   void receive_for(int milliseconds);
   /// Sums every rank's accounts and refusals into totals_ (collective) and writes the CSV on rank 0.
   void reconcile();
-  bool all_said_goodbye() const;
+  /// expected_clients said goodbye; or, counting those gone (their connection closed without a goodbye), as many
+  /// finished and no client heard of is still neither.
+  bool all_finished() const;
   /// Creates the socket and binds it: `port` (a resumed run's), else options.port or any free one.
   void bind(const std::string& port);
   std::filesystem::path state_file(int64_t rank) const {
@@ -94,6 +103,7 @@ class EnsembleServer {
   WireHeader::Key key_{};
   void* context_ = nullptr;
   void* socket_ = nullptr;
+  std::unique_ptr<ConnectionWatch> watch_;
   std::string endpoint_;
   std::map<uint64_t, EnsembleAccount> accounts_, totals_;
   /// A resumed run's accounts as the stopped server left them (its trained counts go on from there).
@@ -106,6 +116,8 @@ class EnsembleServer {
   std::map<std::string, int64_t> refusals_, refusal_totals_;
   /// Clients whose first samples this rank accepted (the first few are logged).
   int64_t joined_ = 0;
+  /// Clients found gone (the first few are logged).
+  int64_t gone_logged_ = 0;
   /// The first accepted message's per-sample shapes: later ones must match.
   std::optional<WireHeader> first_;
 };

@@ -21,6 +21,7 @@
  *                                                one of protocol version 2; then waits (10 s
  *                                                at most) for the server's answer to that one
  *                                                and prints its version
+ * FULGUR_PROBE_CONNECT_TIMEOUT_S (default 30): how long it waits for the rendezvous file.
  * Other failures: exit code 1. */
 #include <fulgur/ensemble/fulgur_client.h>
 
@@ -131,6 +132,8 @@ int main(int argc, char** argv) {
   const int samples = atoi(argv[3]), per_send = atoi(argv[4]);
   fulgur_client_options options = fulgur_client_default_options();
   options.connect_timeout_s = 30;
+  /* bench/ensemble_load.sh starts thousands before their server: they wait longer for its file. */
+  if (getenv("FULGUR_PROBE_CONNECT_TIMEOUT_S") != NULL) options.connect_timeout_s = atof(getenv("FULGUR_PROBE_CONNECT_TIMEOUT_S"));
   options.close_timeout_s = 30;
   int held_after = -1, wide_after = -1, paced_ms = 0, nan_at = -1;
   if (argc == 7 && strcmp(argv[5], "drop_oldest") == 0) {
