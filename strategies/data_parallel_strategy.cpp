@@ -209,7 +209,7 @@ torch::Tensor DataParallelStrategy::all_gather(const torch::Tensor& tensor) {
 
 void DataParallelStrategy::average_gradients(const std::vector<torch::Tensor>& parameters) {
   ProcessGroup* replica_group = replicas();
-  if (replica_group == nullptr) return;
+  if (replica_group == nullptr || replica_group->size() == 1) return;
   torch::NoGradGuard no_grad;
   // One flat buffer per dtype: one collective instead of one per parameter.
   std::map<c10::ScalarType, std::vector<torch::Tensor>> grads;
