@@ -5,10 +5,10 @@
 // options and the FULGUR_* environment variables they document: CPU, two
 // processes, the demo digits.
 //
-// Three ctest entries run this file (tests/CMakeLists.txt), so that none
-// takes over 90 s: slurm_cluster_test (every case but the requeue's),
-// slurm_requeue_reference (the requeue case's uninterrupted run) and
-// slurm_requeue_test (the requeue case, against that run).
+// Three ctest entries run this file, so that none takes over 90 s: the
+// test suites slurm_requeue_reference (the requeue case's uninterrupted
+// run) and slurm_requeue_test (the requeue case, against that run), and
+// slurm_cluster_test (the other cases); tests/CMakeLists.txt.
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
@@ -261,9 +261,9 @@ const std::string kRequeueSteps = "--trainer.max_steps 1200 --trainer.max_epochs
 const std::filesystem::path kReference = kBinary + "/Testing/slurm-requeue-reference";
 
 // The same job as the requeue case's, without --time: what it must end equal
-// to. Its own ctest entry (slurm_requeue_reference, a fixture of
-// slurm_requeue_test), so that neither takes over 90 s.
-TEST_CASE("slurm requeue reference: the requeue case's job uninterrupted (2000 steps)") {
+// to. A ctest entry of its own, a fixture of slurm_requeue_test's.
+TEST_CASE("slurm requeue reference: the requeue case's job, uninterrupted" *
+          doctest::test_suite("slurm_requeue_reference")) {
   require_cluster();
   std::filesystem::remove_all(kReference);
   std::filesystem::create_directories(kReference);
@@ -278,7 +278,8 @@ TEST_CASE("slurm requeue reference: the requeue case's job uninterrupted (2000 s
 // every job that waits for it costs about a minute): every rank stops at the
 // same step, the job requeues itself, resumes in the same run folder and
 // ends equal to the uninterrupted run of the case above.
-TEST_CASE("slurm requeue: --time and --signal=USR1: ranks stop at one step, the job requeues, resumes and equals an uninterrupted run") {
+TEST_CASE("slurm requeue: --time and --signal=USR1: ranks stop at one step, the job requeues, resumes and equals an "
+          "uninterrupted run" * doctest::test_suite("slurm_requeue_test")) {
   require_cluster();
   REQUIRE_MESSAGE(std::filesystem::exists(kReference / "ended"),
                   "no uninterrupted run in " << kReference.string()
