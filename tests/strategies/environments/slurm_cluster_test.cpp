@@ -48,8 +48,8 @@ void require_cluster() {
 
 /// `sbatch ...` for the example script `script`, on CPU with the demo digits:
 /// the environment variables and sbatch options the script's comments document.
-std::string sbatch(const std::filesystem::path& dir, const std::string& script, const std::string& env, const std::string& options,
-                   const std::string& fulgur_args) {
+std::string sbatch(const std::filesystem::path& dir, const std::string& script, const std::string& env,
+                   const std::string& options, const std::string& fulgur_args) {
   return "FULGUR_ACCELERATOR=cpu FULGUR_CONFIG=examples/cinic10/digits.yaml FULGUR_BUILD_DIR=" + kBinary + " " + env +
          " FULGUR_ARGS='--trainer.default_root_dir " + (dir / "runs").string() +
          " --trainer.enable_progress_bar false --test_after_fit false --data.num_workers 0 " + fulgur_args +
