@@ -72,6 +72,10 @@ ReturnToService=2
 JobRequeue=1
 # Short waits so tests see cancellations and time limits quickly.
 KillWait=10
+# debug2 logs each tick of slurmctld's time-limit timer (every 30 s, when
+# --signal's warnings go out): slurm_cluster_test submits its requeue job
+# just before one.
+SlurmctldDebug=debug2
 MinJobAge=300
 StateSaveLocation=/var/spool/slurmctld
 SlurmdSpoolDir=/var/spool/slurmd

@@ -2,6 +2,9 @@
 // launcher meet over a TCPStore on loopback (a free port the launcher
 // picks), reduce-scatter gradients and all-gather parameters through Gloo,
 // and must end where DDP and one process end on the same global batch.
+// The cases of checkpoints, HYBRID_SHARD and ShardedUnit are the test suite
+// fsdp_units_test, a ctest entry of its own (tests/CMakeLists.txt), so that
+// neither entry takes over 90 s.
 #include "support/pickled_tensor.hpp"
 #include "support/test_support.hpp"
 
@@ -316,7 +319,8 @@ TEST_CASE("fsdp: from a program's own main, TrainerOptions name the strategy and
                        doctest::Contains("must be one of full, sharded"), std::invalid_argument);
 }
 
-TEST_CASE("fsdp: stop and resume from full and sharded checkpoints continues exactly, on the same and other world sizes") {
+TEST_CASE("fsdp: stop and resume from full and sharded checkpoints continues exactly, on the same and other world sizes" *
+          doctest::test_suite("fsdp_units_test")) {
   TempDir dir("fsdp-resume");
   const std::string full = fsdp("FULL_SHARD");
   fit(dir, "straight", ranks(2) + full);
@@ -377,7 +381,8 @@ TEST_CASE("fsdp: stop and resume from full and sharded checkpoints continues exa
   CHECK(incomplete.output.find("is missing") != std::string::npos);
 }
 
-TEST_CASE("fsdp: a sharded checkpoint dropped by save_top_k takes its shards along; a link to one finds its shards") {
+TEST_CASE("fsdp: a sharded checkpoint dropped by save_top_k takes its shards along; a link to one finds its shards" *
+          doctest::test_suite("fsdp_units_test")) {
   TempDir dir("fsdp-top-k");
   std::ofstream(dir / "keep_one.yaml") << R"(trainer:
   callbacks:
@@ -412,7 +417,8 @@ TEST_CASE("fsdp: a sharded checkpoint dropped by save_top_k takes its shards alo
   fit(dir, "from_link", ranks(1) + "--ckpt_path " + link.string(), 4);
 }
 
-TEST_CASE("fsdp: HYBRID_SHARD on 2 nodes x 2 ranks shards within a node, ends where ddp ends, and resumes on 1") {
+TEST_CASE("fsdp: HYBRID_SHARD on 2 nodes x 2 ranks shards within a node, ends where ddp ends, and resumes on 1" *
+          doctest::test_suite("fsdp_units_test")) {
   TempDir dir("fsdp-hybrid");
   fit(dir, "ddp4", ranks(4) + "--trainer.strategy ddp");
   // Two torchrun agents on this machine play two nodes of two ranks each.
@@ -444,7 +450,8 @@ TEST_CASE("fsdp: HYBRID_SHARD on 2 nodes x 2 ranks shards within a node, ends wh
   check_same(dir, "ddp4_three", "hybrid_resumed_on_1");
 }
 
-TEST_CASE("fsdp: FULL_SHARD gathers a ShardedUnit before its forward and again before its backward, one unit at a time") {
+TEST_CASE("fsdp: FULL_SHARD gathers a ShardedUnit before its forward and again before its backward, one unit at a time" *
+          doctest::test_suite("fsdp_units_test")) {
   TempDir dir("fsdp-wrapped");
   for (const int world : {2, 4}) {
     const std::string w = std::to_string(world);
@@ -510,7 +517,8 @@ TEST_CASE("fsdp: FULL_SHARD gathers a ShardedUnit before its forward and again b
   check_same(dir, "ddp2", "wrapped_ddp");
 }
 
-TEST_CASE("fsdp: FULL_SHARD gathers a large parameter whose rows split evenly straight into its whole value") {
+TEST_CASE("fsdp: FULL_SHARD gathers a large parameter whose rows split evenly straight into its whole value" *
+          doctest::test_suite("fsdp_units_test")) {
   TempDir dir("fsdp-direct");
   // hidden 256: the middle Linear's weight (256 x 256, 256 KiB) is gathered
   // by itself on 2 and 4 ranks, its bias and the other Linears packed.

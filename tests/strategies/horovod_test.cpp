@@ -145,7 +145,8 @@ TEST_CASE("horovod: without a launcher to stop it, the stuck rank fails once its
   // Ranks started by hand, as srun (without --kill-on-bad-exit) would: no
   // supervisor kills rank 1 when rank 0 fails, so rank 1's next step after
   // its sleep must fail with the shutdown's message (the library never ends
-  // the process itself).
+  // the process itself). Rank 0 shuts down 3 s into the stall; rank 1 sleeps
+  // 9 s, so it is still asleep then (15 s only waited longer).
   TempDir dir("horovod-stall-external");
   const int port = fulgur::pick_free_port("127.0.0.1");
   std::string command;
@@ -157,7 +158,7 @@ TEST_CASE("horovod: without a launcher to stop it, the stuck rank fails once its
         fit_command(dir, "external",
                     "--trainer.devices 2 --data.batch_size 8 --trainer.strategy horovod "
                     "--trainer.horovod.stall_warning_s 1 --trainer.horovod.stall_shutdown_s 3 "
-                    "--model.sleep_rank 1 --model.sleep_s 15"));
+                    "--model.sleep_rank 1 --model.sleep_s 9"));
   }
   command += "wait";
   const auto started = std::chrono::steady_clock::now();
