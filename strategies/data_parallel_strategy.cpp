@@ -326,33 +326,34 @@ int64_t DataParallelStrategy::split_factor(const torch::Tensor& param) const {
 
 int64_t DataParallelStrategy::whole_numel(const torch::Tensor& param) const { return param.numel() * split_factor(param); }
 
-bool DataParallelStrategy::counts_in_norm(const torch::Tensor& param) const {
-  return !mesh_ || mesh_->rank("tp") == 0 || split_dims_.count(param.unsafeGetTensorImpl()) != 0;
-}
-
-void DataParallelStrategy::sum_over_tensor_parallel(torch::Tensor& squares) {
-  if (mesh_ && mesh_->spans("tp")) mesh_->group("tp").all_reduce(squares, ReduceOp::Sum);
-}
-
 void DataParallelStrategy::clip_unscaled_gradients(torch::optim::Optimizer& optimizer, double value,
                                                    ClipAlgorithm algorithm) {
   if (!mesh_ || !mesh_->spans("tp") || algorithm == ClipAlgorithm::Value) {
     Strategy::clip_unscaled_gradients(optimizer, value, algorithm);
     return;
   }
+  clip_to_global_norm(optimizer, value, [](const torch::Tensor&) { return true; }, nullptr);
+}
+
+void DataParallelStrategy::clip_to_global_norm(torch::optim::Optimizer& optimizer, double value,
+                                               const std::function<bool(const torch::Tensor&)>& counts,
+                                               ProcessGroup* shards) {
   torch::NoGradGuard no_grad;
-  // The norm of the whole model's gradient: split parameters' squares summed
-  // over tp, whole ones' counted once.
+  // Under tp a split parameter's squares count on every rank, a whole one's
+  // on tp rank 0 only; then the sums over the shards and over tp.
   std::vector<torch::Tensor> grads;
   torch::Tensor squares = torch::zeros({1}, torch::TensorOptions().dtype(torch::kDouble).device(root_device()));
   for (const auto& group : optimizer.param_groups()) {
     for (const auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       grads.push_back(p.grad());
-      if (counts_in_norm(p)) squares += p.grad().to(torch::kDouble).pow(2).sum();
+      const bool whole_elsewhere = mesh_ && mesh_->rank("tp") != 0 && split_dims_.count(p.unsafeGetTensorImpl()) == 0;
+      if (counts(p) && !whole_elsewhere) squares += p.grad().to(torch::kDouble).pow(2).sum();
     }
   }
-  sum_over_tensor_parallel(squares);
+  if (shards != nullptr) shards->all_reduce(squares, ReduceOp::Sum);
+  if (mesh_ && mesh_->spans("tp")) mesh_->group("tp").all_reduce(squares, ReduceOp::Sum);
+  // As torch::nn::utils::clip_grad_norm_: scale by max_norm / (norm + 1e-6) when below 1.
   const double coefficient = value / (std::sqrt(squares.item<double>()) + 1e-6);
   if (coefficient >= 1.0) return;
   for (auto& g : grads) g.mul_(coefficient);

@@ -7,6 +7,7 @@
 #include <fulgur/strategies/strategy.hpp>
 #include <fulgur/strategies/collectives/timeline.hpp>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -97,13 +98,14 @@ class DataParallelStrategy : public Strategy {
   ProcessGroup* replicas();
   /// Strategy model_parallel: the run has a mesh.
   bool on_mesh() const { return options_.mesh.has_value(); }
-  /// Global-norm clipping over tp: whether `param`'s squares count on this
-  /// rank (a split one's on every rank, a whole one's on tp rank 0 only),
-  /// and the sum of this rank's squares over tp.
-  bool counts_in_norm(const torch::Tensor& param) const;
+  /// Clips `optimizer`'s gradients to the norm of the whole model's
+  /// gradient: this rank adds the squares of the parameters `counts` (a
+  /// whole one under tp on tp rank 0 only), then they are summed over
+  /// `shards` (when given: fsdp's) and over tp.
+  void clip_to_global_norm(torch::optim::Optimizer& optimizer, double value,
+                           const std::function<bool(const torch::Tensor&)>& counts, ProcessGroup* shards);
   /// tp for a parameter a plan split over tp, else 1.
   int64_t split_factor(const torch::Tensor& param) const;
-  void sum_over_tensor_parallel(torch::Tensor& squares);
   /// The gradient path for the module's trainable parameters (in order, with their names).
   virtual std::unique_ptr<GradientSynchronizer> make_synchronizer(std::vector<torch::Tensor> parameters,
                                                                   std::vector<std::string> names) = 0;

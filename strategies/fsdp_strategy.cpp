@@ -237,28 +237,13 @@ void FSDPStrategy::clip_unscaled_gradients(torch::optim::Optimizer& optimizer, d
     DataParallelStrategy::clip_unscaled_gradients(optimizer, value, algorithm);
     return;
   }
-  torch::NoGradGuard no_grad;
-  // The global norm: squares summed over this rank's shards, plus (once,
-  // on the group's rank 0) parameters every rank holds whole, then summed
-  // over the ranks that share the model (a node's under HYBRID_SHARD).
+  // The global norm: squares of this rank's shards, plus (once, on the
+  // group's rank 0) parameters every rank holds whole, summed over the
+  // ranks that share the model (a node's under HYBRID_SHARD).
   ProcessGroup& shards = sharded_->group();
-  std::vector<torch::Tensor> grads;
-  torch::Tensor squares = torch::zeros({1}, torch::TensorOptions().dtype(torch::kDouble).device(root_device()));
-  for (const auto& group : optimizer.param_groups()) {
-    for (const auto& p : group.params()) {
-      if (!p.grad().defined()) continue;
-      grads.push_back(p.grad());
-      const bool counts = residency_->holds_shard(p) || shards.rank() == 0;
-      if (counts && counts_in_norm(p)) squares += p.grad().to(torch::kDouble).pow(2).sum();
-    }
-  }
-  shards.all_reduce(squares, ReduceOp::Sum);
-  sum_over_tensor_parallel(squares);
-  const double norm = std::sqrt(squares.item<double>());
-  // As torch::nn::utils::clip_grad_norm_: scale by max_norm / (norm + 1e-6) when below 1.
-  const double coefficient = value / (norm + 1e-6);
-  if (coefficient >= 1.0) return;
-  for (auto& g : grads) g.mul_(coefficient);
+  clip_to_global_norm(
+      optimizer, value, [&](const torch::Tensor& p) { return residency_->holds_shard(p) || shards.rank() == 0; },
+      &shards);
 }
 
 torch::Tensor FSDPStrategy::whole_tensor(const torch::Tensor& param, const torch::Tensor& tensor) {
