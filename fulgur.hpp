@@ -42,6 +42,7 @@
 #include <fulgur/datamodules/loading/tensor_batch_loader.hpp>
 #include <fulgur/modules/hyperparameters.hpp>
 #include <fulgur/modules/lightning_module.hpp>
+#include <fulgur/modules/pipeline_module.hpp>
 #include <fulgur/modules/lightning_optimizer.hpp>
 #include <fulgur/modules/log_options.hpp>
 #include <fulgur/modules/metrics/accuracy.hpp>
@@ -78,6 +79,7 @@
 #include <fulgur/strategies/model_parallel/shardable_embedding.hpp>
 #include <fulgur/strategies/model_parallel/shardable_linear.hpp>
 #include <fulgur/strategies/model_parallel/tensor_parallel_ops.hpp>
+#include <fulgur/strategies/pipeline/pipeline_schedule.hpp>
 #include <fulgur/strategies/sharding/sharded_unit.hpp>
 #include <fulgur/modules/state_dict.hpp>
 #include <fulgur/modules/weights_file.hpp>

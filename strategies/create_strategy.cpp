@@ -16,22 +16,25 @@ DeviceMesh::Shape model_parallel_mesh(const ModelParallelOptions& options, int64
   DeviceMesh::Shape shape;
   shape.tp = options.tensor_parallel_size();
   shape.cp = options.context_parallel_size();
+  shape.pp = options.pipeline_parallel_size();
   shape.order = options.mesh_order();
-  const int64_t block = shape.tp * shape.cp;
+  const int64_t block = shape.tp * shape.cp * shape.pp;
+  const std::string pp = shape.pp > 1 ? fmt::format(" x pipeline_parallel_size {}", shape.pp) : "";
   if (options.data_parallel_size() == "auto") {
     if (world_size % block != 0) {
-      throw std::invalid_argument(fmt::format(
-          "[model_parallel] tensor_parallel_size {} x context_parallel_size {} = {} does not divide the world size {}",
-          shape.tp, shape.cp, block, world_size));
+      throw std::invalid_argument(
+          fmt::format("[model_parallel] tensor_parallel_size {} x context_parallel_size {}{} = {} does not divide the "
+                      "world size {}",
+                      shape.tp, shape.cp, pp, block, world_size));
     }
     shape.dp = world_size / block;
   } else {
     shape.dp = std::stoll(options.data_parallel_size());
     if (shape.dp * block != world_size) {
       throw std::invalid_argument(fmt::format(
-          "[model_parallel] data_parallel_size {} x tensor_parallel_size {} x context_parallel_size {} = {}, but the "
+          "[model_parallel] data_parallel_size {} x tensor_parallel_size {} x context_parallel_size {}{} = {}, but the "
           "world size is {}",
-          shape.dp, shape.tp, shape.cp, shape.dp * block, world_size));
+          shape.dp, shape.tp, shape.cp, pp, shape.dp * block, world_size));
     }
   }
   return shape;
@@ -65,6 +68,15 @@ std::unique_ptr<Strategy> create_strategy(const StrategySpec& spec) {
     case StrategyKind::ModelParallel: {
       const ModelParallelOptions& mp = spec.model_parallel;
       data_parallel.mesh = model_parallel_mesh(mp, env.world_size());
+      data_parallel.pipeline_schedule = mp.pipeline_schedule();
+      data_parallel.microbatches = mp.microbatches();
+      data_parallel.virtual_stages = mp.virtual_stages();
+      if (mp.pipeline_parallel_size() > 1 && mp.data_parallel() != DataParallelKind::DDP) {
+        throw std::invalid_argument(fmt::format(
+            "[create_strategy] pipeline_parallel_size {} runs ddp along dp: set model_parallel.data_parallel to ddp "
+            "(fsdp's gathers do not follow a pipeline's schedule yet)",
+            mp.pipeline_parallel_size()));
+      }
       if (mp.data_parallel() == DataParallelKind::DDP) {
         return std::make_unique<DDPStrategy>(accelerator, spec.precision, std::move(data_parallel), spec.ddp);
       }

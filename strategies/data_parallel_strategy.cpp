@@ -69,7 +69,7 @@ void DataParallelStrategy::setup_environment() {
   }
 }
 
-void DataParallelStrategy::check_same_shapes(LightningModule& module) {
+void DataParallelStrategy::check_same_shapes(LightningModule& module, ProcessGroup& group) {
   const auto named = module.named_parameters();
   std::vector<torch::Tensor> params;
   for (const auto& item : named) params.push_back(item.value());
@@ -78,17 +78,17 @@ void DataParallelStrategy::check_same_shapes(LightningModule& module) {
   // Signatures may differ in length: gather lengths, then padded signatures.
   torch::Tensor length = torch::tensor({mine.numel()}, torch::kInt64).to(root_device());
   int64_t longest = 0;
-  for (const auto& l : process_group().all_gather(length)) longest = std::max(longest, l.item<int64_t>());
+  for (const auto& l : group.all_gather(length)) longest = std::max(longest, l.item<int64_t>());
   torch::Tensor padded = torch::full({longest}, -1, mine.options());
   padded.narrow(0, 0, mine.numel()).copy_(mine);
-  const auto all = process_group().all_gather(padded);
+  const auto all = group.all_gather(padded);
 
   auto to_vector = [](const torch::Tensor& t) {
     const torch::Tensor c = t.cpu().contiguous();
     return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
   };
   const std::vector<int64_t> reference = to_vector(all[0]);
-  for (int64_t r = 1; r < world_size(); ++r) {
+  for (int64_t r = 1; r < group.size(); ++r) {
     const std::vector<int64_t> other = to_vector(all[static_cast<size_t>(r)]);
     if (other[0] != reference[0]) {
       throw std::runtime_error(fmt::format("[DataParallelStrategy::setup] rank {} has {} parameters but rank 0 has {}", r,
@@ -109,7 +109,8 @@ void DataParallelStrategy::check_same_shapes(LightningModule& module) {
 void DataParallelStrategy::setup_replicas(LightningModule& module) {
   Strategy::setup(module);
   automatic_ = module.automatic_optimization();
-  check_same_shapes(module);
+  ProcessGroup* same = mesh_ ? replicas() : &process_group();
+  if (same != nullptr) check_same_shapes(module, *same);
   torch::NoGradGuard no_grad;
   if (ProcessGroup* group = replicas()) {
     for (auto& p : module.parameters()) group->broadcast(p, 0);
@@ -132,7 +133,8 @@ void DataParallelStrategy::setup_replicas(LightningModule& module) {
 
 void DataParallelStrategy::setup(LightningModule& module) {
   setup_replicas(module);
-  if (!automatic_ || replicas() == nullptr) return;
+  // A pipeline's step averages its gradients once its schedule is done.
+  if (!automatic_ || replicas() == nullptr || pipeline_) return;
   auto [params, names] = named_parameters_of(module);
   synchronizer_ = make_synchronizer(std::move(params), std::move(names));
 }
@@ -285,6 +287,28 @@ torch::Tensor DataParallelStrategy::all_gather_data_parallel(const torch::Tensor
   return torch::stack(mesh_->group("dp").all_gather(local));
 }
 
+void DataParallelStrategy::make_pipeline(LightningModule& module) {
+  auto* layered = dynamic_cast<PipelineModule*>(&module);
+  const int64_t pp = mesh_->size("pp");
+  if (layered == nullptr) {
+    throw std::invalid_argument(fmt::format(
+        "[model_parallel] pipeline_parallel_size {} splits a fulgur::PipelineModule into stages; this module is not one "
+        "(docs/model-parallel.md, \"Pipeline parallelism\")",
+        pp));
+  }
+  if (!module.automatic_optimization()) {
+    throw std::invalid_argument("[model_parallel] a pipeline runs the backward passes itself: automatic optimization only");
+  }
+  if (precision().mode() == PrecisionMode::FP16Mixed) {
+    throw std::invalid_argument(
+        "[model_parallel] a pipeline does not scale its losses: use precision bf16-mixed or 32, not 16-mixed");
+  }
+  pipeline_ = std::make_unique<PipelineRunner>(
+      *layered, mesh_->group("pp"),
+      PipelineSchedule(options_.pipeline_schedule, pp, options_.microbatches, options_.virtual_stages), timeline_.get());
+  layered->attach_pipeline(pipeline_.get());
+}
+
 void DataParallelStrategy::configure_model(LightningModule& module) {
   if (configured(module)) return;
   if (mesh_) {
@@ -293,6 +317,7 @@ void DataParallelStrategy::configure_model(LightningModule& module) {
     for (auto& p : module.parameters()) process_group().broadcast(p, 0);
     for (auto& b : module.buffers()) process_group().broadcast(b, 0);
   }
+  if (mesh_ && mesh_->spans("pp")) make_pipeline(module);
   Strategy::configure_model(module);
   split_dims_.clear();
   if (!mesh_ || !mesh_->spans("tp")) return;
@@ -328,7 +353,7 @@ int64_t DataParallelStrategy::whole_numel(const torch::Tensor& param) const { re
 
 void DataParallelStrategy::clip_unscaled_gradients(torch::optim::Optimizer& optimizer, double value,
                                                    ClipAlgorithm algorithm) {
-  if (!mesh_ || !mesh_->spans("tp") || algorithm == ClipAlgorithm::Value) {
+  if (!mesh_ || (!mesh_->spans("tp") && !mesh_->spans("pp")) || algorithm == ClipAlgorithm::Value) {
     Strategy::clip_unscaled_gradients(optimizer, value, algorithm);
     return;
   }
@@ -340,7 +365,8 @@ void DataParallelStrategy::clip_to_global_norm(torch::optim::Optimizer& optimize
                                                ProcessGroup* shards) {
   torch::NoGradGuard no_grad;
   // Under tp a split parameter's squares count on every rank, a whole one's
-  // on tp rank 0 only; then the sums over the shards and over tp.
+  // on tp rank 0 only; then the sums over the shards, over tp and over the
+  // pipeline's stages.
   std::vector<torch::Tensor> grads;
   torch::Tensor squares = torch::zeros({1}, torch::TensorOptions().dtype(torch::kDouble).device(root_device()));
   for (const auto& group : optimizer.param_groups()) {
@@ -353,6 +379,7 @@ void DataParallelStrategy::clip_to_global_norm(torch::optim::Optimizer& optimize
   }
   if (shards != nullptr) shards->all_reduce(squares, ReduceOp::Sum);
   if (mesh_ && mesh_->spans("tp")) mesh_->group("tp").all_reduce(squares, ReduceOp::Sum);
+  if (mesh_ && mesh_->spans("pp")) mesh_->group("pp").all_reduce(squares, ReduceOp::Sum);  // every stage's
   // As torch::nn::utils::clip_grad_norm_: scale by max_norm / (norm + 1e-6) when below 1.
   const double coefficient = value / (std::sqrt(squares.item<double>()) + 1e-6);
   if (coefficient >= 1.0) return;

@@ -4,6 +4,7 @@
 #include <fulgur/strategies/collectives/gradient_synchronizer.hpp>
 #include <fulgur/strategies/collectives/process_group.hpp>
 #include <fulgur/strategies/model_parallel/device_mesh.hpp>
+#include <fulgur/strategies/pipeline/pipeline_runner.hpp>
 #include <fulgur/strategies/strategy.hpp>
 #include <fulgur/strategies/collectives/timeline.hpp>
 
@@ -30,6 +31,11 @@ struct DataParallelOptions {
   /// over the ranks that differ in dp or cp, and parameters a plan split
   /// over tp are gathered for checkpoints and counted once in the norm.
   std::optional<DeviceMesh::Shape> mesh;
+  /// A mesh with pp > 1: the order of the stages' passes, the micro-batches
+  /// per batch, and the stages per rank (interleaved_1f1b).
+  PipelineScheduleKind pipeline_schedule = PipelineScheduleKind::OneFOneB;
+  int64_t microbatches = 1;
+  int64_t virtual_stages = 1;
 };
 
 /// Data parallelism: one process per device, each with its own share of
@@ -58,7 +64,9 @@ class DataParallelStrategy : public Strategy {
 
   void setup_environment() override;
   /// Under a mesh: every rank takes rank 0's whole parameters first, so the
-  /// parts a plan keeps are parts of one model.
+  /// parts a plan keeps are parts of one model. With pp > 1 the module must
+  /// be a PipelineModule: this rank's stages are built and run by a
+  /// PipelineRunner the module is attached to.
   void configure_model(LightningModule& module) override;
   /// setup_replicas, then the synchroniser (automatic optimization only).
   void setup(LightningModule& module) override;
@@ -122,8 +130,11 @@ class DataParallelStrategy : public Strategy {
   const DDPOptions& ddp_options() const { return ddp_; }
 
  private:
-  void check_same_shapes(LightningModule& module);
+  /// Over the ranks that hold the same parameters (the replicas under a mesh).
+  void check_same_shapes(LightningModule& module, ProcessGroup& group);
   void check_same_shape(const torch::Tensor& tensor, const char* operation);
+  /// pp > 1: this rank's stages of `module` and the runner of its schedule.
+  void make_pipeline(LightningModule& module);
 
   DataParallelOptions options_;
   DDPOptions ddp_;
@@ -131,6 +142,7 @@ class DataParallelStrategy : public Strategy {
   std::shared_ptr<CollectiveWait> waits_ = std::make_shared<CollectiveWait>();
   std::unique_ptr<ProcessGroup> group_;
   std::unique_ptr<DeviceMesh> mesh_;
+  std::unique_ptr<PipelineRunner> pipeline_;
   struct Split {
     int64_t dim;
     int64_t whole;  // the size of that dimension in the whole model

@@ -9,22 +9,23 @@
 namespace fulgur {
 namespace {
 
-constexpr std::array<const char*, 3> kDims{"dp", "cp", "tp"};
+constexpr std::array<const char*, 4> kDims{"dp", "cp", "tp", "pp"};
+constexpr size_t kOrdered = 3;  // dp, cp, tp: their order is an option; pp is always outermost
 
 std::vector<size_t> parse_order(const std::string& order) {
   std::vector<size_t> dims;
   std::stringstream in(order);
   for (std::string name; std::getline(in, name, ',');) {
-    size_t found = kDims.size();
-    for (size_t i = 0; i < kDims.size(); ++i) {
+    size_t found = kOrdered;
+    for (size_t i = 0; i < kOrdered; ++i) {
       if (name == kDims[i]) found = i;
     }
-    if (found == kDims.size()) {
+    if (found == kOrdered) {
       throw std::invalid_argument(fmt::format("[DeviceMesh] unknown dimension '{}' in the order '{}' (dp, cp, tp)", name, order));
     }
     dims.push_back(found);
   }
-  if (dims.size() != kDims.size() || (dims[0] + dims[1] + dims[2]) != 3 || dims[0] == dims[1] || dims[1] == dims[2] ||
+  if (dims.size() != kOrdered || (dims[0] + dims[1] + dims[2]) != 3 || dims[0] == dims[1] || dims[1] == dims[2] ||
       dims[0] == dims[2]) {
     throw std::invalid_argument(fmt::format("[DeviceMesh] the order '{}' must name dp, cp and tp once each", order));
   }
@@ -36,26 +37,27 @@ std::vector<size_t> parse_order(const std::string& order) {
 DeviceMesh::DeviceMesh() = default;
 
 DeviceMesh::DeviceMesh(ProcessGroup& world, const Shape& shape) : shape_(shape), global_rank_(world.rank()) {
-  const std::array<int64_t, 3> sizes{shape.dp, shape.cp, shape.tp};
+  const std::array<int64_t, 4> sizes{shape.dp, shape.cp, shape.tp, shape.pp};
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] < 1) throw std::invalid_argument(fmt::format("[DeviceMesh] {} size must be >= 1, got {}", kDims[i], sizes[i]));
   }
   if (world_size() != world.size()) {
-    throw std::invalid_argument(fmt::format("[DeviceMesh] dp {} x cp {} x tp {} = {} ranks, but the world has {}", shape.dp,
-                                            shape.cp, shape.tp, world_size(), world.size()));
+    throw std::invalid_argument(fmt::format("[DeviceMesh] pp {} x dp {} x cp {} x tp {} = {} ranks, but the world has {}",
+                                            shape.pp, shape.dp, shape.cp, shape.tp, world_size(), world.size()));
   }
-  const std::vector<size_t> order = parse_order(shape.order);  // outermost first
-  std::array<int64_t, 3> stride{};
+  std::vector<size_t> order = parse_order(shape.order);  // outermost first
+  order.insert(order.begin(), 3);                          // pp outside all
+  std::array<int64_t, 4> stride{};
   int64_t next = 1;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     stride[*it] = next;
     next *= sizes[*it];
   }
-  for (size_t d = 0; d < 3; ++d) coordinate_[d] = (global_rank_ / stride[d]) % sizes[d];
+  for (size_t d = 0; d < sizes.size(); ++d) coordinate_[d] = (global_rank_ / stride[d]) % sizes[d];
 
   // One group per set of dimensions a collective runs along; every rank
   // makes them in this order (over MPI each is a split of the world).
-  const std::vector<std::vector<size_t>> sets{{0}, {1}, {2}, {0, 1}};
+  const std::vector<std::vector<size_t>> sets{{0}, {1}, {2}, {0, 1}, {3}};
   for (const auto& set : sets) {
     int64_t members = 1;
     for (size_t d : set) members *= sizes[d];
@@ -68,7 +70,7 @@ DeviceMesh::DeviceMesh(ProcessGroup& world, const Shape& shape) : shape_(shape),
       if (std::find(set.begin(), set.end(), d) != set.end()) rank = rank * sizes[d] + coordinate_[d];
     }
     std::string key, name;
-    for (size_t d = 0; d < 3; ++d) {
+    for (size_t d = 0; d < sizes.size(); ++d) {
       const bool in_set = std::find(set.begin(), set.end(), d) != set.end();
       if (in_set && !name.empty()) name += ',';
       if (in_set) name += kDims[d];
@@ -84,11 +86,11 @@ size_t DeviceMesh::index_of(const std::string& dim) {
   for (size_t i = 0; i < kDims.size(); ++i) {
     if (dim == kDims[i]) return i;
   }
-  throw std::invalid_argument(fmt::format("[DeviceMesh] unknown dimension '{}' (dp, cp, tp)", dim));
+  throw std::invalid_argument(fmt::format("[DeviceMesh] unknown dimension '{}' (dp, cp, tp, pp)", dim));
 }
 
 int64_t DeviceMesh::size(const std::string& dim) const {
-  const std::array<int64_t, 3> sizes{shape_.dp, shape_.cp, shape_.tp};
+  const std::array<int64_t, 4> sizes{shape_.dp, shape_.cp, shape_.tp, shape_.pp};
   return sizes[index_of(dim)];
 }
 

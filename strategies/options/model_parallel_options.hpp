@@ -13,6 +13,13 @@ namespace fulgur {
 enum class DataParallelKind { FSDP, DDP };
 inline std::vector<std::string> option_choices(DataParallelKind) { return {"fsdp", "ddp"}; }
 
+/// The order in which a pipeline's stages run their micro-batches'
+/// forward and backward passes (docs/model-parallel.md draws each).
+enum class PipelineScheduleKind { GPipe, OneFOneB, Interleaved1F1B, ZeroBubble };
+inline std::vector<std::string> option_choices(PipelineScheduleKind) {
+  return {"gpipe", "1f1b", "interleaved_1f1b", "zero_bubble"};
+}
+
 // clang-format off
 #define FULGUR_MODEL_PARALLEL_OPTIONS(X)                                                                       \
   X(int64_t, tensor_parallel_size, 1,                                                                         \
@@ -26,8 +33,16 @@ inline std::vector<std::string> option_choices(DataParallelKind) { return {"fsdp
   X(fulgur::DataParallelKind, data_parallel, fulgur::DataParallelKind::FSDP,                                  \
     "what runs along dp: fsdp (its fsdp section applies) or ddp", fulgur::check::Any{})                        \
   X(std::string, mesh_order, "dp,cp,tp",                                                                      \
-    "the mesh's dimensions from outermost to innermost (consecutive ranks differ in the last)",               \
-    (fulgur::check::OneOf{{"dp,cp,tp", "dp,tp,cp", "cp,dp,tp", "cp,tp,dp", "tp,dp,cp", "tp,cp,dp"}}))
+    "the mesh's dimensions from outermost to innermost (consecutive ranks differ in the last; pp is outside all)", \
+    (fulgur::check::OneOf{{"dp,cp,tp", "dp,tp,cp", "cp,dp,tp", "cp,tp,dp", "tp,dp,cp", "tp,cp,dp"}}))           \
+  X(int64_t, pipeline_parallel_size, 1,                                                                       \
+    "stages the model is split into, one rank each (pp, the outermost dimension: it may cross nodes)",        \
+    fulgur::check::AtLeast{1})                                                                                \
+  X(fulgur::PipelineScheduleKind, pipeline_schedule, fulgur::PipelineScheduleKind::OneFOneB,                  \
+    "gpipe, 1f1b, interleaved_1f1b (virtual_stages per rank) or zero_bubble (ZB-H1)", fulgur::check::Any{})    \
+  X(int64_t, microbatches, 4, "micro-batches each batch is split into along a pipeline",                     \
+    fulgur::check::AtLeast{1})                                                                                \
+  X(int64_t, virtual_stages, 2, "stages each rank holds under interleaved_1f1b", fulgur::check::AtLeast{1})
 // clang-format on
 
 /// The user's knobs of strategy model_parallel (`--trainer.model_parallel.*`),

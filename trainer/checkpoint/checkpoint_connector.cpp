@@ -9,6 +9,7 @@
 #include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
 #include <fulgur/trainer/checkpoint/sharded_state_writer.hpp>
 #include <fulgur/trainer/checkpoint/training_checkpoint.hpp>
+#include <fulgur/strategies/model_parallel/device_mesh.hpp>
 #include <fulgur/strategies/sharding/shard_layout.hpp>
 #include <fulgur/trainer/loops/fit_loop.hpp>
 #include <fulgur/trainer/loops/run_context.hpp>
@@ -95,6 +96,13 @@ AsyncCheckpointIO& CheckpointConnector::async_io() {
 
 void CheckpointConnector::save(const std::filesystem::path& path, bool weights_only) {
   Strategy& strategy = context_.strategy();
+  if (strategy.device_mesh().spans("pp")) {
+    // Rank 0 holds the first stage only; a file of it alone would resume wrong.
+    throw std::runtime_error(fmt::format(
+        "[CheckpointConnector::save] {}: checkpoints of a pipeline (pipeline_parallel_size {}) are not written yet; "
+        "run with enable_checkpointing false",
+        path.string(), strategy.device_mesh().size("pp")));
+  }
   std::string error;
   std::optional<Checkpoint> gathered;
   const ShardLayout* layout = strategy.shard_layout();

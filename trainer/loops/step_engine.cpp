@@ -47,6 +47,22 @@ void StepEngine::manual_backward(Strategy& strategy, Hooks& hooks, LightningModu
   hooks.after_backward();
 }
 
+torch::Tensor StepEngine::pipeline_forward_backward(Strategy& strategy, Hooks& hooks, PipelineModule& module,
+                                                    const Batch& batch, double loss_scale, bool sync) {
+  const torch::Tensor loss = module.pipeline()->train(batch, loss_scale);
+  module.log_loss("train", loss);
+  hooks.before_backward(loss);
+  if (sync) {
+    std::vector<torch::Tensor> params;
+    for (const auto& p : module.parameters()) {
+      if (p.requires_grad() && p.grad().defined()) params.push_back(p);
+    }
+    strategy.average_gradients(params);
+  }
+  hooks.after_backward();
+  return loss;
+}
+
 bool StepEngine::optimizer_step(Strategy& strategy, Hooks& hooks, torch::optim::Optimizer& optimizer,
                                 const std::optional<Strategy::Clip>& clip) {
   strategy.prepare_optimizer_step(optimizer);

@@ -2,6 +2,7 @@
 
 #include <fulgur/modules/lightning_module.hpp>
 #include <fulgur/modules/optimizer_config.hpp>
+#include <fulgur/modules/pipeline_module.hpp>
 #include <fulgur/strategies/strategy.hpp>
 
 #include <torch/torch.h>
@@ -51,6 +52,15 @@ class StepEngine {
   /// gradients of every parameter that has one are averaged over the ranks
   /// after the strategy's backward.
   static void manual_backward(Strategy& strategy, Hooks& hooks, LightningModule& module, const torch::Tensor& loss);
+
+  /// A pipeline's forward and backward (a PipelineModule on a pipeline):
+  /// the schedule runs every micro-batch's passes (gradients scaled by
+  /// `loss_scale`), the module logs the loss (log_loss "train"), and the
+  /// backward hooks come after, around the gradients' average over the
+  /// replicas (`sync`: the last batch of an accumulation window). Returns
+  /// the batch's loss, the same on every stage.
+  static torch::Tensor pipeline_forward_backward(Strategy& strategy, Hooks& hooks, PipelineModule& module,
+                                                 const Batch& batch, double loss_scale, bool sync);
 
   /// Synchronise and unscale, the hook, clip and step. Returns whether the
   /// optimizer stepped (float16's scaler skips steps with inf/NaN gradients).

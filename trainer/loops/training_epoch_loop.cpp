@@ -209,10 +209,19 @@ torch::Tensor TrainingEpochLoop::training_step(const Batch& batch, int64_t batch
 
 torch::Tensor TrainingEpochLoop::forward_backward_step(const Batch& batch, int64_t batch_idx, int64_t accumulate,
                                                        bool step_now) {
-  const torch::Tensor loss = training_step(batch, batch_idx);
-  StepEngine::check_loss(loss, "[TrainingEpochLoop::advance]", fmt::format("batch {}", batch_idx));
-  const torch::Tensor scaled = accumulate > 1 ? loss / accumulate : loss;
-  {
+  torch::Tensor loss;
+  auto* layered = dynamic_cast<PipelineModule*>(&context_.module());
+  if (layered != nullptr && layered->pipeline() != nullptr) {
+    // The schedule interleaves the micro-batches' forwards and backwards.
+    ProfileScope scope(context_.profiler(), "[Strategy]pipeline");
+    Precision::AutocastScope autocast(context_.strategy().precision());
+    context_.at("training_step", batch_idx);
+    loss = StepEngine::pipeline_forward_backward(context_.strategy(), context_.hooks(), *layered, batch,
+                                                 1.0 / static_cast<double>(accumulate), /*sync=*/step_now);
+  } else {
+    loss = training_step(batch, batch_idx);
+    StepEngine::check_loss(loss, "[TrainingEpochLoop::advance]", fmt::format("batch {}", batch_idx));
+    const torch::Tensor scaled = accumulate > 1 ? loss / accumulate : loss;
     ProfileScope scope(context_.profiler(), "[Strategy]backward");
     StepEngine::backward(context_.strategy(), context_.hooks(), scaled, /*sync=*/step_now);
   }

@@ -1,0 +1,132 @@
+// Pipeline parallelism in real processes: a stack of layers split into a
+// pipeline's stages (fulgur's launcher, Gloo) trains, with every schedule,
+// to the weights and the logged loss one process reaches on the same
+// global batch; so do a pipeline beside data parallelism and a four-stage
+// one. A stage that fails ends every rank, naming it.
+#include "support/metrics_csv.hpp"
+#include "support/pickled_tensor.hpp"
+#include "support/probe_commands.hpp"
+#include "support/test_support.hpp"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+
+namespace pipeline_parallel_test {
+
+using fulgur::testing::load_pickled_tensor;
+using fulgur::testing::run_command;
+using fulgur::testing::TempDir;
+
+namespace {
+
+const std::string kProbe = fulgur::testing::probe_program("pipeline_probe");
+constexpr int64_t kLayers = 4;
+
+std::string fit(const TempDir& dir, const std::string& name, const std::string& extra) {
+  return kProbe + " fit --seed_everything 7 --trainer.accelerator cpu --trainer.enable_progress_bar false " +
+         "--trainer.num_sanity_val_steps 0 --trainer.limit_val_batches 0 --trainer.process_group_timeout 60 " +
+         "--trainer.enable_checkpointing false --trainer.max_epochs 2 --trainer.log_every_n_steps 1 " +
+         "--trainer.default_root_dir " + (dir.path() / name).string() + " --model.output " +
+         (dir.path() / (name + ".pt")).string() + " " + extra;
+}
+
+std::string pipeline(int64_t devices, int64_t pp, const std::string& schedule) {
+  return fmt::format("--trainer.devices {} --trainer.strategy model_parallel --trainer.model_parallel.data_parallel ddp "
+                     "--trainer.model_parallel.pipeline_parallel_size {} --trainer.model_parallel.pipeline_schedule {}",
+                     devices, pp, schedule);
+}
+
+/// Every layer's final parameters, as the run's ranks wrote them.
+std::vector<torch::Tensor> run_and_load(const TempDir& dir, const std::string& name, const std::string& extra) {
+  const auto result = run_command(fit(dir, name, extra), 120);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  std::vector<torch::Tensor> layers;
+  for (int64_t i = 0; i < kLayers; ++i) layers.push_back(load_pickled_tensor(dir / fmt::format("{}.pt.layer{}", name, i)));
+  return layers;
+}
+
+std::vector<std::pair<int64_t, double>> logged(const TempDir& dir, const std::string& name, const std::string& column) {
+  return fulgur::testing::csv_series(
+      fulgur::testing::read_file(dir / name / "fulgur_logs" / "version_0" / "metrics.csv"), column);
+}
+
+void check_equal(const std::vector<torch::Tensor>& got, const std::vector<torch::Tensor>& one) {
+  for (size_t i = 0; i < one.size(); ++i) {
+    CAPTURE(i);
+    CHECK(torch::allclose(got[i], one[i], 1e-5, 1e-6));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("pipeline: pp 2 with gpipe, 1f1b, interleaved_1f1b and zero_bubble equals one process") {
+  TempDir dir("pipeline-schedules");
+  const auto one = run_and_load(dir, "one", "");
+  const auto initial = run_and_load(dir, "initial", "--trainer.max_epochs 0");
+  CHECK_FALSE(torch::allclose(one[0], initial[0], 1e-3, 1e-3));  // training moved the weights
+  const auto one_loss = logged(dir, "one", "train_loss");
+  REQUIRE(one_loss.size() == 8);
+  for (const std::string schedule : {"gpipe", "1f1b", "interleaved_1f1b", "zero_bubble"}) {
+    CAPTURE(schedule);
+    check_equal(run_and_load(dir, schedule, pipeline(2, 2, schedule)), one);
+    // Every step's loss as one process logged it (the micro-batches' mean).
+    const auto loss = logged(dir, schedule, "train_loss");
+    REQUIRE(loss.size() == one_loss.size());
+    for (size_t i = 0; i < loss.size(); ++i) {
+      CHECK(loss[i].first == one_loss[i].first);
+      CHECK(loss[i].second == doctest::Approx(one_loss[i].second).epsilon(1e-5));
+    }
+  }
+}
+
+TEST_CASE("pipeline: pp 2 x dp 2 and pp 4 (8 micro-batches, gradient clipping, validation) equal one process") {
+  TempDir dir("pipeline-mesh");
+  const std::string clip_and_validate = "--trainer.gradient_clip_val 0.05 --trainer.limit_val_batches 2";
+  const auto one = run_and_load(dir, "one", "--data.batch_size 8 " + clip_and_validate);
+  check_equal(run_and_load(dir, "dp2", pipeline(4, 2, "1f1b") + " --data.batch_size 4 " + clip_and_validate), one);
+  check_equal(run_and_load(dir, "pp4",
+                           pipeline(4, 4, "zero_bubble") + " --data.batch_size 8 --trainer.model_parallel.microbatches 8 " +
+                               clip_and_validate),
+              one);
+  const auto one_val = logged(dir, "one", "val_loss");
+  REQUIRE(one_val.size() == 2);
+  for (const std::string name : {"dp2", "pp4"}) {
+    CAPTURE(name);
+    const auto val = logged(dir, name, "val_loss");
+    REQUIRE(val.size() == one_val.size());
+    for (size_t i = 0; i < val.size(); ++i) CHECK(val[i].second == doctest::Approx(one_val[i].second).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("pipeline: what it cannot run is refused with one line, and a failing stage ends every rank") {
+  TempDir dir("pipeline-refusals");
+  auto refused = [&](const std::string& name, const std::string& extra, const std::string& expected) {
+    const auto result = run_command(fit(dir, name, extra), 120);
+    CAPTURE(result.output);
+    CHECK(result.exit_code != 0);
+    CHECK(result.output.find(expected) != std::string::npos);
+  };
+  refused("fsdp", "--trainer.devices 2 --trainer.strategy model_parallel --trainer.model_parallel.pipeline_parallel_size 2",
+          "pipeline_parallel_size 2 runs ddp along dp: set model_parallel.data_parallel to ddp");
+  refused("layers", pipeline(2, 2, "interleaved_1f1b") + " --model.layers 3",
+          "a model of 3 layers cannot be split into 4 stages");
+  refused("interleaved", pipeline(2, 2, "interleaved_1f1b") + " --trainer.model_parallel.microbatches 3",
+          "interleaved_1f1b needs microbatches (3) to be a multiple of pipeline_parallel_size (2)");
+  refused("small-batch", pipeline(2, 2, "1f1b") + " --data.batch_size 2",
+          "a batch of 2 samples cannot be split into 4 micro-batches");
+
+  const auto start = std::chrono::steady_clock::now();
+  const auto failed = run_command(fit(dir, "fails", pipeline(2, 2, "1f1b") + " --model.fail_at_step 3"), 120);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CAPTURE(failed.output);
+  CHECK(failed.exit_code != 0);
+  CHECK(failed.output.find("the last stage fails on purpose") != std::string::npos);
+  CHECK(seconds < 60);
+}
+
+}  // namespace pipeline_parallel_test
