@@ -14,6 +14,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <filesystem>
 
 namespace pipeline_parallel_test {
 
@@ -26,10 +27,11 @@ namespace {
 const std::string kProbe = fulgur::testing::probe_program("pipeline_probe");
 constexpr int64_t kLayers = 4;
 
-std::string fit(const TempDir& dir, const std::string& name, const std::string& extra) {
+std::string fit(const TempDir& dir, const std::string& name, const std::string& extra, bool checkpoints = false) {
   return kProbe + " fit --seed_everything 7 --trainer.accelerator cpu --trainer.enable_progress_bar false " +
          "--trainer.num_sanity_val_steps 0 --trainer.limit_val_batches 0 --trainer.process_group_timeout 60 " +
-         "--trainer.enable_checkpointing false --trainer.max_epochs 2 --trainer.log_every_n_steps 1 " +
+         "--trainer.enable_checkpointing " + (checkpoints ? "true" : "false") +
+         " --trainer.max_epochs 2 --trainer.log_every_n_steps 1 " +
          "--trainer.default_root_dir " + (dir.path() / name).string() + " --model.output " +
          (dir.path() / (name + ".pt")).string() + " " + extra;
 }
@@ -41,8 +43,9 @@ std::string pipeline(int64_t devices, int64_t pp, const std::string& schedule) {
 }
 
 /// Every layer's final parameters, as the run's ranks wrote them.
-std::vector<torch::Tensor> run_and_load(const TempDir& dir, const std::string& name, const std::string& extra) {
-  const auto result = run_command(fit(dir, name, extra), 120);
+std::vector<torch::Tensor> run_and_load(const TempDir& dir, const std::string& name, const std::string& extra,
+                                        bool checkpoints = false) {
+  const auto result = run_command(fit(dir, name, extra, checkpoints), 120);
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
   std::vector<torch::Tensor> layers;
@@ -53,6 +56,26 @@ std::vector<torch::Tensor> run_and_load(const TempDir& dir, const std::string& n
 std::vector<std::pair<int64_t, double>> logged(const TempDir& dir, const std::string& name, const std::string& column) {
   return fulgur::testing::csv_series(
       fulgur::testing::read_file(dir / name / "fulgur_logs" / "version_0" / "metrics.csv"), column);
+}
+
+/// The one checkpoint file (not last.ckpt) a run wrote, copied out of its folder (a
+/// fit resumed from a checkpoint in another run's folder may replace it as its best).
+std::string copied_checkpoint(const TempDir& dir, const std::string& name) {
+  std::vector<std::filesystem::path> found;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.path() / name)) {
+    if (entry.path().extension() == ".ckpt" && entry.path().filename() != "last.ckpt") found.push_back(entry.path());
+  }
+  REQUIRE(found.size() == 1);
+  const std::string copy = (dir.path() / (name + ".ckpt")).string();
+  std::filesystem::copy_file(found.front(), copy);
+  return copy;
+}
+
+void check_same(const std::vector<torch::Tensor>& got, const std::vector<torch::Tensor>& expected) {
+  for (size_t i = 0; i < expected.size(); ++i) {
+    CAPTURE(i);
+    CHECK(torch::equal(got[i], expected[i]));
+  }
 }
 
 void check_equal(const std::vector<torch::Tensor>& got, const std::vector<torch::Tensor>& one) {
@@ -101,6 +124,22 @@ TEST_CASE("pipeline: pp 2 x dp 2 and pp 4 (8 micro-batches, gradient clipping, v
     REQUIRE(val.size() == one_val.size());
     for (size_t i = 0; i < val.size(); ++i) CHECK(val[i].second == doctest::Approx(one_val[i].second).epsilon(1e-5));
   }
+}
+
+TEST_CASE("pipeline: a checkpoint of pp 2 loads into pp 1 and pp 1's into pp 2 bit for bit; training on from either agrees") {
+  TempDir dir("pipeline-reshard");
+  // Interleaved: each rank holds layers that are not next to each other.
+  const auto pp2 = run_and_load(dir, "pp2", pipeline(2, 2, "interleaved_1f1b"), true);
+  const std::string pp2_ckpt = copied_checkpoint(dir, "pp2");
+  // max_epochs as the checkpoint's: the fit restores and ends at once.
+  check_same(run_and_load(dir, "pp2-to-1", "--ckpt_path " + pp2_ckpt), pp2);
+  const auto one = run_and_load(dir, "one", "", true);
+  check_same(run_and_load(dir, "1-to-pp2", pipeline(2, 2, "1f1b") + " --ckpt_path " + copied_checkpoint(dir, "one")), one);
+  // One more epoch from pp 2's state (parameters and Adam's moments): on one process and on a pipeline.
+  const auto more = run_and_load(dir, "one-more", "--trainer.max_epochs 3 --ckpt_path " + pp2_ckpt);
+  CHECK_FALSE(torch::equal(more[0], pp2[0]));
+  check_equal(run_and_load(dir, "pp2-more", pipeline(2, 2, "zero_bubble") + " --trainer.max_epochs 3 --ckpt_path " + pp2_ckpt),
+              more);
 }
 
 TEST_CASE("pipeline: what it cannot run is refused with one line, and a failing stage ends every rank") {

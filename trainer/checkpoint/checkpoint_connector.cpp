@@ -5,6 +5,7 @@
 #include <fulgur/version.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_weights.hpp>
 #include <fulgur/trainer/checkpoint/optimizer_state.hpp>
+#include <fulgur/trainer/checkpoint/pipeline_checkpoint.hpp>
 #include <fulgur/trainer/checkpoint/scheduler_state.hpp>
 #include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
 #include <fulgur/trainer/checkpoint/sharded_state_writer.hpp>
@@ -94,22 +95,19 @@ AsyncCheckpointIO& CheckpointConnector::async_io() {
   return *async_io_;
 }
 
+std::vector<const torch::optim::Optimizer*> CheckpointConnector::optimizers() const {
+  std::vector<const torch::optim::Optimizer*> out;
+  for (const auto& config : context_.optimizers()) out.push_back(config.optimizer.get());
+  return out;
+}
+
 void CheckpointConnector::save(const std::filesystem::path& path, bool weights_only) {
   Strategy& strategy = context_.strategy();
-  if (strategy.device_mesh().spans("pp")) {
-    // Rank 0 holds the first stage only; a file of it alone would resume wrong.
-    throw std::runtime_error(fmt::format(
-        "[CheckpointConnector::save] {}: checkpoints of a pipeline (pipeline_parallel_size {}) are not written yet; "
-        "run with enable_checkpointing false",
-        path.string(), strategy.device_mesh().size("pp")));
-  }
   std::string error;
   std::optional<Checkpoint> gathered;
   const ShardLayout* layout = strategy.shard_layout();
   if (layout != nullptr || strategy.shards_parameters()) {
-    std::vector<const torch::optim::Optimizer*> optimizers;
-    for (const auto& config : context_.optimizers()) optimizers.push_back(config.optimizer.get());
-    const ShardedStateWriter writer(strategy, layout, context_.module(), std::move(optimizers));
+    const ShardedStateWriter writer(strategy, layout, context_.module(), optimizers());
     // Every rank dumps its state: the collectives pair up.
     if (strategy.sharded_state_dict()) {
       writer.save_sharded(dump(weights_only), path);
@@ -117,6 +115,10 @@ void CheckpointConnector::save(const std::filesystem::path& path, bool weights_o
     }
     gathered = dump(weights_only);
     writer.gather_whole(*gathered);
+  }
+  if (strategy.device_mesh().spans("pp")) {  // rank 0 holds the first stage: the others' come to it
+    if (!gathered) gathered = dump(weights_only);
+    PipelineCheckpoint(strategy, context_.module(), optimizers()).gather(*gathered);
   }
   if (strategy.is_global_zero()) {
     try {
@@ -182,6 +184,9 @@ void CheckpointConnector::end_run() {
 void CheckpointConnector::restore_model(const Checkpoint& checkpoint, const std::string& source) {
   c10::Dict<std::string, torch::Tensor> weights = checkpoint_weights(checkpoint, source);
   Strategy& strategy = context_.strategy();
+  if (strategy.device_mesh().spans("pp")) {  // this rank's stages
+    weights = PipelineCheckpoint(strategy, context_.module(), {}).local_weights(weights);
+  }
   if (strategy.shards_parameters()) {
     // Parameters hold this rank's rows: take those rows of the whole.
     for (const auto& item : context_.module().named_parameters()) {
@@ -221,9 +226,12 @@ void CheckpointConnector::restore_training_state(const Checkpoint& checkpoint, c
     }
     const auto schedulers = checkpoint.at("lr_schedulers").toList();
     size_t next_scheduler = 0;
+    std::optional<PipelineCheckpoint> pipeline;
+    if (context_.strategy().device_mesh().spans("pp")) pipeline.emplace(context_.strategy(), context_.module(), this->optimizers());
     for (size_t i = 0; i < configs.size(); ++i) {
       Strategy& strategy = context_.strategy();
       Dict saved = optimizers.get(i).toGenericDict();
+      if (pipeline) saved = pipeline->local_optimizer_state(i, saved);
       if (!strategy.shards_optimizer_state()) {
         load_optimizer_state_dict(*configs[i].optimizer, saved);
       } else {

@@ -83,6 +83,8 @@ class CheckpointConnector {
 
  private:
   bool async() const;
+  /// The run's optimizers, in order.
+  std::vector<const torch::optim::Optimizer*> optimizers() const;
   RunContext& context_;
   FitLoop& fit_loop_;
   std::unique_ptr<AsyncCheckpointIO> async_io_;
