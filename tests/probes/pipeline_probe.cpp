@@ -1,6 +1,8 @@
 // A training program for pipeline parallelism's tests: a PipelineModule of
-// --model.layers small layers (a Linear and a tanh each) regressing a fixed
-// target, the same program in one process and on any pp x dp mesh. Each
+// --model.layers small layers (a Linear and a tanh each; with
+// --model.tensor_parallel a residual MLP block that a plan splits over tp)
+// regressing a fixed target, the same program in one process and on any
+// pp x dp x tp mesh. Each
 // rank of the first data-parallel replica writes the final parameters of
 // every layer it holds to --model.output.layer<i>, so a test compares them
 // layer by layer with one process's.
@@ -26,7 +28,8 @@ namespace check = fulgur::check;
   X(int64_t, layers, 4, "layers of the model", check::AtLeast{1})                                      \
   X(int64_t, width, 8, "features per layer", check::AtLeast{1})                                        \
   X(double, lr, 0.01, "Adam's learning rate", check::Positive{})                                      \
-  X(int64_t, fail_at_step, -1, "the last stage throws at this step (-1: never)", check::Any{})
+  X(int64_t, fail_at_step, -1, "the last stage throws at this step (-1: never)", check::Any{})        \
+  X(bool, tensor_parallel, false, "layers are MLP blocks split over tp (Megatron-style)", check::Any{})
 
 struct ProbeModelOptions {
   FULGUR_OPTIONS(ProbeModelOptions, PIPELINE_PROBE_MODEL_OPTIONS)
@@ -40,12 +43,30 @@ struct DenseImpl : torch::nn::Module {
 };
 TORCH_MODULE(Dense);
 
+// A residual MLP block: up's outputs and down's inputs split over tp.
+struct BlockImpl : torch::nn::Module {
+  explicit BlockImpl(int64_t width)
+      : up(register_module("up", fulgur::ShardableLinear(width, 2 * width))),
+        down(register_module("down", fulgur::ShardableLinear(2 * width, width))) {}
+  torch::Tensor forward(const torch::Tensor& x) { return x + down->forward(torch::tanh(up->forward(x))); }
+  fulgur::ShardableLinear up, down;
+};
+TORCH_MODULE(Block);
+
 struct Stack : fulgur::PipelineModule {
   using Options = ProbeModelOptions;
   explicit Stack(const ProbeModelOptions& options) : PipelineModule(options.layers()), o(options) {}
 
   torch::nn::AnyModule make_layer(int64_t) override {
+    if (o.tensor_parallel()) return torch::nn::AnyModule(Block(o.width()));
     return torch::nn::AnyModule(Dense(o.width()));
+  }
+  void configure_model(fulgur::DeviceMesh& mesh) override {
+    PipelineModule::configure_model(mesh);  // the layers first (on a pipeline: this rank's)
+    if (o.tensor_parallel()) {
+      fulgur::parallelize_module(*this, mesh,
+                                 {{"layers.*.up", fulgur::ColwiseParallel()}, {"layers.*.down", fulgur::RowwiseParallel()}});
+    }
   }
   torch::Tensor loss(const torch::Tensor& output, const fulgur::Batch& batch) override {
     if (o.fail_at_step() >= 0 && trainer()->global_step() == o.fail_at_step()) {
@@ -57,11 +78,14 @@ struct Stack : fulgur::PipelineModule {
     return {std::make_shared<torch::optim::Adam>(parameters(), torch::optim::AdamOptions(o.lr())), std::nullopt};
   }
   void on_fit_end() override {
-    if (o.output().empty() || trainer()->strategy().data_parallel_rank() != 0) return;
+    fulgur::Strategy& strategy = trainer()->strategy();
+    if (o.output().empty() || strategy.data_parallel_rank() != 0) return;
     for (int64_t i = 0; i < num_layers(); ++i) {
       if (!has_layer(i)) continue;
       std::vector<torch::Tensor> parts;
-      for (const auto& p : layer_parameters(i)) parts.push_back(p.detach().cpu().reshape({-1}));
+      // Whole: every rank of a tensor-parallel group takes part; the first writes.
+      for (const auto& p : layer_parameters(i)) parts.push_back(strategy.whole_tensor(p, p.detach()).cpu().reshape({-1}));
+      if (strategy.device_mesh().rank("tp") != 0) continue;
       const auto bytes = torch::pickle_save(torch::cat(parts));
       std::ofstream(o.output() + ".layer" + std::to_string(i), std::ios::binary)
           .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

@@ -1,8 +1,9 @@
 // Pipeline parallelism in real processes: a stack of layers split into a
-// pipeline's stages (fulgur's launcher, Gloo) trains, with every schedule,
-// to the weights and the logged loss one process reaches on the same
-// global batch; so do a pipeline beside data parallelism and a four-stage
-// one. A stage that fails ends every rank, naming it.
+// pipeline's stages (fulgur's launcher, Gloo; and mpirun, MPI) trains, with
+// every schedule, to the weights and the logged loss one process reaches on
+// the same global batch; so do a pipeline beside data and tensor
+// parallelism (3D on 8 processes) and a four-stage one. Checkpoints load
+// across pipeline sizes. A stage that fails ends every rank.
 #include "support/metrics_csv.hpp"
 #include "support/pickled_tensor.hpp"
 #include "support/probe_commands.hpp"
@@ -126,6 +127,15 @@ TEST_CASE("pipeline: pp 2 x dp 2 and pp 4 (8 micro-batches, gradient clipping, v
   }
 }
 
+TEST_CASE("pipeline: pp 2 x tp 2 and 3D, pp 2 x tp 2 x dp 2 on 8 processes, equal one process") {
+  TempDir dir("pipeline-3d");
+  const std::string blocks = " --model.tensor_parallel true --trainer.gradient_clip_val 0.05";
+  const auto one = run_and_load(dir, "one", "--data.batch_size 8" + blocks);
+  const std::string tp2 = " --trainer.model_parallel.tensor_parallel_size 2";
+  check_equal(run_and_load(dir, "pp2-tp2", pipeline(4, 2, "1f1b") + tp2 + " --data.batch_size 8" + blocks), one);
+  check_equal(run_and_load(dir, "3d", pipeline(8, 2, "zero_bubble") + tp2 + " --data.batch_size 4" + blocks), one);
+}
+
 TEST_CASE("pipeline: a checkpoint of pp 2 loads into pp 1 and pp 1's into pp 2 bit for bit; training on from either agrees") {
   TempDir dir("pipeline-reshard");
   // Interleaved: each rank holds layers that are not next to each other.
@@ -140,6 +150,22 @@ TEST_CASE("pipeline: a checkpoint of pp 2 loads into pp 1 and pp 1's into pp 2 b
   CHECK_FALSE(torch::equal(more[0], pp2[0]));
   check_equal(run_and_load(dir, "pp2-more", pipeline(2, 2, "zero_bubble") + " --trainer.max_epochs 3 --ckpt_path " + pp2_ckpt),
               more);
+}
+
+TEST_CASE("pipeline: pp 2 over MPI under mpirun equals pp 2 over Gloo") {
+  TempDir dir("pipeline-mpi");
+  const auto gloo = run_and_load(dir, "gloo", pipeline(2, 2, "zero_bubble"));
+  const std::string mpirun = "env -u MASTER_ADDR -u MASTER_PORT -u FULGUR_FILE_STORE mpirun --allow-run-as-root "
+                             "--oversubscribe -np 2 ";
+  const auto mpi = run_command(mpirun + fit(dir, "mpi", pipeline(2, 2, "zero_bubble") + " --trainer.process_group_backend mpi"),
+                               120);
+  INFO(mpi.output);
+  REQUIRE(mpi.exit_code == 0);
+  for (int64_t i = 0; i < kLayers; ++i) {
+    CAPTURE(i);
+    CHECK(torch::allclose(load_pickled_tensor(dir / fmt::format("mpi.pt.layer{}", i)), gloo[static_cast<size_t>(i)], 1e-6,
+                          1e-6));
+  }
 }
 
 TEST_CASE("pipeline: what it cannot run is refused with one line, and a failing stage ends every rank") {
