@@ -79,6 +79,7 @@
 #include <fulgur/strategies/model_parallel/shardable_embedding.hpp>
 #include <fulgur/strategies/model_parallel/shardable_linear.hpp>
 #include <fulgur/strategies/model_parallel/tensor_parallel_ops.hpp>
+#include <fulgur/strategies/pipeline/pipeline_runner.hpp>
 #include <fulgur/strategies/pipeline/pipeline_schedule.hpp>
 #include <fulgur/strategies/sharding/sharded_unit.hpp>
 #include <fulgur/modules/state_dict.hpp>

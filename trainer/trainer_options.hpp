@@ -52,7 +52,7 @@ namespace fulgur {
     fulgur::check::NotEmpty{})                                                                                \
   X(int64_t, num_nodes, 1, "machines the run spans", fulgur::check::AtLeast{1})                               \
   X(fulgur::StrategyKind, strategy, fulgur::StrategyKind::Auto,                                               \
-    "auto (single_device for one process, else ddp), single_device, ddp, horovod, fsdp, model_parallel (tp x cp x dp mesh)", fulgur::check::Any{})     \
+    "auto (single_device for one process, else ddp), single_device, ddp, horovod, fsdp, model_parallel (pp x dp x cp x tp mesh)", fulgur::check::Any{})     \
   X(fulgur::PrecisionMode, precision, fulgur::PrecisionMode::Full32,                                          \
     "32-true (or 32), bf16-mixed, 16-mixed (GPU only)", fulgur::check::Any{})                                  \
   X(int64_t, accumulate_grad_batches, 1, "batches per optimizer step", fulgur::check::AtLeast{1})            \
@@ -133,7 +133,7 @@ namespace fulgur {
     fulgur::check::AtLeast{-1})                                                                               \
   X(int64_t, node_rank, 0, "this machine's index when fulgur starts several nodes", fulgur::check::AtLeast{0}) \
   X(bool, use_distributed_sampler, true, "give each process its share of the data", fulgur::check::Any{})    \
-  X(std::string, timeline, "", "Chrome-trace JSON of every gradient collective (ddp, horovod); empty = off",  \
+  X(std::string, timeline, "", "Chrome-trace JSON of every gradient collective (ddp, horovod) and pipeline pass; empty = off",  \
     fulgur::check::Any{})                                                                                     \
   X(fulgur::DDPOptions, ddp, {}, "strategy ddp", fulgur::check::Any{})                                        \
   X(fulgur::HorovodOptions, horovod, {}, "strategy horovod", fulgur::check::Any{})                            \

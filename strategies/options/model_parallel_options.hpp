@@ -28,7 +28,7 @@ inline std::vector<std::string> option_choices(PipelineScheduleKind) {
   X(int64_t, context_parallel_size, 1,                                                                        \
     "ranks the sequence is split over (cp: ring attention)", fulgur::check::AtLeast{1})                        \
   X(std::string, data_parallel_size, "auto",                                                                  \
-    "replicas of the model (dp); auto = world size / (tensor_parallel_size * context_parallel_size)",        \
+    "replicas of the model (dp); auto = world size / (tensor_parallel_size * context_parallel_size * pipeline_parallel_size)",        \
     fulgur::check::AutoOrCount{})                                                                             \
   X(fulgur::DataParallelKind, data_parallel, fulgur::DataParallelKind::FSDP,                                  \
     "what runs along dp: fsdp (its fsdp section applies) or ddp", fulgur::check::Any{})                        \

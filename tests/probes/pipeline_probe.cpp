@@ -15,6 +15,7 @@
 #include <fulgur/fulgur.hpp>
 
 #include <fstream>
+#include <iostream>
 
 // One of the programs in a multi-call binary (started through bin/pipeline_probe).
 namespace pipeline_probe {
@@ -79,6 +80,9 @@ struct Stack : fulgur::PipelineModule {
   }
   void on_fit_end() override {
     fulgur::Strategy& strategy = trainer()->strategy();
+    if (const auto* runner = dynamic_cast<const fulgur::PipelineRunner*>(pipeline())) {
+      std::cout << "pipeline_probe rank " << global_rank() << ": peak_in_flight " << runner->peak_in_flight() << std::endl;
+    }
     if (o.output().empty() || strategy.data_parallel_rank() != 0) return;
     for (int64_t i = 0; i < num_layers(); ++i) {
       if (!has_layer(i)) continue;
