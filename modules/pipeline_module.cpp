@@ -56,6 +56,11 @@ std::vector<torch::Tensor> PipelineModule::layer_parameters(int64_t index) {
   return found->second.ptr()->parameters();
 }
 
+std::shared_ptr<torch::nn::Module> PipelineModule::layer(int64_t index) const {
+  const auto found = layers_by_index_.find(index);
+  return found == layers_by_index_.end() ? nullptr : found->second.ptr();
+}
+
 torch::Tensor PipelineModule::forward(const torch::Tensor& input) {
   torch::Tensor x = input;
   for (int64_t index = 0; index < num_layers_; ++index) x = forward_layer(index, x);

@@ -79,6 +79,8 @@ class PipelineModule : public LightningModule {
   torch::Tensor forward_layer(int64_t index, const torch::Tensor& input);
   /// The parameters of layer `index`.
   std::vector<torch::Tensor> layer_parameters(int64_t index);
+  /// Layer `index` as make_layer built it, or null when this rank does not hold it.
+  std::shared_ptr<torch::nn::Module> layer(int64_t index) const;
   /// Every layer in order: the whole model (one process).
   torch::Tensor forward(const torch::Tensor& input);
 

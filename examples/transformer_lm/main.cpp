@@ -5,6 +5,8 @@
 //
 //   build/bin/transformer_lm --devices 2 --strategy fsdp --fsdp.sharding_strategy SHARD_GRAD_OP
 //   build/bin/transformer_lm --devices 4 --strategy model_parallel --model_parallel.tensor_parallel_size 2
+//   build/bin/transformer_lm --devices 2 --strategy model_parallel --model_parallel.data_parallel ddp \
+//       --model_parallel.pipeline_parallel_size 2 --model_parallel.pipeline_schedule zero_bubble
 //
 // Flags: every TrainerOptions field (--devices, --strategy, --max_steps,
 // --limit_train_batches: per epoch, 200 here; --limit_val_batches: 0 = none;
@@ -59,6 +61,7 @@ int main(int argc, char** argv) {
                                  flags.optimizer() == "sgd", flags.sequence_parallel());
     examples::TextData data(flags.text(), flags.context(), flags.batch_size());
     // Each block is a unit of its own (ShardedUnit); the embeddings and the head make the rest.
+    // The layers are built by the Trainer (configure_model): on a pipeline, this rank's only.
     fulgur::Trainer trainer(trainer_options);
     trainer.fit(model, data, run.ckpt_path());
     examples::write_weights(run, model, trainer.global_rank());

@@ -2,7 +2,9 @@
 
 // A small decoder-only transformer language model over bytes: token and
 // position embeddings, pre-norm blocks (causal self-attention, MLP), a
-// final norm and a linear head. Each block is a fulgur::ShardedUnit, so
+// final norm and a linear head, as the layers of a fulgur::PipelineModule,
+// so under model_parallel.pipeline_parallel_size each rank builds and runs
+// only its stages' layers. Each block is a fulgur::ShardedUnit, so
 // under --strategy fsdp (FULL_SHARD) its parameters are gathered for its
 // own forward and backward only. Its layers are fulgur's Shardable ones,
 // so under --strategy model_parallel configure_model splits them over the
@@ -50,80 +52,115 @@ struct TransformerBlockImpl : torch::nn::Module {
 };
 TORCH_MODULE(TransformerBlock);
 
-struct TransformerLM : fulgur::LightningModule {
+// Layer 0: the token and position embeddings. Under context parallelism
+// its input is this rank's tokens (two mirrored chunks of each sequence);
+// under sequence parallelism its output is this rank's chunk of them.
+struct EmbeddingsImpl : torch::nn::Module {
+  EmbeddingsImpl(int64_t dim, int64_t context) {
+    token = register_module("token", fulgur::ShardableEmbedding(256, dim));
+    position = register_module("position", fulgur::ShardableEmbedding(context, dim));
+  }
+  torch::Tensor forward(const torch::Tensor& input) {
+    torch::Tensor positions = torch::arange(input.size(1), input.options());
+    if (cp) positions = fulgur::context_parallel_positions(input.size(1) * cp->size(), cp->rank(), cp->size()).to(input.device());
+    torch::Tensor x = token->forward(input) + position->forward(positions);
+    if (tp && sequence_parallel) x = fulgur::split_to_group(x, 1, *tp);  // each rank its chunk of the sequence
+    return x;
+  }
+  std::shared_ptr<fulgur::ProcessGroup> tp, cp;
+  bool sequence_parallel = false;
+  fulgur::ShardableEmbedding token{nullptr}, position{nullptr};
+};
+TORCH_MODULE(Embeddings);
+
+// The last layer: the final norm and the head's logits (vocab-parallel under tp).
+struct LMHeadImpl : torch::nn::Module {
+  explicit LMHeadImpl(int64_t dim) {
+    norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})));
+    head = register_module("head", fulgur::ShardableLinear(dim, 256));
+  }
+  torch::Tensor forward(const torch::Tensor& x) { return head->forward(norm->forward(x)); }
+  torch::nn::LayerNorm norm{nullptr};
+  fulgur::ShardableLinear head{nullptr};
+};
+TORCH_MODULE(LMHead);
+
+// The model as layers (a fulgur::PipelineModule): the embeddings, the
+// blocks, the head. Under model_parallel.pipeline_parallel_size each rank
+// builds and runs only its stages' layers.
+struct TransformerLM : fulgur::PipelineModule {
   /// `sgd`: plain SGD instead of AdamW, a step the cuda_graph option can capture.
   /// `sequence_parallel`: under tensor parallelism, the norms and residuals
   /// run on each rank's chunk of the sequence.
   TransformerLM(int64_t layers, int64_t dim, int64_t heads, int64_t context, double lr, bool sgd = false,
                 bool sequence_parallel = false)
-      : lr(lr), sgd(sgd), sequence_parallel(sequence_parallel) {
-    token = register_module("token", fulgur::ShardableEmbedding(256, dim));
-    position = register_module("position", fulgur::ShardableEmbedding(context, dim));
-    blocks = register_module("blocks", torch::nn::Sequential());
-    for (int64_t i = 0; i < layers; ++i) {
-      block_list.emplace_back(dim, heads);
-      blocks->push_back(fulgur::ShardedUnit<TransformerBlock>(block_list.back()));
-    }
-    norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})));
-    head = register_module("head", fulgur::ShardableLinear(dim, 256));
+      : PipelineModule(layers + 2),
+        dim(dim),
+        heads(heads),
+        context(context),
+        lr(lr),
+        sgd(sgd),
+        sequence_parallel(sequence_parallel) {}
+  torch::nn::AnyModule make_layer(int64_t index) override {
+    if (index == 0) return torch::nn::AnyModule(Embeddings(dim, context));
+    if (index == num_layers() - 1) return torch::nn::AnyModule(LMHead(dim));
+    block_list.emplace_back(dim, heads);
+    return torch::nn::AnyModule(fulgur::ShardedUnit<TransformerBlock>(block_list.back()));
   }
   // Under strategy model_parallel: the Megatron plan over the mesh's tp.
   void configure_model(fulgur::DeviceMesh& mesh) override {
     using fulgur::ColwiseParallel, fulgur::RowwiseParallel, fulgur::SequenceParallel, fulgur::Shard, fulgur::Replicate;
+    PipelineModule::configure_model(mesh);  // builds the layers (on a pipeline: this rank's)
+    auto embeddings = std::dynamic_pointer_cast<EmbeddingsImpl>(layer(0));
     if (mesh.spans("cp")) {
       cp = mesh.share_group("cp");
       for (auto& block : block_list) block->cp = cp;
+      if (embeddings) embeddings->cp = cp;
     }
     if (!mesh.spans("tp")) return;
     tp = mesh.share_group("tp");
     for (auto& block : block_list) block->heads = mesh.split("tp", block->heads, "heads");
+    if (embeddings) {
+      embeddings->tp = tp;
+      embeddings->sequence_parallel = sequence_parallel;
+    }
     const fulgur::Layout between = sequence_parallel ? Shard(1) : Replicate();
     fulgur::ParallelPlan plan{
-        {"token", RowwiseParallel(Replicate(), Replicate())},     // vocab-parallel
-        {"position", RowwiseParallel(Replicate(), Replicate())},  // each rank a share of the positions' rows
-        {"blocks.*.module.q", ColwiseParallel(between)},
-        {"blocks.*.module.k", ColwiseParallel(between)},
-        {"blocks.*.module.v", ColwiseParallel(between)},
-        {"blocks.*.module.proj", RowwiseParallel(Shard(-1), between)},
-        {"blocks.*.module.fc1", ColwiseParallel(between)},
-        {"blocks.*.module.fc2", RowwiseParallel(Shard(-1), between)},
-        {"head", ColwiseParallel(between, Shard(-1))},  // vocab-parallel logits: never gathered
+        {"layers.0.token", RowwiseParallel(Replicate(), Replicate())},     // vocab-parallel
+        {"layers.0.position", RowwiseParallel(Replicate(), Replicate())},  // each rank a share of the positions' rows
+        {"layers.*.module.q", ColwiseParallel(between)},
+        {"layers.*.module.k", ColwiseParallel(between)},
+        {"layers.*.module.v", ColwiseParallel(between)},
+        {"layers.*.module.proj", RowwiseParallel(Shard(-1), between)},
+        {"layers.*.module.fc1", ColwiseParallel(between)},
+        {"layers.*.module.fc2", RowwiseParallel(Shard(-1), between)},
+        {"layers.*.head", ColwiseParallel(between, Shard(-1))},  // vocab-parallel logits: never gathered
     };
     if (sequence_parallel) {
-      for (const char* name : {"blocks.*.module.norm1", "blocks.*.module.norm2", "norm"}) {
+      for (const char* name : {"layers.*.module.norm1", "layers.*.module.norm2", "layers.*.norm"}) {
         plan.emplace_back(name, SequenceParallel());
       }
     }
     fulgur::parallelize_module(*this, mesh, plan);
   }
-  torch::Tensor loss_of(const fulgur::Batch& b) {
-    torch::Tensor input = b.input, target = b.target;
-    torch::Tensor positions = torch::arange(b.input.size(1), b.input.options());
-    if (cp) {  // this rank's tokens: two mirrored chunks of each sequence
-      positions = fulgur::context_parallel_positions(b.input.size(1), cp->rank(), cp->size()).to(b.input.device());
-      input = input.index_select(1, positions);
-      target = target.index_select(1, positions);
-    }
-    torch::Tensor x = token->forward(input) + position->forward(positions);
-    if (tp && sequence_parallel) x = fulgur::split_to_group(x, 1, *tp);  // each rank its chunk of the sequence
-    const torch::Tensor logits = head->forward(norm->forward(blocks->forward(x)));
+  // Under context parallelism: this rank's tokens of each sequence, and their targets.
+  torch::Tensor layer_input(const fulgur::Batch& b) override { return this_rank_tokens(b.input); }
+  torch::Tensor loss(const torch::Tensor& logits, const fulgur::Batch& b) override {
+    const torch::Tensor target = this_rank_tokens(b.target);
     if (tp) return fulgur::vocab_parallel_cross_entropy(logits, target, *tp);
     return torch::nn::functional::cross_entropy(logits.reshape({-1, 256}), target.reshape({-1}));
   }
-  torch::Tensor training_step(const fulgur::Batch& b, int64_t) override {
-    const torch::Tensor loss = loss_of(b);
-    log("train_loss", whole_sequence(loss), {.prog_bar = true});
-    return loss;
-  }
-  void validation_step(const fulgur::Batch& b, int64_t) override {
-    log("val_loss", whole_sequence(loss_of(b)), {.sync_dist = true});
+  torch::Tensor this_rank_tokens(const torch::Tensor& tokens) const {
+    if (!cp) return tokens;
+    const torch::Tensor mine = fulgur::context_parallel_positions(tokens.size(1), cp->rank(), cp->size());
+    return tokens.index_select(1, mine.to(tokens.device()));
   }
   // Each context-parallel rank's loss is its tokens' mean: what is logged is the whole sequence's.
-  torch::Tensor whole_sequence(const torch::Tensor& loss) const {
-    if (!cp) return loss;
+  void log_loss(const std::string& stage, const torch::Tensor& loss) override {
+    if (!cp) return PipelineModule::log_loss(stage, loss);
     torch::Tensor mean = loss.detach().clone();
     cp->all_reduce(mean, fulgur::ReduceOp::Sum);
-    return mean / static_cast<double>(cp->size());
+    PipelineModule::log_loss(stage, mean / static_cast<double>(cp->size()));
   }
   fulgur::OptimizerConfig configure_optimizers() override {
     if (sgd) return {std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(lr)), std::nullopt};
@@ -156,18 +193,15 @@ struct TransformerLM : fulgur::LightningModule {
               << static_cast<int64_t>(peak_cuda / (1024.0 * 1024.0)) << std::endl;
   }
 
+  int64_t dim, heads, context;
   double lr;
   bool sgd;
   bool sequence_parallel;
   std::shared_ptr<fulgur::ProcessGroup> tp, cp;  // set under tensor, context parallelism
-  std::vector<TransformerBlock> block_list;
+  std::vector<TransformerBlock> block_list;      // this rank's blocks
   int64_t steps = 0;
   double timed_seconds = 0.0;
   std::chrono::steady_clock::time_point last_start;
-  fulgur::ShardableEmbedding token{nullptr}, position{nullptr};
-  torch::nn::Sequential blocks{nullptr};
-  torch::nn::LayerNorm norm{nullptr};
-  fulgur::ShardableLinear head{nullptr};
 };
 
 }  // namespace examples

@@ -78,7 +78,7 @@ void parallelize_module(torch::nn::Module& module, const DeviceMesh& mesh, const
         throw std::invalid_argument(fmt::format("[parallelize_module] {} on '{}': {}", style_name(style.kind), item.key(), e.what()));
       }
     }
-    if (!found) {
+    if (!found && !mesh.spans("pp")) {  // a pipeline stage holds some layers only
       throw std::invalid_argument(fmt::format("[parallelize_module] the plan names '{}', which is no submodule of the model{}",
                                               pattern, did_you_mean(pattern, names)));
     }

@@ -15,8 +15,9 @@ namespace fulgur {
 /// weight and does its collectives in forward and backward; a module under
 /// SequenceParallel keeps its parameters whole and sums their gradients
 /// over tp. With tp of size 1 it changes nothing. A name that matches no
-/// submodule, a style on a module it cannot split, or a size tp does not
-/// divide is one error naming the module. Call it from
+/// submodule (but on a pipeline, where a stage holds only its own layers),
+/// a style on a module it cannot split, or a size tp does not divide is one
+/// error naming the module. Call it from
 /// LightningModule::configure_model, before the optimizers exist.
 void parallelize_module(torch::nn::Module& module, const DeviceMesh& mesh, const ParallelPlan& plan);
 

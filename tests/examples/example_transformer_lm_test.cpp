@@ -71,7 +71,7 @@ TEST_CASE("transformer_lm example: FULL_SHARD on 2 processes ends where ddp ends
   CHECK(shards == 2);
 }
 
-TEST_CASE("transformer_lm example: tp 2 x dp 2 with sequence parallelism, and cp 2 x dp 2, end where ddp on 2 ends") {
+TEST_CASE("transformer_lm example: tp 2 x dp 2 with sequence parallelism, cp 2 x dp 2, pp 2 x dp 2 and pp x tp x dp end where ddp on 2 ends") {
   REQUIRE(std::filesystem::exists("/usr/lib/python3.11/pydoc_data/topics.py"));
   TempDir dir("example-transformer-lm-mesh");
   const Run ddp = train(dir, "ddp", "--devices 2 --strategy ddp");
@@ -90,6 +90,19 @@ TEST_CASE("transformer_lm example: tp 2 x dp 2 with sequence parallelism, and cp
   CHECK(perplexity(cp.output) == doctest::Approx(perplexity(ddp.output)).epsilon(1e-4));
   // Each tp rank keeps half of the split layers: fewer numbers than a ddp replica.
   CHECK(tp.weights.numel() < ddp.weights.numel());
+  // A pipeline of 2 stages x dp 2, and 3D: pp 2 x tp 2 (sequence parallel) x dp 2 on 8 processes.
+  const std::string pipeline = "--strategy model_parallel --model_parallel.data_parallel ddp "
+                               "--model_parallel.pipeline_parallel_size 2 ";
+  const Run pp = train(dir, "pp", "--devices 4 " + pipeline + "--model_parallel.pipeline_schedule zero_bubble");
+  INFO(pp.output);
+  REQUIRE(pp.exit_code == 0);
+  const Run three_d = train(dir, "3d", "--devices 8 " + pipeline + "--model_parallel.tensor_parallel_size 2 --sequence_parallel true");
+  INFO(three_d.output);
+  REQUIRE(three_d.exit_code == 0);
+  CHECK(perplexity(pp.output) == doctest::Approx(perplexity(ddp.output)).epsilon(1e-4));
+  CHECK(perplexity(three_d.output) == doctest::Approx(perplexity(ddp.output)).epsilon(1e-4));
+  // Rank 0 holds the first stage only (the embeddings and one block).
+  CHECK(pp.weights.numel() < ddp.weights.numel());
 }
 
 TEST_CASE("transformer_lm example: with whole_after_fit false each rank keeps only its rows after fit") {
