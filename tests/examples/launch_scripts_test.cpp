@@ -3,6 +3,8 @@
 // mpirun's also with process_group_backend mpi.
 #include "support/test_support.hpp"
 
+#include <fulgur/strategies/launchers/network.hpp>
+
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -13,6 +15,9 @@ using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
 
 namespace {
+
+// A fixed port would meet another checkout's run of this test on the same machine.
+std::string free_port() { return std::to_string(fulgur::pick_free_port("127.0.0.1")); }
 
 void check_script(const std::string& name, const std::string& script, const std::string& variables) {
   TempDir dir("launch-script-" + name);
@@ -32,11 +37,11 @@ void check_script(const std::string& name, const std::string& script, const std:
 }  // namespace
 
 TEST_CASE("launch scripts: examples/torchrun/train.sh runs 2 processes to the end") {
-  check_script("torchrun", "examples/torchrun/train.sh", "MASTER_PORT=29681");
+  check_script("torchrun", "examples/torchrun/train.sh", "MASTER_PORT=" + free_port());
 }
 
 TEST_CASE("launch scripts: examples/mpirun/train.sh runs 2 processes to the end") {
-  check_script("mpirun", "examples/mpirun/train.sh", "MASTER_PORT=29683");
+  check_script("mpirun", "examples/mpirun/train.sh", "MASTER_PORT=" + free_port());
 }
 
 TEST_CASE("launch scripts: examples/mpirun/train.sh with BACKEND=mpi trains over MPI, no rendezvous variable") {

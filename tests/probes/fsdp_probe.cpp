@@ -7,6 +7,9 @@
 // --model.state_file.<rank>.
 //
 //   fsdp_probe fit --trainer.devices 2 --trainer.strategy fsdp --model.output params.pt
+//   fsdp_probe runs 2 FILE   (FILE's command lines in one launch of 2 ranks, probe_runs.hpp)
+#include "probe_runs.hpp"
+
 #include <fulgur/datamodules/datasets/tensor_dataset.hpp>
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
 #include <fulgur/fulgur.hpp>
@@ -157,6 +160,10 @@ struct FSDPProbeData : fulgur::DataModule {
 
 }  // namespace
 
-int main(int argc, char** argv) { return fulgur::cli::run<FSDPProbeModel, FSDPProbeData>(argc, argv); }
+int main(int argc, char** argv) {
+  const auto run = [](int n, const char* const* args) { return fulgur::cli::run<FSDPProbeModel, FSDPProbeData>(n, args); };
+  if (argc > 1 && std::string(argv[1]) == "runs") return fulgur::testing::run_probe_list(argc, argv, run);
+  return run(argc, argv);
+}
 
 }  // namespace fsdp_probe

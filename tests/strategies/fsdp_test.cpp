@@ -1,7 +1,9 @@
 // The fully sharded strategy in real processes: ranks started by fulgur's
-// launcher meet over a TCPStore on loopback (a free port the launcher
+// launchers meet over a TCPStore on loopback (a free port the launcher
 // picks), reduce-scatter gradients and all-gather parameters through Gloo,
 // and must end where DDP and one process end on the same global batch.
+// Runs of one world size that do not wait on each other's results go in one
+// launch (fit_all): the ranks' start-up is most of a run's time.
 // The cases of checkpoints, HYBRID_SHARD and ShardedUnit are the test suite
 // fsdp_units_test, a ctest entry of its own (tests/CMakeLists.txt), so that
 // neither entry takes over 90 s.
@@ -61,6 +63,30 @@ void fit(const TempDir& dir, const std::string& name, const std::string& extra, 
   const std::string command = kProbe + " " + probe_args(dir, name, extra, epochs, checkpointing);
   const auto result = run_command(command, 300);
   INFO(command);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+}
+
+struct Run {
+  std::string name;
+  std::string extra;
+  int epochs = 2;
+  bool checkpointing = false;
+};
+
+/// The runs, each as fit() would run it, one after another in one launch of
+/// `world` ranks (`fsdp_probe runs`, tests/probes/probe_runs.hpp): the ranks
+/// start once, not once per run. Requires every run to succeed.
+void fit_all(const TempDir& dir, int world, const std::vector<Run>& runs) {
+  const std::filesystem::path file = dir / (runs.front().name + ".runs");
+  {
+    std::ofstream out(file);
+    for (const Run& run : runs) out << probe_args(dir, run.name, run.extra, run.epochs, run.checkpointing) << "\n";
+  }
+  const std::string command = kProbe + " runs " + std::to_string(world) + " " + file.string();
+  const auto result = run_command(command, 300);
+  INFO(command);
+  INFO(read_file(file));
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
 }
@@ -175,19 +201,30 @@ TEST_CASE("fsdp: FULL_SHARD, SHARD_GRAD_OP and NO_SHARD on 2 and 4 processes end
           "each rank keeping only its shard of the optimizer state (and under FULL_SHARD of the parameters)") {
   TempDir dir("fsdp-equal");
   const auto started = std::chrono::steady_clock::now();
-  for (const std::string optimizer : {"adam", "sgd"}) {
-    const std::string opt = "--model.optimizer " + optimizer + " ";
-    fit(dir, "one_" + optimizer, opt + ranks(1));
+  const std::vector<std::string> optimizers{"adam", "sgd"};
+  const std::vector<std::string> shardings{"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD"};
+  const auto opt = [](const std::string& optimizer) { return "--model.optimizer " + optimizer + " "; };
+  fit_all(dir, 1, {{"one_adam", opt("adam") + ranks(1)}, {"one_sgd", opt("sgd") + ranks(1)}});
+  for (const int world : {2, 4}) {
+    const std::string w = std::to_string(world);
+    std::vector<Run> runs;
+    for (const std::string& optimizer : optimizers) {
+      runs.push_back({"ddp" + w + optimizer, opt(optimizer) + ranks(world) + "--trainer.strategy ddp"});
+      for (const std::string& sharding : shardings) {
+        runs.push_back({sharding + w + optimizer, opt(optimizer) + ranks(world) + fsdp(sharding)});
+      }
+    }
+    fit_all(dir, world, runs);
+  }
+  for (const std::string& optimizer : optimizers) {
     // Training moved the parameters (the comparisons below are not of two starts).
     CHECK_FALSE(torch::allclose(load_pickled_tensor(dir / ("one_" + optimizer + ".pt")),
                                 load_pickled_tensor(dir / ("one_" + optimizer + ".pt")) * 0.9));
     for (const int world : {2, 4}) {
       const std::string w = std::to_string(world);
-      fit(dir, "ddp" + w + optimizer, opt + ranks(world) + "--trainer.strategy ddp");
       check_same(dir, "one_" + optimizer, "ddp" + w + optimizer);
-      for (const std::string sharding : {"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD"}) {
+      for (const std::string& sharding : shardings) {
         const std::string name = sharding + w + optimizer;
-        fit(dir, name, opt + ranks(world) + fsdp(sharding));
         check_same(dir, "ddp" + w + optimizer, name);
         check_same(dir, "one_" + optimizer, name);
         if (optimizer == "adam" && sharding != "NO_SHARD") check_shards(dir, name, world, sharding);
@@ -195,7 +232,7 @@ TEST_CASE("fsdp: FULL_SHARD, SHARD_GRAD_OP and NO_SHARD on 2 and 4 processes end
     }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  MESSAGE("18 runs in " << seconds << " s");
+  MESSAGE("18 runs in 3 launches in " << seconds << " s");
 }
 
 TEST_CASE("fsdp: FULL_SHARD keeps at most 1/N of ddp's parameters, gradients and Adam state per rank, plus one unit") {
@@ -204,9 +241,11 @@ TEST_CASE("fsdp: FULL_SHARD keeps at most 1/N of ddp's parameters, gradients and
   const std::string wide = "--model.hidden 64 --trainer.fsdp.min_num_params 1000 ";
   for (const int world : {2, 4}) {
     const std::string w = std::to_string(world);
-    fit(dir, "ddp" + w, ranks(world) + wide + "--trainer.strategy ddp");
-    fit(dir, "full" + w, ranks(world) + wide + "--trainer.strategy fsdp --trainer.fsdp.sharding_strategy FULL_SHARD");
-    fit(dir, "grad_op" + w, ranks(world) + wide + "--trainer.strategy fsdp --trainer.fsdp.sharding_strategy SHARD_GRAD_OP");
+    fit_all(dir, world,
+            {{"ddp" + w, ranks(world) + wide + "--trainer.strategy ddp"},
+             {"full" + w, ranks(world) + wide + "--trainer.strategy fsdp --trainer.fsdp.sharding_strategy FULL_SHARD"},
+             {"grad_op" + w,
+              ranks(world) + wide + "--trainer.strategy fsdp --trainer.fsdp.sharding_strategy SHARD_GRAD_OP"}});
     check_same(dir, "ddp" + w, "full" + w);
     for (int64_t rank = 0; rank < world; ++rank) {
       const int64_t ddp = read_state(dir, "ddp" + w, rank).at("bytes").numel;
@@ -231,15 +270,16 @@ TEST_CASE("fsdp: clipping by norm takes the norm over every shard, as ddp does")
   fit(dir, "one", ranks(1) + clip);
   for (const int world : {2, 4}) {
     const std::string w = std::to_string(world);
-    fit(dir, "ddp" + w, ranks(world) + clip + "--trainer.strategy ddp");
-    check_same(dir, "one", "ddp" + w);
+    std::vector<Run> runs{{"ddp" + w, ranks(world) + clip + "--trainer.strategy ddp"}};
     for (const std::string sharding : {"FULL_SHARD", "SHARD_GRAD_OP"}) {
-      fit(dir, sharding + w, ranks(world) + clip + fsdp(sharding));
-      check_same(dir, "one", sharding + w);
+      runs.push_back({sharding + w, ranks(world) + clip + fsdp(sharding)});
     }
+    // The clip bites: without it the run ends elsewhere (SGD, whose step scales with the gradient).
+    if (world == 2) runs.push_back({"unclipped", ranks(2) + fsdp("FULL_SHARD") + "--model.optimizer sgd"});
+    fit_all(dir, world, runs);
+    check_same(dir, "one", "ddp" + w);
+    for (const std::string sharding : {"FULL_SHARD", "SHARD_GRAD_OP"}) check_same(dir, "one", sharding + w);
   }
-  // The clip bites: without it the run ends elsewhere (SGD, whose step scales with the gradient).
-  fit(dir, "unclipped", ranks(2) + fsdp("FULL_SHARD") + "--model.optimizer sgd");
   CHECK_FALSE(torch::allclose(load_pickled_tensor(dir / "FULL_SHARD2.pt"), load_pickled_tensor(dir / "unclipped.pt"),
                               1e-4, 1e-4));
 }
@@ -252,19 +292,19 @@ TEST_CASE("fsdp: gradient accumulation and manual optimization end where one pro
   for (const int world : {2, 4}) {
     const std::string w = std::to_string(world);
     const std::string r = "--trainer.devices " + w + " --data.batch_size " + std::to_string(12 / world) + " ";
-    for (const std::string sharding : {"FULL_SHARD", "SHARD_GRAD_OP"}) {
-      fit(dir, sharding + "_acc" + w, accumulate + r + fsdp(sharding));
-      check_same(dir, "one_acc", sharding + "_acc" + w);
-    }
+    fit_all(dir, world,
+            {{"FULL_SHARD_acc" + w, accumulate + r + fsdp("FULL_SHARD")},
+             {"SHARD_GRAD_OP_acc" + w, accumulate + r + fsdp("SHARD_GRAD_OP")}});
+    for (const std::string sharding : {"FULL_SHARD", "SHARD_GRAD_OP"}) check_same(dir, "one_acc", sharding + "_acc" + w);
   }
   // Manual: manual_backward averages whole gradients, clip_gradients sees them whole,
   // the step slices them to the shard and steps only that.
   const std::string manual = "--trainer.devices 3 --data.batch_size 8 --model.manual true --model.manual_clip 0.05 ";
-  fit(dir, "ddp_manual", manual + "--trainer.strategy ddp");
-  for (const std::string sharding : {"FULL_SHARD", "SHARD_GRAD_OP"}) {
-    fit(dir, sharding + "_manual", manual + fsdp(sharding));
-    check_same(dir, "ddp_manual", sharding + "_manual");
-  }
+  fit_all(dir, 3,
+          {{"ddp_manual", manual + "--trainer.strategy ddp"},
+           {"FULL_SHARD_manual", manual + fsdp("FULL_SHARD")},
+           {"SHARD_GRAD_OP_manual", manual + fsdp("SHARD_GRAD_OP")}});
+  for (const std::string sharding : {"FULL_SHARD", "SHARD_GRAD_OP"}) check_same(dir, "ddp_manual", sharding + "_manual");
   const auto state = read_state(dir, "SHARD_GRAD_OP_manual", 2);
   CHECK(state.at("net.2.weight").state_numel == 4 * 12);  // rows 8..11 of 12
 }
@@ -274,9 +314,11 @@ TEST_CASE("fsdp: BatchNorm buffers are broadcast as ddp does") {
   // SGD: with BatchNorm some gradients are zero up to rounding, which Adam
   // would turn into whole steps of either sign whatever the strategy.
   const std::string bn = "--trainer.devices 3 --data.batch_size 8 --model.batch_norm true --model.optimizer sgd ";
-  fit(dir, "ddp", bn + "--trainer.strategy ddp");
+  fit_all(dir, 3,
+          {{"ddp", bn + "--trainer.strategy ddp"},
+           {"FULL_SHARD", bn + fsdp("FULL_SHARD")},
+           {"SHARD_GRAD_OP", bn + fsdp("SHARD_GRAD_OP")}});
   for (const std::string sharding : {"FULL_SHARD", "SHARD_GRAD_OP"}) {
-    fit(dir, sharding, bn + fsdp(sharding));
     check_same(dir, "ddp", sharding);  // the probe's output ends with the buffers
   }
 }
@@ -323,22 +365,28 @@ TEST_CASE("fsdp: stop and resume from full and sharded checkpoints continues exa
           doctest::test_suite("fsdp_units_test")) {
   TempDir dir("fsdp-resume");
   const std::string full = fsdp("FULL_SHARD");
-  fit(dir, "straight", ranks(2) + full);
-  for (const std::string type : {"full", "sharded"}) {
-    const std::string first = "first_" + type;
-    fit(dir, first, ranks(2) + full + "--trainer.fsdp.state_dict_type " + type, 1, true);
-    const std::filesystem::path ckpt = only_checkpoint(dir, first);
-    CHECK(shard_files(ckpt).size() == (type == "sharded" ? 2u : 0u));
-    fit(dir, "resumed_" + type, ranks(2) + full + "--ckpt_path " + ckpt.string());
-    check_same(dir, "straight", "resumed_" + type);
+  const std::vector<std::string> types{"full", "sharded"};
+  std::vector<Run> first{{"straight", ranks(2) + full}};
+  for (const std::string& type : types) {
+    first.push_back({"first_" + type, ranks(2) + full + "--trainer.fsdp.state_dict_type " + type, 1, true});
   }
+  fit_all(dir, 2, first);
+  std::vector<Run> resumed;
+  for (const std::string& type : types) {
+    const std::filesystem::path ckpt = only_checkpoint(dir, "first_" + type);
+    CHECK(shard_files(ckpt).size() == (type == "sharded" ? 2u : 0u));
+    resumed.push_back({"resumed_" + type, ranks(2) + full + "--ckpt_path " + ckpt.string()});
+  }
+  fit_all(dir, 2, resumed);
+  for (const std::string& type : types) check_same(dir, "straight", "resumed_" + type);
   // A sharded checkpoint of 2 ranks resumes on 1 (no strategy at all) and on 4.
   const std::filesystem::path sharded = only_checkpoint(dir, "first_sharded");
   fit(dir, "resumed_on_1", ranks(1) + "--ckpt_path " + sharded.string());
   check_same(dir, "straight", "resumed_on_1");
-  fit(dir, "resumed_on_4", ranks(4) + full + "--ckpt_path " + sharded.string());
+  fit_all(dir, 4,
+          {{"resumed_on_4", ranks(4) + full + "--ckpt_path " + sharded.string()},
+           {"resumed_on_4_grad_op", ranks(4) + fsdp("SHARD_GRAD_OP") + "--ckpt_path " + sharded.string()}});
   check_same(dir, "straight", "resumed_on_4");
-  fit(dir, "resumed_on_4_grad_op", ranks(4) + fsdp("SHARD_GRAD_OP") + "--ckpt_path " + sharded.string());
   check_same(dir, "straight", "resumed_on_4_grad_op");
 
   // The consolidation tool writes one file Python reads with weights_only=True;
@@ -420,7 +468,7 @@ TEST_CASE("fsdp: a sharded checkpoint dropped by save_top_k takes its shards alo
 TEST_CASE("fsdp: HYBRID_SHARD on 2 nodes x 2 ranks shards within a node, ends where ddp ends, and resumes on 1" *
           doctest::test_suite("fsdp_units_test")) {
   TempDir dir("fsdp-hybrid");
-  fit(dir, "ddp4", ranks(4) + "--trainer.strategy ddp");
+  fit_all(dir, 4, {{"ddp4", ranks(4) + "--trainer.strategy ddp"}, {"ddp4_three", ranks(4) + "--trainer.strategy ddp", 3}});
   // Two torchrun agents on this machine play two nodes of two ranks each.
   fit_two_nodes(dir, "hybrid", fsdp("HYBRID_SHARD") + "--trainer.fsdp.state_dict_type sharded", true);
   check_same(dir, "ddp4", "hybrid");
@@ -445,7 +493,6 @@ TEST_CASE("fsdp: HYBRID_SHARD on 2 nodes x 2 ranks shards within a node, ends wh
   const auto shards = shard_files(ckpt);
   REQUIRE(shards.size() == 2);
   CHECK(shards[1].filename().string().find(".shard-1-of-2") != std::string::npos);
-  fit(dir, "ddp4_three", ranks(4) + "--trainer.strategy ddp", 3);
   fit(dir, "hybrid_resumed_on_1", ranks(1) + "--ckpt_path " + ckpt.string(), 3);
   check_same(dir, "ddp4_three", "hybrid_resumed_on_1");
 }
@@ -453,11 +500,19 @@ TEST_CASE("fsdp: HYBRID_SHARD on 2 nodes x 2 ranks shards within a node, ends wh
 TEST_CASE("fsdp: FULL_SHARD gathers a ShardedUnit before its forward and again before its backward, one unit at a time" *
           doctest::test_suite("fsdp_units_test")) {
   TempDir dir("fsdp-wrapped");
+  // The cases of 2 ranks below run in the launch of the first world size.
+  const std::vector<Run> more_on_2{
+      {"prefetch", ranks(2) + fsdp("FULL_SHARD") + "--model.wrap true --trainer.fsdp.forward_prefetch true"},
+      {"no_prefetch", ranks(2) + fsdp("FULL_SHARD") + "--model.wrap true --trainer.fsdp.backward_prefetch NONE"},
+      {"wrapped_grad_op", ranks(2) + fsdp("SHARD_GRAD_OP") + "--model.wrap true"},
+      {"wrapped_ddp", ranks(2) + "--trainer.strategy ddp --model.wrap true"}};
   for (const int world : {2, 4}) {
     const std::string w = std::to_string(world);
-    fit(dir, "ddp" + w, ranks(world) + "--trainer.strategy ddp");
-    fit(dir, "root" + w, ranks(world) + fsdp("FULL_SHARD"));
-    fit(dir, "wrapped" + w, ranks(world) + fsdp("FULL_SHARD") + "--model.wrap true");
+    std::vector<Run> runs{{"ddp" + w, ranks(world) + "--trainer.strategy ddp"},
+                          {"root" + w, ranks(world) + fsdp("FULL_SHARD")},
+                          {"wrapped" + w, ranks(world) + fsdp("FULL_SHARD") + "--model.wrap true"}};
+    if (world == 2) runs.insert(runs.end(), more_on_2.begin(), more_on_2.end());
+    fit_all(dir, world, runs);
     check_same(dir, "ddp" + w, "wrapped" + w);
     for (int64_t rank = 0; rank < world; ++rank) {
       const auto root = read_state(dir, "root" + w, rank);
@@ -480,9 +535,7 @@ TEST_CASE("fsdp: FULL_SHARD gathers a ShardedUnit before its forward and again b
   }
   // Prefetching (the next unit in forward, the one before in backward, or
   // neither) moves all-gathers earlier and changes nothing else.
-  fit(dir, "prefetch", ranks(2) + fsdp("FULL_SHARD") + "--model.wrap true --trainer.fsdp.forward_prefetch true");
   check_same(dir, "ddp2", "prefetch");
-  fit(dir, "no_prefetch", ranks(2) + fsdp("FULL_SHARD") + "--model.wrap true --trainer.fsdp.backward_prefetch NONE");
   check_same(dir, "ddp2", "no_prefetch");
   for (int64_t rank = 0; rank < 2; ++rank) {
     const auto wrapped = read_state(dir, "wrapped2", rank);
@@ -497,8 +550,9 @@ TEST_CASE("fsdp: FULL_SHARD gathers a ShardedUnit before its forward and again b
   // every rank), one unit at a time, and the validation loss is ddp's.
   const std::string uneven = "--trainer.devices 3 --data.batch_size 4 --data.samples 97 --trainer.logger true "
                              "--trainer.num_sanity_val_steps 2 ";
-  fit(dir, "uneven_validation", uneven + fsdp("FULL_SHARD") + "--model.wrap true");
-  fit(dir, "uneven_validation_ddp", uneven + "--trainer.strategy ddp --model.wrap true");
+  fit_all(dir, 3,
+          {{"uneven_validation", uneven + fsdp("FULL_SHARD") + "--model.wrap true"},
+           {"uneven_validation_ddp", uneven + "--trainer.strategy ddp --model.wrap true"}});
   const auto val_loss = [&](const std::string& name) {
     return fulgur::testing::last_csv_value(
         read_file(dir.path() / name / "fulgur_logs" / "version_0" / "metrics.csv"), "val_loss");
@@ -511,9 +565,7 @@ TEST_CASE("fsdp: FULL_SHARD gathers a ShardedUnit before its forward and again b
     CHECK(state.at("peak_whole_units").numel <= 2);
   }
   // Under SHARD_GRAD_OP and ddp the wrapper is only its module.
-  fit(dir, "wrapped_grad_op", ranks(2) + fsdp("SHARD_GRAD_OP") + "--model.wrap true");
   check_same(dir, "ddp2", "wrapped_grad_op");
-  fit(dir, "wrapped_ddp", ranks(2) + "--trainer.strategy ddp --model.wrap true");
   check_same(dir, "ddp2", "wrapped_ddp");
 }
 
@@ -525,14 +577,21 @@ TEST_CASE("fsdp: FULL_SHARD gathers a large parameter whose rows split evenly st
   const std::string wide = "--model.hidden 256 ";
   for (const int world : {2, 4}) {
     const std::string w = std::to_string(world);
-    fit(dir, "ddp" + w, ranks(world) + wide + "--trainer.strategy ddp");
-    fit(dir, "root" + w, ranks(world) + wide + fsdp("FULL_SHARD"));
+    std::vector<Run> runs{{"ddp" + w, ranks(world) + wide + "--trainer.strategy ddp"},
+                          {"root" + w, ranks(world) + wide + fsdp("FULL_SHARD")},
+                          {"wrapped" + w, ranks(world) + wide + fsdp("FULL_SHARD") + "--model.wrap true"},
+                          // The same units and steps with every parameter packed
+                          // (hidden 12): one all-gather fewer per gather of the middle unit.
+                          {"narrow" + w, ranks(world) + fsdp("FULL_SHARD") + "--model.wrap true"}};
+    if (world == 2) {
+      // Prefetched gathers (started early, some dropped unused) end the same
+      // way; SHARD_GRAD_OP packs every parameter: unchanged.
+      runs.push_back({"prefetch", ranks(2) + wide + fsdp("FULL_SHARD") + "--model.wrap true --trainer.fsdp.forward_prefetch true"});
+      runs.push_back({"grad_op", ranks(2) + wide + fsdp("SHARD_GRAD_OP")});
+    }
+    fit_all(dir, world, runs);
     check_same(dir, "ddp" + w, "root" + w);
-    fit(dir, "wrapped" + w, ranks(world) + wide + fsdp("FULL_SHARD") + "--model.wrap true");
     check_same(dir, "ddp" + w, "wrapped" + w);
-    // The same units and steps with every parameter packed (hidden 12): one
-    // all-gather fewer per gather of the middle unit.
-    fit(dir, "narrow" + w, ranks(world) + fsdp("FULL_SHARD") + "--model.wrap true");
     for (int64_t rank = 0; rank < world; ++rank) {
       const auto wrapped = read_state(dir, "wrapped" + w, rank);
       const auto narrow = read_state(dir, "narrow" + w, rank);
@@ -543,11 +602,7 @@ TEST_CASE("fsdp: FULL_SHARD gathers a large parameter whose rows split evenly st
       CHECK(wrapped.at("all_gathers").numel >= narrow.at("all_gathers").numel + 8 * 2);
     }
   }
-  // Prefetched gathers (started early, some dropped unused) end the same way.
-  fit(dir, "prefetch", ranks(2) + wide + fsdp("FULL_SHARD") + "--model.wrap true --trainer.fsdp.forward_prefetch true");
   check_same(dir, "ddp2", "prefetch");
-  // SHARD_GRAD_OP packs every parameter: unchanged.
-  fit(dir, "grad_op", ranks(2) + wide + fsdp("SHARD_GRAD_OP"));
   check_same(dir, "ddp2", "grad_op");
 }
 

@@ -191,7 +191,8 @@ TEST_CASE("horovod: real mpirun (OpenMPI) starts the ranks and gives fulgur's la
   TempDir dir("horovod-mpirun");
   const std::string args = "--trainer.devices 2 --data.batch_size 8 --trainer.strategy horovod";
   run_ok(fit_command(dir, "ours", args));
-  run_ok("mpirun --allow-run-as-root --oversubscribe -np 2 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=29657 " +
+  run_ok("mpirun --allow-run-as-root --oversubscribe -np 2 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=" +
+         std::to_string(fulgur::pick_free_port("127.0.0.1")) + " " +
          fit_command(dir, "mpi", args));
   CHECK(torch::allclose(load_pickled_tensor(dir / "mpi.pt"), load_pickled_tensor(dir / "ours.pt"), 1e-6, 1e-6));
 }

@@ -4,6 +4,8 @@
 #include "support/pickled_tensor.hpp"
 #include "support/test_support.hpp"
 
+#include <fulgur/strategies/launchers/network.hpp>
+
 #include <torch/torch.h>
 
 #include <doctest/doctest.h>
@@ -20,7 +22,8 @@ using fulgur::testing::TempDir;
 
 namespace {
 
-std::string torchrun_fit(const TempDir& dir, const std::string& name, int port, const std::string& extra) {
+std::string torchrun_fit(const TempDir& dir, const std::string& name, const std::string& extra) {
+  const int port = fulgur::pick_free_port("127.0.0.1");
   return std::string(FULGUR_SOURCE_DIR) + "/.venv/bin/torchrun --no-python --nnodes 1 --nproc-per-node 2 " +
          "--max-restarts 2 --master-port " + std::to_string(port) + " " + FULGUR_BINARY_DIR +
          "/bin/ddp_probe fit --seed_everything 7 --trainer.accelerator cpu --trainer.devices 2 " +
@@ -34,12 +37,12 @@ std::string torchrun_fit(const TempDir& dir, const std::string& name, int port, 
 
 TEST_CASE("torchrun --max-restarts: a rank killed mid-epoch restarts the group, which resumes and ends equal") {
   TempDir dir("elastic-restart");
-  const auto straight = run_command(torchrun_fit(dir, "straight", 29633, ""), 300);
+  const auto straight = run_command(torchrun_fit(dir, "straight", ""), 300);
   INFO(straight.output);
   REQUIRE(straight.exit_code == 0);
 
   // 4 steps per epoch: rank 1 dies during step 6, after epoch 1 wrote last.ckpt (step 4).
-  const auto restarted = run_command(torchrun_fit(dir, "restarted", 29634, "--model.kill_rank 1 --model.kill_step 6"), 300);
+  const auto restarted = run_command(torchrun_fit(dir, "restarted", "--model.kill_rank 1 --model.kill_step 6"), 300);
   INFO(restarted.output);
   REQUIRE(restarted.exit_code == 0);
   CHECK(restarted.output.find("fulgur: restarted job: resuming from") != std::string::npos);

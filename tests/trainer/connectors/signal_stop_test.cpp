@@ -6,6 +6,7 @@
 #include "support/tiny_modules.hpp"
 
 #include <fulgur/datamodules/loading/default_num_workers.hpp>
+#include <fulgur/strategies/launchers/network.hpp>
 #include <fulgur/strategies/environments/slurm_environment.hpp>
 #include <fulgur/trainer/run_identity.hpp>
 #include <fulgur/trainer/connectors/signal_connector.hpp>
@@ -304,7 +305,8 @@ TEST_CASE("signal stop: SIGTERM from outside to one torchrun rank stops both at 
   // Slow steps (0.2 s, 32 of them) so the signal lands mid-run; the rank's
   // pid comes from the file it writes when training starts.
   const std::string torchrun =
-      std::string(FULGUR_SOURCE_DIR) + "/.venv/bin/torchrun --no-python --nproc-per-node 2 --master-port 29673 ";
+      std::string(FULGUR_SOURCE_DIR) + "/.venv/bin/torchrun --no-python --nproc-per-node 2 --master-port " +
+      std::to_string(fulgur::pick_free_port("127.0.0.1")) + " ";
   const std::string pid_file = (dir / "pid").string();
   const std::string command =
       "( " + torchrun +
