@@ -14,6 +14,9 @@
 #   tp 2 x dp 2, ddp: each of node 1's 2 ranks all-reduces its half of the
 #     gradients with its peer on node 0: 2 x 2 x 1/2 x 2P  = 4 P
 #   tp 2 x dp 2, fsdp: 2 ranks x 3 collectives x 1/2 x 2P  = 6 P
+#   pp 2 across the nodes x tp 2 within each (ddp along dp 1): only the
+#     activations' gradients cross back, [8, 64, DIM] floats from each of
+#     node 1's 2 ranks                                       = 2 x 8 x 64 x DIM x 4
 # tp's own all-reduces of activations stay within a node. Prints one line
 # per run: sent per step, that bound, the ratio to FULL_SHARD's, and the
 # step time.
@@ -50,7 +53,8 @@ params=$((state / 16))
 echo "model_parallel_cluster: $params parameters, link ${RATE:-1gbit} per node, 2 nodes x 2 ranks"
 for run in "full 9 --strategy fsdp --fsdp.sharding_strategy FULL_SHARD" \
            "tp2-ddp 4 --strategy model_parallel --model_parallel.tensor_parallel_size 2 --model_parallel.data_parallel ddp" \
-           "tp2-fsdp 6 --strategy model_parallel --model_parallel.tensor_parallel_size 2"; do
+           "tp2-fsdp 6 --strategy model_parallel --model_parallel.tensor_parallel_size 2" \
+           "pp2-tp2 act --strategy model_parallel --model_parallel.tensor_parallel_size 2 --model_parallel.data_parallel ddp --model_parallel.pipeline_parallel_size 2"; do
   read -r label factor flags <<< "$run"
   # shellcheck disable=SC2086
   read -r short _ <<< "$(sent_during "$label" 2 $flags)"
@@ -58,8 +62,8 @@ for run in "full 9 --strategy fsdp --fsdp.sharding_strategy FULL_SHARD" \
   read -r long step <<< "$(sent_during "$label" 6 $flags)"
   per=$(( (long - short) / 4 ))
   [ "$label" = full ] && full_per="$per"
-  awk -v l="$label" -v per="$per" -v full="$full_per" -v p="$params" -v f="$factor" -v t="$step" 'BEGIN {
-    bound = f * p
+  awk -v l="$label" -v per="$per" -v full="$full_per" -v p="$params" -v f="$factor" -v t="$step" -v dim="${DIM:-256}" 'BEGIN {
+    bound = f == "act" ? 2 * 8 * 64 * dim * 4 : f * p
     printf "model_parallel_cluster: %-9s node 1 sent %.2f MB per step (%.2f of FULL_SHARD), ring bound %.2f MB (x%.2f), %.3f s/step\n",
       l, per / 1e6, per / full, bound / 1e6, per / bound, t }'
 done
