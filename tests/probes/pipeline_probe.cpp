@@ -14,6 +14,7 @@
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
 #include <fulgur/fulgur.hpp>
 
+#include <csignal>
 #include <fstream>
 #include <iostream>
 
@@ -30,6 +31,7 @@ namespace check = fulgur::check;
   X(int64_t, width, 8, "features per layer", check::AtLeast{1})                                        \
   X(double, lr, 0.01, "Adam's learning rate", check::Positive{})                                      \
   X(int64_t, fail_at_step, -1, "the last stage throws at this step (-1: never)", check::Any{})        \
+  X(int64_t, signal_step, -1, "the last stage raises SIGUSR1 during this step (-1: never)", check::Any{})   \
   X(bool, tensor_parallel, false, "layers are MLP blocks split over tp (Megatron-style)", check::Any{})
 
 struct ProbeModelOptions {
@@ -73,6 +75,7 @@ struct Stack : fulgur::PipelineModule {
     if (o.fail_at_step() >= 0 && trainer()->global_step() == o.fail_at_step()) {
       throw std::runtime_error("pipeline_probe: the last stage fails on purpose");
     }
+    if (o.signal_step() >= 0 && trainer()->global_step() == o.signal_step()) std::raise(SIGUSR1);
     return torch::mse_loss(output, batch.target);
   }
   fulgur::OptimizerConfig configure_optimizers() override {

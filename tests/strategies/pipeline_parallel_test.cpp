@@ -15,6 +15,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 
 namespace pipeline_parallel_test {
@@ -150,6 +151,30 @@ TEST_CASE("pipeline: a checkpoint of pp 2 loads into pp 1 and pp 1's into pp 2 b
   CHECK_FALSE(torch::equal(more[0], pp2[0]));
   check_equal(run_and_load(dir, "pp2-more", pipeline(2, 2, "zero_bubble") + " --trainer.max_epochs 3 --ckpt_path " + pp2_ckpt),
               more);
+}
+
+TEST_CASE("pipeline: a signal to the last stage stops every stage after the same step; resumed, the run ends where one process ends") {
+  TempDir dir("pipeline-signal");
+  const auto one = run_and_load(dir, "one", "");
+  // 4 steps per epoch: SIGUSR1 on the last stage's rank during step 5.
+  const auto stopped = run_command(fit(dir, "stopped", pipeline(2, 2, "1f1b") + " --model.signal_step 5 --trainer.stop_check_every_n_steps 1", true), 120);
+  INFO(stopped.output);
+  CHECK(stopped.exit_code == 128 + SIGUSR1);
+  const std::string stop = "SIGUSR1 received, stopping after step ";
+  const auto at0 = stopped.output.find("rank 0: " + stop), at1 = stopped.output.find("rank 1: " + stop);
+  REQUIRE(at0 != std::string::npos);
+  REQUIRE(at1 != std::string::npos);
+  const int64_t step = std::stoll(stopped.output.substr(at0 + 8 + stop.size()));
+  CHECK(step == std::stoll(stopped.output.substr(at1 + 8 + stop.size())));
+  CHECK(step < 8);  // stopped before the end
+  std::filesystem::path last;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir / "stopped")) {
+    if (entry.path().filename() == "last.ckpt") last = entry.path();
+  }
+  REQUIRE(!last.empty());
+  const std::string copy = (dir / "stopped.ckpt").string();
+  std::filesystem::copy_file(last, copy);
+  check_equal(run_and_load(dir, "resumed", pipeline(2, 2, "zero_bubble") + " --ckpt_path " + copy), one);
 }
 
 TEST_CASE("pipeline: pp 2 over MPI under mpirun equals pp 2 over Gloo") {
