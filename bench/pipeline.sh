@@ -19,7 +19,7 @@ trap 'rm -rf "$work"' EXIT
 micro="${MICRO:-64}" layers="${LAYERS:-8}" width="${WIDTH:-256}" steps="${STEPS:-6}"
 echo "pipeline: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); $layers blocks of width $width, $micro samples per micro-batch"
 printf '%-17s %2s %3s %9s %9s  %s\n' schedule p m measured expected "micro-batches held (rank 0..p-1)"
-for p in 2 4; do
+for p in ${STAGES:-2 4}; do
   for m in 4 8 16; do
     for schedule in gpipe 1f1b interleaved_1f1b zero_bubble; do
       run="$work/$schedule-$p-$m"

@@ -70,14 +70,14 @@ torch::Tensor PipelineRunner::run(const std::vector<PipelineAction>& actions, co
   for (size_t k = 0; k < actions.size(); ++k) {
     if (k + 1 < actions.size()) post_receive(actions[k + 1]);  // travels while this pass computes
     const PipelineAction& a = actions[k];
-    const auto start = Timeline::Clock::now();
+    ready_ = Timeline::Clock::now();  // a receive moves it to when its data arrived
     switch (a.kind) {
       case Kind::Forward: forward(a, training); break;
       case Kind::Backward: backward(a); break;
       case Kind::BackwardInput: backward_input(a); break;
       case Kind::BackwardWeight: backward_weight(a); break;
     }
-    record(a, start);
+    record(a, ready_);
   }
   for (auto& [tensor, work] : sends_) group_.wait(work, "pipeline send");
   sends_.clear();
@@ -151,6 +151,7 @@ torch::Tensor PipelineRunner::receive(const PipelineAction& a) {
   const int64_t peer = gradient ? a.stage + 1 : a.stage - 1;
   try {
     group_.wait(work, "pipeline receive");
+    ready_ = Timeline::Clock::now();
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format("[pipeline] stage {} got no {} of micro-batch {} from stage {} (pipeline rank "
                                          "{}): {}",

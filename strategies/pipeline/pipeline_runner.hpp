@@ -61,6 +61,7 @@ class PipelineRunner : public PipelineExecutor {
   int tag(int64_t stage, int64_t microbatch, bool gradient) const;
   /// This step's activation shape past the batch dimension and its dtype, from stage `stage - 1` (once per step).
   void receive_layout(int64_t stage);
+  /// The timeline's block of `action`: from when its input was there to its end (waiting is idle).
   void record(const PipelineAction& action, Timeline::Clock::time_point start);
 
   PipelineModule& module_;
@@ -79,6 +80,7 @@ class PipelineRunner : public PipelineExecutor {
   std::map<std::pair<Key, bool>, std::pair<torch::Tensor, c10::intrusive_ptr<c10d::Work>>> receives_;
   std::vector<std::pair<torch::Tensor, c10::intrusive_ptr<c10d::Work>>> sends_;
   std::map<int64_t, std::pair<std::vector<int64_t>, c10::ScalarType>> layouts_;  // by receiving stage
+  Timeline::Clock::time_point ready_;  // when the current pass had its input
   int64_t held_ = 0;
   int64_t peak_in_flight_ = 0;
   int64_t step_ = 0;
