@@ -4,9 +4,12 @@
 ! dimension counts the samples (Fortran order), which is the C API's first:
 ! x(n_features, n_samples) or x(nx, ny, n_channels, n_samples).
 ! Every function returns a status (FULGUR_OK = 0); fulgur_last_error()
-! says why a call failed.
+! (this thread's) and fulgur_errmsg(handle) (the handle's) say why a call
+! failed, fulgur_strerror(status) names the status. Compile fulgur_c_base.f90
+! (the handle and string helpers it shares with fulgur_client) first.
 module fulgur_online
   use, intrinsic :: iso_c_binding
+  use fulgur_c_base
   implicit none
   private
 
@@ -17,14 +20,13 @@ module fulgur_online
 
   ! The trainer, as the program holds it: a type of its own, so a handle
   ! cannot be confused with another C pointer. Null until fulgur_create.
-  type, public :: fulgur_handle
-    type(c_ptr) :: ptr = c_null_ptr
+  type, public, extends(fulgur_c_handle) :: fulgur_handle
   end type
 
   public :: fulgur_create, fulgur_create_comm, fulgur_destroy, fulgur_train_step, fulgur_push, fulgur_start, fulgur_stop, &
             fulgur_predict, fulgur_save_checkpoint, fulgur_load_checkpoint, fulgur_global_step, fulgur_stop_signal, &
             fulgur_pause, fulgur_resume, &
-            fulgur_last_error
+            fulgur_last_error, fulgur_errmsg, fulgur_strerror, fulgur_version, fulgur_version_number
 
   interface fulgur_train_step
     module procedure train_step_2d, train_step_4d, train_step_2d_f64, train_step_4d_f64
@@ -132,28 +134,28 @@ module fulgur_online
     type(c_ptr) function c_last_error() bind(c, name="fulgur_online_last_error")
       import :: c_ptr
     end function
-    integer(c_size_t) function c_strlen(s) bind(c, name="strlen")
-      import :: c_size_t, c_ptr
-      type(c_ptr), value :: s
+    type(c_ptr) function c_errmsg(handle) bind(c, name="fulgur_online_errmsg")
+      import :: c_ptr
+      type(c_ptr), value :: handle
+    end function
+    type(c_ptr) function c_strerror(status) bind(c, name="fulgur_online_strerror")
+      import :: c_ptr, c_int
+      integer(c_int), value :: status
+    end function
+    type(c_ptr) function c_version() bind(c, name="fulgur_online_version")
+      import :: c_ptr
+    end function
+    integer(c_int) function fulgur_version_number() bind(c, name="fulgur_online_version_number")
+      import :: c_int
     end function
   end interface
 
 contains
 
-  ! The C shape of a Fortran array: its extents, last first.
-  function c_shape(extents) result(shape)
-    integer, intent(in) :: extents(:)
-    integer(c_int64_t) :: shape(size(extents))
-    integer :: i
-    do i = 1, size(extents)
-      shape(i) = int(extents(size(extents) + 1 - i), c_int64_t)
-    end do
-  end function
-
   integer(c_int) function fulgur_create(config_path, handle) result(status)
     character(len=*), intent(in) :: config_path
     type(fulgur_handle), intent(out) :: handle
-    status = c_create(trim(config_path) // c_null_char, handle%ptr)
+    status = c_create(fulgur_c_string(config_path), handle%ptr)
   end function
 
   ! Trained by the ranks of the program's communicator: with `use mpi_f08`
@@ -162,7 +164,7 @@ contains
     character(len=*), intent(in) :: config_path
     integer, intent(in) :: comm
     type(fulgur_handle), intent(out) :: handle
-    status = c_create_comm(trim(config_path) // c_null_char, int(comm, c_int), handle%ptr)
+    status = c_create_comm(fulgur_c_string(config_path), int(comm, c_int), handle%ptr)
   end function
 
   subroutine fulgur_destroy(handle)
@@ -175,26 +177,26 @@ contains
     type(fulgur_handle), intent(in) :: handle
     real(c_float), intent(in), target, contiguous :: x(:, :), y(:, :)
     real(c_double), intent(out) :: loss
-    status = c_train_step(handle%ptr, c_loc(x), c_shape(shape(x)), 2, c_loc(y), c_shape(shape(y)), 2, loss)
+    status = c_train_step(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 2, c_loc(y), fulgur_c_shape(shape(y)), 2, loss)
   end function
 
   integer(c_int) function train_step_4d(handle, x, y, loss) result(status)
     type(fulgur_handle), intent(in) :: handle
     real(c_float), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
     real(c_double), intent(out) :: loss
-    status = c_train_step(handle%ptr, c_loc(x), c_shape(shape(x)), 4, c_loc(y), c_shape(shape(y)), 4, loss)
+    status = c_train_step(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 4, c_loc(y), fulgur_c_shape(shape(y)), 4, loss)
   end function
 
   integer(c_int) function push_2d(handle, x, y) result(status)
     type(fulgur_handle), intent(in) :: handle
     real(c_float), intent(in), target, contiguous :: x(:, :), y(:, :)
-    status = c_push(handle%ptr, c_loc(x), c_shape(shape(x)), 2, c_loc(y), c_shape(shape(y)), 2)
+    status = c_push(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 2, c_loc(y), fulgur_c_shape(shape(y)), 2)
   end function
 
   integer(c_int) function push_4d(handle, x, y) result(status)
     type(fulgur_handle), intent(in) :: handle
     real(c_float), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
-    status = c_push(handle%ptr, c_loc(x), c_shape(shape(x)), 4, c_loc(y), c_shape(shape(y)), 4)
+    status = c_push(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 4, c_loc(y), fulgur_c_shape(shape(y)), 4)
   end function
 
   integer(c_int) function fulgur_start(handle) result(status)
@@ -211,66 +213,66 @@ contains
     type(fulgur_handle), intent(in) :: handle
     real(c_float), intent(in), target, contiguous :: x(:, :)
     real(c_float), intent(inout), target, contiguous :: y(:, :)
-    status = c_predict(handle%ptr, c_loc(x), c_shape(shape(x)), 2, c_loc(y), int(size(y), c_int64_t))
+    status = c_predict(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 2, c_loc(y), int(size(y), c_int64_t))
   end function
 
   integer(c_int) function predict_4d(handle, x, y) result(status)
     type(fulgur_handle), intent(in) :: handle
     real(c_float), intent(in), target, contiguous :: x(:, :, :, :)
     real(c_float), intent(inout), target, contiguous :: y(:, :, :, :)
-    status = c_predict(handle%ptr, c_loc(x), c_shape(shape(x)), 4, c_loc(y), int(size(y), c_int64_t))
+    status = c_predict(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 4, c_loc(y), int(size(y), c_int64_t))
   end function
 
   integer(c_int) function train_step_2d_f64(handle, x, y, loss) result(status)
     type(fulgur_handle), intent(in) :: handle
     real(c_double), intent(in), target, contiguous :: x(:, :), y(:, :)
     real(c_double), intent(out) :: loss
-    status = c_train_step_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 2, c_loc(y), c_shape(shape(y)), 2, loss)
+    status = c_train_step_f64(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 2, c_loc(y), fulgur_c_shape(shape(y)), 2, loss)
   end function
 
   integer(c_int) function train_step_4d_f64(handle, x, y, loss) result(status)
     type(fulgur_handle), intent(in) :: handle
     real(c_double), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
     real(c_double), intent(out) :: loss
-    status = c_train_step_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 4, c_loc(y), c_shape(shape(y)), 4, loss)
+    status = c_train_step_f64(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 4, c_loc(y), fulgur_c_shape(shape(y)), 4, loss)
   end function
 
   integer(c_int) function push_2d_f64(handle, x, y) result(status)
     type(fulgur_handle), intent(in) :: handle
     real(c_double), intent(in), target, contiguous :: x(:, :), y(:, :)
-    status = c_push_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 2, c_loc(y), c_shape(shape(y)), 2)
+    status = c_push_f64(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 2, c_loc(y), fulgur_c_shape(shape(y)), 2)
   end function
 
   integer(c_int) function push_4d_f64(handle, x, y) result(status)
     type(fulgur_handle), intent(in) :: handle
     real(c_double), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
-    status = c_push_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 4, c_loc(y), c_shape(shape(y)), 4)
+    status = c_push_f64(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 4, c_loc(y), fulgur_c_shape(shape(y)), 4)
   end function
 
   integer(c_int) function predict_2d_f64(handle, x, y) result(status)
     type(fulgur_handle), intent(in) :: handle
     real(c_double), intent(in), target, contiguous :: x(:, :)
     real(c_double), intent(inout), target, contiguous :: y(:, :)
-    status = c_predict_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 2, c_loc(y), int(size(y), c_int64_t))
+    status = c_predict_f64(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 2, c_loc(y), int(size(y), c_int64_t))
   end function
 
   integer(c_int) function predict_4d_f64(handle, x, y) result(status)
     type(fulgur_handle), intent(in) :: handle
     real(c_double), intent(in), target, contiguous :: x(:, :, :, :)
     real(c_double), intent(inout), target, contiguous :: y(:, :, :, :)
-    status = c_predict_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 4, c_loc(y), int(size(y), c_int64_t))
+    status = c_predict_f64(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 4, c_loc(y), int(size(y), c_int64_t))
   end function
 
   integer(c_int) function fulgur_save_checkpoint(handle, path) result(status)
     type(fulgur_handle), intent(in) :: handle
     character(len=*), intent(in) :: path
-    status = c_save(handle%ptr, trim(path) // c_null_char)
+    status = c_save(handle%ptr, fulgur_c_string(path))
   end function
 
   integer(c_int) function fulgur_load_checkpoint(handle, path) result(status)
     type(fulgur_handle), intent(in) :: handle
     character(len=*), intent(in) :: path
-    status = c_load(handle%ptr, trim(path) // c_null_char)
+    status = c_load(handle%ptr, fulgur_c_string(path))
   end function
 
   integer(c_int) function fulgur_global_step(handle, step) result(status)
@@ -297,19 +299,31 @@ contains
     status = c_stop_signal(handle%ptr, signal)
   end function
 
-  ! The message of the last failed call, as a Fortran string.
+  ! The message of this thread's last call ("" after a success).
   function fulgur_last_error() result(message)
     character(len=:), allocatable :: message
-    type(c_ptr) :: text
-    character(kind=c_char), pointer :: chars(:)
-    integer :: i, n
-    text = c_last_error()
-    n = int(c_strlen(text))
-    call c_f_pointer(text, chars, [n])
-    allocate(character(len=n) :: message)
-    do i = 1, n
-      message(i:i) = chars(i)
-    end do
+    message = fulgur_f_string(c_last_error())
+  end function
+
+  ! The message of the last call on `handle` that failed, from any thread.
+  function fulgur_errmsg(handle) result(message)
+    type(fulgur_handle), intent(in) :: handle
+    character(len=:), allocatable :: message
+    message = fulgur_f_string(c_errmsg(handle%ptr))
+  end function
+
+  ! A status in words ("invalid handle").
+  function fulgur_strerror(status) result(message)
+    integer(c_int), intent(in) :: status
+    character(len=:), allocatable :: message
+    message = fulgur_f_string(c_strerror(status))
+  end function
+
+  ! The library's version, "MAJOR.MINOR.PATCH"; fulgur_version_number() is
+  ! MAJOR * 1000000 + MINOR * 1000 + PATCH.
+  function fulgur_version() result(version)
+    character(len=:), allocatable :: version
+    version = fulgur_f_string(c_version())
   end function
 
 end module fulgur_online

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The C ABI convention (docs/c-abi.md), checked on the built libraries:
+#  - each exports exactly the functions its version script lists (nm -D),
+#    and its header declares exactly those: the .map file is the one list;
+#  - its SONAME carries a version (objdump -p);
+#  - a C program with an older header's shorter fulgur_client_options runs
+#    against the new libfulgur_client (old_options.c).
+# Usage: c_abi_test.sh BUILD_DIR LIBRARY MAP HEADER [LIBRARY MAP HEADER ...]
+# (the client library, when built, is given last). Writes only under a temporary folder.
+set -euo pipefail
+build="$1"
+shift
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+includes=(-I"$build/include" -I"$build/generated/include")
+failed=0
+client=""
+while (($# >= 3)); do
+  library="$1" map="$2" header="$3"
+  shift 3
+  name="$(basename "$library")"
+  name="${name%%.so*}"
+  listed="$(sed -n 's/^ *\(fulgur_[a-z0-9_]*\);$/\1/p' "$map" | sort)"
+  [[ -n "$listed" ]] || { echo "$name: $map lists no function"; exit 1; }
+  exported="$(nm -D --defined-only "$library" | awk '{ print $NF }' | sort -u)"
+  declared="$(cc -E -P "${includes[@]}" "$header" | grep -oE '\bfulgur_[a-z0-9_]+ *\(' | tr -d ' (' | sort -u)"
+  if [[ "$exported" != "$listed" ]]; then
+    echo "$name: nm -D --defined-only differs from $map (< exported, > listed):"
+    diff <(echo "$exported") <(echo "$listed") | grep '^[<>]' || true
+    failed=1
+  fi
+  if [[ "$declared" != "$listed" ]]; then
+    echo "$name: $(basename "$header") declares other functions than $map lists (< declared, > listed):"
+    diff <(echo "$declared") <(echo "$listed") | grep '^[<>]' || true
+    failed=1
+  fi
+  echo "$name: exports $(wc -l <<< "$exported") symbols, the $(wc -l <<< "$listed") functions of $(basename "$map")"
+  soname="$(objdump -p "$library" | awk '$1 == "SONAME" { print $2 }')"
+  if [[ "$soname" =~ ^$name\.so\.[0-9]+(\.[0-9]+)*$ ]]; then
+    echo "$name: SONAME $soname"
+  else
+    echo "$name: SONAME '$soname' has no version (expected $name.so.N)"
+    failed=1
+  fi
+  [[ "$name" == libfulgur_client ]] && client="$library"
+done
+if [[ -n "$client" ]]; then
+  # Built and linked as a program outside the tree would be: cc, -l, a RUNPATH.
+  lib_dir="$(dirname "$client")"
+  cc -std=c11 -Wall -Wextra -Werror "${includes[@]}" "$here/old_options.c" -L"$lib_dir" -lfulgur_client \
+    -Wl,-rpath,"$lib_dir" -pthread -o "$work/old_options"
+  (cd "$work" && timeout 120 ./old_options) || { echo "old_options failed (exit $?)"; failed=1; }
+fi
+exit "$failed"
