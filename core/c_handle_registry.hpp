@@ -30,6 +30,13 @@ class CHandleRegistry {
     return found == live_.end() ? nullptr : found->second;
   }
 
+  /// The message of the last failed call on `handle` (its CErrorMessage
+  /// `error`), or `not_live` when it is not a live handle.
+  const char* message_of(const Handle* handle, const char* not_live) const {
+    const std::shared_ptr<Handle> live = find(handle);
+    return live == nullptr ? not_live : live->error.text();
+  }
+
   /// Takes `handle` out (later finds answer null) and returns it, or null
   /// when it was not live; it is freed when the last reference goes.
   std::shared_ptr<Handle> remove(const Handle* handle) {

@@ -1,6 +1,7 @@
 ! What fulgur's Fortran modules (fulgur_online, fulgur_client) share over
-! their C libraries (docs/c-abi.md): the handle, the C shape of an array and
-! the strings. Compile it before them, with the same compiler.
+! their C libraries (docs/c-abi.md): the handle, the C signatures both
+! libraries' functions have, passing samples, destroying, and the strings.
+! Compile it before them, with the same compiler.
 module fulgur_c_base
   use, intrinsic :: iso_c_binding
   implicit none
@@ -13,7 +14,41 @@ module fulgur_c_base
     type(c_ptr) :: ptr = c_null_ptr
   end type
 
-  public :: fulgur_c_shape, fulgur_c_string, fulgur_f_string
+  public :: fulgur_c_samples_call, fulgur_c_handle_call, fulgur_c_text_call, fulgur_c_handle_text_call, &
+            fulgur_c_status_text_call, fulgur_c_destroy_call
+  public :: fulgur_c_send_samples, fulgur_c_destroy, fulgur_c_shape, fulgur_c_string, fulgur_f_string
+
+  ! The signatures the C functions of both libraries share: a module binds
+  ! one with `procedure(fulgur_c_handle_call), bind(c, name="...") :: c_start`.
+  abstract interface
+    ! Samples in, as push and send take them: arrays and their C shapes.
+    integer(c_int) function fulgur_c_samples_call(handle, x, xs, xn, y, ys, yn) bind(c)
+      import :: c_int, c_ptr, c_int64_t
+      type(c_ptr), value :: handle, x, y
+      integer(c_int64_t), intent(in) :: xs(*), ys(*)
+      integer(c_int), value :: xn, yn
+    end function
+    integer(c_int) function fulgur_c_handle_call(handle) bind(c)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: handle
+    end function
+    subroutine fulgur_c_destroy_call(handle) bind(c)
+      import :: c_ptr
+      type(c_ptr), value :: handle
+    end subroutine
+    ! A string the library keeps: the thread's last error, the version.
+    type(c_ptr) function fulgur_c_text_call() bind(c)
+      import :: c_ptr
+    end function
+    type(c_ptr) function fulgur_c_handle_text_call(handle) bind(c)
+      import :: c_ptr
+      type(c_ptr), value :: handle
+    end function
+    type(c_ptr) function fulgur_c_status_text_call(status) bind(c)
+      import :: c_ptr, c_int
+      integer(c_int), value :: status
+    end function
+  end interface
 
   interface
     integer(c_size_t) function c_strlen(s) bind(c, name="strlen")
@@ -23,6 +58,24 @@ module fulgur_c_base
   end interface
 
 contains
+
+  ! Calls `call` (a push or a send) with inputs `x` and targets `y` of any
+  ! rank and kind, their last dimension the samples: the C API's first.
+  integer(c_int) function fulgur_c_send_samples(call, handle, x, y) result(status)
+    procedure(fulgur_c_samples_call) :: call
+    class(fulgur_c_handle), intent(in) :: handle
+    type(*), intent(in), target, contiguous :: x(..), y(..)
+    status = call(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), int(rank(x), c_int), &
+                  c_loc(y), fulgur_c_shape(shape(y)), int(rank(y), c_int))
+  end function
+
+  ! Calls `call` (the library's destroy) and nulls the handle; a null handle is harmless.
+  subroutine fulgur_c_destroy(call, handle)
+    procedure(fulgur_c_destroy_call) :: call
+    class(fulgur_c_handle), intent(inout) :: handle
+    call call(handle%ptr)
+    handle%ptr = c_null_ptr
+  end subroutine
 
   ! The C shape of a Fortran array: its extents, last first (the samples,
   ! Fortran's last dimension, are the C API's first).

@@ -1,14 +1,14 @@
 ! fulgur's ensemble client for Fortran solvers, over the C API
 ! (fulgur_client.h, libfulgur_client) with iso_c_binding: samples stream to
 ! a fulgur training job (fulgur_serve) over the network. Arrays are
-! real(c_float) or real(c_double); their last dimension counts the samples
-! (Fortran order), which is the C API's first: x(n_features, n_samples) or
-! x(nx, ny, n_channels, n_samples). Every function returns a status
+! real(c_float) or real(c_double), of any rank; their last dimension counts
+! the samples (Fortran order), which is the C API's first:
+! x(n_features, n_samples) or x(nx, ny, n_channels, n_samples). Every function returns a status
 ! (FULGUR_CLIENT_OK = 0, the C API's statuses); fulgur_client_last_error()
 ! says why a call failed (fulgur_client_errmsg(c) the handle's last failure,
 ! fulgur_client_strerror(status) the status in words), and a failed call
-! leaves its outputs untouched. Compile fulgur_c_base.f90 (the handle and
-! string helpers it shares with fulgur_online) first.
+! leaves its outputs untouched. Compile fulgur_c_base.f90 (what it shares
+! with fulgur_online: the handle, samples, strings) first.
 !
 !   type(fulgur_client_handle) :: c
 !   status = fulgur_client_connect("run/ensemble.rendezvous", task_id, c)  ! task_id: integer, any of
@@ -49,10 +49,19 @@ module fulgur_client
     module procedure connect_int32, connect_int64
   end interface
 
+  ! float32 or float64 arrays, of any rank.
   interface fulgur_client_send
-    module procedure send_2d, send_4d, send_2d_f64, send_4d_f64
+    module procedure send_f32, send_f64
   end interface
 
+  ! The C API's functions whose signatures fulgur_c_base names: send,
+  procedure(fulgur_c_samples_call), bind(c, name="fulgur_client_send") :: c_send
+  procedure(fulgur_c_samples_call), bind(c, name="fulgur_client_send_f64") :: c_send_f64
+  ! destroy and the messages; then those of its own.
+  procedure(fulgur_c_destroy_call), bind(c, name="fulgur_client_destroy") :: c_destroy
+  procedure(fulgur_c_text_call), bind(c, name="fulgur_client_last_error") :: c_last_error
+  procedure(fulgur_c_handle_text_call), bind(c, name="fulgur_client_errmsg") :: c_errmsg
+  procedure(fulgur_c_status_text_call), bind(c, name="fulgur_client_strerror") :: c_strerror
   interface
     type(client_options) function c_default_options() bind(c, name="fulgur_client_default_options")
       import :: client_options
@@ -64,37 +73,10 @@ module fulgur_client
       type(client_options), intent(in) :: options
       type(c_ptr), intent(out) :: handle
     end function
-    integer(c_int) function c_send(handle, x, xs, xn, y, ys, yn) bind(c, name="fulgur_client_send")
-      import :: c_int, c_ptr, c_int64_t
-      type(c_ptr), value :: handle, x, y
-      integer(c_int64_t), intent(in) :: xs(*), ys(*)
-      integer(c_int), value :: xn, yn
-    end function
-    integer(c_int) function c_send_f64(handle, x, xs, xn, y, ys, yn) bind(c, name="fulgur_client_send_f64")
-      import :: c_int, c_ptr, c_int64_t
-      type(c_ptr), value :: handle, x, y
-      integer(c_int64_t), intent(in) :: xs(*), ys(*)
-      integer(c_int), value :: xn, yn
-    end function
     integer(c_int) function c_close(handle, sent, dropped, queued) bind(c, name="fulgur_client_close")
       import :: c_int, c_ptr, c_int64_t
       type(c_ptr), value :: handle
       integer(c_int64_t), intent(inout) :: sent, dropped, queued
-    end function
-    subroutine c_destroy(handle) bind(c, name="fulgur_client_destroy")
-      import :: c_ptr
-      type(c_ptr), value :: handle
-    end subroutine
-    type(c_ptr) function c_last_error() bind(c, name="fulgur_client_last_error")
-      import :: c_ptr
-    end function
-    type(c_ptr) function c_errmsg(handle) bind(c, name="fulgur_client_errmsg")
-      import :: c_ptr
-      type(c_ptr), value :: handle
-    end function
-    type(c_ptr) function c_strerror(status) bind(c, name="fulgur_client_strerror")
-      import :: c_ptr, c_int
-      integer(c_int), value :: status
     end function
   end interface
 
@@ -138,25 +120,18 @@ contains
                            connect_timeout_s, close_timeout_s, ranks)
   end function
 
-  integer(c_int) function send_2d(handle, x, y) result(status)
+  ! Queues the samples, copied before it returns.
+  integer(c_int) function send_f32(handle, x, y) result(status)
     type(fulgur_client_handle), intent(in) :: handle
-    real(c_float), intent(in), target, contiguous :: x(:, :), y(:, :)
-    status = c_send(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 2_c_int, c_loc(y), fulgur_c_shape(shape(y)), 2_c_int)
+    real(c_float), intent(in), target, contiguous :: x(..), y(..)
+    status = fulgur_c_send_samples(c_send, handle, x, y)
   end function
-  integer(c_int) function send_4d(handle, x, y) result(status)
+
+  ! The same from doubles (fulgur_client_send_f64).
+  integer(c_int) function send_f64(handle, x, y) result(status)
     type(fulgur_client_handle), intent(in) :: handle
-    real(c_float), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
-    status = c_send(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 4_c_int, c_loc(y), fulgur_c_shape(shape(y)), 4_c_int)
-  end function
-  integer(c_int) function send_2d_f64(handle, x, y) result(status)
-    type(fulgur_client_handle), intent(in) :: handle
-    real(c_double), intent(in), target, contiguous :: x(:, :), y(:, :)
-    status = c_send_f64(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 2_c_int, c_loc(y), fulgur_c_shape(shape(y)), 2_c_int)
-  end function
-  integer(c_int) function send_4d_f64(handle, x, y) result(status)
-    type(fulgur_client_handle), intent(in) :: handle
-    real(c_double), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
-    status = c_send_f64(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 4_c_int, c_loc(y), fulgur_c_shape(shape(y)), 4_c_int)
+    real(c_double), intent(in), target, contiguous :: x(..), y(..)
+    status = fulgur_c_send_samples(c_send_f64, handle, x, y)
   end function
 
   ! Sends what is queued, tells the server what it was sent, disconnects.
@@ -181,28 +156,27 @@ contains
   ! handle is harmless.
   subroutine fulgur_client_destroy(handle)
     type(fulgur_client_handle), intent(inout) :: handle
-    call c_destroy(handle%ptr)
-    handle%ptr = c_null_ptr
+    call fulgur_c_destroy(c_destroy, handle)
   end subroutine
 
-  ! The message of this thread's last call ("" after a success).
-  function fulgur_client_last_error() result(message)
+  ! What a FULGUR_CLIENT_* status means, in a few words ("closed").
+  function fulgur_client_strerror(status) result(message)
+    integer(c_int), intent(in) :: status
     character(len=:), allocatable :: message
-    message = fulgur_f_string(c_last_error())
+    message = fulgur_f_string(c_strerror(status))
   end function
 
-  ! The message of the last call on `handle` that failed.
+  ! The message of the handle's last failed call, whichever thread made it.
   function fulgur_client_errmsg(handle) result(message)
     type(fulgur_client_handle), intent(in) :: handle
     character(len=:), allocatable :: message
     message = fulgur_f_string(c_errmsg(handle%ptr))
   end function
 
-  ! A status in words ("closed").
-  function fulgur_client_strerror(status) result(message)
-    integer(c_int), intent(in) :: status
+  ! The calling thread's last message ("" after a success).
+  function fulgur_client_last_error() result(message)
     character(len=:), allocatable :: message
-    message = fulgur_f_string(c_strerror(status))
+    message = fulgur_f_string(c_last_error())
   end function
 
 end module fulgur_client

@@ -280,8 +280,7 @@ const char* fulgur_client_last_error(void) { return last_error.c_str(); }
 
 const char* fulgur_client_errmsg(const fulgur_client* client) {
   try {
-    const std::shared_ptr<fulgur_client> live = handles.find(client);
-    return live == nullptr ? kNotLive : live->error.text();
+    return handles.message_of(client, kNotLive);
   } catch (...) {  // never across the C boundary
     return "fulgur_client_errmsg: no memory for the message";
   }

@@ -1,12 +1,12 @@
 ! fulgur's online trainer for Fortran programs, over the C API
 ! (fulgur_online.h) with iso_c_binding. Arrays are real(c_float) or
-! real(c_double) (converted to the model's float32 and back); their last
-! dimension counts the samples (Fortran order), which is the C API's first:
-! x(n_features, n_samples) or x(nx, ny, n_channels, n_samples).
+! real(c_double) (converted to the model's float32 and back), of any rank;
+! their last dimension counts the samples (Fortran order), which is the C
+! API's first: x(n_features, n_samples) or x(nx, ny, n_channels, n_samples).
 ! Every function returns a status (FULGUR_OK = 0); fulgur_last_error()
 ! (this thread's) and fulgur_errmsg(handle) (the handle's) say why a call
 ! failed, fulgur_strerror(status) names the status. Compile fulgur_c_base.f90
-! (the handle and string helpers it shares with fulgur_client) first.
+! (what it shares with fulgur_client: the handle, samples, strings) first.
 module fulgur_online
   use, intrinsic :: iso_c_binding
   use fulgur_c_base
@@ -28,16 +28,31 @@ module fulgur_online
             fulgur_pause, fulgur_resume, &
             fulgur_last_error, fulgur_errmsg, fulgur_strerror, fulgur_version, fulgur_version_number
 
+  ! float32 or float64 arrays, of any rank.
   interface fulgur_train_step
-    module procedure train_step_2d, train_step_4d, train_step_2d_f64, train_step_4d_f64
+    module procedure train_step_f32, train_step_f64
   end interface
   interface fulgur_push
-    module procedure push_2d, push_4d, push_2d_f64, push_4d_f64
+    module procedure push_f32, push_f64
   end interface
   interface fulgur_predict
-    module procedure predict_2d, predict_4d, predict_2d_f64, predict_4d_f64
+    module procedure predict_f32, predict_f64
   end interface
 
+  ! The C API's functions whose signatures fulgur_c_base names.
+  procedure(fulgur_c_samples_call), bind(c, name="fulgur_online_push") :: c_push
+  procedure(fulgur_c_samples_call), bind(c, name="fulgur_online_push_f64") :: c_push_f64
+  procedure(fulgur_c_handle_call), bind(c, name="fulgur_online_start") :: c_start
+  procedure(fulgur_c_handle_call), bind(c, name="fulgur_online_stop") :: c_stop
+  procedure(fulgur_c_handle_call), bind(c, name="fulgur_online_pause") :: c_pause
+  procedure(fulgur_c_handle_call), bind(c, name="fulgur_online_resume") :: c_resume
+  procedure(fulgur_c_destroy_call), bind(c, name="fulgur_online_destroy") :: c_destroy
+  procedure(fulgur_c_text_call), bind(c, name="fulgur_online_last_error") :: c_last_error
+  procedure(fulgur_c_text_call), bind(c, name="fulgur_online_version") :: c_version
+  procedure(fulgur_c_handle_text_call), bind(c, name="fulgur_online_errmsg") :: c_errmsg
+  procedure(fulgur_c_status_text_call), bind(c, name="fulgur_online_strerror") :: c_strerror
+
+  ! And those of its own.
   interface
     integer(c_int) function c_create(path, handle) bind(c, name="fulgur_online_create")
       import :: c_int, c_char, c_ptr
@@ -50,65 +65,23 @@ module fulgur_online
       integer(c_int), value :: comm
       type(c_ptr), intent(out) :: handle
     end function
-    subroutine c_destroy(handle) bind(c, name="fulgur_online_destroy")
-      import :: c_ptr
-      type(c_ptr), value :: handle
-    end subroutine
-    integer(c_int) function c_train_step(handle, x, xs, xn, y, ys, yn, loss) bind(c, name="fulgur_online_train_step")
+    ! train_step and train_step_f64: samples in, the loss out.
+    integer(c_int) function c_train_step_call(handle, x, xs, xn, y, ys, yn, loss) bind(c)
       import :: c_int, c_ptr, c_int64_t, c_double
       type(c_ptr), value :: handle, x, y
       integer(c_int64_t), intent(in) :: xs(*), ys(*)
       integer(c_int), value :: xn, yn
       real(c_double), intent(out) :: loss
     end function
-    integer(c_int) function c_train_step_f64(handle, x, xs, xn, y, ys, yn, loss) &
-        bind(c, name="fulgur_online_train_step_f64")
-      import :: c_int, c_ptr, c_int64_t, c_double
-      type(c_ptr), value :: handle, x, y
-      integer(c_int64_t), intent(in) :: xs(*), ys(*)
-      integer(c_int), value :: xn, yn
-      real(c_double), intent(out) :: loss
-    end function
-    integer(c_int) function c_push(handle, x, xs, xn, y, ys, yn) bind(c, name="fulgur_online_push")
-      import :: c_int, c_ptr, c_int64_t
-      type(c_ptr), value :: handle, x, y
-      integer(c_int64_t), intent(in) :: xs(*), ys(*)
-      integer(c_int), value :: xn, yn
-    end function
-    integer(c_int) function c_push_f64(handle, x, xs, xn, y, ys, yn) bind(c, name="fulgur_online_push_f64")
-      import :: c_int, c_ptr, c_int64_t
-      type(c_ptr), value :: handle, x, y
-      integer(c_int64_t), intent(in) :: xs(*), ys(*)
-      integer(c_int), value :: xn, yn
-    end function
-    integer(c_int) function c_start(handle) bind(c, name="fulgur_online_start")
-      import :: c_int, c_ptr
-      type(c_ptr), value :: handle
-    end function
-    integer(c_int) function c_stop(handle) bind(c, name="fulgur_online_stop")
-      import :: c_int, c_ptr
-      type(c_ptr), value :: handle
-    end function
-    integer(c_int) function c_predict(handle, x, xs, xn, out, count) bind(c, name="fulgur_online_predict")
+    ! predict and predict_f64: inputs in, `count` outputs out.
+    integer(c_int) function c_predict_call(handle, x, xs, xn, out, count) bind(c)
       import :: c_int, c_ptr, c_int64_t
       type(c_ptr), value :: handle, x, out
       integer(c_int64_t), intent(in) :: xs(*)
       integer(c_int), value :: xn
       integer(c_int64_t), value :: count
     end function
-    integer(c_int) function c_predict_f64(handle, x, xs, xn, out, count) bind(c, name="fulgur_online_predict_f64")
-      import :: c_int, c_ptr, c_int64_t
-      type(c_ptr), value :: handle, x, out
-      integer(c_int64_t), intent(in) :: xs(*)
-      integer(c_int), value :: xn
-      integer(c_int64_t), value :: count
-    end function
-    integer(c_int) function c_save(handle, path) bind(c, name="fulgur_online_save_checkpoint")
-      import :: c_int, c_ptr, c_char
-      type(c_ptr), value :: handle
-      character(kind=c_char), intent(in) :: path(*)
-    end function
-    integer(c_int) function c_load(handle, path) bind(c, name="fulgur_online_load_checkpoint")
+    integer(c_int) function c_checkpoint_call(handle, path) bind(c)
       import :: c_int, c_ptr, c_char
       type(c_ptr), value :: handle
       character(kind=c_char), intent(in) :: path(*)
@@ -118,37 +91,22 @@ module fulgur_online
       type(c_ptr), value :: handle
       integer(c_int64_t), intent(out) :: step
     end function
-    integer(c_int) function c_pause(handle) bind(c, name="fulgur_online_pause")
-      import :: c_int, c_ptr
-      type(c_ptr), value :: handle
-    end function
-    integer(c_int) function c_resume(handle) bind(c, name="fulgur_online_resume")
-      import :: c_int, c_ptr
-      type(c_ptr), value :: handle
-    end function
     integer(c_int) function c_stop_signal(handle, signal) bind(c, name="fulgur_online_stop_signal")
       import :: c_int, c_ptr
       type(c_ptr), value :: handle
       integer(c_int), intent(out) :: signal
     end function
-    type(c_ptr) function c_last_error() bind(c, name="fulgur_online_last_error")
-      import :: c_ptr
-    end function
-    type(c_ptr) function c_errmsg(handle) bind(c, name="fulgur_online_errmsg")
-      import :: c_ptr
-      type(c_ptr), value :: handle
-    end function
-    type(c_ptr) function c_strerror(status) bind(c, name="fulgur_online_strerror")
-      import :: c_ptr, c_int
-      integer(c_int), value :: status
-    end function
-    type(c_ptr) function c_version() bind(c, name="fulgur_online_version")
-      import :: c_ptr
-    end function
     integer(c_int) function fulgur_version_number() bind(c, name="fulgur_online_version_number")
       import :: c_int
     end function
   end interface
+  procedure(c_train_step_call), bind(c, name="fulgur_online_train_step") :: c_train_step
+  procedure(c_train_step_call), bind(c, name="fulgur_online_train_step_f64") :: c_train_step_f64
+  procedure(c_predict_call), bind(c, name="fulgur_online_predict") :: c_predict
+  procedure(c_predict_call), bind(c, name="fulgur_online_predict_f64") :: c_predict_f64
+  ! Checkpoints: a path in.
+  procedure(c_checkpoint_call), bind(c, name="fulgur_online_save_checkpoint") :: c_save
+  procedure(c_checkpoint_call), bind(c, name="fulgur_online_load_checkpoint") :: c_load
 
 contains
 
@@ -167,38 +125,14 @@ contains
     status = c_create_comm(fulgur_c_string(config_path), int(comm, c_int), handle%ptr)
   end function
 
+  ! Stops background training, frees the trainer and nulls the handle.
   subroutine fulgur_destroy(handle)
     type(fulgur_handle), intent(inout) :: handle
-    call c_destroy(handle%ptr)
-    handle%ptr = c_null_ptr
+    call fulgur_c_destroy(c_destroy, handle)
   end subroutine
 
-  integer(c_int) function train_step_2d(handle, x, y, loss) result(status)
-    type(fulgur_handle), intent(in) :: handle
-    real(c_float), intent(in), target, contiguous :: x(:, :), y(:, :)
-    real(c_double), intent(out) :: loss
-    status = c_train_step(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 2, c_loc(y), fulgur_c_shape(shape(y)), 2, loss)
-  end function
-
-  integer(c_int) function train_step_4d(handle, x, y, loss) result(status)
-    type(fulgur_handle), intent(in) :: handle
-    real(c_float), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
-    real(c_double), intent(out) :: loss
-    status = c_train_step(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 4, c_loc(y), fulgur_c_shape(shape(y)), 4, loss)
-  end function
-
-  integer(c_int) function push_2d(handle, x, y) result(status)
-    type(fulgur_handle), intent(in) :: handle
-    real(c_float), intent(in), target, contiguous :: x(:, :), y(:, :)
-    status = c_push(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 2, c_loc(y), fulgur_c_shape(shape(y)), 2)
-  end function
-
-  integer(c_int) function push_4d(handle, x, y) result(status)
-    type(fulgur_handle), intent(in) :: handle
-    real(c_float), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
-    status = c_push(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 4, c_loc(y), fulgur_c_shape(shape(y)), 4)
-  end function
-
+  ! Background mode: start training on its own thread (fulgur_push gives it
+  ! samples), stop (waits; reports the error that stopped training).
   integer(c_int) function fulgur_start(handle) result(status)
     type(fulgur_handle), intent(in) :: handle
     status = c_start(handle%ptr)
@@ -209,58 +143,52 @@ contains
     status = c_stop(handle%ptr)
   end function
 
-  integer(c_int) function predict_2d(handle, x, y) result(status)
+  ! The arrays' calls, float32 then float64: train_step (inline mode: one
+  ! optimizer step on a batch), push (background mode: samples for the
+  ! training thread, copied before it returns), predict (the published model
+  ! on x, into y: as many values as the prediction has).
+  integer(c_int) function train_step_f32(handle, x, y, loss) result(status)
     type(fulgur_handle), intent(in) :: handle
-    real(c_float), intent(in), target, contiguous :: x(:, :)
-    real(c_float), intent(inout), target, contiguous :: y(:, :)
-    status = c_predict(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 2, c_loc(y), int(size(y), c_int64_t))
-  end function
-
-  integer(c_int) function predict_4d(handle, x, y) result(status)
-    type(fulgur_handle), intent(in) :: handle
-    real(c_float), intent(in), target, contiguous :: x(:, :, :, :)
-    real(c_float), intent(inout), target, contiguous :: y(:, :, :, :)
-    status = c_predict(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 4, c_loc(y), int(size(y), c_int64_t))
-  end function
-
-  integer(c_int) function train_step_2d_f64(handle, x, y, loss) result(status)
-    type(fulgur_handle), intent(in) :: handle
-    real(c_double), intent(in), target, contiguous :: x(:, :), y(:, :)
+    real(c_float), intent(in), target, contiguous :: x(..), y(..)
     real(c_double), intent(out) :: loss
-    status = c_train_step_f64(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 2, c_loc(y), fulgur_c_shape(shape(y)), 2, loss)
+    status = c_train_step(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), int(rank(x), c_int), &
+                          c_loc(y), fulgur_c_shape(shape(y)), int(rank(y), c_int), loss)
   end function
 
-  integer(c_int) function train_step_4d_f64(handle, x, y, loss) result(status)
+  integer(c_int) function push_f32(handle, x, y) result(status)
     type(fulgur_handle), intent(in) :: handle
-    real(c_double), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
+    real(c_float), intent(in), target, contiguous :: x(..), y(..)
+    status = fulgur_c_send_samples(c_push, handle, x, y)
+  end function
+
+  integer(c_int) function predict_f32(handle, x, y) result(status)
+    type(fulgur_handle), intent(in) :: handle
+    real(c_float), intent(in), target, contiguous :: x(..)
+    real(c_float), intent(inout), target, contiguous :: y(..)
+    status = c_predict(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), int(rank(x), c_int), c_loc(y), &
+                       int(size(y), c_int64_t))
+  end function
+
+  integer(c_int) function train_step_f64(handle, x, y, loss) result(status)
+    type(fulgur_handle), intent(in) :: handle
+    real(c_double), intent(in), target, contiguous :: x(..), y(..)
     real(c_double), intent(out) :: loss
-    status = c_train_step_f64(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 4, c_loc(y), fulgur_c_shape(shape(y)), 4, loss)
+    status = c_train_step_f64(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), int(rank(x), c_int), &
+                              c_loc(y), fulgur_c_shape(shape(y)), int(rank(y), c_int), loss)
   end function
 
-  integer(c_int) function push_2d_f64(handle, x, y) result(status)
+  integer(c_int) function push_f64(handle, x, y) result(status)
     type(fulgur_handle), intent(in) :: handle
-    real(c_double), intent(in), target, contiguous :: x(:, :), y(:, :)
-    status = c_push_f64(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 2, c_loc(y), fulgur_c_shape(shape(y)), 2)
+    real(c_double), intent(in), target, contiguous :: x(..), y(..)
+    status = fulgur_c_send_samples(c_push_f64, handle, x, y)
   end function
 
-  integer(c_int) function push_4d_f64(handle, x, y) result(status)
+  integer(c_int) function predict_f64(handle, x, y) result(status)
     type(fulgur_handle), intent(in) :: handle
-    real(c_double), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
-    status = c_push_f64(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 4, c_loc(y), fulgur_c_shape(shape(y)), 4)
-  end function
-
-  integer(c_int) function predict_2d_f64(handle, x, y) result(status)
-    type(fulgur_handle), intent(in) :: handle
-    real(c_double), intent(in), target, contiguous :: x(:, :)
-    real(c_double), intent(inout), target, contiguous :: y(:, :)
-    status = c_predict_f64(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 2, c_loc(y), int(size(y), c_int64_t))
-  end function
-
-  integer(c_int) function predict_4d_f64(handle, x, y) result(status)
-    type(fulgur_handle), intent(in) :: handle
-    real(c_double), intent(in), target, contiguous :: x(:, :, :, :)
-    real(c_double), intent(inout), target, contiguous :: y(:, :, :, :)
-    status = c_predict_f64(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), 4, c_loc(y), int(size(y), c_int64_t))
+    real(c_double), intent(in), target, contiguous :: x(..)
+    real(c_double), intent(inout), target, contiguous :: y(..)
+    status = c_predict_f64(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), int(rank(x), c_int), c_loc(y), &
+                           int(size(y), c_int64_t))
   end function
 
   integer(c_int) function fulgur_save_checkpoint(handle, path) result(status)

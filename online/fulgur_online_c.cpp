@@ -251,8 +251,7 @@ const char* fulgur_online_strerror(fulgur_status status) {
 
 const char* fulgur_online_errmsg(const fulgur_online* handle) {
   try {
-    const std::shared_ptr<fulgur_online> live = handles.find(handle);
-    return live == nullptr ? kNotLive : live->error.text();
+    return handles.message_of(handle, kNotLive);
   } catch (...) {  // never across the C boundary
     return "fulgur_online_errmsg: no memory for the message";
   }

@@ -4,6 +4,7 @@
  * halves of the convention a program sees: the versions, strerror, the
  * handle's message, and a destroy racing a send on another thread.
  * Run in a temporary folder (c_abi_test.sh); exit code 0 when every check holds. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, nanosleep under -std=c11 */
 #include <fulgur/ensemble/fulgur_client.h>
 
 #include <pthread.h>
@@ -14,14 +15,13 @@
 
 static int failures = 0;
 
-#define CHECK(cond)                                                                                 \
-  do {                                                                                              \
-    if (!(cond)) {                                                                                  \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__, __LINE__, #cond,      \
-              fulgur_client_last_error());                                                          \
-      ++failures;                                                                                   \
-    }                                                                                               \
-  } while (0)
+static void check(int ok, const char* what, int line) {
+  if (ok) return;
+  fprintf(stderr, "old_options.c:%d: %s does not hold; the thread's last error: %s\n", line, what,
+          fulgur_client_last_error());
+  ++failures;
+}
+#define CHECK(cond) check((cond) != 0, #cond, __LINE__)
 
 /* fulgur_client_options as a header before `ranks` declared it. */
 typedef struct {
