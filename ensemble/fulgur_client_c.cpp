@@ -29,7 +29,9 @@ namespace {
 
 thread_local std::string last_error;
 
-fulgur::CHandleRegistry<fulgur_client> handles;
+// Never destroyed: a handle the program never destroys is not freed at exit,
+// when the statics it needs may be gone already (and a close would wait).
+fulgur::CHandleRegistry<fulgur_client>& handles = *new fulgur::CHandleRegistry<fulgur_client>;
 
 constexpr const char* kNotLive =
     "the handle is not a live fulgur_client (destroyed already, or not made by fulgur_client_connect)";

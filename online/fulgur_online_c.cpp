@@ -31,7 +31,9 @@ namespace {
 
 thread_local std::string last_error;
 
-fulgur::CHandleRegistry<fulgur_online> handles;
+// Never destroyed: a handle the program never destroys is not freed at exit,
+// when the statics it needs (LibTorch's) may be gone already.
+fulgur::CHandleRegistry<fulgur_online>& handles = *new fulgur::CHandleRegistry<fulgur_online>;
 
 constexpr const char* kNotLive =
     "the handle is not a live fulgur_online (destroyed already, or not made by fulgur_online_create)";

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The C ABI convention (docs/c-abi.md), checked on the built libraries:
-#  - each exports exactly the functions its version script lists (nm -D),
-#    and its header declares exactly those: the .map file is the one list;
+#  - each exports exactly the functions its version script lists (nm -D;
+#    C++ members by their qualified names, a .map pattern `name*` standing
+#    for every overload of `name`), and its header declares exactly the C
+#    ones: the .map file is the one list;
 #  - its SONAME carries a version (objdump -p);
 #  - a C program with an older header's shorter fulgur_client_options runs
 #    against the new libfulgur_client (old_options.c).
@@ -21,21 +23,25 @@ while (($# >= 3)); do
   shift 3
   name="$(basename "$library")"
   name="${name%%.so*}"
-  listed="$(sed -n 's/^ *\(fulgur_[a-z0-9_]*\);$/\1/p' "$map" | sort)"
-  [[ -n "$listed" ]] || { echo "$name: $map lists no function"; exit 1; }
-  exported="$(nm -D --defined-only "$library" | awk '{ print $NF }' | sort -u)"
+  # The .map's entries (name; name*; "name(parameters)";), as names.
+  listed="$(sed -n 's/^ *"\{0,1\}\([A-Za-z_:~][A-Za-z0-9_:~]*\)[^;]*;$/\1/p' "$map" | sort)"
+  listed_c="$(grep -v ':' <<< "$listed" || true)"
+  [[ -n "$listed_c" ]] || { echo "$name: $map lists no C function"; exit 1; }
+  # Demangled, without parameters: a C++ member's overloads and its
+  # constructor's and destructor's variants are one name.
+  exported="$(nm -D --defined-only "$library" | awk '{ print $NF }' | c++filt | sed 's/(.*//' | sort -u)"
   declared="$(cc -E -P "${includes[@]}" "$header" | grep -oE '\bfulgur_[a-z0-9_]+ *\(' | tr -d ' (' | sort -u)"
   if [[ "$exported" != "$listed" ]]; then
     echo "$name: nm -D --defined-only differs from $map (< exported, > listed):"
     diff <(echo "$exported") <(echo "$listed") | grep '^[<>]' || true
     failed=1
   fi
-  if [[ "$declared" != "$listed" ]]; then
+  if [[ "$declared" != "$listed_c" ]]; then
     echo "$name: $(basename "$header") declares other functions than $map lists (< declared, > listed):"
-    diff <(echo "$declared") <(echo "$listed") | grep '^[<>]' || true
+    diff <(echo "$declared") <(echo "$listed_c") | grep '^[<>]' || true
     failed=1
   fi
-  echo "$name: exports $(wc -l <<< "$exported") symbols, the $(wc -l <<< "$listed") functions of $(basename "$map")"
+  echo "$name: exports the $(wc -l <<< "$listed") functions of $(basename "$map") ($(nm -D --defined-only "$library" | wc -l) symbols)"
   soname="$(objdump -p "$library" | awk '$1 == "SONAME" { print $2 }')"
   if [[ "$soname" =~ ^$name\.so\.[0-9]+(\.[0-9]+)*$ ]]; then
     echo "$name: SONAME $soname"
@@ -47,7 +53,7 @@ while (($# >= 3)); do
 done
 if [[ -n "$client" ]]; then
   # Built and linked as a program outside the tree would be: cc, -l, a RUNPATH.
-  lib_dir="$(dirname "$client")"
+  lib_dir="$(cd "$(dirname "$client")" && pwd)"
   cc -std=c11 -Wall -Wextra -Werror "${includes[@]}" "$here/old_options.c" -L"$lib_dir" -lfulgur_client \
     -Wl,-rpath,"$lib_dir" -pthread -o "$work/old_options"
   (cd "$work" && timeout 120 ./old_options) || { echo "old_options failed (exit $?)"; failed=1; }
