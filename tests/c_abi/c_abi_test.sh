@@ -6,7 +6,9 @@
 #    ones: the .map file is the one list;
 #  - its SONAME carries a version (objdump -p);
 #  - a C program with an older header's shorter fulgur_client_options runs
-#    against the new libfulgur_client (old_options.c).
+#    against the new libfulgur_client (old_options.c);
+#  - with FULGUR_STATIC_LIBRARY set (libfulgur.a), no C API function is in
+#    it: a program linking both would have two handle registries.
 # Usage: c_abi_test.sh BUILD_DIR LIBRARY MAP HEADER [LIBRARY MAP HEADER ...]
 # (the client library, when built, is given last). Writes only under a temporary folder.
 set -euo pipefail
@@ -51,6 +53,15 @@ while (($# >= 3)); do
   fi
   [[ "$name" == libfulgur_client ]] && client="$library"
 done
+if [[ -n "${FULGUR_STATIC_LIBRARY:-}" ]]; then
+  copies="$(nm --defined-only "$FULGUR_STATIC_LIBRARY" 2> /dev/null | awk '$2 == "T" && $3 ~ /^fulgur_(online|client)_/ { print $3 }')"
+  if [[ -n "$copies" ]]; then
+    echo "$(basename "$FULGUR_STATIC_LIBRARY") carries a second copy of the C API: $(head -3 <<< "$copies" | tr '\n' ' ')"
+    failed=1
+  else
+    echo "$(basename "$FULGUR_STATIC_LIBRARY"): no C API function (one copy, in the shared libraries)"
+  fi
+fi
 if [[ -n "$client" ]]; then
   # Built and linked as a program outside the tree would be: cc, -l, a RUNPATH.
   lib_dir="$(cd "$(dirname "$client")" && pwd)"
