@@ -133,7 +133,7 @@ fulgur_status train_step(const char* name, fulgur_online* handle, const T* input
                          double* loss) {
   return guarded(name, handle, [&](fulgur::OnlineTrainer& trainer) {
     const double value = trainer.train_step(view("inputs", inputs, input_shape, input_ndim),
-                                                       view("targets", targets, target_shape, target_ndim));
+                                            view("targets", targets, target_shape, target_ndim));
     if (loss != nullptr) *loss = value;
   });
 }
@@ -142,8 +142,7 @@ template <typename T>
 fulgur_status push(const char* name, fulgur_online* handle, const T* inputs, const int64_t* input_shape,
                    int input_ndim, const T* targets, const int64_t* target_shape, int target_ndim) {
   return guarded(name, handle, [&](fulgur::OnlineTrainer& trainer) {
-    trainer.push(view("inputs", inputs, input_shape, input_ndim),
-                            view("targets", targets, target_shape, target_ndim));
+    trainer.push(view("inputs", inputs, input_shape, input_ndim), view("targets", targets, target_shape, target_ndim));
   });
 }
 
