@@ -1,11 +1,14 @@
 ! fulgur's ensemble client for Fortran solvers, over the C API
 ! (fulgur_client.h, libfulgur_client) with iso_c_binding: samples stream to
 ! a fulgur training job (fulgur_serve) over the network. Arrays are
-! real(c_float) or real(c_double); their last dimension counts the samples
-! (Fortran order), which is the C API's first: x(n_features, n_samples) or
-! x(nx, ny, n_channels, n_samples). Every function returns a status
+! real(c_float) or real(c_double), of any rank; their last dimension counts
+! the samples (Fortran order), which is the C API's first:
+! x(n_features, n_samples) or x(nx, ny, n_channels, n_samples). Every function returns a status
 ! (FULGUR_CLIENT_OK = 0, the C API's statuses); fulgur_client_last_error()
-! says why a call failed, and a failed call leaves its outputs untouched.
+! says why a call failed (fulgur_client_errmsg(c) the handle's last failure,
+! fulgur_client_strerror(status) the status in words), and a failed call
+! leaves its outputs untouched. Compile fulgur_c_base.f90 (what it shares
+! with fulgur_online: the handle, samples, strings) first.
 !
 !   type(fulgur_client_handle) :: c
 !   status = fulgur_client_connect("run/ensemble.rendezvous", task_id, c)  ! task_id: integer, any of
@@ -15,6 +18,7 @@
 !   call fulgur_client_destroy(c)                   ! frees the handle
 module fulgur_client
   use, intrinsic :: iso_c_binding
+  use fulgur_c_base
   implicit none
   private
 
@@ -25,12 +29,12 @@ module fulgur_client
   integer(c_int32_t), parameter, public :: FULGUR_CLIENT_BLOCK = 0, FULGUR_CLIENT_DROP_OLDEST = 1
 
   ! The connection, as the solver holds it. Null until fulgur_client_connect.
-  type, public :: fulgur_client_handle
-    type(c_ptr) :: ptr = c_null_ptr
+  type, public, extends(fulgur_c_handle) :: fulgur_client_handle
   end type
 
-  ! fulgur_client_options of the C API.
+  ! fulgur_client_options of the C API (struct_size: set by c_default_options).
   type, bind(c) :: client_options
+    integer(c_size_t) :: struct_size
     integer(c_int64_t) :: queue_capacity
     integer(c_int32_t) :: when_full
     real(c_double) :: connect_timeout_s, close_timeout_s
@@ -38,17 +42,26 @@ module fulgur_client
   end type
 
   public :: fulgur_client_connect, fulgur_client_send, fulgur_client_close, fulgur_client_destroy, &
-            fulgur_client_last_error
+            fulgur_client_last_error, fulgur_client_errmsg, fulgur_client_strerror
 
   ! client_id of either integer kind: a default integer or a 64-bit one (a job array's task id, say).
   interface fulgur_client_connect
     module procedure connect_int32, connect_int64
   end interface
 
+  ! float32 or float64 arrays, of any rank.
   interface fulgur_client_send
-    module procedure send_2d, send_4d, send_2d_f64, send_4d_f64
+    module procedure send_f32, send_f64
   end interface
 
+  ! The C API's functions whose signatures fulgur_c_base names: send,
+  procedure(fulgur_c_samples_call), bind(c, name="fulgur_client_send") :: c_send
+  procedure(fulgur_c_samples_call), bind(c, name="fulgur_client_send_f64") :: c_send_f64
+  ! destroy and the messages; then those of its own.
+  procedure(fulgur_c_destroy_call), bind(c, name="fulgur_client_destroy") :: c_destroy
+  procedure(fulgur_c_text_call), bind(c, name="fulgur_client_last_error") :: c_last_error
+  procedure(fulgur_c_handle_text_call), bind(c, name="fulgur_client_errmsg") :: c_errmsg
+  procedure(fulgur_c_status_text_call), bind(c, name="fulgur_client_strerror") :: c_strerror
   interface
     type(client_options) function c_default_options() bind(c, name="fulgur_client_default_options")
       import :: client_options
@@ -60,47 +73,14 @@ module fulgur_client
       type(client_options), intent(in) :: options
       type(c_ptr), intent(out) :: handle
     end function
-    integer(c_int) function c_send(handle, x, xs, xn, y, ys, yn) bind(c, name="fulgur_client_send")
-      import :: c_int, c_ptr, c_int64_t
-      type(c_ptr), value :: handle, x, y
-      integer(c_int64_t), intent(in) :: xs(*), ys(*)
-      integer(c_int), value :: xn, yn
-    end function
-    integer(c_int) function c_send_f64(handle, x, xs, xn, y, ys, yn) bind(c, name="fulgur_client_send_f64")
-      import :: c_int, c_ptr, c_int64_t
-      type(c_ptr), value :: handle, x, y
-      integer(c_int64_t), intent(in) :: xs(*), ys(*)
-      integer(c_int), value :: xn, yn
-    end function
     integer(c_int) function c_close(handle, sent, dropped, queued) bind(c, name="fulgur_client_close")
       import :: c_int, c_ptr, c_int64_t
       type(c_ptr), value :: handle
       integer(c_int64_t), intent(inout) :: sent, dropped, queued
     end function
-    subroutine c_destroy(handle) bind(c, name="fulgur_client_destroy")
-      import :: c_ptr
-      type(c_ptr), value :: handle
-    end subroutine
-    type(c_ptr) function c_last_error() bind(c, name="fulgur_client_last_error")
-      import :: c_ptr
-    end function
-    integer(c_size_t) function c_strlen(s) bind(c, name="strlen")
-      import :: c_size_t, c_ptr
-      type(c_ptr), value :: s
-    end function
   end interface
 
 contains
-
-  ! The C shape of a Fortran array: its extents, last first.
-  function c_shape(extents) result(shape)
-    integer, intent(in) :: extents(:)
-    integer(c_int64_t) :: shape(size(extents))
-    integer :: i
-    do i = 1, size(extents)
-      shape(i) = int(extents(size(extents) + 1 - i), c_int64_t)
-    end do
-  end function
 
   ! Connects to the training job named by the rendezvous file (waiting for
   ! it). client_id: a 32- or 64-bit integer (fulgur_client_connect is generic
@@ -124,7 +104,7 @@ contains
     if (present(connect_timeout_s)) options%connect_timeout_s = connect_timeout_s
     if (present(close_timeout_s)) options%close_timeout_s = close_timeout_s
     if (present(ranks)) options%ranks = int(ranks, c_int64_t)
-    status = c_connect(trim(rendezvous) // c_null_char, client_id, options, handle%ptr)
+    status = c_connect(fulgur_c_string(rendezvous), client_id, options, handle%ptr)
   end function
 
   integer(c_int) function connect_int32(rendezvous, client_id, handle, queue_capacity, when_full, &
@@ -140,25 +120,18 @@ contains
                            connect_timeout_s, close_timeout_s, ranks)
   end function
 
-  integer(c_int) function send_2d(handle, x, y) result(status)
+  ! Queues the samples, copied before it returns.
+  integer(c_int) function send_f32(handle, x, y) result(status)
     type(fulgur_client_handle), intent(in) :: handle
-    real(c_float), intent(in), target, contiguous :: x(:, :), y(:, :)
-    status = c_send(handle%ptr, c_loc(x), c_shape(shape(x)), 2_c_int, c_loc(y), c_shape(shape(y)), 2_c_int)
+    real(c_float), intent(in), target, contiguous :: x(..), y(..)
+    status = fulgur_c_send_samples(c_send, handle, x, y)
   end function
-  integer(c_int) function send_4d(handle, x, y) result(status)
+
+  ! The same from doubles (fulgur_client_send_f64).
+  integer(c_int) function send_f64(handle, x, y) result(status)
     type(fulgur_client_handle), intent(in) :: handle
-    real(c_float), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
-    status = c_send(handle%ptr, c_loc(x), c_shape(shape(x)), 4_c_int, c_loc(y), c_shape(shape(y)), 4_c_int)
-  end function
-  integer(c_int) function send_2d_f64(handle, x, y) result(status)
-    type(fulgur_client_handle), intent(in) :: handle
-    real(c_double), intent(in), target, contiguous :: x(:, :), y(:, :)
-    status = c_send_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 2_c_int, c_loc(y), c_shape(shape(y)), 2_c_int)
-  end function
-  integer(c_int) function send_4d_f64(handle, x, y) result(status)
-    type(fulgur_client_handle), intent(in) :: handle
-    real(c_double), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
-    status = c_send_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 4_c_int, c_loc(y), c_shape(shape(y)), 4_c_int)
+    real(c_double), intent(in), target, contiguous :: x(..), y(..)
+    status = fulgur_c_send_samples(c_send_f64, handle, x, y)
   end function
 
   ! Sends what is queued, tells the server what it was sent, disconnects.
@@ -183,23 +156,27 @@ contains
   ! handle is harmless.
   subroutine fulgur_client_destroy(handle)
     type(fulgur_client_handle), intent(inout) :: handle
-    call c_destroy(handle%ptr)
-    handle%ptr = c_null_ptr
+    call fulgur_c_destroy(c_destroy, handle)
   end subroutine
 
-  ! The message of the last failed call, as a Fortran string.
+  ! What a FULGUR_CLIENT_* status means, in a few words ("closed").
+  function fulgur_client_strerror(status) result(message)
+    integer(c_int), intent(in) :: status
+    character(len=:), allocatable :: message
+    message = fulgur_f_string(c_strerror(status))
+  end function
+
+  ! The message of the handle's last failed call, whichever thread made it.
+  function fulgur_client_errmsg(handle) result(message)
+    type(fulgur_client_handle), intent(in) :: handle
+    character(len=:), allocatable :: message
+    message = fulgur_f_string(c_errmsg(handle%ptr))
+  end function
+
+  ! The calling thread's last message ("" after a success).
   function fulgur_client_last_error() result(message)
     character(len=:), allocatable :: message
-    type(c_ptr) :: text
-    character(kind=c_char), pointer :: chars(:)
-    integer :: i, n
-    text = c_last_error()
-    n = int(c_strlen(text))
-    call c_f_pointer(text, chars, [n])
-    allocate(character(len=n) :: message)
-    do i = 1, n
-      message(i:i) = chars(i)
-    end do
+    message = fulgur_f_string(c_last_error())
   end function
 
 end module fulgur_client

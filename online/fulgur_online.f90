@@ -1,12 +1,15 @@
 ! fulgur's online trainer for Fortran programs, over the C API
 ! (fulgur_online.h) with iso_c_binding. Arrays are real(c_float) or
-! real(c_double) (converted to the model's float32 and back); their last
-! dimension counts the samples (Fortran order), which is the C API's first:
-! x(n_features, n_samples) or x(nx, ny, n_channels, n_samples).
+! real(c_double) (converted to the model's float32 and back), of any rank;
+! their last dimension counts the samples (Fortran order), which is the C
+! API's first: x(n_features, n_samples) or x(nx, ny, n_channels, n_samples).
 ! Every function returns a status (FULGUR_OK = 0); fulgur_last_error()
-! says why a call failed.
+! (this thread's) and fulgur_errmsg(handle) (the handle's) say why a call
+! failed, fulgur_strerror(status) names the status. Compile fulgur_c_base.f90
+! (what it shares with fulgur_client: the handle, samples, strings) first.
 module fulgur_online
   use, intrinsic :: iso_c_binding
+  use fulgur_c_base
   implicit none
   private
 
@@ -17,25 +20,39 @@ module fulgur_online
 
   ! The trainer, as the program holds it: a type of its own, so a handle
   ! cannot be confused with another C pointer. Null until fulgur_create.
-  type, public :: fulgur_handle
-    type(c_ptr) :: ptr = c_null_ptr
+  type, public, extends(fulgur_c_handle) :: fulgur_handle
   end type
 
   public :: fulgur_create, fulgur_create_comm, fulgur_destroy, fulgur_train_step, fulgur_push, fulgur_start, fulgur_stop, &
             fulgur_predict, fulgur_save_checkpoint, fulgur_load_checkpoint, fulgur_global_step, fulgur_stop_signal, &
             fulgur_pause, fulgur_resume, &
-            fulgur_last_error
+            fulgur_last_error, fulgur_errmsg, fulgur_strerror, fulgur_version, fulgur_version_number
 
+  ! float32 or float64 arrays, of any rank.
   interface fulgur_train_step
-    module procedure train_step_2d, train_step_4d, train_step_2d_f64, train_step_4d_f64
+    module procedure train_step_f32, train_step_f64
   end interface
   interface fulgur_push
-    module procedure push_2d, push_4d, push_2d_f64, push_4d_f64
+    module procedure push_f32, push_f64
   end interface
   interface fulgur_predict
-    module procedure predict_2d, predict_4d, predict_2d_f64, predict_4d_f64
+    module procedure predict_f32, predict_f64
   end interface
 
+  ! The C API's functions whose signatures fulgur_c_base names.
+  procedure(fulgur_c_samples_call), bind(c, name="fulgur_online_push") :: c_push
+  procedure(fulgur_c_samples_call), bind(c, name="fulgur_online_push_f64") :: c_push_f64
+  procedure(fulgur_c_handle_call), bind(c, name="fulgur_online_start") :: c_start
+  procedure(fulgur_c_handle_call), bind(c, name="fulgur_online_stop") :: c_stop
+  procedure(fulgur_c_handle_call), bind(c, name="fulgur_online_pause") :: c_pause
+  procedure(fulgur_c_handle_call), bind(c, name="fulgur_online_resume") :: c_resume
+  procedure(fulgur_c_destroy_call), bind(c, name="fulgur_online_destroy") :: c_destroy
+  procedure(fulgur_c_text_call), bind(c, name="fulgur_online_last_error") :: c_last_error
+  procedure(fulgur_c_text_call), bind(c, name="fulgur_online_version") :: c_version
+  procedure(fulgur_c_handle_text_call), bind(c, name="fulgur_online_errmsg") :: c_errmsg
+  procedure(fulgur_c_status_text_call), bind(c, name="fulgur_online_strerror") :: c_strerror
+
+  ! And those of its own.
   interface
     integer(c_int) function c_create(path, handle) bind(c, name="fulgur_online_create")
       import :: c_int, c_char, c_ptr
@@ -48,65 +65,23 @@ module fulgur_online
       integer(c_int), value :: comm
       type(c_ptr), intent(out) :: handle
     end function
-    subroutine c_destroy(handle) bind(c, name="fulgur_online_destroy")
-      import :: c_ptr
-      type(c_ptr), value :: handle
-    end subroutine
-    integer(c_int) function c_train_step(handle, x, xs, xn, y, ys, yn, loss) bind(c, name="fulgur_online_train_step")
+    ! train_step and train_step_f64: samples in, the loss out.
+    integer(c_int) function c_train_step_call(handle, x, xs, xn, y, ys, yn, loss) bind(c)
       import :: c_int, c_ptr, c_int64_t, c_double
       type(c_ptr), value :: handle, x, y
       integer(c_int64_t), intent(in) :: xs(*), ys(*)
       integer(c_int), value :: xn, yn
       real(c_double), intent(out) :: loss
     end function
-    integer(c_int) function c_train_step_f64(handle, x, xs, xn, y, ys, yn, loss) &
-        bind(c, name="fulgur_online_train_step_f64")
-      import :: c_int, c_ptr, c_int64_t, c_double
-      type(c_ptr), value :: handle, x, y
-      integer(c_int64_t), intent(in) :: xs(*), ys(*)
-      integer(c_int), value :: xn, yn
-      real(c_double), intent(out) :: loss
-    end function
-    integer(c_int) function c_push(handle, x, xs, xn, y, ys, yn) bind(c, name="fulgur_online_push")
-      import :: c_int, c_ptr, c_int64_t
-      type(c_ptr), value :: handle, x, y
-      integer(c_int64_t), intent(in) :: xs(*), ys(*)
-      integer(c_int), value :: xn, yn
-    end function
-    integer(c_int) function c_push_f64(handle, x, xs, xn, y, ys, yn) bind(c, name="fulgur_online_push_f64")
-      import :: c_int, c_ptr, c_int64_t
-      type(c_ptr), value :: handle, x, y
-      integer(c_int64_t), intent(in) :: xs(*), ys(*)
-      integer(c_int), value :: xn, yn
-    end function
-    integer(c_int) function c_start(handle) bind(c, name="fulgur_online_start")
-      import :: c_int, c_ptr
-      type(c_ptr), value :: handle
-    end function
-    integer(c_int) function c_stop(handle) bind(c, name="fulgur_online_stop")
-      import :: c_int, c_ptr
-      type(c_ptr), value :: handle
-    end function
-    integer(c_int) function c_predict(handle, x, xs, xn, out, count) bind(c, name="fulgur_online_predict")
+    ! predict and predict_f64: inputs in, `count` outputs out.
+    integer(c_int) function c_predict_call(handle, x, xs, xn, out, count) bind(c)
       import :: c_int, c_ptr, c_int64_t
       type(c_ptr), value :: handle, x, out
       integer(c_int64_t), intent(in) :: xs(*)
       integer(c_int), value :: xn
       integer(c_int64_t), value :: count
     end function
-    integer(c_int) function c_predict_f64(handle, x, xs, xn, out, count) bind(c, name="fulgur_online_predict_f64")
-      import :: c_int, c_ptr, c_int64_t
-      type(c_ptr), value :: handle, x, out
-      integer(c_int64_t), intent(in) :: xs(*)
-      integer(c_int), value :: xn
-      integer(c_int64_t), value :: count
-    end function
-    integer(c_int) function c_save(handle, path) bind(c, name="fulgur_online_save_checkpoint")
-      import :: c_int, c_ptr, c_char
-      type(c_ptr), value :: handle
-      character(kind=c_char), intent(in) :: path(*)
-    end function
-    integer(c_int) function c_load(handle, path) bind(c, name="fulgur_online_load_checkpoint")
+    integer(c_int) function c_checkpoint_call(handle, path) bind(c)
       import :: c_int, c_ptr, c_char
       type(c_ptr), value :: handle
       character(kind=c_char), intent(in) :: path(*)
@@ -116,44 +91,29 @@ module fulgur_online
       type(c_ptr), value :: handle
       integer(c_int64_t), intent(out) :: step
     end function
-    integer(c_int) function c_pause(handle) bind(c, name="fulgur_online_pause")
-      import :: c_int, c_ptr
-      type(c_ptr), value :: handle
-    end function
-    integer(c_int) function c_resume(handle) bind(c, name="fulgur_online_resume")
-      import :: c_int, c_ptr
-      type(c_ptr), value :: handle
-    end function
     integer(c_int) function c_stop_signal(handle, signal) bind(c, name="fulgur_online_stop_signal")
       import :: c_int, c_ptr
       type(c_ptr), value :: handle
       integer(c_int), intent(out) :: signal
     end function
-    type(c_ptr) function c_last_error() bind(c, name="fulgur_online_last_error")
-      import :: c_ptr
-    end function
-    integer(c_size_t) function c_strlen(s) bind(c, name="strlen")
-      import :: c_size_t, c_ptr
-      type(c_ptr), value :: s
+    integer(c_int) function fulgur_version_number() bind(c, name="fulgur_online_version_number")
+      import :: c_int
     end function
   end interface
+  procedure(c_train_step_call), bind(c, name="fulgur_online_train_step") :: c_train_step
+  procedure(c_train_step_call), bind(c, name="fulgur_online_train_step_f64") :: c_train_step_f64
+  procedure(c_predict_call), bind(c, name="fulgur_online_predict") :: c_predict
+  procedure(c_predict_call), bind(c, name="fulgur_online_predict_f64") :: c_predict_f64
+  ! Checkpoints: a path in.
+  procedure(c_checkpoint_call), bind(c, name="fulgur_online_save_checkpoint") :: c_save
+  procedure(c_checkpoint_call), bind(c, name="fulgur_online_load_checkpoint") :: c_load
 
 contains
-
-  ! The C shape of a Fortran array: its extents, last first.
-  function c_shape(extents) result(shape)
-    integer, intent(in) :: extents(:)
-    integer(c_int64_t) :: shape(size(extents))
-    integer :: i
-    do i = 1, size(extents)
-      shape(i) = int(extents(size(extents) + 1 - i), c_int64_t)
-    end do
-  end function
 
   integer(c_int) function fulgur_create(config_path, handle) result(status)
     character(len=*), intent(in) :: config_path
     type(fulgur_handle), intent(out) :: handle
-    status = c_create(trim(config_path) // c_null_char, handle%ptr)
+    status = c_create(fulgur_c_string(config_path), handle%ptr)
   end function
 
   ! Trained by the ranks of the program's communicator: with `use mpi_f08`
@@ -162,41 +122,17 @@ contains
     character(len=*), intent(in) :: config_path
     integer, intent(in) :: comm
     type(fulgur_handle), intent(out) :: handle
-    status = c_create_comm(trim(config_path) // c_null_char, int(comm, c_int), handle%ptr)
+    status = c_create_comm(fulgur_c_string(config_path), int(comm, c_int), handle%ptr)
   end function
 
+  ! Stops background training, frees the trainer and nulls the handle.
   subroutine fulgur_destroy(handle)
     type(fulgur_handle), intent(inout) :: handle
-    call c_destroy(handle%ptr)
-    handle%ptr = c_null_ptr
+    call fulgur_c_destroy(c_destroy, handle)
   end subroutine
 
-  integer(c_int) function train_step_2d(handle, x, y, loss) result(status)
-    type(fulgur_handle), intent(in) :: handle
-    real(c_float), intent(in), target, contiguous :: x(:, :), y(:, :)
-    real(c_double), intent(out) :: loss
-    status = c_train_step(handle%ptr, c_loc(x), c_shape(shape(x)), 2, c_loc(y), c_shape(shape(y)), 2, loss)
-  end function
-
-  integer(c_int) function train_step_4d(handle, x, y, loss) result(status)
-    type(fulgur_handle), intent(in) :: handle
-    real(c_float), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
-    real(c_double), intent(out) :: loss
-    status = c_train_step(handle%ptr, c_loc(x), c_shape(shape(x)), 4, c_loc(y), c_shape(shape(y)), 4, loss)
-  end function
-
-  integer(c_int) function push_2d(handle, x, y) result(status)
-    type(fulgur_handle), intent(in) :: handle
-    real(c_float), intent(in), target, contiguous :: x(:, :), y(:, :)
-    status = c_push(handle%ptr, c_loc(x), c_shape(shape(x)), 2, c_loc(y), c_shape(shape(y)), 2)
-  end function
-
-  integer(c_int) function push_4d(handle, x, y) result(status)
-    type(fulgur_handle), intent(in) :: handle
-    real(c_float), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
-    status = c_push(handle%ptr, c_loc(x), c_shape(shape(x)), 4, c_loc(y), c_shape(shape(y)), 4)
-  end function
-
+  ! Background mode: start training on its own thread (fulgur_push gives it
+  ! samples), stop (waits; reports the error that stopped training).
   integer(c_int) function fulgur_start(handle) result(status)
     type(fulgur_handle), intent(in) :: handle
     status = c_start(handle%ptr)
@@ -207,70 +143,64 @@ contains
     status = c_stop(handle%ptr)
   end function
 
-  integer(c_int) function predict_2d(handle, x, y) result(status)
+  ! The arrays' calls, float32 then float64: train_step (inline mode: one
+  ! optimizer step on a batch), push (background mode: samples for the
+  ! training thread, copied before it returns), predict (the published model
+  ! on x, into y: as many values as the prediction has).
+  integer(c_int) function train_step_f32(handle, x, y, loss) result(status)
     type(fulgur_handle), intent(in) :: handle
-    real(c_float), intent(in), target, contiguous :: x(:, :)
-    real(c_float), intent(inout), target, contiguous :: y(:, :)
-    status = c_predict(handle%ptr, c_loc(x), c_shape(shape(x)), 2, c_loc(y), int(size(y), c_int64_t))
-  end function
-
-  integer(c_int) function predict_4d(handle, x, y) result(status)
-    type(fulgur_handle), intent(in) :: handle
-    real(c_float), intent(in), target, contiguous :: x(:, :, :, :)
-    real(c_float), intent(inout), target, contiguous :: y(:, :, :, :)
-    status = c_predict(handle%ptr, c_loc(x), c_shape(shape(x)), 4, c_loc(y), int(size(y), c_int64_t))
-  end function
-
-  integer(c_int) function train_step_2d_f64(handle, x, y, loss) result(status)
-    type(fulgur_handle), intent(in) :: handle
-    real(c_double), intent(in), target, contiguous :: x(:, :), y(:, :)
+    real(c_float), intent(in), target, contiguous :: x(..), y(..)
     real(c_double), intent(out) :: loss
-    status = c_train_step_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 2, c_loc(y), c_shape(shape(y)), 2, loss)
+    status = c_train_step(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), int(rank(x), c_int), &
+                          c_loc(y), fulgur_c_shape(shape(y)), int(rank(y), c_int), loss)
   end function
 
-  integer(c_int) function train_step_4d_f64(handle, x, y, loss) result(status)
+  integer(c_int) function push_f32(handle, x, y) result(status)
     type(fulgur_handle), intent(in) :: handle
-    real(c_double), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
+    real(c_float), intent(in), target, contiguous :: x(..), y(..)
+    status = fulgur_c_send_samples(c_push, handle, x, y)
+  end function
+
+  integer(c_int) function predict_f32(handle, x, y) result(status)
+    type(fulgur_handle), intent(in) :: handle
+    real(c_float), intent(in), target, contiguous :: x(..)
+    real(c_float), intent(inout), target, contiguous :: y(..)
+    status = c_predict(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), int(rank(x), c_int), c_loc(y), &
+                       int(size(y), c_int64_t))
+  end function
+
+  integer(c_int) function train_step_f64(handle, x, y, loss) result(status)
+    type(fulgur_handle), intent(in) :: handle
+    real(c_double), intent(in), target, contiguous :: x(..), y(..)
     real(c_double), intent(out) :: loss
-    status = c_train_step_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 4, c_loc(y), c_shape(shape(y)), 4, loss)
+    status = c_train_step_f64(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), int(rank(x), c_int), &
+                              c_loc(y), fulgur_c_shape(shape(y)), int(rank(y), c_int), loss)
   end function
 
-  integer(c_int) function push_2d_f64(handle, x, y) result(status)
+  integer(c_int) function push_f64(handle, x, y) result(status)
     type(fulgur_handle), intent(in) :: handle
-    real(c_double), intent(in), target, contiguous :: x(:, :), y(:, :)
-    status = c_push_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 2, c_loc(y), c_shape(shape(y)), 2)
+    real(c_double), intent(in), target, contiguous :: x(..), y(..)
+    status = fulgur_c_send_samples(c_push_f64, handle, x, y)
   end function
 
-  integer(c_int) function push_4d_f64(handle, x, y) result(status)
+  integer(c_int) function predict_f64(handle, x, y) result(status)
     type(fulgur_handle), intent(in) :: handle
-    real(c_double), intent(in), target, contiguous :: x(:, :, :, :), y(:, :, :, :)
-    status = c_push_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 4, c_loc(y), c_shape(shape(y)), 4)
-  end function
-
-  integer(c_int) function predict_2d_f64(handle, x, y) result(status)
-    type(fulgur_handle), intent(in) :: handle
-    real(c_double), intent(in), target, contiguous :: x(:, :)
-    real(c_double), intent(inout), target, contiguous :: y(:, :)
-    status = c_predict_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 2, c_loc(y), int(size(y), c_int64_t))
-  end function
-
-  integer(c_int) function predict_4d_f64(handle, x, y) result(status)
-    type(fulgur_handle), intent(in) :: handle
-    real(c_double), intent(in), target, contiguous :: x(:, :, :, :)
-    real(c_double), intent(inout), target, contiguous :: y(:, :, :, :)
-    status = c_predict_f64(handle%ptr, c_loc(x), c_shape(shape(x)), 4, c_loc(y), int(size(y), c_int64_t))
+    real(c_double), intent(in), target, contiguous :: x(..)
+    real(c_double), intent(inout), target, contiguous :: y(..)
+    status = c_predict_f64(handle%ptr, c_loc(x), fulgur_c_shape(shape(x)), int(rank(x), c_int), c_loc(y), &
+                           int(size(y), c_int64_t))
   end function
 
   integer(c_int) function fulgur_save_checkpoint(handle, path) result(status)
     type(fulgur_handle), intent(in) :: handle
     character(len=*), intent(in) :: path
-    status = c_save(handle%ptr, trim(path) // c_null_char)
+    status = c_save(handle%ptr, fulgur_c_string(path))
   end function
 
   integer(c_int) function fulgur_load_checkpoint(handle, path) result(status)
     type(fulgur_handle), intent(in) :: handle
     character(len=*), intent(in) :: path
-    status = c_load(handle%ptr, trim(path) // c_null_char)
+    status = c_load(handle%ptr, fulgur_c_string(path))
   end function
 
   integer(c_int) function fulgur_global_step(handle, step) result(status)
@@ -297,19 +227,31 @@ contains
     status = c_stop_signal(handle%ptr, signal)
   end function
 
-  ! The message of the last failed call, as a Fortran string.
+  ! The message of this thread's last call ("" after a success).
   function fulgur_last_error() result(message)
     character(len=:), allocatable :: message
-    type(c_ptr) :: text
-    character(kind=c_char), pointer :: chars(:)
-    integer :: i, n
-    text = c_last_error()
-    n = int(c_strlen(text))
-    call c_f_pointer(text, chars, [n])
-    allocate(character(len=n) :: message)
-    do i = 1, n
-      message(i:i) = chars(i)
-    end do
+    message = fulgur_f_string(c_last_error())
+  end function
+
+  ! The message of the last call on `handle` that failed, from any thread.
+  function fulgur_errmsg(handle) result(message)
+    type(fulgur_handle), intent(in) :: handle
+    character(len=:), allocatable :: message
+    message = fulgur_f_string(c_errmsg(handle%ptr))
+  end function
+
+  ! A status in words ("invalid handle").
+  function fulgur_strerror(status) result(message)
+    integer(c_int), intent(in) :: status
+    character(len=:), allocatable :: message
+    message = fulgur_f_string(c_strerror(status))
+  end function
+
+  ! The library's version, "MAJOR.MINOR.PATCH"; fulgur_version_number() is
+  ! MAJOR * 1000000 + MINOR * 1000 + PATCH.
+  function fulgur_version() result(version)
+    character(len=:), allocatable :: version
+    version = fulgur_f_string(c_version())
   end function
 
 end module fulgur_online

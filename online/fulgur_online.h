@@ -1,11 +1,15 @@
 /* fulgur's online trainer for C and Fortran programs (a simulation that owns
  * its loop). Every function returns a status; on failure
- * fulgur_online_last_error() says why, in one line naming the file, key or
- * value. Nothing throws across this boundary and nothing calls exit().
+ * fulgur_online_last_error() (this thread's) and fulgur_online_errmsg(handle)
+ * (the handle's) say why, in one line naming the file, key or value, and
+ * fulgur_online_strerror(status) names the status. Nothing throws across
+ * this boundary and nothing calls exit(). The conventions it shares with
+ * libfulgur_client: docs/c-abi.md.
  * Arrays are float32 in C order; a shape lists the sample count first. */
 #ifndef FULGUR_ONLINE_H
 #define FULGUR_ONLINE_H
 
+#include <fulgur/version.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -47,11 +51,22 @@ typedef enum {
 /* Thread safety: fulgur_online_push and fulgur_online_predict may be called
  * from any thread while background training runs (predict reads the last
  * published weights); every other call on one handle must come from one
- * thread at a time. fulgur_online_last_error is per thread. Handles are
- * checked: a destroyed or foreign one gives FULGUR_INVALID_HANDLE. */
+ * thread at a time. Any call may race fulgur_online_destroy on another
+ * thread: it either finds the handle (which is freed when the last such
+ * call returns) or answers FULGUR_INVALID_HANDLE. fulgur_online_last_error
+ * is per thread, fulgur_online_errmsg per handle. Handles are checked: a
+ * destroyed or foreign one gives FULGUR_INVALID_HANDLE. */
 
-/* The library's version, "MAJOR.MINOR.PATCH". */
+/* The library's version, "MAJOR.MINOR.PATCH", and as FULGUR_VERSION_NUMBER
+ * counts it (<fulgur/version.h>: MAJOR * 1000000 + MINOR * 1000 + PATCH):
+ * compare with the header's FULGUR_VERSION_NUMBER to see which library a
+ * program runs against. */
 const char* fulgur_online_version(void);
+int fulgur_online_version_number(void);
+
+/* A status in words ("invalid handle"); "unknown status" for a number that
+ * is none. A static string. */
+const char* fulgur_online_strerror(fulgur_status status);
 
 typedef struct fulgur_online fulgur_online;
 
@@ -68,7 +83,9 @@ fulgur_status fulgur_online_create(const char* config_path, fulgur_online** out)
  * The collectives go over `comm` (process_group_backend mpi); no rendezvous
  * variable is needed. */
 fulgur_status fulgur_online_create_comm(const char* config_path, int comm, fulgur_online** out);
-/* Stops background training and frees everything; null is allowed. */
+/* Stops background training and frees everything; null, or a handle destroyed
+ * already, is harmless. A call that runs on another thread meanwhile keeps
+ * the handle until it returns; calls made after answer FULGUR_INVALID_HANDLE. */
 void fulgur_online_destroy(fulgur_online* handle);
 
 /* Inline mode: one optimizer step on a batch; the loss goes to *loss. */
@@ -115,8 +132,13 @@ fulgur_status fulgur_online_resume(fulgur_online* handle);
 /* The loss of the last step (NaN before any): background training's progress. */
 fulgur_status fulgur_online_last_loss(fulgur_online* handle, double* loss);
 
-/* The message of this thread's last failed call ("" if none). */
+/* The message of this thread's last call ("" after a success). */
 const char* fulgur_online_last_error(void);
+/* The message of the last call on `handle` that failed, from any thread (""
+ * if none has): read it after a failed call whose thread you cannot ask. A
+ * copy that stays valid until this thread's next fulgur_online_errmsg; a
+ * handle that is not live gives a message saying so. */
+const char* fulgur_online_errmsg(const fulgur_online* handle);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,11 @@
 // The C API over OnlineTrainer (fulgur_online.h): every call catches what
-// the C++ side throws and turns it into a status and a message.
+// the C++ side throws and turns it into a status and a message
+// (docs/c-abi.md). Compiled into libfulgur_online only: one handle registry
+// per process.
 #include <fulgur/online/fulgur_online.h>
+
+#include <fulgur/core/c_error_message.hpp>
+#include <fulgur/core/c_handle_registry.hpp>
 
 #include <fulgur/online/online_config.hpp>
 #include <fulgur/online/online_trainer.hpp>
@@ -15,21 +20,23 @@
 #include <cstring>
 #include <limits>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
 
 struct fulgur_online {
   std::unique_ptr<fulgur::OnlineTrainer> trainer;
+  fulgur::CErrorMessage error;  // fulgur_online_errmsg
 };
 
 namespace {
 
 thread_local std::string last_error;
 
-// The live handles: a destroyed or foreign pointer is refused, not followed.
-std::mutex handles_mutex;
-std::set<const fulgur_online*> live_handles;
+// Never destroyed: a handle the program never destroys is not freed at exit,
+// when the statics it needs (LibTorch's) may be gone already.
+fulgur::CHandleRegistry<fulgur_online>& handles = *new fulgur::CHandleRegistry<fulgur_online>;
+
+constexpr const char* kNotLive =
+    "the handle is not a live fulgur_online (destroyed already, or not made by fulgur_online_create)";
 
 /// Thrown for a handle that is not live (FULGUR_INVALID_HANDLE).
 struct InvalidHandle : std::invalid_argument {
@@ -48,7 +55,7 @@ fulgur_status fail(fulgur_status status, const std::string& message) {
 
 /// Runs `body`, mapping each exception type to its status.
 template <class Body>
-fulgur_status guarded(const char* function, Body&& body) {
+fulgur_status run_mapped(const char* function, Body&& body) {
   try {
     body();
     last_error.clear();
@@ -78,16 +85,25 @@ fulgur_status guarded(const char* function, Body&& body) {
   }
 }
 
-fulgur::OnlineTrainer& trainer_of(fulgur_online* handle) {
-  if (handle == nullptr) throw std::invalid_argument("the handle is null");
-  {
-    const std::lock_guard lock(handles_mutex);
-    if (live_handles.count(handle) == 0) {
-      throw InvalidHandle("the handle is not a live fulgur_online (destroyed already, or not made by "
-                          "fulgur_online_create)");
+/// Runs `body` on the trainer of a live `handle`, holding a reference to it
+/// (a concurrent destroy frees it only after), and keeps a failure's
+/// message on the handle too.
+template <class Body>
+fulgur_status guarded(const char* function, fulgur_online* handle, Body&& body) {
+  std::shared_ptr<fulgur_online> live;
+  const fulgur_status status = run_mapped(function, [&] {
+    if (handle == nullptr) throw std::invalid_argument("the handle is null");
+    live = handles.find(handle);
+    if (live == nullptr) throw InvalidHandle(kNotLive);
+    body(*live->trainer);
+  });
+  if (status != FULGUR_OK && live != nullptr) {
+    try {
+      live->error.set(last_error);
+    } catch (...) {  // no memory for the copy: the thread's message stays
     }
   }
-  return *handle->trainer;
+  return status;
 }
 
 // The caller's array as a float32 tensor: a view of a float array (push and
@@ -115,9 +131,9 @@ template <typename T>
 fulgur_status train_step(const char* name, fulgur_online* handle, const T* inputs, const int64_t* input_shape,
                          int input_ndim, const T* targets, const int64_t* target_shape, int target_ndim,
                          double* loss) {
-  return guarded(name, [&] {
-    const double value = trainer_of(handle).train_step(view("inputs", inputs, input_shape, input_ndim),
-                                                       view("targets", targets, target_shape, target_ndim));
+  return guarded(name, handle, [&](fulgur::OnlineTrainer& trainer) {
+    const double value = trainer.train_step(view("inputs", inputs, input_shape, input_ndim),
+                                            view("targets", targets, target_shape, target_ndim));
     if (loss != nullptr) *loss = value;
   });
 }
@@ -125,18 +141,16 @@ fulgur_status train_step(const char* name, fulgur_online* handle, const T* input
 template <typename T>
 fulgur_status push(const char* name, fulgur_online* handle, const T* inputs, const int64_t* input_shape,
                    int input_ndim, const T* targets, const int64_t* target_shape, int target_ndim) {
-  return guarded(name, [&] {
-    trainer_of(handle).push(view("inputs", inputs, input_shape, input_ndim),
-                            view("targets", targets, target_shape, target_ndim));
+  return guarded(name, handle, [&](fulgur::OnlineTrainer& trainer) {
+    trainer.push(view("inputs", inputs, input_shape, input_ndim), view("targets", targets, target_shape, target_ndim));
   });
 }
 
 template <typename T>
 fulgur_status predict(const char* name, fulgur_online* handle, const T* inputs, const int64_t* input_shape,
                       int input_ndim, T* outputs, int64_t output_count) {
-  return guarded(name, [&] {
+  return guarded(name, handle, [&](fulgur::OnlineTrainer& trainer) {
     if (outputs == nullptr) throw std::invalid_argument("outputs must not be null");
-    fulgur::OnlineTrainer& trainer = trainer_of(handle);
     const torch::Tensor y =
         trainer.predict(view("inputs", inputs, input_shape, input_ndim)).to(c10::CppTypeToScalarType<T>::value).contiguous();
     if (y.numel() != output_count) {
@@ -178,7 +192,7 @@ fulgur_status create_handle(const char* config_path, std::optional<int64_t> comm
   }
   try {
     const fulgur::OnlineConfig config = fulgur::OnlineConfig::from_yaml_file(config_path);
-    auto handle = std::make_unique<fulgur_online>();
+    auto handle = std::make_shared<fulgur_online>();
     try {
       handle->trainer = config.make_trainer(communicator);
     } catch (const fulgur::MpiRefusedError&) {
@@ -186,11 +200,7 @@ fulgur_status create_handle(const char* config_path, std::optional<int64_t> comm
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(fmt::format("{}: {}", config_path, e.what()));
     }
-    {
-      const std::lock_guard lock(handles_mutex);
-      live_handles.insert(handle.get());
-    }
-    *out = handle.release();
+    *out = handles.add(std::move(handle));
     last_error.clear();
     return FULGUR_OK;
   } catch (const fulgur::MpiRefusedError& e) {
@@ -213,41 +223,64 @@ extern "C" {
 
 void fulgur_online_destroy(fulgur_online* handle) {
   try {
-    {
-      const std::lock_guard lock(handles_mutex);
-      // Destroyed already, or not ours: nothing to free (never a double free).
-      if (handle == nullptr || live_handles.erase(handle) == 0) return;
-    }
-    delete handle;
+    // Destroyed already, or not ours: nothing to free (never a double free).
+    // Freed here, or by the last call on another thread that still holds it.
+    handles.remove(handle);
   } catch (...) {  // never across the C boundary
   }
 }
 
 const char* fulgur_online_version(void) { return FULGUR_VERSION; }
 
+int fulgur_online_version_number(void) { return FULGUR_VERSION_NUMBER; }
+
+const char* fulgur_online_strerror(fulgur_status status) {
+  switch (status) {
+    case FULGUR_OK: return "no error";
+    case FULGUR_INVALID_ARGUMENT: return "invalid argument";
+    case FULGUR_CONFIG_ERROR: return "configuration error";
+    case FULGUR_TRAINING_ERROR: return "training error";
+    case FULGUR_CHECKPOINT_ERROR: return "checkpoint error";
+    case FULGUR_INTERNAL_ERROR: return "internal error";
+    case FULGUR_STOPPED: return "stopped by a signal";
+    case FULGUR_INVALID_HANDLE: return "invalid handle";
+    case FULGUR_NOT_TRAINED: return "not trained yet";
+    case FULGUR_MPI_ERROR: return "MPI error";
+  }
+  return "unknown status";
+}
+
+const char* fulgur_online_errmsg(const fulgur_online* handle) {
+  try {
+    return handles.message_of(handle, kNotLive);
+  } catch (...) {  // never across the C boundary
+    return "fulgur_online_errmsg: no memory for the message";
+  }
+}
+
 fulgur_status fulgur_online_publish(fulgur_online* handle) {
-  return guarded("fulgur_online_publish", [&] { trainer_of(handle).publish(); });
+  return guarded("fulgur_online_publish", handle, [](fulgur::OnlineTrainer& trainer) { trainer.publish(); });
 }
 
 fulgur_status fulgur_online_published_step(fulgur_online* handle, int64_t* step) {
-  return guarded("fulgur_online_published_step", [&] {
+  return guarded("fulgur_online_published_step", handle, [&](fulgur::OnlineTrainer& trainer) {
     if (step == nullptr) throw std::invalid_argument("step must not be null");
-    *step = trainer_of(handle).published_step();
+    *step = trainer.published_step();
   });
 }
 
 fulgur_status fulgur_online_pause(fulgur_online* handle) {
-  return guarded("fulgur_online_pause", [&] { trainer_of(handle).pause(); });
+  return guarded("fulgur_online_pause", handle, [](fulgur::OnlineTrainer& trainer) { trainer.pause(); });
 }
 
 fulgur_status fulgur_online_resume(fulgur_online* handle) {
-  return guarded("fulgur_online_resume", [&] { trainer_of(handle).resume(); });
+  return guarded("fulgur_online_resume", handle, [](fulgur::OnlineTrainer& trainer) { trainer.resume(); });
 }
 
 fulgur_status fulgur_online_last_loss(fulgur_online* handle, double* loss) {
-  return guarded("fulgur_online_last_loss", [&] {
+  return guarded("fulgur_online_last_loss", handle, [&](fulgur::OnlineTrainer& trainer) {
     if (loss == nullptr) throw std::invalid_argument("loss must not be null");
-    *loss = trainer_of(handle).last_loss();
+    *loss = trainer.last_loss();
   });
 }
 
@@ -266,7 +299,7 @@ fulgur_status fulgur_online_train_step_f64(fulgur_online* handle, const double* 
 }
 
 fulgur_status fulgur_online_start(fulgur_online* handle) {
-  return guarded("fulgur_online_start", [&] { trainer_of(handle).start(); });
+  return guarded("fulgur_online_start", handle, [](fulgur::OnlineTrainer& trainer) { trainer.start(); });
 }
 
 fulgur_status fulgur_online_push(fulgur_online* handle, const float* inputs, const int64_t* input_shape, int input_ndim,
@@ -281,7 +314,7 @@ fulgur_status fulgur_online_push_f64(fulgur_online* handle, const double* inputs
 }
 
 fulgur_status fulgur_online_stop(fulgur_online* handle) {
-  return guarded("fulgur_online_stop", [&] { trainer_of(handle).stop(); });
+  return guarded("fulgur_online_stop", handle, [](fulgur::OnlineTrainer& trainer) { trainer.stop(); });
 }
 
 fulgur_status fulgur_online_predict(fulgur_online* handle, const float* inputs, const int64_t* input_shape,
@@ -295,30 +328,30 @@ fulgur_status fulgur_online_predict_f64(fulgur_online* handle, const double* inp
 }
 
 fulgur_status fulgur_online_save_checkpoint(fulgur_online* handle, const char* path) {
-  return guarded("fulgur_online_save_checkpoint", [&] {
+  return guarded("fulgur_online_save_checkpoint", handle, [&](fulgur::OnlineTrainer& trainer) {
     if (path == nullptr) throw std::invalid_argument("path must not be null");
-    trainer_of(handle).save_checkpoint(path);
+    trainer.save_checkpoint(path);
   });
 }
 
 fulgur_status fulgur_online_load_checkpoint(fulgur_online* handle, const char* path) {
-  return guarded("fulgur_online_load_checkpoint", [&] {
+  return guarded("fulgur_online_load_checkpoint", handle, [&](fulgur::OnlineTrainer& trainer) {
     if (path == nullptr) throw std::invalid_argument("path must not be null");
-    trainer_of(handle).load_checkpoint(path);
+    trainer.load_checkpoint(path);
   });
 }
 
 fulgur_status fulgur_online_global_step(fulgur_online* handle, int64_t* step) {
-  return guarded("fulgur_online_global_step", [&] {
+  return guarded("fulgur_online_global_step", handle, [&](fulgur::OnlineTrainer& trainer) {
     if (step == nullptr) throw std::invalid_argument("step must not be null");
-    *step = trainer_of(handle).global_step();
+    *step = trainer.global_step();
   });
 }
 
 fulgur_status fulgur_online_stop_signal(fulgur_online* handle, int* signal) {
-  return guarded("fulgur_online_stop_signal", [&] {
+  return guarded("fulgur_online_stop_signal", handle, [&](fulgur::OnlineTrainer& trainer) {
     if (signal == nullptr) throw std::invalid_argument("signal must not be null");
-    *signal = trainer_of(handle).stop_signal();
+    *signal = trainer.stop_signal();
   });
 }
 

@@ -4,7 +4,6 @@
 
 #include <fulgur/modules/state_dict.hpp>
 #include <fulgur/online/fabric.hpp>
-#include <fulgur/online/fulgur_online.h>
 #include <fulgur/online/online_config.hpp>
 #include <fulgur/online/online_model_registry.hpp>
 #include <fulgur/online/online_trainer.hpp>
@@ -506,18 +505,17 @@ TEST_CASE("pause() holds background training between steps until resume(); pushe
   CHECK(std::isfinite(online.last_loss()));
 }
 
-TEST_CASE("C API: online.log_dir keeps what the model logs (train_loss) in metrics.csv when the handle ends") {
+// The C API (libfulgur_online) builds its trainer so too; its own tests are C programs (online_c_api_test).
+TEST_CASE("a YAML file's online.log_dir keeps what the model logs (train_loss) in metrics.csv when the trainer ends") {
   TempDir dir("online-c-log-dir");
   const std::string config = (dir / "c.yaml").string();
   std::ofstream(config) << "model: {type: mlp, layers: [2, 8, 1]}\nonline: {log_dir: " << (dir / "logs").string()
                         << "}\ntrainer: {accelerator: cpu, log_every_n_steps: 1}\n";
-  fulgur_online* handle = nullptr;
-  REQUIRE(fulgur_online_create(config.c_str(), &handle) == FULGUR_OK);
-  const std::vector<float> x(8, 0.5F), y(4, 1.0F);
-  const int64_t xs[2] = {4, 2}, ys[2] = {4, 1};
-  double loss = 0.0;
-  for (int i = 0; i < 3; ++i) CHECK(fulgur_online_train_step(handle, x.data(), xs, 2, y.data(), ys, 2, &loss) == FULGUR_OK);
-  fulgur_online_destroy(handle);
+  {
+    const std::unique_ptr<OnlineTrainer> trainer = OnlineConfig::from_yaml_file(config).make_trainer();
+    const torch::Tensor x = torch::full({4, 2}, 0.5), y = torch::ones({4, 1});
+    for (int i = 0; i < 3; ++i) CHECK(std::isfinite(trainer->train_step(x, y)));
+  }
   const auto csv = dir / "logs" / "fulgur_logs" / "version_0" / "metrics.csv";
   REQUIRE(std::filesystem::exists(csv));
   const std::string text = fulgur::testing::read_file(csv);
@@ -759,7 +757,7 @@ TEST_CASE("a TorchScript model written in Python trains and predicts from its YA
   CHECK(after < before / 10);
 }
 
-TEST_CASE("the C API builds a C++ module registered by name; an unknown type lists the registered ones") {
+TEST_CASE("a YAML file builds a C++ module registered by name; an unknown type lists the registered ones") {
   TempDir dir("online-registered");
   OnlineModelRegistry::add("online_test_twins", [] { return std::make_shared<Twins>(); });
   CHECK(error_of([] { OnlineModelRegistry::add("online_test_twins", [] { return std::make_shared<Twins>(); }); }) ==
@@ -768,20 +766,14 @@ TEST_CASE("the C API builds a C++ module registered by name; an unknown type lis
         "[OnlineModelRegistry::add] 'mlp' is a built-in model type");
   const std::string config = (dir / "twins.yaml").string();
   std::ofstream(config) << "model: {type: online_test_twins}\ntrainer: {accelerator: cpu, enable_progress_bar: false}\n";
-  fulgur_online* handle = nullptr;
-  REQUIRE(fulgur_online_create(config.c_str(), &handle) == FULGUR_OK);
-  const std::vector<float> x(4, 0.0F), y(4, 2.0F);
-  const int64_t shape[2] = {4, 1};
-  double loss = 0.0;
-  CHECK(fulgur_online_train_step(handle, x.data(), shape, 2, y.data(), shape, 2, &loss) == FULGUR_OK);
-  CHECK(loss == 8.0);  // (0 - 2)^2 for a and for b: Twins' own training_step
-  fulgur_online_destroy(handle);
+  {
+    const std::unique_ptr<OnlineTrainer> trainer = OnlineConfig::from_yaml_file(config).make_trainer();
+    CHECK(trainer->train_step(torch::zeros({4, 1}), torch::full({4, 1}, 2.0)) == 8.0);  // (0 - 2)^2 for a and for b: Twins' own training_step
+  }
 
   std::ofstream(config) << "model: {type: nothing_like_it}\n";
-  CHECK(fulgur_online_create(config.c_str(), &handle) == FULGUR_CONFIG_ERROR);
-  CHECK(std::string(fulgur_online_last_error()) ==
-        "fulgur_online_create: " + config +
-            ": model.type: 'nothing_like_it' is not one of mlp, cnn, torchscript, online_test_twins");
+  CHECK(error_of([&] { OnlineConfig::from_yaml_file(config).make_trainer(); }) ==
+        "model.type: 'nothing_like_it' is not one of mlp, cnn, torchscript, online_test_twins");
 }
 
 TEST_CASE("checkpoint_buffer: the stream's samples travel with the checkpoint and refill a restarted replay buffer") {

@@ -5,9 +5,11 @@
 #include <fulgur/online/fulgur_online.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int failures = 0;
@@ -40,6 +42,20 @@ static void make_batch(unsigned* state, float* x, float* y, int n) {
     x[2 * i + 1] = next_uniform(state);
     y[i] = x[2 * i] * x[2 * i + 1] + sinf(x[2 * i]);
   }
+}
+
+/* Pushes into a training handle until a call fails; the status it failed with. */
+static void* push_until_refused(void* handle) {
+  fulgur_online* h = (fulgur_online*)handle;
+  unsigned state = 11;
+  float x[64], y[32];
+  const int64_t xs[2] = {32, 2}, ys[2] = {32, 1};
+  fulgur_status status = FULGUR_OK;
+  for (int i = 0; i < 1000000 && status == FULGUR_OK; ++i) {
+    make_batch(&state, x, y, 32);
+    status = fulgur_online_push(h, x, xs, 2, y, ys, 2);
+  }
+  return (void*)(intptr_t)status;
 }
 
 static double probe_error(fulgur_online* h, const float* x, const float* y, int n) {
@@ -96,6 +112,11 @@ int main(void) {
     CHECK(strstr(fulgur_online_last_error(), "no training step has been taken yet") != NULL);
   }
   CHECK(strlen(fulgur_online_version()) >= 5);
+  /* The C ABI convention (docs/c-abi.md): the header's version is the library's, statuses in words. */
+  CHECK(strcmp(fulgur_online_version(), FULGUR_VERSION) == 0);
+  CHECK(fulgur_online_version_number() == FULGUR_VERSION_NUMBER);
+  CHECK(strcmp(fulgur_online_strerror(FULGUR_INVALID_HANDLE), "invalid handle") == 0);
+  CHECK(strcmp(fulgur_online_strerror((fulgur_status)99), "unknown status") == 0);
   double no_loss = 0.0;
   CHECK(fulgur_online_last_loss(h, &no_loss) == FULGUR_OK && no_loss != no_loss); /* NaN before any step */
   {
@@ -105,9 +126,14 @@ int main(void) {
     double l = 0.0;
     CHECK(fulgur_online_train_step(h, &one, huge, 2, &one, huge, 2, &l) == FULGUR_INVALID_ARGUMENT);
     CHECK(strstr(fulgur_online_last_error(), "hold more values than memory can") != NULL);
+    /* The handle keeps its last failure for any thread; a success after does not clear it. */
     int64_t s = 0;
+    CHECK(fulgur_online_global_step(h, &s) == FULGUR_OK && fulgur_online_last_error()[0] == '\0');
+    CHECK(strstr(fulgur_online_errmsg(h), "fulgur_online_train_step: ") != NULL);
+    CHECK(strstr(fulgur_online_errmsg(h), "hold more values than memory can") != NULL);
     fulgur_online* foreign = (fulgur_online*)&s;
     CHECK(fulgur_online_global_step(foreign, &s) == FULGUR_INVALID_HANDLE);
+    CHECK(strstr(fulgur_online_errmsg(foreign), "not a live fulgur_online") != NULL);
   }
 
   /* Inline: 300 steps on fresh batches. */
@@ -235,6 +261,29 @@ int main(void) {
     printf("background: %d logged rows, %d at steps 10, 20, ... with a finite loss\n", rows, finite);
     CHECK(rows == 4 && finite == 4);
     fulgur_online_destroy(b);
+  }
+
+  /* A destroy while another thread pushes into background training: the push in flight keeps the
+   * handle until it returns, the next one answers INVALID_HANDLE; nothing crashes (docs/c-abi.md). */
+  {
+    write_text(logged,
+               "model: {type: mlp, layers: [2, 32, 1]}\n"
+               "online: {publish_every_n_steps: 10, num_threads: 1, max_steps: -1}\n"
+               "stream: {capacity: 256, when_full: replay, batch_size: 32, seed: 1}\n"
+               "trainer: {accelerator: cpu}\n");
+    for (int round = 0; round < 3; ++round) {
+      fulgur_online* b = NULL;
+      CHECK(fulgur_online_create(logged, &b) == FULGUR_OK);
+      CHECK(fulgur_online_start(b) == FULGUR_OK);
+      pthread_t pusher;
+      CHECK(pthread_create(&pusher, NULL, push_until_refused, b) == 0);
+      const struct timespec pause = {0, 20000000L * round};
+      nanosleep(&pause, NULL);
+      fulgur_online_destroy(b);
+      void* result = NULL;
+      pthread_join(pusher, &result);
+      CHECK((fulgur_status)(intptr_t)result == FULGUR_INVALID_HANDLE);
+    }
   }
 
   /* Every value of the file checked: one line naming the key, CONFIG_ERROR. */

@@ -62,6 +62,10 @@ program online_fortran_test
   call check(fulgur_push(h, x, y) == FULGUR_OK, "push")
   call check(fulgur_push(h, xd, yd) == FULGUR_OK, "push doubles")
   call check(fulgur_push(h, px(:, 1:32), py(:, 1:16)) == FULGUR_INVALID_ARGUMENT, "push with 16 targets for 32 inputs")
+  ! The C ABI convention's calls (docs/c-abi.md): the handle keeps its last failure, statuses in words.
+  call check(index(fulgur_errmsg(h), "fulgur_online_push: ") > 0, "the handle's message names the failed call")
+  call check(fulgur_strerror(FULGUR_INVALID_ARGUMENT) == "invalid argument", "strerror names the status")
+  call check(fulgur_version_number() >= 1000 .and. len(fulgur_version()) >= 5, "the library's version")
   steps = 0
   do while (steps < 350)
     call make_batch(x, y)
@@ -71,6 +75,7 @@ program online_fortran_test
   call check(fulgur_stop(h) == FULGUR_OK, "stop")
   call check(fulgur_global_step(h, steps) == FULGUR_OK .and. steps == 350, "background reached max_steps")
   call fulgur_destroy(h)
+  call check(fulgur_global_step(h, steps) == FULGUR_INVALID_ARGUMENT, "destroy nulls the handle: refused")
 
   if (failures /= 0) then
     print '(a, i0, a)', "FAIL: ", failures, " failure(s)"
