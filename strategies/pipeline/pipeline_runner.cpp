@@ -187,6 +187,10 @@ void PipelineRunner::forward(const PipelineAction& a, bool training) {
   if (a.stage < last_stage) {
     const int64_t next = a.stage + 1;
     if (layouts_.count(next) == 0) {  // the first micro-batch of the step tells the next stage the shape
+      if (x.dim() + 1 > kLayoutLength) {
+        throw std::invalid_argument(fmt::format("[pipeline] stage {} passes on a tensor of {} dimensions; at most {}",
+                                                a.stage, x.dim(), kLayoutLength - 1));
+      }
       torch::Tensor layout = torch::zeros({kLayoutLength}, torch::kLong);
       layout[0] = static_cast<int64_t>(x.scalar_type());
       layout[1] = x.dim() - 1;
