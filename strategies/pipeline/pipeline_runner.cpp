@@ -60,9 +60,17 @@ torch::Tensor PipelineRunner::run(const std::vector<PipelineAction>& actions, co
   ++step_;
   batch_size_ = batch.size();
   loss_scale_ = loss_scale;
-  microbatches_.clear();
-  for (int64_t i = 0; i < m; ++i) {
-    microbatches_.push_back(batch.map([&](const torch::Tensor& t) { return t.tensor_split(m, 0)[static_cast<size_t>(i)]; }));
+  // Each tensor split once into m views (sizes differing by at most one).
+  microbatches_.assign(static_cast<size_t>(m), Batch{});
+  auto split = [&](const torch::Tensor& whole, auto&& place) {
+    const std::vector<torch::Tensor> parts =
+        whole.defined() ? whole.tensor_split(m, 0) : std::vector<torch::Tensor>(static_cast<size_t>(m));
+    for (size_t i = 0; i < parts.size(); ++i) place(microbatches_[i], parts[i]);
+  };
+  split(batch.input, [](Batch& b, const torch::Tensor& t) { b.input = t; });
+  split(batch.target, [](Batch& b, const torch::Tensor& t) { b.target = t; });
+  for (const auto& [name, tensor] : batch.tensors) {
+    split(tensor, [&](Batch& b, const torch::Tensor& t) { b.tensors[name] = t; });
   }
   device_ = batch.input.defined() ? batch.input.device() : torch::Device(torch::kCPU);
   loss_sum_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_));

@@ -31,6 +31,7 @@
 namespace fsdp_test {
 
 using fulgur::testing::load_pickled_tensor;
+using fulgur::testing::only_checkpoint;
 using fulgur::testing::read_file;
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
@@ -151,15 +152,6 @@ const std::map<std::string, std::pair<int64_t, int64_t>> kShapes{
     {"scale", {1, 1}},       {"net.0.weight", {12, 8}}, {"net.0.bias", {12, 1}}, {"net.2.weight", {12, 12}},
     {"net.2.bias", {12, 1}}, {"net.4.weight", {5, 12}}, {"net.4.bias", {5, 1}}};
 
-/// The one checkpoint file a run with checkpointing wrote under its folder.
-std::filesystem::path only_checkpoint(const TempDir& dir, const std::string& name) {
-  std::vector<std::filesystem::path> found;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.path() / name)) {
-    if (entry.path().extension() == ".ckpt" && entry.path().filename() != "last.ckpt") found.push_back(entry.path());
-  }
-  REQUIRE(found.size() == 1);
-  return found.front();
-}
 
 /// Files beside `ckpt` whose names continue it (the shards of a sharded checkpoint).
 std::vector<std::filesystem::path> shard_files(const std::filesystem::path& ckpt) {
@@ -373,14 +365,14 @@ TEST_CASE("fsdp: stop and resume from full and sharded checkpoints continues exa
   fit_all(dir, 2, first);
   std::vector<Run> resumed;
   for (const std::string& type : types) {
-    const std::filesystem::path ckpt = only_checkpoint(dir, "first_" + type);
+    const std::filesystem::path ckpt = only_checkpoint(dir / ("first_" + type));
     CHECK(shard_files(ckpt).size() == (type == "sharded" ? 2u : 0u));
     resumed.push_back({"resumed_" + type, ranks(2) + full + "--ckpt_path " + ckpt.string()});
   }
   fit_all(dir, 2, resumed);
   for (const std::string& type : types) check_same(dir, "straight", "resumed_" + type);
   // A sharded checkpoint of 2 ranks resumes on 1 (no strategy at all) and on 4.
-  const std::filesystem::path sharded = only_checkpoint(dir, "first_sharded");
+  const std::filesystem::path sharded = only_checkpoint(dir / "first_sharded");
   fit(dir, "resumed_on_1", ranks(1) + "--ckpt_path " + sharded.string());
   check_same(dir, "straight", "resumed_on_1");
   fit_all(dir, 4,
@@ -411,7 +403,7 @@ TEST_CASE("fsdp: stop and resume from full and sharded checkpoints continues exa
                            "    for k in ('exp_avg', 'exp_avg_sq'): assert torch.equal(sa[i][k], sb[i][k]), (i, k)\n"
                            "print('same', len(a['state_dict']))\n";
   const auto python = run_command(std::string(FULGUR_PYTHON) + " " + script.string() + " " + joined.string() + " " +
-                                      only_checkpoint(dir, "first_full").string(),
+                                      only_checkpoint(dir / "first_full").string(),
                                   120);
   INFO(python.output);
   CHECK(python.exit_code == 0);
@@ -489,7 +481,7 @@ TEST_CASE("fsdp: HYBRID_SHARD on 2 nodes x 2 ranks shards within a node, ends wh
   }
   for (const auto& [key, rows_and_row] : kShapes) CHECK(covered[key] == 2 * rows_and_row.first * rows_and_row.second);
   // The sharded checkpoint has one shard per rank of a node, and resumes on one process.
-  const std::filesystem::path ckpt = only_checkpoint(dir, "hybrid");
+  const std::filesystem::path ckpt = only_checkpoint(dir / "hybrid");
   const auto shards = shard_files(ckpt);
   REQUIRE(shards.size() == 2);
   CHECK(shards[1].filename().string().find(".shard-1-of-2") != std::string::npos);

@@ -17,6 +17,7 @@
 namespace model_parallel_test {
 
 using fulgur::testing::load_pickled_tensor;
+using fulgur::testing::only_checkpoint;
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
 
@@ -44,15 +45,6 @@ torch::Tensor run_and_load(const TempDir& dir, const std::string& name, const st
   return load_pickled_tensor(dir / (name + ".pt"));
 }
 
-/// The one checkpoint file (not last.ckpt) a run wrote under its folder.
-std::filesystem::path only_checkpoint(const TempDir& dir, const std::string& name) {
-  std::vector<std::filesystem::path> found;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.path() / name)) {
-    if (entry.path().extension() == ".ckpt" && entry.path().filename() != "last.ckpt") found.push_back(entry.path());
-  }
-  REQUIRE(found.size() == 1);
-  return found.front();
-}
 
 }  // namespace
 
@@ -120,7 +112,7 @@ TEST_CASE("model_parallel: a checkpoint written on tp 2 loads into tp 1 and tp 4
   const torch::Tensor tp2 = run_and_load(dir, "tp2", mesh(2, 2) + " --data.batch_size 8");
   // A copy: a fit resumed from a checkpoint in another run's folder may replace it as its best.
   const std::string ckpt = (dir.path() / "tp2.ckpt").string();
-  std::filesystem::copy_file(only_checkpoint(dir, "tp2"), ckpt);
+  std::filesystem::copy_file(only_checkpoint(dir / "tp2"), ckpt);
   // max_epochs as the checkpoint's: the fit restores and ends at once.
   CHECK(torch::equal(run_and_load(dir, "tp1", "--data.batch_size 8 --ckpt_path " + ckpt), tp2));
   CHECK(torch::equal(run_and_load(dir, "tp4", mesh(4, 4) + " --data.batch_size 8 --ckpt_path " + ckpt), tp2));
@@ -132,7 +124,7 @@ TEST_CASE("model_parallel: a checkpoint written on tp 2 loads into tp 1 and tp 4
   // dp 2 x tp 2 (fsdp along dp) into dp 4 x tp 1.
   const torch::Tensor grid = run_and_load(dir, "dp2-tp2", mesh(4, 2) + " --data.batch_size 4");
   const std::string grid_ckpt = (dir.path() / "dp2-tp2.ckpt").string();
-  std::filesystem::copy_file(only_checkpoint(dir, "dp2-tp2"), grid_ckpt);
+  std::filesystem::copy_file(only_checkpoint(dir / "dp2-tp2"), grid_ckpt);
   CHECK(torch::equal(run_and_load(dir, "dp4", mesh(4, 1) + " --data.batch_size 4 --ckpt_path " + grid_ckpt), grid));
 }
 

@@ -63,13 +63,8 @@ std::vector<std::pair<int64_t, double>> logged(const TempDir& dir, const std::st
 /// The one checkpoint file (not last.ckpt) a run wrote, copied out of its folder (a
 /// fit resumed from a checkpoint in another run's folder may replace it as its best).
 std::string copied_checkpoint(const TempDir& dir, const std::string& name) {
-  std::vector<std::filesystem::path> found;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.path() / name)) {
-    if (entry.path().extension() == ".ckpt" && entry.path().filename() != "last.ckpt") found.push_back(entry.path());
-  }
-  REQUIRE(found.size() == 1);
   const std::string copy = (dir.path() / (name + ".ckpt")).string();
-  std::filesystem::copy_file(found.front(), copy);
+  std::filesystem::copy_file(fulgur::testing::only_checkpoint(dir / name), copy);
   return copy;
 }
 

@@ -58,6 +58,17 @@ std::string read_file(const std::filesystem::path& path) {
   return ss.str();
 }
 
+std::filesystem::path only_checkpoint(const std::filesystem::path& folder) {
+  std::vector<std::filesystem::path> found;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(folder)) {
+    if (entry.path().extension() == ".ckpt" && entry.path().filename() != "last.ckpt") found.push_back(entry.path());
+  }
+  if (found.size() != 1) {
+    throw std::runtime_error(folder.string() + ": " + std::to_string(found.size()) + " checkpoint files besides last.ckpt, not one");
+  }
+  return found.front();
+}
+
 }  // namespace fulgur::testing
 
 namespace fulgur::testing {
@@ -66,5 +77,6 @@ double last_csv_value(const std::string& csv, const std::string& column) {
   const auto values = csv_column(csv, column);
   return values.empty() ? -1 : std::stod(values.back().second);
 }
+
 
 }  // namespace fulgur::testing

@@ -38,6 +38,10 @@ std::string error_of(const std::function<void()>& action);
 /// Reads a whole file into a string; throws if it cannot be opened.
 std::string read_file(const std::filesystem::path& path);
 
+/// The one checkpoint file (not last.ckpt) a run wrote anywhere under
+/// `folder`; throws naming the folder and what it found otherwise.
+std::filesystem::path only_checkpoint(const std::filesystem::path& folder);
+
 /// The last non-empty value of `column` in a metrics.csv text; -1 if none.
 double last_csv_value(const std::string& csv, const std::string& column);
 
