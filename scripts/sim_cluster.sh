@@ -11,6 +11,8 @@
 #   scripts/sim_cluster.sh sent NAME NODE          bytes NODE's uplink has sent through its limit
 #   scripts/sim_cluster.sh down NAME
 #
+# SIM_BURST_MS (default 8): the token bucket of `up`, in ms of traffic.
+#
 # `run` starts NODES x PER_NODE ranks of COMMAND, each inside its node's
 # namespace with the variables srun sets (SLURM_PROCID, SLURM_NODEID, ...),
 # MASTER_ADDR on node 0 and GLOO_SOCKET_IFNAME; rank r writes
@@ -34,10 +36,14 @@ node_addr() { echo "10.77.0.$(( $1 + 1 ))"; }
 
 limit() {  # $1 = namespace, $2 = device, $3 = rate
   [ "$3" = unlimited ] && return
-  # burst: 8 ms of traffic (at least 64 KB, a GSO super-packet); latency bounds the queue.
-  local bits
+  # burst: SIM_BURST_MS (default 8) ms of traffic, at least 64 KB (a GSO
+  # super-packet); a transfer after an idle gap passes that much at once,
+  # which a real link does not: benches of many small transfers set it to 1.
+  # latency bounds the queue.
+  local bits ms="${SIM_BURST_MS:-8}"
+  [[ "$ms" =~ ^[1-9][0-9]*$ ]] || { echo "sim_cluster: SIM_BURST_MS '$ms' must be a positive integer" >&2; exit 2; }
   bits="$(tc_rate_bits "$3")"
-  local burst=$(( bits / 8 / 125 > 65536 ? bits / 8 / 125 : 65536 ))
+  local burst=$(( bits / 8 * ms / 1000 > 65536 ? bits / 8 * ms / 1000 : 65536 ))
   ip netns exec "$1" tc qdisc replace dev "$2" root tbf rate "$3" burst "$burst" latency 100ms
 }
 tc_rate_bits() {  # 1gbit, 250mbit, 800kbit -> bits per second

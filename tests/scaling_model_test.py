@@ -55,4 +55,54 @@ with tempfile.TemporaryDirectory() as tmp:
     from PIL import Image
     with Image.open(png) as image:
         assert image.format == "PNG" and image.size[0] > 600 and image.size[1] > 300, image.size
+# The mesh model (tools/mesh_model.py).
+import mesh_model as mm  # noqa: E402
+
+
+def mesh(*argv):
+    parser = __import__("argparse").ArgumentParser()
+    mm.add_arguments(parser)
+    a = parser.parse_args(["--params", "1727744", "--replicated", "3584", "--layers", "2", "--dim", "256",
+                           "--tokens", "512", "--devices", "2", "--compute-s", "0.2", *argv])
+    assert mm.check(a) is None, mm.check(a)
+    return a
+
+
+# Which groups leave a node: 4 ranks in a row over nodes of 2 (one hop out per node), pairs 2 apart (one per rank).
+assert mm.node_hops(4, 1, 2) == (True, 1) and mm.node_hops(2, 2, 2) == (True, 2)
+assert mm.node_hops(2, 1, 2) == (False, 0) and mm.node_hops(1, 4, 2) == (False, 0)
+P, R, WIRE = 1727744, 3584, 1514 / 1448
+# FULL_SHARD over 4: two gathers of 3/4 of the gradients' bytes and Gloo's reduce-scatter at an all-reduce's 3/2.
+full = mm.link_bytes(mesh("--dp", "4"))
+assert abs(full["dp"][1] - 3 * 4 * P * WIRE) < 1 and full["dp"][0]
+assert abs(mm.link_bytes(mesh("--dp", "4", "--no-gloo"))["dp"][1] - 2.25 * 4 * P * WIRE) < 1
+# tp 2 x dp 2 with ddp: each of the node's 2 ranks all-reduces its half (and the whole replicated rows) with its peer.
+tp_dp = mm.link_bytes(mesh("--tp", "2", "--dp", "2", "--data-parallel", "ddp"))
+assert abs(tp_dp["dp"][1] - 2 * 4 * ((P - R) / 2 + R) * WIRE) < 1 and not tp_dp["tp"][0]
+# pp 2 across nodes of 1: the second stage sends only the input's gradient back.
+assert abs(mm.link_bytes(mesh("--pp", "2", "--devices", "1"))["pp"][1] - 4 * 512 * 256 * WIRE) < 1
+# cp 2: the key-value block once forward, keys, values and their gradients twice backward, per block.
+assert abs(mm.link_bytes(mesh("--cp", "2", "--devices", "1"))["cp"][1] - 2 * 10 * 4 * 256 * 256 * WIRE) < 1
+# Against the bytes measured on the simulated cluster (bench/RESULTS.md, bench/mesh_cluster.py): within 3 %.
+for argv, measured in [(["--dp", "4"], 21.30e6), (["--tp", "2", "--dp", "2", "--data-parallel", "ddp"], 7.25e6),
+                       (["--tp", "2", "--dp", "2"], 14.20e6), (["--tp", "2", "--pp", "2"], 1.10e6),
+                       (["--tp", "2", "--cp", "2", "--data-parallel", "ddp"], 12.74e6),
+                       (["--tp", "2", "--devices", "1", "--tp-allreduces", "6"], 7.78e6)]:
+    predicted = sum(node for crosses, node, _ in mm.link_bytes(mesh(*argv)).values() if crosses)
+    assert abs(predicted / measured - 1) < 0.03, (argv, predicted, measured)
+# Exposure: fsdp waits for forward's gathers at least; a slow link bounds a pipeline by its transfers.
+step, exposed = mm.step_time(mesh("--dp", "2", "--devices", "1", "--inter-gbs", "0.03125"))
+assert exposed["dp"] >= mm.link_bytes(mesh("--dp", "2", "--devices", "1"))["dp"][1] / 4 / 0.03125e9 - 1e-9
+slow = mm.step_time(mesh("--pp", "2", "--devices", "1", "--inter-gbs", "1e-4"))[1]["pp"]
+assert slow > 4 * 512 * 256 * WIRE / 1e5, slow
+# A step from one device's: split over tp x cp x pp, with the pipeline's bubble.
+a = mesh("--pp", "2", "--tp", "2", "--inter-gbs", "1e6")
+a.compute_s, a.step_s = None, 1.0
+assert abs(mm.step_time(a)[0] - 0.25 * (1 + 1 / 5)) < 1e-3
+# Mis-sized meshes and missing compute: one line.
+a = mesh()
+a.tp = 3
+assert "do not fill nodes" in mm.check(a)
+a.devices = 3
+assert "--dim 256" in mm.check(a) and "--tp 3" in mm.check(a)
 print("scaling_model_test: ok")

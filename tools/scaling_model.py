@@ -19,6 +19,9 @@ links, it models, per node count:
 - fixed costs: --fixed-s once per run and --fixed-epoch-s per epoch (start-up,
   validation, loader warm-up) do not shrink with more devices.
 
+`tools/scaling_model.py mesh --help`: the same for a device mesh (tensor,
+context and pipeline parallelism with ddp or fsdp along dp; tools/mesh_model.py).
+
 `--course` compares the model with the ResNet-50 course table (10 epochs of
 ImageNet on JUWELS Booster-class nodes: 4 A100 per node with NVLink, 4 HDR200
 InfiniBand NICs), calibrated on the 1-GPU time alone.
@@ -151,6 +154,10 @@ def parse_args(argv=None):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["mesh"]:  # tensor, context and pipeline parallelism: tools/mesh_model.py
+        import mesh_model
+        return mesh_model.main(argv[1:])
     args = parse_args(argv)
     if args.course:
         course(args)
