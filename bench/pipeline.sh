@@ -6,7 +6,9 @@
 # (v = 2), (p-1)/(3m+p-1) for zero_bubble (ZB-H1). For p = 2 and 4 stages and
 # m = 4, 8, 16 micro-batches of MICRO samples (default 64) through LAYERS
 # (default 8) residual MLP blocks of width WIDTH (default 256), one
-# intra-op thread per rank; steps after the first two. Also the most
+# intra-op thread per rank; steps after the first two. Also each rank's
+# busy time per step (the sum of its passes: what zero_bubble's separate
+# weight pass costs against 1f1b's one backward) and the most
 # micro-batches a rank held at once. The model is the pipeline test's
 # (tests/probes/pipeline_probe, built with the tests). A machine with fewer
 # cores than ranks shares them, and its idle time is not the schedule's
@@ -18,7 +20,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 micro="${MICRO:-64}" layers="${LAYERS:-8}" width="${WIDTH:-256}" steps="${STEPS:-6}"
 echo "pipeline: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); $layers blocks of width $width, $micro samples per micro-batch"
-printf '%-17s %2s %3s %9s %9s  %s\n' schedule p m measured expected "micro-batches held (rank 0..p-1)"
+printf '%-17s %2s %3s %9s %9s %8s  %s\n' schedule p m measured expected busy_ms "micro-batches held (rank 0..p-1)"
 for p in ${STAGES:-2 4}; do
   for m in 4 8 16; do
     for schedule in gpipe 1f1b interleaved_1f1b zero_bubble; do
@@ -46,7 +48,7 @@ for f in [path] + sorted(glob.glob(stem + ".rank*" + ext)):
     if not text.endswith("]"):
         text += "]"
     events += [e for e in json.loads(text) if "stage" in e.get("args", {}).get("tensors", "")]
-bubbles = []
+bubbles, busies = [], []
 for step in sorted({int(re.search(r"step (\d+)", e["args"]["tensors"]).group(1)) for e in events}):
     if step <= 2:
         continue
@@ -56,9 +58,10 @@ for step in sorted({int(re.search(r"step (\d+)", e["args"]["tensors"]).group(1))
     for rank in range(p):
         busy = sum(e["dur"] for e in mine if e["pid"] == rank)
         bubbles.append(1 - busy / span)
+        busies.append(busy / 1e3)
 v = 2 if schedule == "interleaved_1f1b" else 1
 expected = {"zero_bubble": (p - 1) / (3 * m + p - 1)}.get(schedule, (p - 1) / (v * m + p - 1))
-print(f"{schedule:<17} {p:2d} {m:3d} {sum(bubbles) / len(bubbles):9.3f} {expected:9.3f}  {held}")
+print(f"{schedule:<17} {p:2d} {m:3d} {sum(bubbles) / len(bubbles):9.3f} {expected:9.3f} {sum(busies) / len(busies):8.1f}  {held}")
 PY
     done
   done
