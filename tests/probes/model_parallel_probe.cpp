@@ -14,6 +14,8 @@
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
 #include <fulgur/fulgur.hpp>
 
+#include <csignal>
+
 #include <fstream>
 
 // One of the programs in a multi-call binary (started through bin/model_parallel_probe).
@@ -30,7 +32,8 @@ constexpr int64_t kVocab = 16;
   X(int64_t, dim, 16, "model width", check::AtLeast{1})                                            \
   X(int64_t, heads, 4, "attention heads", check::AtLeast{1})                                       \
   X(bool, sequence_parallel, false, "norms and residuals on sequence chunks", check::Any{})         \
-  X(double, lr, 0.01, "Adam's learning rate", check::Positive{})
+  X(double, lr, 0.01, "Adam's learning rate", check::Positive{})                                     \
+  X(int64_t, signal_step, -1, "global rank 1 raises SIGTERM during this step (-1: never)", check::Any{})
 
 struct ProbeModelOptions {
   FULGUR_OPTIONS(ProbeModelOptions, MODEL_PARALLEL_PROBE_MODEL_OPTIONS)
@@ -101,6 +104,7 @@ struct TinyLM : fulgur::LightningModule {
     return torch::nn::functional::cross_entropy(logits.reshape({-1, kVocab}), target.reshape({-1}));
   }
   torch::Tensor training_step(const fulgur::Batch& b, int64_t) override {
+    if (o.signal_step() >= 0 && trainer()->global_step() == o.signal_step() && global_rank() == 1) std::raise(SIGTERM);
     const torch::Tensor loss = loss_of(b);
     log("train_loss", loss);
     return loss;

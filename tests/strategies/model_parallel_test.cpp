@@ -12,6 +12,7 @@
 
 #include <doctest/doctest.h>
 
+#include <csignal>
 #include <filesystem>
 
 namespace model_parallel_test {
@@ -126,6 +127,31 @@ TEST_CASE("model_parallel: a checkpoint written on tp 2 loads into tp 1 and tp 4
   const std::string grid_ckpt = (dir.path() / "dp2-tp2.ckpt").string();
   std::filesystem::copy_file(only_checkpoint(dir / "dp2-tp2"), grid_ckpt);
   CHECK(torch::equal(run_and_load(dir, "dp4", mesh(4, 1) + " --data.batch_size 4 --ckpt_path " + grid_ckpt), grid));
+}
+
+TEST_CASE("model_parallel: SIGTERM to one tp rank stops both after the same step with a checkpoint; resumed, the run ends where one process ends") {
+  TempDir dir("model-parallel-sigterm");
+  const torch::Tensor one = run_and_load(dir, "one", "");
+  // 4 steps per epoch, 8 in all: SIGTERM on global rank 1 (tp rank 1) during step 5.
+  const auto stopped = run_command(
+      fit(dir, "stopped", mesh(2, 2) + " --model.signal_step 5 --trainer.stop_check_every_n_steps 1"), 120);
+  INFO(stopped.output);
+  CHECK(stopped.exit_code == 128 + SIGTERM);
+  const std::string stop = "SIGTERM received, stopping after step ";
+  const auto at0 = stopped.output.find("rank 0: " + stop), at1 = stopped.output.find("rank 1: " + stop);
+  REQUIRE(at0 != std::string::npos);
+  REQUIRE(at1 != std::string::npos);
+  const int64_t step = std::stoll(stopped.output.substr(at0 + 8 + stop.size()));
+  CHECK(step == std::stoll(stopped.output.substr(at1 + 8 + stop.size())));
+  CHECK(step < 8);  // stopped before the end
+  std::filesystem::path last;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir / "stopped")) {
+    if (entry.path().filename() == "last.ckpt") last = entry.path();
+  }
+  REQUIRE(!last.empty());
+  const std::string copy = (dir.path() / "stopped.ckpt").string();
+  std::filesystem::copy_file(last, copy);
+  CHECK(torch::allclose(run_and_load(dir, "resumed", mesh(2, 2) + " --ckpt_path " + copy), one, 1e-5, 1e-5));
 }
 
 TEST_CASE("model_parallel: a mesh that does not fit the world, or heads tp does not divide, is one line") {
