@@ -71,6 +71,12 @@ std::unique_ptr<Strategy> create_strategy(const StrategySpec& spec) {
       data_parallel.pipeline_schedule = mp.pipeline_schedule();
       data_parallel.microbatches = mp.microbatches();
       data_parallel.virtual_stages = mp.virtual_stages();
+      data_parallel.sharded_checkpoint = mp.state_dict_type() == StateDictType::Sharded;
+      if (data_parallel.sharded_checkpoint && mp.data_parallel() != DataParallelKind::DDP) {
+        throw std::invalid_argument(
+            "[create_strategy] model_parallel.state_dict_type sharded needs model_parallel.data_parallel ddp "
+            "(with fsdp along dp, checkpoints of a mesh are whole: set state_dict_type full)");
+      }
       if (mp.pipeline_parallel_size() > 1 && mp.data_parallel() != DataParallelKind::DDP) {
         throw std::invalid_argument(fmt::format(
             "[create_strategy] pipeline_parallel_size {} runs ddp along dp: set model_parallel.data_parallel to ddp "

@@ -345,6 +345,11 @@ torch::Tensor DataParallelStrategy::local_tensor(const torch::Tensor& param, con
   return whole.narrow(dim, mesh_->rank("tp") * part, part).contiguous();
 }
 
+int64_t DataParallelStrategy::split_dim(const torch::Tensor& param) const {
+  const auto found = split_dims_.find(param.unsafeGetTensorImpl());
+  return found == split_dims_.end() ? -1 : found->second.dim;
+}
+
 int64_t DataParallelStrategy::split_factor(const torch::Tensor& param) const {
   return split_dims_.count(param.unsafeGetTensorImpl()) != 0 ? mesh_->size("tp") : 1;
 }

@@ -36,6 +36,9 @@ struct DataParallelOptions {
   PipelineScheduleKind pipeline_schedule = PipelineScheduleKind::OneFOneB;
   int64_t microbatches = 1;
   int64_t virtual_stages = 1;
+  /// A mesh's checkpoints: each rank's parts beside a metadata file
+  /// (MeshShardedCheckpoint) instead of one whole file.
+  bool sharded_checkpoint = false;
 };
 
 /// Data parallelism: one process per device, each with its own share of
@@ -92,6 +95,8 @@ class DataParallelStrategy : public Strategy {
 
   // Parameters a plan split over tp: whole for checkpoints, this rank's part on load.
   bool shards_parameters() const override { return !split_dims_.empty(); }
+  bool sharded_state_dict() const override { return options_.sharded_checkpoint; }
+  int64_t split_dim(const torch::Tensor& param) const override;
   bool shards_optimizer_state() const override { return !split_dims_.empty(); }
   torch::Tensor whole_tensor(const torch::Tensor& param, const torch::Tensor& tensor) override;
   torch::Tensor local_tensor(const torch::Tensor& param, const torch::Tensor& whole) const override;

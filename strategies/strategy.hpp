@@ -157,6 +157,9 @@ class Strategy {
   virtual torch::Tensor local_tensor(const torch::Tensor& /*param*/, const torch::Tensor& whole) const {
     return whole;
   }
+  /// The dimension along which `param` is split over a mesh's tp (each rank
+  /// holds its tp rank's slice), or -1 where every rank holds it whole.
+  virtual int64_t split_dim(const torch::Tensor& /*param*/) const { return -1; }
   /// Elements of `param` in the whole model (a sharded parameter holds fewer
   /// here); no collective. ModelSummary counts with it.
   virtual int64_t whole_numel(const torch::Tensor& param) const { return param.numel(); }

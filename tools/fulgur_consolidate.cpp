@@ -1,5 +1,6 @@
-// Joins a sharded checkpoint (--trainer.fsdp.state_dict_type sharded: a
-// metadata file plus one shard file per rank) into one ordinary checkpoint
+// Joins a sharded checkpoint (--trainer.fsdp.state_dict_type sharded or
+// --trainer.model_parallel.state_dict_type sharded: a metadata file plus
+// the ranks' shard files) into one ordinary checkpoint
 // file, the layout `torch.load(path, weights_only=True)` reads and any
 // world size resumes from.
 //
@@ -16,7 +17,8 @@ namespace {
 
 const char* kUsage =
     "usage: fulgur_consolidate SHARDED.ckpt OUT.ckpt\n"
-    "Joins the shards of a sharded checkpoint (fsdp.state_dict_type sharded) into one checkpoint file.\n";
+    "Joins the shards of a sharded checkpoint (fsdp.state_dict_type or model_parallel.state_dict_type sharded)\n"
+    "into one checkpoint file.\n";
 
 }  // namespace
 
@@ -34,7 +36,7 @@ int main(int argc, char** argv) {
     const fulgur::Checkpoint metadata = fulgur::CheckpointIO::load(args[0]);
     if (!fulgur::is_sharded_checkpoint(metadata)) {
       std::cerr << "fulgur_consolidate: " << args[0] << " is not a sharded checkpoint (it has no '"
-                << fulgur::kShardsKey << "' entry)" << std::endl;
+                << fulgur::kShardsKey << "' or '" << fulgur::kMeshShardsKey << "' entry)" << std::endl;
       return 2;
     }
     fulgur::CheckpointIO::save(fulgur::consolidate_sharded_checkpoint(metadata, args[0]), args[1]);

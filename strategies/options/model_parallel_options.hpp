@@ -2,6 +2,7 @@
 
 #include <fulgur/core/option_enum.hpp>
 #include <fulgur/core/options.hpp>
+#include <fulgur/strategies/options/fsdp_options.hpp>
 
 #include <string>
 #include <vector>
@@ -42,7 +43,10 @@ inline std::vector<std::string> option_choices(PipelineScheduleKind) {
     "gpipe, 1f1b, interleaved_1f1b (virtual_stages per rank) or zero_bubble (ZB-H1)", fulgur::check::Any{})    \
   X(int64_t, microbatches, 4, "micro-batches each batch is split into along a pipeline",                     \
     fulgur::check::AtLeast{1})                                                                                \
-  X(int64_t, virtual_stages, 2, "stages each rank holds under interleaved_1f1b", fulgur::check::AtLeast{1})
+  X(int64_t, virtual_stages, 2, "stages each rank holds under interleaved_1f1b", fulgur::check::AtLeast{1})   \
+  X(fulgur::StateDictType, state_dict_type, fulgur::StateDictType::Full,                                      \
+    "full (rank 0 writes one whole file) or sharded (each rank of dp 0 and cp 0 writes its parts beside a "   \
+    "metadata file; data_parallel ddp)", fulgur::check::Any{})
 // clang-format on
 
 /// The user's knobs of strategy model_parallel (`--trainer.model_parallel.*`),

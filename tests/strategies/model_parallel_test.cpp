@@ -129,6 +129,38 @@ TEST_CASE("model_parallel: a checkpoint written on tp 2 loads into tp 1 and tp 4
   CHECK(torch::equal(run_and_load(dir, "dp4", mesh(4, 1) + " --data.batch_size 4 --ckpt_path " + grid_ckpt), grid));
 }
 
+TEST_CASE("model_parallel: a sharded checkpoint (each tp rank its slices) consolidates to the whole one, and loads into tp 1 and tp 4") {
+  TempDir dir("model-parallel-sharded");
+  const std::string tp2 = mesh(2, 2, "ddp") + " --data.batch_size 8";
+  const torch::Tensor whole = run_and_load(dir, "whole", tp2);
+  const torch::Tensor sharded = run_and_load(dir, "sharded", tp2 + " --trainer.model_parallel.state_dict_type sharded");
+  CHECK(torch::equal(whole, sharded));
+  const auto ckpt = fulgur::testing::copy_checkpoint(only_checkpoint(dir / "sharded"), dir.path() / "sharded-ckpt");
+  int64_t parts = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(ckpt.parent_path())) {
+    parts += entry.path().filename().string().find(".shard-") != std::string::npos;
+  }
+  CHECK(parts == 2);  // one per tp rank
+  // Joined, the parts are the whole checkpoint's tensors, bit for bit, as Python reads them.
+  const auto joined = dir.path() / "joined.ckpt";
+  const auto tool = run_command(std::string(FULGUR_BINARY_DIR) + "/bin/fulgur_consolidate " + ckpt.string() + " " +
+                                    joined.string(), 120);
+  INFO(tool.output);
+  REQUIRE(tool.exit_code == 0);
+  const auto same = run_command(std::string(FULGUR_PYTHON) + " " + FULGUR_SOURCE_DIR + "/tests/support/same_checkpoints.py " + joined.string() + " " + only_checkpoint(dir / "whole").string(), 120);
+  INFO(same.output);
+  CHECK(same.exit_code == 0);
+  CHECK(same.output.find("same ") != std::string::npos);
+  // max_epochs as the checkpoint's: the fit restores and ends at once.
+  CHECK(torch::equal(run_and_load(dir, "tp1", "--data.batch_size 8 --ckpt_path " + ckpt.string()), whole));
+  // One more epoch on tp 4 from the parts equals one more from the whole file.
+  const std::string more = mesh(4, 4, "ddp") + " --data.batch_size 8 --trainer.max_epochs 3 --ckpt_path ";
+  const torch::Tensor from_whole =
+      run_and_load(dir, "more-whole", more + fulgur::testing::copy_checkpoint(only_checkpoint(dir / "whole"), dir.path() / "whole-ckpt").string());
+  CHECK_FALSE(torch::equal(from_whole, whole));
+  CHECK(torch::equal(run_and_load(dir, "more-sharded", more + ckpt.string()), from_whole));
+}
+
 TEST_CASE("model_parallel: SIGTERM to one tp rank stops both after the same step with a checkpoint; resumed, the run ends where one process ends") {
   TempDir dir("model-parallel-sigterm");
   const torch::Tensor one = run_and_load(dir, "one", "");

@@ -148,6 +148,36 @@ TEST_CASE("pipeline: a checkpoint of pp 2 loads into pp 1 and pp 1's into pp 2 b
               more);
 }
 
+TEST_CASE("pipeline: a sharded checkpoint (each stage its layers) consolidates to the whole one, and loads into pp 1 and pp 2") {
+  TempDir dir("pipeline-sharded");
+  const auto whole = run_and_load(dir, "whole", pipeline(2, 2, "interleaved_1f1b"), true);
+  const auto sharded = run_and_load(dir, "sharded", pipeline(2, 2, "interleaved_1f1b") +
+                                                       " --trainer.model_parallel.state_dict_type sharded", true);
+  check_same(sharded, whole);
+  const std::string whole_ckpt = copied_checkpoint(dir, "whole");
+  const auto ckpt = fulgur::testing::copy_checkpoint(fulgur::testing::only_checkpoint(dir / "sharded"), dir.path() / "sharded-ckpt");
+  int64_t parts = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(ckpt.parent_path())) {
+    parts += entry.path().filename().string().find(".shard-") != std::string::npos;
+  }
+  CHECK(parts == 2);  // one per stage
+  const auto joined = dir.path() / "joined.ckpt";
+  const auto tool = run_command(std::string(FULGUR_BINARY_DIR) + "/bin/fulgur_consolidate " + ckpt.string() + " " +
+                                    joined.string(), 120);
+  INFO(tool.output);
+  REQUIRE(tool.exit_code == 0);
+  const auto same = run_command(std::string(FULGUR_PYTHON) + " " + FULGUR_SOURCE_DIR + "/tests/support/same_checkpoints.py " +
+                                    joined.string() + " " + whole_ckpt, 120);
+  INFO(same.output);
+  CHECK(same.exit_code == 0);
+  CHECK(same.output.find("same ") != std::string::npos);
+  // max_epochs as the checkpoint's: the fit restores and ends at once.
+  check_same(run_and_load(dir, "to-1", "--ckpt_path " + ckpt.string()), whole);
+  const auto more = run_and_load(dir, "more-whole", pipeline(2, 2, "1f1b") + " --trainer.max_epochs 3 --ckpt_path " + whole_ckpt);
+  check_same(run_and_load(dir, "more-sharded", pipeline(2, 2, "1f1b") + " --trainer.max_epochs 3 --ckpt_path " + ckpt.string()),
+             more);
+}
+
 TEST_CASE("pipeline: a signal to the last stage stops every stage after the same step; resumed, the run ends where one process ends") {
   TempDir dir("pipeline-signal");
   const auto one = run_and_load(dir, "one", "");

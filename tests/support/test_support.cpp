@@ -69,6 +69,18 @@ std::filesystem::path only_checkpoint(const std::filesystem::path& folder) {
   return found.front();
 }
 
+std::filesystem::path copy_checkpoint(const std::filesystem::path& file, const std::filesystem::path& folder) {
+  std::filesystem::create_directories(folder);
+  const std::string stem = file.filename().string() + ".";
+  for (const auto& entry : std::filesystem::directory_iterator(file.parent_path())) {
+    if (entry.path().filename().string().rfind(stem, 0) == 0) {
+      std::filesystem::copy_file(entry.path(), folder / entry.path().filename());
+    }
+  }
+  std::filesystem::copy_file(file, folder / file.filename());
+  return folder / file.filename();
+}
+
 }  // namespace fulgur::testing
 
 namespace fulgur::testing {

@@ -42,6 +42,10 @@ std::string read_file(const std::filesystem::path& path);
 /// `folder`; throws naming the folder and what it found otherwise.
 std::filesystem::path only_checkpoint(const std::filesystem::path& folder);
 
+/// Copies the checkpoint `file` and the shard files named after it (a
+/// sharded checkpoint's parts) into `folder`; returns the copy of `file`.
+std::filesystem::path copy_checkpoint(const std::filesystem::path& file, const std::filesystem::path& folder);
+
 /// The last non-empty value of `column` in a metrics.csv text; -1 if none.
 double last_csv_value(const std::string& csv, const std::string& column);
 

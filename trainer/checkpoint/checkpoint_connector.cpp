@@ -5,6 +5,7 @@
 #include <fulgur/version.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_weights.hpp>
 #include <fulgur/trainer/checkpoint/optimizer_state.hpp>
+#include <fulgur/trainer/checkpoint/mesh_sharded_checkpoint.hpp>
 #include <fulgur/trainer/checkpoint/pipeline_checkpoint.hpp>
 #include <fulgur/trainer/checkpoint/scheduler_state.hpp>
 #include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
@@ -106,6 +107,10 @@ void CheckpointConnector::save(const std::filesystem::path& path, bool weights_o
   std::string error;
   std::optional<Checkpoint> gathered;
   const ShardLayout* layout = strategy.shard_layout();
+  if (layout == nullptr && strategy.sharded_state_dict()) {  // a mesh's parts, as the ranks hold them
+    MeshShardedCheckpoint(strategy, context_.module(), optimizers()).save(dump(weights_only), path);
+    return;
+  }
   if (layout != nullptr || strategy.shards_parameters()) {
     const ShardedStateWriter writer(strategy, layout, context_.module(), optimizers());
     // Every rank dumps its state: the collectives pair up.

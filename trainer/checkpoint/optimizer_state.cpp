@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <map>
 #include <stdexcept>
 #include <typeinfo>
 
@@ -286,6 +287,19 @@ std::vector<torch::Tensor> indexed_parameters(const torch::optim::Optimizer& opt
     for (const auto& p : group.params()) params.push_back(p);
   }
   return params;
+}
+
+std::vector<std::string> indexed_parameter_names(const torch::nn::Module& module,
+                                                 const torch::optim::Optimizer& optimizer) {
+  std::map<const void*, std::string> names;
+  for (const auto& item : module.named_parameters()) names[item.value().unsafeGetTensorImpl()] = item.key();
+  std::vector<std::string> out;
+  for (const auto& p : indexed_parameters(optimizer)) {
+    const auto found = names.find(p.unsafeGetTensorImpl());
+    if (found == names.end()) throw std::invalid_argument("[checkpoint] an optimizer updates a tensor the module does not hold");
+    out.push_back(found->second);
+  }
+  return out;
 }
 
 }  // namespace fulgur

@@ -1,9 +1,11 @@
 #pragma once
 
 #include <ATen/core/Dict.h>
+#include <torch/nn/module.h>
 #include <torch/optim.h>
 
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace fulgur {
@@ -19,6 +21,11 @@ c10::impl::GenericDict optimizer_state_dict(const torch::optim::Optimizer& optim
 
 /// An optimizer's parameters in the numbering of optimizer_state_dict().
 std::vector<torch::Tensor> indexed_parameters(const torch::optim::Optimizer& optimizer);
+
+/// The names `module` gives the optimizer's parameters, in that numbering;
+/// throws std::invalid_argument for a tensor the module does not hold.
+std::vector<std::string> indexed_parameter_names(const torch::nn::Module& module,
+                                                 const torch::optim::Optimizer& optimizer);
 
 /// Restores what optimizer_state_dict() produced into an optimizer of the
 /// same type over parameters of the same shapes; throws

@@ -65,16 +65,14 @@ PipelineCheckpoint::PipelineCheckpoint(Strategy& strategy, torch::nn::Module& mo
   for (size_t i = 0; i < order.size(); ++i) whole_index_[order[i].second] = static_cast<int64_t>(i);
 }
 
-std::vector<std::string> PipelineCheckpoint::optimizer_names(size_t index) const {
-  std::map<const void*, std::string> names;
-  for (const auto& item : module_.named_parameters()) names[item.value().unsafeGetTensorImpl()] = item.key();
-  std::vector<std::string> out;
-  for (const auto& p : indexed_parameters(*optimizers_.at(index))) {
-    const auto found = names.find(p.unsafeGetTensorImpl());
-    if (found == names.end()) throw std::invalid_argument("[PipelineCheckpoint] an optimizer updates a tensor the module does not hold");
-    out.push_back(found->second);
-  }
+std::vector<std::string> PipelineCheckpoint::whole_order() const {
+  std::vector<std::string> out(whole_index_.size());
+  for (const auto& [name, index] : whole_index_) out[static_cast<size_t>(index)] = name;
   return out;
+}
+
+std::vector<std::string> PipelineCheckpoint::optimizer_names(size_t index) const {
+  return indexed_parameter_names(module_, *optimizers_.at(index));
 }
 
 void PipelineCheckpoint::gather(Checkpoint& checkpoint) const {

@@ -33,6 +33,8 @@ class PipelineCheckpoint {
   /// Optimizer `index`'s whole state (one process's numbering) as this
   /// rank's optimizer numbers its parameters.
   c10::impl::GenericDict local_optimizer_state(size_t index, const c10::impl::GenericDict& whole) const;
+  /// Every parameter's name, in one process's order (its optimizers' numbering).
+  std::vector<std::string> whole_order() const;
 
  private:
   /// Optimizer `index`'s parameter names, in its numbering.

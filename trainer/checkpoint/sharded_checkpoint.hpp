@@ -23,11 +23,31 @@ namespace fulgur {
 /// previous one's shards.
 constexpr const char* kShardsKey = "fsdp_shards";
 
+/// A mesh's sharded checkpoint (`model_parallel.state_dict_type: sharded`,
+/// written by MeshShardedCheckpoint) has the same files, named alike: the
+/// ranks of dp 0 and cp 0 (the others hold copies) write their parts as
+/// they hold them, `<path>.<id>.shard-<r>-of-<N>` with `state_dict` (each
+/// tensor this rank holds, tp slices as they are), `splits` (a parameter's
+/// dimension split over tp, or -1), `tp_rank`, and `optimizer_states` (per
+/// optimizer, each parameter's state by name); rank 0 then writes `<path>`:
+/// the checkpoint without those tensors, with this key holding `world_size`,
+/// `id`, `name`, `writers` (the ranks that wrote a part) and
+/// `optimizer_params` (per optimizer, the parameter name of each state
+/// index in one process's numbering). Consolidated, a parameter is its tp
+/// slices joined along its split dimension in tp order.
+constexpr const char* kMeshShardsKey = "mesh_shards";
+
+class Strategy;
+/// A fresh id for one save, the same on every rank (a collective): its
+/// shards never mix with an earlier save's of the same path.
+std::string agreed_save_id(Strategy& strategy);
+
 /// Where rank `rank` of `world` writes its shard of the save `id` of `path`.
 std::filesystem::path shard_file(const std::filesystem::path& path, const std::string& id, int64_t rank,
                                  int64_t world);
 
-/// Whether `checkpoint` (what CheckpointIO::load read at a path) is the metadata of a sharded checkpoint.
+/// Whether `checkpoint` (what CheckpointIO::load read at a path) is the
+/// metadata of a sharded checkpoint (fsdp's or a mesh's).
 bool is_sharded_checkpoint(const Checkpoint& checkpoint);
 
 /// Whether every shard the metadata at `path` names exists.

@@ -13,7 +13,6 @@
 
 #include <cstdint>
 #include <map>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -58,12 +57,7 @@ void ShardedStateWriter::gather_whole(Checkpoint& checkpoint) const {
 }
 
 void ShardedStateWriter::save_sharded(Checkpoint checkpoint, const std::filesystem::path& path) const {
-  // A fresh id per save, the same on every rank: this save's shards never
-  // mix with an earlier save's of the same path.
-  std::random_device random;
-  const int64_t draw = static_cast<int64_t>((static_cast<uint64_t>(random()) << 32) | random());
-  const int64_t agreed = strategy_.broadcast(torch::tensor({draw}, torch::kInt64), 0).cpu().item<int64_t>();
-  const std::string id = fmt::format("{:016x}", static_cast<uint64_t>(agreed));
+  const std::string id = agreed_save_id(strategy_);
   // The ranks the model is sharded over: every rank, but under HYBRID_SHARD
   // a node's; then the first node writes (the others hold the same rows).
   if (layout_ == nullptr) throw std::logic_error("[ShardedStateWriter::save_sharded] the strategy has no shard layout");
