@@ -169,20 +169,9 @@ TEST_CASE("model_parallel: SIGTERM to one tp rank stops both after the same step
       fit(dir, "stopped", mesh(2, 2) + " --model.signal_step 5 --trainer.stop_check_every_n_steps 1"), 120);
   INFO(stopped.output);
   CHECK(stopped.exit_code == 128 + SIGTERM);
-  const std::string stop = "SIGTERM received, stopping after step ";
-  const auto at0 = stopped.output.find("rank 0: " + stop), at1 = stopped.output.find("rank 1: " + stop);
-  REQUIRE(at0 != std::string::npos);
-  REQUIRE(at1 != std::string::npos);
-  const int64_t step = std::stoll(stopped.output.substr(at0 + 8 + stop.size()));
-  CHECK(step == std::stoll(stopped.output.substr(at1 + 8 + stop.size())));
-  CHECK(step < 8);  // stopped before the end
-  std::filesystem::path last;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir / "stopped")) {
-    if (entry.path().filename() == "last.ckpt") last = entry.path();
-  }
-  REQUIRE(!last.empty());
+  CHECK(fulgur::testing::stop_step(stopped.output, "SIGTERM", 2) < 8);  // both after the same step, before the end
   const std::string copy = (dir.path() / "stopped.ckpt").string();
-  std::filesystem::copy_file(last, copy);
+  std::filesystem::copy_file(fulgur::testing::last_checkpoint(dir / "stopped"), copy);
   CHECK(torch::allclose(run_and_load(dir, "resumed", mesh(2, 2) + " --ckpt_path " + copy), one, 1e-5, 1e-5));
 }
 

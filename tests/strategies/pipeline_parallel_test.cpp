@@ -185,20 +185,9 @@ TEST_CASE("pipeline: a signal to the last stage stops every stage after the same
   const auto stopped = run_command(fit(dir, "stopped", pipeline(2, 2, "1f1b") + " --model.signal_step 5 --trainer.stop_check_every_n_steps 1", true), 120);
   INFO(stopped.output);
   CHECK(stopped.exit_code == 128 + SIGUSR1);
-  const std::string stop = "SIGUSR1 received, stopping after step ";
-  const auto at0 = stopped.output.find("rank 0: " + stop), at1 = stopped.output.find("rank 1: " + stop);
-  REQUIRE(at0 != std::string::npos);
-  REQUIRE(at1 != std::string::npos);
-  const int64_t step = std::stoll(stopped.output.substr(at0 + 8 + stop.size()));
-  CHECK(step == std::stoll(stopped.output.substr(at1 + 8 + stop.size())));
-  CHECK(step < 8);  // stopped before the end
-  std::filesystem::path last;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir / "stopped")) {
-    if (entry.path().filename() == "last.ckpt") last = entry.path();
-  }
-  REQUIRE(!last.empty());
+  CHECK(fulgur::testing::stop_step(stopped.output, "SIGUSR1", 2) < 8);  // both after the same step, before the end
   const std::string copy = (dir / "stopped.ckpt").string();
-  std::filesystem::copy_file(last, copy);
+  std::filesystem::copy_file(fulgur::testing::last_checkpoint(dir / "stopped"), copy);
   check_equal(run_and_load(dir, "resumed", pipeline(2, 2, "zero_bubble") + " --ckpt_path " + copy), one);
 }
 

@@ -69,6 +69,29 @@ std::filesystem::path only_checkpoint(const std::filesystem::path& folder) {
   return found.front();
 }
 
+std::filesystem::path last_checkpoint(const std::filesystem::path& folder) {
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(folder)) {
+    if (entry.path().filename() == "last.ckpt") return entry.path();
+  }
+  throw std::runtime_error(folder.string() + ": no last.ckpt");
+}
+
+int64_t stop_step(const std::string& output, const std::string& signal, int64_t ranks) {
+  int64_t step = -1;
+  for (int64_t r = 0; r < ranks; ++r) {
+    const std::string said = "rank " + std::to_string(r) + ": " + signal + " received, stopping after step ";
+    const size_t at = output.find(said);
+    if (at == std::string::npos) throw std::runtime_error("rank " + std::to_string(r) + " did not say it stops on " + signal);
+    const int64_t mine = std::stoll(output.substr(at + said.size()));
+    if (r > 0 && mine != step) {
+      throw std::runtime_error("rank " + std::to_string(r) + " stops after step " + std::to_string(mine) + ", rank 0 after " +
+                               std::to_string(step));
+    }
+    step = mine;
+  }
+  return step;
+}
+
 std::filesystem::path copy_checkpoint(const std::filesystem::path& file, const std::filesystem::path& folder) {
   std::filesystem::create_directories(folder);
   const std::string stem = file.filename().string() + ".";

@@ -42,6 +42,14 @@ std::string read_file(const std::filesystem::path& path);
 /// `folder`; throws naming the folder and what it found otherwise.
 std::filesystem::path only_checkpoint(const std::filesystem::path& folder);
 
+/// The last.ckpt a run wrote anywhere under `folder`; throws if there is none.
+std::filesystem::path last_checkpoint(const std::filesystem::path& folder);
+
+/// The step after which each of ranks 0..`ranks`-1 said it stops on
+/// `signal` ("SIGTERM"), read from a run's output; throws naming a rank
+/// that said nothing or stopped after another step than rank 0.
+int64_t stop_step(const std::string& output, const std::string& signal, int64_t ranks);
+
 /// Copies the checkpoint `file` and the shard files named after it (a
 /// sharded checkpoint's parts) into `folder`; returns the copy of `file`.
 std::filesystem::path copy_checkpoint(const std::filesystem::path& file, const std::filesystem::path& folder);

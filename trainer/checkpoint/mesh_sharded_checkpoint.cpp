@@ -102,14 +102,9 @@ void MeshShardedCheckpoint::save(Checkpoint checkpoint, const std::filesystem::p
         }
         checkpoint.insert_or_assign("optimizer_states", without_state);
       }
-      meta.insert("world_size", world);
-      meta.insert("id", id);
-      meta.insert("name", path.filename().string());
       meta.insert("writers", writers);
       meta.insert("optimizer_params", optimizer_params);
-      checkpoint.insert(kMeshShardsKey, meta);
-      CheckpointIO::save(checkpoint, path);
-      remove_shards(path, id);
+      save_shard_metadata(checkpoint, kMeshShardsKey, meta, world, id, path);
     } catch (const std::exception& e) {
       error = e.what();
     }

@@ -146,6 +146,16 @@ std::string agreed_save_id(Strategy& strategy) {
   return fmt::format("{:016x}", static_cast<uint64_t>(agreed));
 }
 
+void save_shard_metadata(Checkpoint checkpoint, const char* key, Dict meta, int64_t world, const std::string& id,
+                         const std::filesystem::path& path) {
+  meta.insert("world_size", world);
+  meta.insert("id", id);
+  meta.insert("name", path.filename().string());
+  checkpoint.insert(key, meta);
+  CheckpointIO::save(checkpoint, path);
+  remove_shards(path, id);
+}
+
 std::filesystem::path shard_file(const std::filesystem::path& path, const std::string& id, int64_t rank,
                                  int64_t world) {
   return std::filesystem::path(path.string() + fmt::format(".{}.shard-{}-of-{}", id, rank, world));

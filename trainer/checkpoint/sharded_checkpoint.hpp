@@ -42,6 +42,13 @@ class Strategy;
 /// shards never mix with an earlier save's of the same path.
 std::string agreed_save_id(Strategy& strategy);
 
+/// Rank 0's last write of a sharded save `id` of `world` ranks, once every
+/// shard is on disk: `checkpoint` with `meta` (`world_size`, `id` and
+/// `name` added) under `key`, at `path`; then the shards of earlier saves
+/// to `path` are removed.
+void save_shard_metadata(Checkpoint checkpoint, const char* key, c10::impl::GenericDict meta, int64_t world,
+                         const std::string& id, const std::filesystem::path& path);
+
 /// Where rank `rank` of `world` writes its shard of the save `id` of `path`.
 std::filesystem::path shard_file(const std::filesystem::path& path, const std::string& id, int64_t rank,
                                  int64_t world);

@@ -117,15 +117,10 @@ void ShardedStateWriter::save_sharded(Checkpoint checkpoint, const std::filesyst
     for (const auto& entry : shapes) weights.insert_or_assign(entry.key(), torch::empty({0}));
     if (checkpoint.contains("optimizer_states")) checkpoint.insert_or_assign("optimizer_states", meta_optimizers);
     Dict meta = new_state_dict();
-    meta.insert("world_size", world);
-    meta.insert("id", id);
-    meta.insert("name", path.filename().string());
     meta.insert("shapes", shapes);
     meta.insert("optimizer_params", optimizer_params);
-    checkpoint.insert(kShardsKey, meta);
     try {
-      CheckpointIO::save(checkpoint, path);
-      remove_shards(path, id);
+      save_shard_metadata(checkpoint, kShardsKey, meta, world, id, path);
     } catch (const std::exception& e) {
       error = e.what();
     }
