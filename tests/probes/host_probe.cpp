@@ -44,13 +44,16 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 
 extern char** environ;
 
