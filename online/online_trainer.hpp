@@ -60,7 +60,9 @@ class OnlineTrainer {
   /// loss. A NaN or infinite loss or gradient takes no step: with
   /// on_nonfinite stop (the default) it throws std::runtime_error naming the
   /// step, the rank and the tensor; with skip it is counted. Not while
-  /// background training runs.
+  /// background training runs. Each call is a run of its own: the thread
+  /// count, SIGPIPE ignored and (with checkpoint_dir) the stop handlers hold
+  /// during it only; between calls the process is the program's.
   double train_step(const torch::Tensor& inputs, const torch::Tensor& targets);
 
   // --- background mode --------------------------------------------------------------
