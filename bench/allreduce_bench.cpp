@@ -19,6 +19,7 @@
 // --segment_mb messages whose receives are all announced first, so the
 // ring's data movement without its reduction or step dependencies (busbw =
 // S / time: a 2-rank ring moves S bytes each way per allreduce).
+#include <fulgur/core/ignored_signal.hpp>
 #include <fulgur/strategies/environments/detect_cluster_environment.hpp>
 #include <fulgur/strategies/launchers/local_launcher.hpp>
 #include <fulgur/strategies/collectives/process_group.hpp>
@@ -29,6 +30,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -58,6 +60,7 @@ double run_rank(const std::string& algo, double size_mb, int iters, double segme
   const auto env = fulgur::detect_cluster_environment();
   auto options = fulgur::process_group_options(*env, 300.0);
   if (backend == "mpi" || algo == "mpi") options.backend = fulgur::ProcessGroupBackend::Mpi;
+  const fulgur::IgnoredSignal sigpipe(SIGPIPE);  // a group used outside a run (ProcessGroup)
   fulgur::ProcessGroup group(options);
   const int64_t n = group.size();
   torch::set_num_threads(1);

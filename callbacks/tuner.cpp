@@ -71,7 +71,7 @@ std::shared_ptr<LRFinder> Tuner::lr_find(LightningModule& module, DataModule& da
   auto finder = std::make_shared<LRFinder>(options);
   const TrainerOptions sweep = search_options(options_, options.num_training_steps()).limit_val_batches(int64_t{0});
   return restoring(module, [&] {
-    Trainer trainer(sweep, {finder}, {}, Platform::detect(), launcher_);
+    Trainer trainer(sweep, {finder}, {}, std::nullopt, launcher_);
     trainer.fit(module, data);
     return finder;
   });
@@ -86,7 +86,7 @@ int64_t Tuner::scale_batch_size(LightningModule& module, DataModule& data, Scale
                                             "DataModule::batch_arg)",
                                             where, options.batch_arg_name()));
   }
-  const TrainerConfig config = TrainerConfig::resolve(options_, Platform::detect());
+  const TrainerConfig config = TrainerConfig::resolve(options_, Platform::detect_for(options_));
   if (config.world_size > 1) {
     throw std::invalid_argument(
         fmt::format("{} searches in one process; the options ask for {} (devices * num_nodes)", where, config.world_size));

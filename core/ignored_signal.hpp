@@ -7,10 +7,10 @@ namespace fulgur {
 /// changes its action and the last one puts back what it found, in any
 /// order.
 ///
-/// SIGPIPE, held by process groups for their lifetime: a write to the
-/// socket of a peer that died then fails with EPIPE and the process group
-/// reports which rank died, instead of the process being killed silently
-/// (Python ignores SIGPIPE at start-up for the same reason).
+/// SIGPIPE, held by every run (RunSettings) and only while it runs: a write
+/// to the socket of a peer that died then fails with EPIPE and the process
+/// group reports which rank died, instead of the process being killed
+/// silently (Python ignores SIGPIPE at start-up for the same reason).
 ///
 /// SIGUSR1, held by the command line (`cli::run`) and by a program's own
 /// main() that wants the same: SLURM's time-limit warning can come before

@@ -22,10 +22,12 @@
 
 namespace fulgur {
 
-Fabric::Fabric(TrainerOptions options, std::vector<std::shared_ptr<Logger>> loggers, Platform platform)
+Fabric::Fabric(TrainerOptions options, std::vector<std::shared_ptr<Logger>> loggers, std::optional<Platform> given)
     // With mpi_communicator set, the run's ranks are that communicator's.
-    : config_(TrainerConfig::resolve(options, platform = Platform::for_options(std::move(platform), options))),
+    : config_(TrainerConfig::resolve(
+          options, *(given = Platform::for_options(given ? std::move(*given) : Platform::detect_for(options), options)))),
       loggers_(std::move(loggers)) {
+  const Platform& platform = *given;
   if (config_.needs_launch) {
     throw std::invalid_argument(fmt::format(
         "[Fabric] the options ask for {} processes but {} runs: a Fabric starts no processes; launch the "
@@ -59,6 +61,7 @@ Fabric::~Fabric() {
 
 void Fabric::setup(LightningModule& module) {
   if (module_ != nullptr) throw std::logic_error("[Fabric::setup] a Fabric sets up one module");
+  run_.emplace(RunSettings::Wanted{});
   strategy_->setup_environment();
   attached_ = std::make_unique<ScopedModuleRuntime>(module, *runtime_);
   sink_ = std::make_unique<ScopedMetricSink>(module, runtime_.get());

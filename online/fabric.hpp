@@ -8,6 +8,7 @@
 #include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
 #include <fulgur/loggers/logger.hpp>
 #include <fulgur/trainer/trainer_config.hpp>
+#include <fulgur/trainer/run_settings.hpp>
 #include <fulgur/trainer/trainer_options.hpp>
 
 #include <torch/torch.h>
@@ -16,6 +17,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,14 +43,15 @@ class Fabric {
   /// bad option) and creates the strategy. Throws std::invalid_argument when
   /// the options ask for processes no launcher started.
   explicit Fabric(TrainerOptions options = {}, std::vector<std::shared_ptr<Logger>> loggers = {},
-                  Platform platform = Platform::detect());
+                  std::optional<Platform> platform = std::nullopt);
   ~Fabric();
   Fabric(const Fabric&) = delete;
   Fabric& operator=(const Fabric&) = delete;
 
   /// Joins the process group (a collective under ddp, horovod, fsdp), moves
   /// `module` to the device and wraps its gradient path, then builds its
-  /// optimizers (configure_optimizers). The module must outlive the Fabric;
+  /// optimizers (configure_optimizers). From here to the Fabric's end is its
+  /// run: SIGPIPE is ignored meanwhile (RunSettings). The module must outlive the Fabric;
   /// from here on its log() goes to the loggers and its all_reduce() and
   /// device() to this Fabric's strategy.
   void setup(LightningModule& module);
@@ -127,6 +130,8 @@ class Fabric {
 
  private:
   friend class FabricRuntime;
+  // Takes its run scope per step and set-up instead of from setup() to the end.
+  friend class OnlineTrainer;
   /// Sends what the module logged to the loggers.
   void flush_logged();
   /// `values` to the loggers at the current step (rank 0 only).
@@ -141,6 +146,7 @@ class Fabric {
   void step_scheduler(const LRSchedulerConfig& config);
 
   TrainerConfig config_;
+  std::optional<RunSettings> run_;  // from setup() on; given back after the strategy (and its group) ends
   std::unique_ptr<Strategy> strategy_;
   std::vector<std::shared_ptr<Logger>> loggers_;
   std::unique_ptr<FabricRuntime> runtime_;

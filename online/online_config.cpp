@@ -166,7 +166,7 @@ std::unique_ptr<OnlineTrainer> OnlineConfig::make_trainer(std::optional<int64_t>
   TrainerOptions& trainer = o.trainer;
   if (communicator) trainer.mpi_communicator(*communicator);
   // One file serves any rank count (a communicator's ranks: Platform::for_options).
-  const Platform platform = Platform::detect();
+  const Platform platform = Platform::detect_for(trainer);
   if (!communicator && platform.world_size > 1 && trainer.devices() == "auto") {
     trainer.devices(std::to_string(platform.world_size / std::max<int64_t>(1, trainer.num_nodes())));
   }

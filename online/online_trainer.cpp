@@ -16,7 +16,7 @@
 namespace fulgur {
 
 OnlineTrainer::OnlineTrainer(ModuleFactory make_module, OnlineOptions options, std::vector<std::shared_ptr<Logger>> loggers,
-                             Platform platform)
+                             std::optional<Platform> platform)
     : options_(std::move(options)) {
   if (options_.publish_every_n_steps < 1) {
     throw std::invalid_argument(fmt::format("[OnlineOptions] publish_every_n_steps must be >= 1, got {}",
@@ -49,6 +49,8 @@ OnlineTrainer::OnlineTrainer(ModuleFactory make_module, OnlineOptions options, s
     }
   }
   publish();
+  // Set up: from here on each step, checkpoint call and background thread is a run of its own.
+  fabric_->run_.reset();
 }
 
 std::filesystem::path OnlineTrainer::last_checkpoint() const {
@@ -56,8 +58,8 @@ std::filesystem::path OnlineTrainer::last_checkpoint() const {
 }
 
 void OnlineTrainer::hold_stop_signals() {
-  // From the first step (or start) on, until stop() or the end: the online
-  // trainer's run. Only with checkpoint_dir, where a signal has somewhere to save.
+  // For the run (an inline step, or start() to stop()). Only with
+  // checkpoint_dir, where a signal has somewhere to save.
   if (!options_.checkpoint_dir.empty() && !signals_) signals_.emplace();
 }
 
@@ -157,8 +159,15 @@ double OnlineTrainer::train_step(const torch::Tensor& inputs, const torch::Tenso
     throw std::invalid_argument("[OnlineTrainer::train_step] inputs and targets must be tensors with the same "
                                 "first dimension (the batch)");
   }
+  // One step is one run: the thread count, SIGPIPE and the stop handlers
+  // hold during it only, so between steps the host's own handlers hear
+  // Ctrl-C and SIGTERM. A signal during the step saves and stops at its end.
+  const RunSettings settings({options_.num_threads, std::nullopt, std::nullopt});
+  struct ReleaseSignals {
+    std::optional<StopSignals>& held;
+    ~ReleaseSignals() { held.reset(); }
+  } release{signals_};
   hold_stop_signals();
-  const RunSettings settings({options_.num_threads, std::nullopt, std::nullopt});  // this step's thread count only
   return step(Batch{inputs, targets, {}});
 }
 
@@ -318,6 +327,7 @@ void OnlineTrainer::stop() {
   resume();  // a paused thread wakes to see the stream end
   stream_->end();
   if (thread_.joinable()) thread_.join();
+  const RunSettings scope(RunSettings::Wanted{});  // the saving below may write to a dead peer
   // A signal that came after the last step: save now, as at a step boundary.
   if (!failed_ && stop_signal_ == 0 && signals_ && StopSignals::received() != 0) check_stop_signal();
   signals_.reset();  // the program's handlers are back
@@ -335,11 +345,13 @@ torch::Tensor OnlineTrainer::predict(const torch::Tensor& inputs) {
 
 void OnlineTrainer::save_checkpoint(const std::filesystem::path& path) {
   if (running_) throw std::logic_error("[OnlineTrainer::save_checkpoint] background training is running; stop() it first");
+  const RunSettings scope(RunSettings::Wanted{});  // a collective between runs is a run
   save_state(path);
 }
 
 void OnlineTrainer::load_checkpoint(const std::filesystem::path& path) {
   if (running_) throw std::logic_error("[OnlineTrainer::load_checkpoint] background training is running; stop() it first");
+  const RunSettings scope(RunSettings::Wanted{});
   load_state(path);
   publish();
 }

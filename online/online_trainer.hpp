@@ -47,7 +47,8 @@ class OnlineTrainer {
   /// constructing for reproducible weights) and the one predict() runs. The
   /// module's predict_step(Batch{inputs}, 0) is what predict() returns.
   explicit OnlineTrainer(ModuleFactory make_module, OnlineOptions options = {},
-                         std::vector<std::shared_ptr<Logger>> loggers = {}, Platform platform = Platform::detect());
+                         std::vector<std::shared_ptr<Logger>> loggers = {},
+                         std::optional<Platform> platform = std::nullopt);
   /// Stops background training (the end of the stream) and waits for it;
   /// an error it had is dropped here (call stop() to see it).
   ~OnlineTrainer();
@@ -59,7 +60,9 @@ class OnlineTrainer {
   /// loss. A NaN or infinite loss or gradient takes no step: with
   /// on_nonfinite stop (the default) it throws std::runtime_error naming the
   /// step, the rank and the tensor; with skip it is counted. Not while
-  /// background training runs.
+  /// background training runs. Each call is a run of its own: the thread
+  /// count, SIGPIPE ignored and (with checkpoint_dir) the stop handlers hold
+  /// during it only; between calls the process is the program's.
   double train_step(const torch::Tensor& inputs, const torch::Tensor& targets);
 
   // --- background mode --------------------------------------------------------------
@@ -133,7 +136,7 @@ class OnlineTrainer {
   /// The training thread, while pause() holds it: waits between steps
   /// until resume(), stop() or a stop signal.
   void park(const std::function<bool()>& signalled);
-  /// Holds StopSignals from the first train_step or start() on (checkpoint_dir only).
+  /// Holds StopSignals for the run: an inline step, or start() to stop() (checkpoint_dir only).
   void hold_stop_signals();
   /// Fabric::save_checkpoint with extra_state().
   void save_state(const std::filesystem::path& path);
@@ -176,7 +179,7 @@ class OnlineTrainer {
   std::condition_variable pause_changed_;
   std::atomic<bool> running_{false};
   std::atomic<bool> failed_{false};
-  std::optional<StopSignals> signals_;  // with checkpoint_dir, during the run
+  std::optional<StopSignals> signals_;  // with checkpoint_dir, during a step or the background run
   std::atomic<int> stop_signal_{0};
   std::thread thread_;
   std::exception_ptr error_;  // written by the thread before failed_

@@ -41,11 +41,12 @@
 namespace fulgur {
 
 Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> callbacks,
-                 std::vector<std::shared_ptr<Logger>> loggers, Platform platform,
+                 std::vector<std::shared_ptr<Logger>> loggers, std::optional<Platform> given,
                  std::shared_ptr<SubprocessLauncher> launcher)
     : options_(options),
       // With mpi_communicator set, the run's ranks are that communicator's.
-      config_(TrainerConfig::resolve(options, platform = Platform::for_options(std::move(platform), options))),
+      config_(TrainerConfig::resolve(
+          options, *(given = Platform::for_options(given ? std::move(*given) : Platform::detect_for(options), options)))),
       callbacks_(std::move(callbacks)),
       loggers_(std::move(loggers)),
       signals_(std::make_unique<SignalConnector>()),  // reads FULGUR_SIGNAL_GRACE_S; installs nothing
@@ -58,9 +59,10 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
   for (const auto& logger : loggers_) {
     if (!logger) throw std::invalid_argument("[Trainer::Trainer] a logger is null");
   }
+  Platform& platform = *given;
   // The program's next Trainer: this process is rank 0 of the ranks its launcher started.
   if (launcher_ && launcher_->launched()) {
-    platform = Platform::detect(launcher_->environment());
+    platform = Platform::detect_for(options, launcher_->environment());
     config_ = TrainerConfig::resolve(options, platform);
   }
   if (!platform.environment || platform.environment->global_rank() == 0) {
@@ -134,7 +136,7 @@ void Trainer::start_ranks() {
   if (!launcher_) launcher_ = std::make_shared<SubprocessLauncher>();
   launch_peers(launch_platform_);
   try {
-    const Platform platform = Platform::detect(launcher_->environment());  // now a launched rank, as under torchrun
+    const Platform platform = Platform::detect_for(options_, launcher_->environment());  // now a launched rank, as under torchrun
     config_ = TrainerConfig::resolve(options_, platform);
     build(platform);
   } catch (...) {

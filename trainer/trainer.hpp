@@ -59,7 +59,11 @@ class SubprocessLauncher;
 ///   Trainer; a SIGTERM no run acted on goes to the program's own handler
 ///   when the run ends;
 /// - settings: the thread count, deterministic algorithms and cuDNN's
-///   benchmark mode the options ask for hold during a run only (RunSettings);
+///   benchmark mode the options ask for, and SIGPIPE ignored, hold during a
+///   run only (RunSettings);
+/// - modules: given no Platform, the Trainer detects one for its options
+///   (Platform::detect_for): with accelerator 'cpu' the CUDA module is never
+///   loaded;
 /// - resuming: fit() of a job that SLURM requeued or torchrun restarted
 ///   continues from the newest checkpoint its own run wrote (same
 ///   run_identity), unless ckpt_path says otherwise;
@@ -68,7 +72,7 @@ class SubprocessLauncher;
 class Trainer {
  public:
   explicit Trainer(TrainerOptions options = {}, std::vector<std::shared_ptr<Callback>> callbacks = {},
-                   std::vector<std::shared_ptr<Logger>> loggers = {}, Platform platform = Platform::detect(),
+                   std::vector<std::shared_ptr<Logger>> loggers = {}, std::optional<Platform> platform = std::nullopt,
                    std::shared_ptr<SubprocessLauncher> launcher = nullptr);
   /// Waits for checkpoint writes still in flight; changes nothing else.
   ~Trainer();

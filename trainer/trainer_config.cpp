@@ -39,9 +39,20 @@ int64_t parse_devices(const std::string& devices, int64_t available) {
 Platform Platform::detect() { return detect(process_environment()); }
 
 Platform Platform::detect(const EnvLookup& variables) {
-  Platform platform;
+  Platform platform = detect_for(TrainerOptions().accelerator(AcceleratorKind::Cpu), variables);
   CudaRuntime::load();  // before ATen is first asked about CUDA (CudaRuntime)
   platform.cuda_device_count = static_cast<int64_t>(torch::cuda::device_count());
+  return platform;
+}
+
+Platform Platform::detect_for(const TrainerOptions& options, const EnvLookup& variables) {
+  Platform platform;
+  // A CPU run never asks about CUDA: its module (libtorch_cuda and what it
+  // pulls in, RTLD_GLOBAL) stays out of the process.
+  if (options.accelerator() != AcceleratorKind::Cpu) {
+    CudaRuntime::load();  // before ATen is first asked about CUDA (CudaRuntime)
+    platform.cuda_device_count = static_cast<int64_t>(torch::cuda::device_count());
+  }
   std::shared_ptr<const ClusterEnvironment> env = detect_cluster_environment(variables);
   platform.world_size = env->world_size();
   platform.world_size_source = env->world_size_source();

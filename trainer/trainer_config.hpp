@@ -56,12 +56,19 @@ struct Platform {
   /// Who this process is (rank, rendezvous); null means a lone local process.
   std::shared_ptr<const ClusterEnvironment> environment;
 
-  /// The real machine: CUDA devices visible to LibTorch, and the cluster
-  /// environment detected from the process's variables.
+  /// The real machine: CUDA devices visible to LibTorch (loading the CUDA
+  /// module, CudaRuntime), and the cluster environment detected from the
+  /// process's variables.
   static Platform detect();
   /// The same from `variables` instead of this process's environment (a
   /// launcher's rank 0: SubprocessLauncher::environment()).
   static Platform detect(const EnvLookup& variables);
+  /// What a run of `options` needs to know: detect(variables), except that
+  /// CUDA is not asked about (cuda_device_count 0, the CUDA module not
+  /// loaded) when the options choose accelerator 'cpu'. What the Trainer,
+  /// Fabric and OnlineTrainer use when given no Platform: a module is loaded
+  /// by a run that needs it, never for one that does not.
+  static Platform detect_for(const TrainerOptions& options, const EnvLookup& variables = process_environment());
   /// `platform`, or with TrainerOptions::mpi_communicator set, the ranks of
   /// that communicator (CommunicatorEnvironment; collective over it).
   static Platform for_options(Platform platform, const TrainerOptions& options);

@@ -1,14 +1,11 @@
 #pragma once
 
-#include <fulgur/core/ignored_signal.hpp>
 #include <fulgur/strategies/environments/cluster_environment.hpp>
 #include <fulgur/strategies/collectives/collective_wait.hpp>
 #include <fulgur/modules/reduce_op.hpp>
 #include <fulgur/strategies/options/process_group_backend.hpp>
 
 #include <torch/torch.h>
-
-#include <csignal>
 
 #include <atomic>
 #include <chrono>
@@ -77,6 +74,12 @@ class RingAllreduce;
 /// blocking unless named *_async; all ranks must issue them in the same order.
 /// Every collective issued is counted (counts()): a diagnostic for what a
 /// training step communicates, at the cost of one atomic increment.
+///
+/// A group leaves SIGPIPE as it finds it: its sockets are Gloo's and the
+/// store's (no MSG_NOSIGNAL of ours to pass), and a group outlives its runs,
+/// so the run that uses it ignores SIGPIPE (RunSettings: the Trainer, Fabric
+/// and online trainer do). A program that drives a group itself holds
+/// IgnoredSignal(SIGPIPE) around its use, or a peer's death kills it silently.
 class ProcessGroup {
  public:
   /// `waits`: where its waits are marked (the strategy's; groups made from
@@ -141,7 +144,6 @@ class ProcessGroup {
  private:
   void create_backend(const c10::intrusive_ptr<c10d::Store>& store);
 
-  IgnoredSignal sigpipe_{SIGPIPE};  // while the group's sockets are open
   ProcessGroupOptions options_;
   std::shared_ptr<CollectiveWait> waits_;
   c10::intrusive_ptr<c10d::Store> store_;

@@ -8,8 +8,10 @@ namespace fulgur {
 /// it) only on a machine with a CUDA driver. fulgur links LibTorch's CPU
 /// half alone; with a CUDA build of LibTorch the fulgur_cuda module (which
 /// needs libtorch_cuda and holds the NCCL backend) is loaded on first use:
-/// by fulgur's entry points (Platform::detect — every Trainer, Fabric and
-/// OnlineTrainer —, seed_everything, the command line), never before main.
+/// by fulgur's entry points (Platform::detect; a Trainer, Fabric or
+/// OnlineTrainer whose accelerator is not 'cpu', Platform::detect_for;
+/// seed_everything; the command line), never before main, never for a run
+/// on the CPU alone.
 /// ATen decides once per process whether CUDA is there, so a program that
 /// asks LibTorch about CUDA itself (torch::cuda::is_available,
 /// torch::manual_seed) before any of those calls load() first. Without a

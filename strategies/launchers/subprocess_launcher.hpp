@@ -23,7 +23,7 @@ namespace fulgur {
 /// An object the program owns, not a process-wide one: the peers live as
 /// long as it does (its destructor joins them), so a program that builds
 /// several Trainers one after another makes one launcher and hands it to
-/// each (`Trainer(options, {}, {}, Platform::detect(), launcher)`; the
+/// each (`Trainer(options, {}, {}, std::nullopt, launcher)`; the
 /// command line does so for its tuners and its run). A Trainer handed none
 /// makes its own, which lives as long as that Trainer.
 class SubprocessLauncher {

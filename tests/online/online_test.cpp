@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <utility>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -404,7 +405,7 @@ TEST_CASE("SIGTERM with a producer faster than training: it saves, and the produ
   CHECK_NOTHROW(online.stop());
 }
 
-TEST_CASE("SIGUSR1 alone (SLURM's warning), inline: the next step is taken and saved, later calls say so, a restart resumes, and SIGUSR1 is the program's again") {
+TEST_CASE("SIGUSR1 alone (SLURM's warning) during an inline step: the step is taken and saved, later calls say so, a restart resumes, and SIGUSR1 is the program's between steps and after") {
   TempDir dir("online-sigusr1");
   OnlineOptions options = online_options(dir);
   options.checkpoint_dir = dir / "ckpt";
@@ -412,12 +413,22 @@ TEST_CASE("SIGUSR1 alone (SLURM's warning), inline: the next step is taken and s
   struct sigaction before {};
   REQUIRE(sigaction(SIGUSR1, nullptr, &before) == 0);
   REQUIRE(bool(before.sa_handler == SIG_DFL));  // with no run holding it, a SIGUSR1 would end this test program
+  // SLURM's warning in the middle of a step (between steps it is the program's own).
+  struct UsrInStep : Mlp {
+    bool raise_next = false;
+    torch::Tensor training_step(const Batch& batch, int64_t idx) override {
+      if (std::exchange(raise_next, false)) std::raise(SIGUSR1);
+      return Mlp::training_step(batch, idx);
+    }
+  };
   {
-    OnlineTrainer online([] { return std::make_shared<Mlp>(); }, options);
-    online.train_step(batches[0].input, batches[0].target);  // from the first step on, signals are recorded
-    std::raise(SIGUSR1);
-    CHECK(online.stop_signal() == 0);  // recorded; acted on at the step boundary
-    const double loss = online.train_step(batches[1].input, batches[1].target);
+    OnlineTrainer online([] { return std::make_shared<UsrInStep>(); }, options);
+    online.train_step(batches[0].input, batches[0].target);
+    struct sigaction between {};
+    REQUIRE(sigaction(SIGUSR1, nullptr, &between) == 0);
+    CHECK(bool(between.sa_handler == SIG_DFL));  // nothing held between inline steps
+    dynamic_cast<UsrInStep&>(online.module()).raise_next = true;
+    const double loss = online.train_step(batches[1].input, batches[1].target);  // recorded; acted on at its end
     CHECK(std::isfinite(loss));
     CHECK(online.stop_signal() == SIGUSR1);
     CHECK(online.global_step() == 2);

@@ -10,7 +10,8 @@
 // inline: OnlineTrainer::train_step (horovod: the same under the horovod
 // strategy's ring allreduce; fsdp: under fsdp SHARD_GRAD_OP); fabric: Fabric::training_step; fit:
 // Trainer::fit over a SampleStream; resume: inline with a checkpoint folder,
-// raising SIGTERM before step STOP_AT (-1: never), exiting 143 once the
+// raising SIGTERM inside step STOP_AT (-1: never; between steps the signal
+// is the program's own, as it is a guest's), exiting 143 once the
 // trainer saved and stopped, and resuming from the folder when restarted.
 // rates (2 ranks): background training from replay buffers fed at different
 // rates, rank 1's simulation ending first; each rank writes its step count,
@@ -43,12 +44,20 @@ namespace {
 
 using namespace fulgur;
 
+// Set by the resume mode: the next training step raises SIGTERM, as SLURM
+// would in the middle of one.
+bool g_sigterm_in_step = false;
+
 struct Mlp : LightningModule {
   Mlp() {
     net = register_module("net", torch::nn::Sequential(torch::nn::Linear(4, 16), torch::nn::Tanh(),
                                                        torch::nn::Linear(16, 2)));
   }
   torch::Tensor training_step(const Batch& batch, int64_t) override {
+    if (g_sigterm_in_step) {
+      g_sigterm_in_step = false;
+      std::raise(SIGTERM);
+    }
     return torch::mse_loss(net->forward(batch.input), batch.target);
   }
   torch::Tensor predict_step(const Batch& batch, int64_t) override { return net->forward(batch.input); }
@@ -136,7 +145,7 @@ int main(int argc, char** argv) {
       OnlineTrainer trainer([] { return std::make_shared<Mlp>(); }, online, {}, platform);
       // The program knows where its stream stands from the trainer's step.
       for (auto i = static_cast<size_t>(trainer.global_step()); i < local.size(); ++i) {
-        if (static_cast<int64_t>(i) == stop_at) std::raise(SIGTERM);  // as SLURM would, mid-run
+        g_sigterm_in_step = static_cast<int64_t>(i) == stop_at;
         trainer.train_step(local[i].input, local[i].target);
         if (trainer.stop_signal() != 0) return 128 + trainer.stop_signal();
       }

@@ -12,6 +12,7 @@
 //
 // A rank prints "ring_probe rank R: ok, C checks" or the first mismatch and
 // exits 1. FULGUR_RING_TIMEOUT_S bounds every wait (default 60).
+#include <fulgur/core/ignored_signal.hpp>
 #include <fulgur/strategies/environments/detect_cluster_environment.hpp>
 #include <fulgur/strategies/launchers/local_launcher.hpp>
 #include <fulgur/strategies/collectives/process_group.hpp>
@@ -109,6 +110,9 @@ int main(int argc, char** argv) {
     }
     const char* timeout = std::getenv("FULGUR_RING_TIMEOUT_S");
     const auto env = fulgur::detect_cluster_environment();
+    // No Trainer runs here: the program ignores SIGPIPE itself, so a write to
+    // the killed rank's socket fails with EPIPE instead of ending this rank.
+    const fulgur::IgnoredSignal sigpipe(SIGPIPE);
     fulgur::ProcessGroup group(fulgur::process_group_options(*env, timeout ? std::atof(timeout) : 60.0));
     if (mode == "check") return check(group);
     if (mode == "loop") return loop(group, argc > 3 ? std::atoll(argv[3]) : -1);

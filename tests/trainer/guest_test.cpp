@@ -5,6 +5,9 @@
 // the SIGUSR1 and SIGPIPE defaults, its thread count, LibTorch's flags and
 // its thread population exactly as it left them. During a run fulgur's
 // handlers are in place, and a stop signal outside fit ends the run there.
+// The same on 2 ranks (Gloo and MPI, under mpirun), between inline online
+// steps and for two runs on two threads: host_probe guest-* (below).
+#include "support/probe_commands.hpp"
 #include "support/test_support.hpp"
 #include "support/tiny_modules.hpp"
 
@@ -12,6 +15,8 @@
 #include <fulgur/core/stop_signals.hpp>
 #include <fulgur/online/fabric.hpp>
 #include <fulgur/online/online_trainer.hpp>
+#include <fulgur/strategies/environments/local_environment.hpp>
+#include <fulgur/strategies/launchers/network.hpp>
 #include <fulgur/trainer/connectors/stop_signal_error.hpp>
 #include <fulgur/trainer/run_settings.hpp>
 
@@ -19,13 +24,22 @@
 #include <ATen/Parallel.h>
 #include <doctest/doctest.h>
 
+#include <dlfcn.h>
+
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 namespace guest_test {
 
@@ -68,8 +82,10 @@ struct HostState {
             at::get_num_threads(), at::globalContext().benchmarkCuDNN(),
             at::globalContext().deterministicAlgorithms(), thread_count()};
   }
-  void check_equal(const HostState& other, const char* when) const {
-    CAPTURE(when);
+  /// `threads_too`: the process's thread population as well (not while a
+  /// process group lives: Gloo's and the store's threads are the group's).
+  void check_equal(const HostState& other, const char* when, bool threads_too = true) const {
+    CAPTURE(std::string(when));
     CHECK(same(term, other.term));
     CHECK(same(intr, other.intr));
     CHECK(same(usr1, other.usr1));
@@ -77,7 +93,7 @@ struct HostState {
     CHECK(threads == other.threads);
     CHECK(benchmark == other.benchmark);
     CHECK(deterministic == other.deterministic);
-    CHECK(population == other.population);
+    if (threads_too) CHECK(population == other.population);
   }
 };
 
@@ -217,9 +233,14 @@ TEST_CASE("guest: an OnlineTrainer and a Fabric change nothing when constructed;
     OnlineTrainer online([] { return std::make_shared<fulgur::testing::RecordingModule>(); }, options);
     HostState::read().check_equal(before, "after constructing an OnlineTrainer");
     online.train_step(torch::ones({8, 4}), torch::ones({8}));
-    CHECK(at::get_num_threads() == before.threads);  // num_threads held during the step only
-    // Inline training runs from its first step to its end: the signals are recorded meanwhile.
-    CHECK(!same(handler_of(SIGTERM), host_term));
+    // Each inline step is a run of its own: between steps the process is the host's.
+    HostState::read().check_equal(before, "between inline steps");
+    const int host_ints = g_host_ints.load();
+    std::raise(SIGINT);  // the host's Ctrl-C while its own simulation computes
+    CHECK(g_host_ints.load() == host_ints + 1);
+    online.train_step(torch::ones({8, 4}), torch::ones({8}));
+    CHECK(online.stop_signal() == 0);  // not a stop request: no step held the handlers when it came
+    HostState::read().check_equal(before, "after the second inline step");
   }
   CHECK(same(handler_of(SIGTERM), host_term));
   {
@@ -227,6 +248,101 @@ TEST_CASE("guest: an OnlineTrainer and a Fabric change nothing when constructed;
     HostState::read().check_equal(before, "after constructing a Fabric");
   }
   HostState::read().check_equal(before, "after the OnlineTrainer and the Fabric ended");
+}
+
+TEST_CASE("guest: a 1-rank ddp run holds SIGPIPE ignored during the run only; two runs on two threads give it back last") {
+  const Host host;
+  (void)torch::ones({8, 4}).matmul(torch::ones({4, 1})).sum().item<float>();
+  const HostState before = HostState::read();
+  TempDir dir("guest-sigpipe");
+  // A process group of one (ddp, devices 1) on a store port nobody else uses.
+  const auto platform_with_group = [] {
+    const int port = fulgur::pick_free_port("127.0.0.1");
+    Platform platform;
+    platform.environment = std::make_shared<LocalEnvironment>([port](const std::string& name) {
+      return name == "MASTER_PORT" ? std::optional<std::string>(std::to_string(port)) : std::nullopt;
+    });
+    return platform;
+  };
+  class SeesSigpipe : public fulgur::testing::RecordingModule {
+   public:
+    torch::Tensor training_step(const Batch& batch, int64_t batch_idx) override {
+      pipe_in_run = handler_of(SIGPIPE);
+      return RecordingModule::training_step(batch, batch_idx);
+    }
+    Handler pipe_in_run = SIG_DFL;
+  };
+  Trainer trainer(host_options(dir).logger(false).max_epochs(1).strategy(StrategyKind::DDP).devices(1), {}, {},
+                  platform_with_group());
+  SeesSigpipe model;
+  RegressionData data(2, 1);
+  trainer.fit(model, data);
+  CHECK(same(model.pipe_in_run, SIG_IGN));  // a write to a dead peer fails with EPIPE during the run
+  HostState::read().check_equal(before, "after a ddp fit, its process group alive", /*threads_too=*/false);
+
+  // Two runs on two threads, the first to begin ending first: the second still holds SIGPIPE.
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool second_running = false;
+  bool first_ended = false;
+  Handler in_second_after_first = SIG_DFL;
+  class AtFirstStep : public fulgur::testing::RecordingModule {
+   public:
+    explicit AtFirstStep(std::function<void()> at_first) : at_first_(std::move(at_first)) {}
+    torch::Tensor training_step(const Batch& batch, int64_t batch_idx) override {
+      if (at_first_) std::exchange(at_first_, nullptr)();
+      return RecordingModule::training_step(batch, batch_idx);
+    }
+
+   private:
+    std::function<void()> at_first_;
+  };
+  bool met = false;
+  const auto wait_for = [&](const bool& flag) {
+    std::unique_lock lock(mutex);
+    met = changed.wait_for(lock, std::chrono::seconds(120), [&] { return flag; });
+  };
+  const auto set = [&](bool& flag) {
+    {
+      const std::lock_guard lock(mutex);
+      flag = true;
+    }
+    changed.notify_all();
+  };
+  Trainer second(host_options(dir).logger(false).max_epochs(1), {}, {}, Platform{});
+  std::string second_error;
+  std::thread second_thread([&] {
+    AtFirstStep model([&] {
+      set(second_running);
+      std::unique_lock lock(mutex);
+      changed.wait_for(lock, std::chrono::seconds(120), [&] { return first_ended; });
+      in_second_after_first = handler_of(SIGPIPE);
+    });
+    RegressionData data(2, 1);
+    try {
+      second.fit(model, data);
+    } catch (const std::exception& e) {
+      second_error = e.what();
+      set(second_running);  // never leave the first run waiting
+    }
+  });
+  std::string error;
+  try {
+    Trainer first(host_options(dir).logger(false).max_epochs(1).strategy(StrategyKind::DDP).devices(1), {}, {},
+                  platform_with_group());
+    AtFirstStep model([&] { wait_for(second_running); });
+    RegressionData data(2, 1);
+    first.fit(model, data);
+  } catch (const std::exception& e) {
+    error = e.what();  // the second thread is joined first
+  }
+  set(first_ended);
+  second_thread.join();
+  CHECK(error.empty());
+  CHECK(second_error.empty());
+  CHECK(met);  // the two runs overlapped
+  CHECK(same(in_second_after_first, SIG_IGN));
+  HostState::read().check_equal(before, "after two runs on two threads ended first-begun-first", /*threads_too=*/false);
 }
 
 TEST_CASE("guest: the options' threads, deterministic and cuDNN benchmark hold during the run only") {
@@ -355,6 +471,58 @@ TEST_CASE("IgnoredSignal: ignores a default signal while held, leaves a program'
     ::sigaction(signal, &old, nullptr);
   }
   CHECK_THROWS_WITH_AS(IgnoredSignal(SIGKILL), "[IgnoredSignal] signal 9 cannot be ignored", std::invalid_argument);
+}
+
+namespace {
+
+/// A folder whose libcuda.so.1 is CUDA's stub driver, for a machine with the
+/// CUDA toolkit but no GPU: there fulgur's CUDA module loads as on a GPU
+/// machine (and then sees no device), so a run that loads it needlessly
+/// shows in /proc/self/maps. Empty with a real driver, or without a stub.
+std::string stub_driver_dir(const TempDir& dir) {
+  if (dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD) != nullptr) return "";
+  if (void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    dlclose(driver);
+    return "";  // a real driver: the module loads for real
+  }
+  std::vector<std::string> roots{"/usr/local/cuda"};
+  if (const char* home = std::getenv("CUDA_HOME")) roots.insert(roots.begin(), home);
+  for (const auto& root : roots) {
+    for (const char* sub : {"/lib64/stubs/libcuda.so", "/lib/stubs/libcuda.so", "/targets/x86_64-linux/lib/stubs/libcuda.so"}) {
+      if (!std::filesystem::exists(root + sub)) continue;
+      const std::filesystem::path stubs = dir / "stub-driver";
+      std::filesystem::create_directories(stubs);
+      std::filesystem::create_symlink(root + sub, stubs / "libcuda.so.1");
+      return stubs.string();
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("guest on 2 ranks (Gloo, MPI under mpirun): a Trainer, inline online steps, a Fabric and two runs on two threads give everything back") {
+  // tests/probes/host_probe.cpp, mode guest-*: each rank checks its SIGPIPE,
+  // SIGTERM, SIGINT and SIGUSR1 dispositions, LibTorch's thread count and
+  // the CUDA modules in /proc/self/maps after every run, between inline
+  // steps and after a SIGINT between them (the host's alone).
+  for (const std::string backend : {"gloo", "mpi"}) {
+    CAPTURE(backend);
+    TempDir dir("guest-" + backend);
+    const std::string stubs = stub_driver_dir(dir);
+    if (stubs.empty()) MESSAGE("no CUDA stub driver found: the maps check sees a real driver or none");
+    const std::string command =
+        "env -u MASTER_ADDR -u MASTER_PORT mpirun --allow-run-as-root --oversubscribe -np 2 -x FULGUR_FILE_STORE=" +
+        (dir / "store-1").string() + (stubs.empty() ? "" : " -x LD_LIBRARY_PATH=" + stubs + ":${LD_LIBRARY_PATH}") +
+        " " + fulgur::testing::probe_program("host_probe") + " guest-" + backend + " " + dir.path().string();
+    const auto result = fulgur::testing::run_command(command, 300);
+    INFO(command);
+    INFO(result.output);
+    CHECK(result.exit_code == 0);
+    // 10 comparisons of 5 items (4 dispositions, the thread count; a CUDA module mapped adds one) and 3 more.
+    CHECK(result.output.find("guest rank 0: 53 checks, 0 failed") != std::string::npos);
+    CHECK(result.output.find("guest rank 1: 53 checks, 0 failed") != std::string::npos);
+  }
 }
 
 }  // namespace guest_test

@@ -263,7 +263,7 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
   // The Trainer checks every option before a process, a group or a file
   // exists, starts the other ranks when no launcher did, and resumes a
   // restarted job.
-  Trainer trainer(options, callbacks, loggers, Platform::detect(), launcher);
+  Trainer trainer(options, callbacks, loggers, std::nullopt, launcher);
   switch (args.subcommand) {
     case Stage::Fit: {
       trainer.fit(*model, *data, ckpt_path);
