@@ -117,6 +117,8 @@ class EnsembleClient {
   std::vector<Rank> ranks_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
+  /// A blocked send() waits here for room in the queue (apart from changed_: not woken at every message sent).
+  std::condition_variable room_;
   std::deque<std::shared_ptr<Message>> queue_;
   bool closing_ = false, closed_ = false, give_up_ = false, sending_ = false, refused_ = false;
   /// A server rank's protocol version when it is not ours (refused_ is then set too); 0: ours.
