@@ -47,8 +47,8 @@ class EnsembleClient {
   EnsembleClient& operator=(const EnsembleClient&) = delete;
 
   /// Queues `input_shape[0]` samples (C order; targets the same count
-  /// first), copied before it returns. A full queue waits or drops its
-  /// oldest message, as options.when_full says. std::invalid_argument for
+  /// first), copied before it returns. A full queue waits (until half of it
+  /// went out) or drops its oldest message, as options.when_full says. std::invalid_argument for
   /// shapes that are empty, hold an extent < 1, disagree on the count or
   /// have more than 8 dimensions per sample; std::logic_error after close();
   /// EnsembleRefusedError once a server rank refused the key;
