@@ -17,6 +17,7 @@
 //   ensemble_bench [--messages 3200] [--seconds 4] [--sim_steps 2000] [--pairs 5] [--only ingestion|training|solver]
 //   ensemble_bench --only ingestion_zmq [--kib 64] [--messages 3200] [--pairs 5]
 //                  fulgur against plain ZeroMQ PUSH/PULL alone, alternating pairs: each ratio and the median
+//   ensemble_bench --only ingestion_fulgur [--kib 64] [--messages 3200]: fulgur's side alone, once (for perf)
 #include "bench_support.hpp"
 
 #include <fulgur/ensemble/ensemble_client.hpp>
@@ -29,6 +30,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -48,6 +50,17 @@ using Clock = std::chrono::steady_clock;
 using fulgur::bench::flag;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// The process's CPU seconds so far (every thread, user and system): beside a wall time, how many cores it kept busy.
+double cpu_seconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+}
+
+// Cores kept busy by the last plain_zmq_gbps or fulgur_gbps (CPU seconds over wall seconds).
+double g_cores = 0.0;
 
 /// An MLP of `inputs` features, two tanh layers of `hidden`, one output (Adam, 1e-3): ingestion only needs its shapes.
 std::function<std::shared_ptr<fulgur::LightningModule>()> mlp(int64_t inputs, int64_t hidden) {
@@ -127,6 +140,7 @@ double plain_zmq_gbps(int clients, int64_t messages, size_t bytes) {
   zmq_getsockopt(pull, ZMQ_LAST_ENDPOINT, endpoint, &size);
   std::vector<std::thread> senders;
   const auto start = Clock::now();
+  const double cpu_start = cpu_seconds();
   for (int c = 0; c < clients; ++c) {
     senders.emplace_back([&] {
       void* own = zmq_ctx_new();
@@ -144,6 +158,7 @@ double plain_zmq_gbps(int clients, int64_t messages, size_t bytes) {
   for (int64_t m = 0; m < total; ++m) zmq_msg_recv(&message, pull, 0);
   zmq_msg_close(&message);
   const double seconds = seconds_since(start);
+  g_cores = (cpu_seconds() - cpu_start) / seconds;
   for (auto& t : senders) t.join();
   zmq_close(pull);
   zmq_ctx_term(context);
@@ -169,6 +184,7 @@ double fulgur_gbps(int clients, int64_t messages, size_t bytes, const std::files
   trainer.pause();  // ingestion alone
   std::vector<std::thread> senders;
   const auto start = Clock::now();
+  const double cpu_start = cpu_seconds();
   for (int c = 0; c < clients; ++c) {
     senders.emplace_back([&, c] {
       pthread_setname_np(pthread_self(), "solver");
@@ -181,6 +197,7 @@ double fulgur_gbps(int clients, int64_t messages, size_t bytes, const std::files
   for (auto& t : senders) t.join();
   serving.join();  // ends at the last goodbye
   const double seconds = seconds_since(start);
+  g_cores = (cpu_seconds() - cpu_start) / seconds;
   int64_t received = 0;
   for (const auto& [client, account] : server.accounts()) received += account.received;
   if (received != clients * messages) std::printf("ensemble_bench: received %ld of %ld\n", received, clients * messages);
@@ -309,17 +326,25 @@ int main(int argc, char** argv) {
     std::vector<std::array<double, 3>> pairs;  // ratio, fulgur, zmq
     for (int64_t p = 0; p < solver_pairs; ++p) {
       const double zmq = plain_zmq_gbps(8, messages, bytes);
+      const double zmq_cores = g_cores;
       const double ours = fulgur_gbps(8, messages, bytes, dir / fmt::format("zmq{}", p));
       pairs.push_back({ours / zmq, ours, zmq});
-      std::printf("ensemble_bench[ingestion %zu KiB, 8 clients x %ld, pair %ld]: fulgur %.2f GB/s, plain ZeroMQ "
-                  "PUSH/PULL %.2f GB/s: %.2fx\n",
-                  bytes >> 10, messages, p, ours, zmq, ours / zmq);
+      // The cores each kept busy: below 2 on the 2-core VM, the rest waited (or went to other work).
+      std::printf("ensemble_bench[ingestion %zu KiB, 8 clients x %ld, pair %ld]: fulgur %.2f GB/s (%.2f cores busy), "
+                  "plain ZeroMQ PUSH/PULL %.2f GB/s (%.2f cores): %.2fx\n",
+                  bytes >> 10, messages, p, ours, g_cores, zmq, zmq_cores, ours / zmq);
     }
     std::sort(pairs.begin(), pairs.end());
     const auto& [ratio, ours, zmq] = pairs[pairs.size() / 2];
     std::printf("ensemble_bench[ingestion %zu KiB against plain ZeroMQ]: median of %ld pairs %.2fx (fulgur %.2f GB/s, "
                 "ZeroMQ %.2f GB/s; goal >= 0.9)\n",
                 bytes >> 10, solver_pairs, ratio, ours, zmq);
+  }
+  if (only == "ingestion_fulgur") {  // fulgur's side alone, once (for a profiler: perf record -g)
+    const auto bytes = static_cast<size_t>(flag(argc, argv, "--kib", int64_t{64})) << 10;
+    const double ours = fulgur_gbps(8, messages, bytes, dir / "fulgur");
+    std::printf("ensemble_bench[ingestion %zu KiB, 8 clients x %ld]: fulgur %.2f GB/s (%.2f cores busy)\n", bytes >> 10,
+                messages, ours, g_cores);
   }
   if (runs("training")) {
     const double memory = steps_per_second(false, seconds, dir / "memory");

@@ -100,10 +100,12 @@ EnsembleClient::EnsembleClient(const std::filesystem::path& rendezvous, uint64_t
   for (uint64_t j = 0; j < used; ++j) {
     const std::string& endpoint = file.endpoints[static_cast<size_t>((client_id_ % world + j) % world)];
     void* socket = zmq_socket(context_, ZMQ_DEALER);
-    // Our queue is the bound: ZeroMQ holds a few messages per rank beyond it,
-    // and only for a rank it is connected to (immediate), so that "sent" means
-    // handed to a live connection and a server that is away leaves them queued here.
-    const int high_water = 4, timeout_ms = 100, immediate = 1;
+    // ZeroMQ holds messages only for a rank it is connected to (immediate), so that "sent" means handed to a
+    // live connection and a server that is away leaves them queued here. It holds at most a window's worth
+    // (the unacknowledged messages, which the window bounds anyway): a pipe of a few messages ran dry at
+    // every one, and each message then woke ZeroMQ's I/O thread (a system call each side).
+    const int high_water = static_cast<int>(std::clamp<int64_t>(options_.queue_capacity, 4, 1 << 20));
+    const int timeout_ms = 100, immediate = 1;
     zmq_setsockopt(socket, ZMQ_SNDHWM, &high_water, sizeof high_water);
     zmq_setsockopt(socket, ZMQ_IMMEDIATE, &immediate, sizeof immediate);
     zmq_setsockopt(socket, ZMQ_SNDTIMEO, &timeout_ms, sizeof timeout_ms);
@@ -188,7 +190,11 @@ void EnsembleClient::queue(const void* inputs, const std::vector<int64_t>& input
       counts_.queued -= queue_.front()->samples;
       queue_.pop_front();
     } else {
-      changed_.wait(lock, [&] { return static_cast<int64_t>(queue_.size()) < options_.queue_capacity || refused_; });
+      // Woken once the queue is down to half (not at each message the sender thread takes): one wake-up per
+      // half a queue, as ZeroMQ's own low-water mark, instead of a context switch per message.
+      room_.wait(lock, [&] {
+        return static_cast<int64_t>(queue_.size()) <= options_.queue_capacity / 2 || refused_ || give_up_;
+      });
       throw_if_refused("send");
     }
   }
@@ -316,7 +322,10 @@ void EnsembleClient::run() {
     {
       std::unique_lock lock(mutex_);
       if (acknowledged) changed_.notify_all();
-      if (give_up_ || refused_) break;
+      if (give_up_ || refused_) {
+        room_.notify_all();  // a send() waiting for room learns why there is none
+        break;
+      }
       // A rank holds at most queue_capacity unacknowledged messages of ours.
       const bool room = static_cast<int64_t>(ranks_[next].unacked.size()) < options_.queue_capacity;
       if (queue_.empty() || !room) {
@@ -339,7 +348,7 @@ void EnsembleClient::run() {
       message = std::move(queue_.front());
       queue_.pop_front();
       sending_ = true;
-      changed_.notify_all();  // room for a blocked send()
+      if (static_cast<int64_t>(queue_.size()) <= options_.queue_capacity / 2) room_.notify_all();
     }
     Rank& rank = ranks_[next];
     if (message->rank < 0) {
@@ -378,6 +387,7 @@ EnsembleClientCounts EnsembleClient::close() {
   changed_.wait_until(lock, deadline, [&] { return refused_ || (queue_.empty() && unacked_ == 0 && !sending_); });
   give_up_ = true;  // what is still queued stays unsent
   changed_.notify_all();
+  room_.notify_all();
   lock.unlock();
   if (thread_.joinable()) thread_.join();
   // Each rank learns how many samples it was sent (the server reconciles with that), again until it

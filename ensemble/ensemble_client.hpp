@@ -47,8 +47,8 @@ class EnsembleClient {
   EnsembleClient& operator=(const EnsembleClient&) = delete;
 
   /// Queues `input_shape[0]` samples (C order; targets the same count
-  /// first), copied before it returns. A full queue waits or drops its
-  /// oldest message, as options.when_full says. std::invalid_argument for
+  /// first), copied before it returns. A full queue waits (until half of it
+  /// went out) or drops its oldest message, as options.when_full says. std::invalid_argument for
   /// shapes that are empty, hold an extent < 1, disagree on the count or
   /// have more than 8 dimensions per sample; std::logic_error after close();
   /// EnsembleRefusedError once a server rank refused the key;
@@ -117,6 +117,8 @@ class EnsembleClient {
   std::vector<Rank> ranks_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
+  /// A blocked send() waits here for room in the queue (apart from changed_: not woken at every message sent).
+  std::condition_variable room_;
   std::deque<std::shared_ptr<Message>> queue_;
   bool closing_ = false, closed_ = false, give_up_ = false, sending_ = false, refused_ = false;
   /// A server rank's protocol version when it is not ours (refused_ is then set too); 0: ours.

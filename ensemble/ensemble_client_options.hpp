@@ -5,7 +5,8 @@ namespace fulgur {
 
 /// What send() does when the client's queue is full (the server is slow or away).
 enum class WhenQueueFull {
-  /// send() waits for room: the solver slows to the server's pace.
+  /// send() waits for room (until half the queue went out: one wake-up per half a queue, not per message):
+  /// the solver slows to the server's pace.
   Block,
   /// The oldest queued message is dropped (counted): the solver never waits.
   DropOldest,

@@ -29,6 +29,12 @@ using Clock = std::chrono::steady_clock;
 constexpr int kLoggedPerReason = 5;  // refusals logged one line each; after that only counted
 constexpr int64_t kLoggedJoins = 10;  // the first clients' first samples, one line each
 constexpr rlim_t kSpareFiles = 64;     // the process's own files and sockets besides the clients' connections
+// A client is acknowledged once per kAckEvery of its messages, and at most kAckWithin after the first unanswered
+// one (or when nothing more comes): not after every read, where each acknowledgement woke four threads (both
+// sides' I/O threads, the client's sender and the rank's own) for one or two messages. The client's window
+// (its queue_capacity, 64 by default) is many times kAckEvery, so it never waits for one.
+constexpr int64_t kAckEvery = 8;
+constexpr auto kAckWithin = std::chrono::milliseconds(1);
 
 std::string host_name() {
   char name[HOST_NAME_MAX + 1] = {};
@@ -36,14 +42,17 @@ std::string host_name() {
   return name;
 }
 
-// The frames of one message; closes them when it goes.
+// The frames of one message (the first kKept of them: a sample message has no more, so no allocation per
+// message; the rest are only counted); closes them when it goes.
 struct Frames {
-  std::vector<zmq_msg_t> parts;
+  static constexpr size_t kKept = 4;  // the routing id, the header, inputs, targets
+  zmq_msg_t parts[kKept];
+  size_t kept = 0, count = 0;
   Frames() = default;
   Frames(const Frames&) = delete;
   Frames& operator=(const Frames&) = delete;
   ~Frames() {
-    for (auto& part : parts) zmq_msg_close(&part);
+    for (size_t i = 0; i < kept; ++i) zmq_msg_close(&parts[i]);
   }
 };
 
@@ -194,6 +203,7 @@ void EnsembleServer::serve() {
   const double drain_s = trainer_.stop_signal() != 0 ? 0.0 : options_.drain_s;
   const auto drain_end = Clock::now() + std::chrono::duration<double>(drain_s);
   while (Clock::now() < drain_end && !all_finished()) receive_for(50);
+  acknowledge(true);  // what was read last is answered before the socket goes
   reconcile();
   const int64_t rank = trainer_.fabric().global_rank();
   if (trainer_.stop_signal() != 0) {
@@ -215,10 +225,14 @@ void EnsembleServer::serve() {
 
 void EnsembleServer::receive_for(int milliseconds) {
   zmq_pollitem_t items[2] = {{socket_, 0, ZMQ_POLLIN, 0}, {watch_->monitor(), 0, ZMQ_POLLIN, 0}};
-  if (zmq_poll(items, 2, milliseconds) > 0 && (items[0].revents & ZMQ_POLLIN) != 0) {
+  // Someone owed an acknowledgement gets it within kAckWithin: wait no longer for more.
+  const int wait = owing_.empty() ? milliseconds : std::min(milliseconds, static_cast<int>(kAckWithin.count()));
+  if (zmq_poll(items, 2, wait) > 0 && (items[0].revents & ZMQ_POLLIN) != 0) {
     while (receive_one()) {  // what is queued, without a poll per message
     }
-    acknowledge();
+    acknowledge(false);
+  } else {
+    acknowledge(true);  // nothing more came: everyone owed is answered
   }
   watch_connections();
 }
@@ -250,9 +264,30 @@ WireHeader EnsembleServer::acknowledgement(uint64_t client) {
   return ack;
 }
 
-void EnsembleServer::acknowledge() {
-  for (const uint64_t client : to_acknowledge_) reply(routes_[client], acknowledgement(client));
-  to_acknowledge_.clear();
+void EnsembleServer::owe(uint64_t client, bool now) {
+  Owed& owed = owed_[client];
+  if (owed.messages == 0 && !owed.now) {
+    owed.since = Clock::now();
+    owing_.push_back(client);
+  }
+  ++owed.messages;
+  owed.now = owed.now || now;
+}
+
+void EnsembleServer::acknowledge(bool all) {
+  const auto now = Clock::now();
+  for (size_t i = 0; i < owing_.size();) {
+    const uint64_t client = owing_[i];
+    Owed& owed = owed_[client];
+    if (!all && !owed.now && owed.messages < kAckEvery && now - owed.since < kAckWithin) {
+      ++i;
+      continue;
+    }
+    reply(routes_[client], acknowledgement(client));
+    owed = Owed{};
+    owing_[i] = owing_.back();
+    owing_.pop_back();
+  }
 }
 
 bool EnsembleServer::reply(const std::string& route, const WireHeader& header) {
@@ -282,16 +317,22 @@ bool EnsembleServer::receive_one() {
   Frames frames;  // the sender's routing id (the ROUTER's), then the message's own frames
   int more = 1;
   while (more != 0) {
-    zmq_msg_t part;
+    zmq_msg_t spare;
+    zmq_msg_t& part = frames.kept < Frames::kKept ? frames.parts[frames.kept] : spare;
     zmq_msg_init(&part);
     if (zmq_msg_recv(&part, socket_, ZMQ_DONTWAIT) < 0) {
       zmq_msg_close(&part);
       return false;  // nothing queued (the rest of a message always follows its first frame)
     }
-    frames.parts.push_back(part);
     more = zmq_msg_more(&part);
+    ++frames.count;
+    if (&part == &spare) {
+      zmq_msg_close(&spare);
+    } else {
+      ++frames.kept;
+    }
   }
-  const size_t parts = frames.parts.size() - 1;
+  const size_t parts = frames.count - 1;
   if (parts == 0) {
     refuse("malformed", "an empty message");
     return true;
@@ -330,7 +371,7 @@ bool EnsembleServer::receive_one() {
     return true;
   }
   routes_[header.client_id] = route;
-  to_acknowledge_.insert(header.client_id);
+  owe(header.client_id, header.kind == WireHeader::Kind::Goodbye);
   if (header.kind == WireHeader::Kind::Goodbye) {
     if (parts != 1) {
       refuse("frames", fmt::format("client {}: a goodbye of {} frames", header.client_id, parts));

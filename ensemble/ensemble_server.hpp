@@ -6,6 +6,7 @@
 #include <fulgur/ensemble/wire_header.hpp>
 #include <fulgur/online/online_trainer.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -76,8 +77,11 @@ class EnsembleServer {
   /// A sample message with the run's key, its frames' sizes checked: into the trainer's stream, or refused.
   /// False when not taken (training stopped on a signal): the client sends it again to the next server.
   bool accept(const WireHeader& header, void* inputs, void* targets);
-  /// Tells the clients heard from since the last call what this rank holds.
-  void acknowledge();
+  /// Tells the clients owed an acknowledgement what this rank holds: all of them, or (`all` false) those owed
+  /// kAckEvery messages, a goodbye or a reply, or owed for kAckWithin.
+  void acknowledge(bool all);
+  /// A client whose message was read is owed an acknowledgement (at once: `now`).
+  void owe(uint64_t client, bool now);
   /// A header-only message back to the client with ZeroMQ routing id `route`; false when the route is gone
   /// (its connection closed).
   bool reply(const std::string& route, const WireHeader& header);
@@ -110,9 +114,17 @@ class EnsembleServer {
   std::map<uint64_t, EnsembleAccount> carried_;
   std::map<uint64_t, bool> goodbyes_;
   std::map<uint64_t, HeldMessages> delivered_;
-  /// Each client's latest ZeroMQ routing id (where its acknowledgements go), and those owed one.
+  /// Each client's latest ZeroMQ routing id (where its acknowledgements go).
   std::map<uint64_t, std::string> routes_;
-  std::set<uint64_t> to_acknowledge_;
+  /// What a client is owed: messages read since its last acknowledgement, since when, and whether one is a
+  /// goodbye (answered at once). Kept per client (no allocation per message); `owing_` lists those owed.
+  struct Owed {
+    int64_t messages = 0;
+    std::chrono::steady_clock::time_point since{};
+    bool now = false;
+  };
+  std::map<uint64_t, Owed> owed_;
+  std::vector<uint64_t> owing_;
   std::map<std::string, int64_t> refusals_, refusal_totals_;
   /// Clients whose first samples this rank accepted (the first few are logged).
   int64_t joined_ = 0;

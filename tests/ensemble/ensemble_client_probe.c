@@ -11,6 +11,8 @@
  *   ... PER_SEND nan_at SENDS       send SENDS holds a NaN in its first sample's inputs and an
  *                                   infinity in its last sample's targets (2 bad samples)
  *   ... PER_SEND close_timeout S    close gives up after S seconds (default 30)
+ *   ... PER_SEND window N           queue_capacity N (send waits when it is full; also the
+ *                                   messages kept unacknowledged per rank at most)
  * After close it checks the handle's edges: a send and a second close answer
  * FULGUR_CLIENT_CLOSED and touch no output; once destroyed, FULGUR_CLIENT_INVALID_HANDLE;
  * a second destroy is harmless ("edges: ok", else exit code 4).
@@ -147,6 +149,8 @@ int main(int argc, char** argv) {
     options.ranks = atoll(argv[6]);
   } else if (argc == 7 && strcmp(argv[5], "close_timeout") == 0) {
     options.close_timeout_s = atof(argv[6]);
+  } else if (argc == 7 && strcmp(argv[5], "window") == 0) {
+    options.queue_capacity = atoll(argv[6]);
   } else if (argc == 7 && strcmp(argv[5], "nan_at") == 0) {
     nan_at = atoi(argv[6]);
   } else if (argc == 7 && strcmp(argv[5], "wide_after") == 0) {

@@ -1,9 +1,13 @@
 // What a server rank takes from a client: a NaN or an infinity in a sample
 // is refused at ingestion (reason `nonfinite`), the message's other samples
-// taken, and training (on_nonfinite: stop, the default) goes on.
+// taken, and training (on_nonfinite: stop, the default) goes on; clients of
+// any window are acknowledged (the rank answers every few messages, or soon).
 #include "ensemble/ensemble_support.hpp"
 
 #include <doctest/doctest.h>
+
+#include <future>
+#include <vector>
 
 namespace ensemble_ingestion_test {
 
@@ -45,6 +49,35 @@ TEST_CASE("one client's NaN and Inf samples are refused at ingestion and counted
   INFO(csv);
   CHECK(csv.find("\n7,300,298,2,0,") != std::string::npos);
   CHECK(csv.find("\n8,300,300,0,0,") != std::string::npos);
+}
+
+TEST_CASE("clients whose windows hold 1, 3 and 64 messages into one rank: every sample received once and every "
+          "close acknowledged (the rank answers a client every 8 messages or within 1 ms, so a window smaller than 8 "
+          "is not left waiting)") {
+  TempDir dir("ensemble-windows");
+  const auto yaml = ensemble_support::serve_config(dir.path(), 3, 10);
+  auto serve = start(kServe + " --config " + yaml.string());
+  const std::string rendezvous = (dir / "run" / "ensemble.rendezvous").string();
+  // 400 messages of one sample each; a close that gives up (30 s) exits 5, unacknowledged.
+  std::vector<std::future<fulgur::testing::CommandResult>> clients;
+  for (const int window : {1, 3, 64}) {
+    clients.push_back(start(kProbe + " " + rendezvous + " " + std::to_string(window) + " 400 1 window " +
+                            std::to_string(window)));
+  }
+  for (auto& c : clients) {
+    const auto result = c.get();
+    INFO(result.output);
+    CHECK(result.exit_code == 0);
+    CHECK(result.output.find(": sent 400 dropped 0 queued 0") != std::string::npos);
+  }
+  const auto served = serve.get();
+  INFO(served.output);
+  REQUIRE(served.exit_code == 0);
+  CHECK(served.output.find("fulgur: ensemble: 3 clients (0 without a goodbye): 1200 samples sent, 1200 received, 0 "
+                           "refused, 0 lost") != std::string::npos);
+  const std::string csv = read_file(dir / "run" / "ensemble_accounting.csv");
+  INFO(csv);
+  for (const int window : {1, 3, 64}) CHECK(csv.find(fmt::format("\n{},400,400,0,0,", window)) != std::string::npos);
 }
 
 }  // namespace ensemble_ingestion_test
