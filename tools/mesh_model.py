@@ -6,8 +6,11 @@ along dp (tools/scaling_model.py mesh ...).
     tools/scaling_model.py mesh --params 1727744 --replicated 3584 --layers 2 --dim 256 \\
         --tokens 512 --tp 2 --dp 2 --devices 2 --data-parallel ddp --compute-s 0.15 --inter-gbs 0.125
 
-Ranks are ordered as fulgur's DeviceMesh orders them: pp outermost, then dp,
-cp, tp innermost; a node holds `--devices` consecutive ranks. Per step and
+(--inter-gbs is a node's whole link, not a device's share as in the
+data-parallel model: the mesh model counts the bytes every node sends.)
+
+Ranks are ordered as fulgur's DeviceMesh orders them by default
+(model_parallel.mesh_order dp,cp,tp): pp outermost, then dp, cp, tp innermost; a node holds `--devices` consecutive ranks. Per step and
 rank, with L = ((P - R) / tp + R) / pp the parameters a rank holds (R
 those every tp rank keeps whole: norms, row-split layers' biases), A = the
 tokens a rank runs per step times dim, n the group's size:
@@ -19,8 +22,10 @@ tokens a rank runs per step times dim, n the group's size:
   all-reduce's bytes for it (measured on the simulated cluster: node 1
   sent 1.57 S for a reduce-scatter of S over 4 ranks, as for the
   all-reduce; the ring needs 0.75 S);
-- tp: 4 all-reduces of A per block (two forward, two backward) and 3 for
-  the embeddings and the head, a hop 2(n-1)/n 4A each;
+- tp: --tp-allreduces all-reduces of A per block (4 with a fused qkv, as
+  Megatron's; 6 with separate q, k, v: each column-split layer all-reduces
+  its input's gradient) and 2 for the embedding and the head, a hop
+  2(n-1)/n 4A each;
 - cp (ring attention): per block, n - 1 sends of the key and value block
   forward and n sends of keys, values and their gradients backward:
   (2(n-1) + 4n) 4A / tp bytes to the next rank;
@@ -35,10 +40,13 @@ payload's times 1514/1448 (Ethernet, IP and TCP headers at MTU 1500).
 The step is the compute (`--compute-s`: the layout's step with links that
 cost nothing; or one device's step split over tp x cp x pp with the
 pipeline's bubble) plus the communication it does not hide: ddp's
-buckets after the first hide behind backward (tools/scaling_model.py),
-fsdp's, tp's and cp's transfers are waited for, and a pipeline waits for
-2(p-1) micro-batch transfers (the fill and the drain) or, where the link
-is slower than the stages, for every micro-batch's.
+buckets before the last hide behind backward (tools/scaling_model.py);
+fsdp's forward gathers are waited for (forward_prefetch is off), its
+backward gathers and reduce-scatters hide behind the other units'
+backward; tp's all-reduces are waited for; ring attention's forward
+passes hide behind its compute, backward's are waited for; a pipeline
+waits for 2(p-1) micro-batch transfers (the fill and the drain) or, where
+the link is slower than the stages, for every micro-batch's.
 """
 import argparse
 import math
@@ -169,7 +177,8 @@ def add_arguments(parser):
     parser.add_argument("--bucket-mb", type=float, default=26.2, help="ddp bucket, MB")
     parser.add_argument("--backward-share", type=float, default=0.6)
     parser.add_argument("--intra-gbs", type=float, default=230.0, help="per device inside a node, GB/s")
-    parser.add_argument("--inter-gbs", type=float, default=25.0, help="each node's link, GB/s")
+    parser.add_argument("--inter-gbs", type=float, default=100.0,
+                        help="each node's whole link to the others, GB/s (all its NICs: 4 x 200 Gbit/s = 100)")
 
 
 def check(a):
