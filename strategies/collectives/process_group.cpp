@@ -4,18 +4,13 @@
 #include <fulgur/strategies/mpi/mpi_runtime.hpp>
 #include <fulgur/strategies/collectives/ring_allreduce.hpp>
 #include <fulgur/strategies/collectives/torch_compat.hpp>
+#include <fulgur/strategies/launchers/network.hpp>
 
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-
-#include <arpa/inet.h>
-#include <csignal>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <exception>
@@ -35,25 +30,6 @@ c10d::ReduceOp to_c10d(ReduceOp op) {
   return c10d::ReduceOp::SUM;
 }
 
-// A listening socket on loopback for the TCPStore server, so the store is
-// not reachable from other hosts when every rank runs here.
-int listen_on_loopback(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("[ProcessGroup::ProcessGroup] cannot create a socket for the TCPStore");
-  const int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 128) != 0) {
-    ::close(fd);
-    throw std::runtime_error(fmt::format(
-        "[ProcessGroup::ProcessGroup] cannot listen on 127.0.0.1:{} for the TCPStore (port in use?)", port));
-  }
-  return fd;
-}
-
 c10::intrusive_ptr<c10d::Store> make_store(const ProcessGroupOptions& o) {
   if (o.file_store_path) {
     return c10::make_intrusive<c10d::FileStore>(*o.file_store_path, static_cast<int>(o.world_size));
@@ -65,15 +41,11 @@ c10::intrusive_ptr<c10d::Store> make_store(const ProcessGroupOptions& o) {
   t.waitWorkers = true;
   t.timeout = o.timeout;
   if (t.isServer && o.all_local) {
-    t.masterListenFd = listen_on_loopback(o.main_port);
+    t.masterListenFd = listen_on_loopback(o.main_port, "[ProcessGroup::ProcessGroup]");
     t.useLibUV = false;  // the classic server accepts a pre-bound socket everywhere
     // Port 0 (a single process picking any free port) binds an ephemeral
     // port; the store checks the socket against the port it is given.
-    sockaddr_in bound{};
-    socklen_t length = sizeof(bound);
-    if (::getsockname(*t.masterListenFd, reinterpret_cast<sockaddr*>(&bound), &length) == 0) {
-      t.port = ntohs(bound.sin_port);
-    }
+    if (const int port = bound_port(*t.masterListenFd); port > 0) t.port = static_cast<uint16_t>(port);
   }
   return c10::make_intrusive<c10d::TCPStore>(o.all_local ? "127.0.0.1" : o.main_address, t);
 }
@@ -95,7 +67,17 @@ ProcessGroup::ProcessGroup(const ProcessGroupOptions& options, std::shared_ptr<C
   }
   if (options_.rendezvous_error) throw std::invalid_argument(*options_.rendezvous_error);
   try {
-    store_ = c10::make_intrusive<c10d::PrefixStore>(options_.store_prefix, make_store(options_));
+    const c10::intrusive_ptr<c10d::Store> store = make_store(options_);
+    std::string prefix = options_.store_prefix;
+    if (options_.store_hosted_externally) {
+      // A launcher's store outlives the groups of its ranks (a program's
+      // second Trainer, a probe's next run): the n-th group a rank makes
+      // takes the n-th key space, the same on every rank, and never meets
+      // the keys of the group before it.
+      const int64_t n = store->add(fmt::format("{}/groups_of_rank_{}", prefix, options_.rank), 1);
+      prefix = fmt::format("{}/group_{}", prefix, n);
+    }
+    store_ = c10::make_intrusive<c10d::PrefixStore>(prefix, store);
     create_backend(store_);
   } catch (const c10::Error& e) {
     throw std::runtime_error(fmt::format("[ProcessGroup::ProcessGroup] rank {} of {} could not join the group at {}: {}",
@@ -280,15 +262,9 @@ ProcessGroupOptions process_group_options(const ClusterEnvironment& env, double 
   options.rendezvous_error = env.rendezvous_error();
   options.mpi_communicator = env.mpi_communicator();
   options.all_local = env.num_nodes() == 1;
-  // torchrun's agent already serves a TCPStore on MASTER_PORT and says so.
-  const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
-  options.store_hosted_externally = agent_store != nullptr && std::string(agent_store) == "True";
-  // torchrun --max-restarts restarts every worker against the same agent
-  // store; without a key space per attempt they would meet the dead
-  // workers' addresses (torch's env:// does the same).
-  if (options.store_hosted_externally) {
-    const char* attempt = std::getenv("TORCHELASTIC_RESTART_COUNT");
-    options.store_prefix = fmt::format("fulgur/attempt_{}", attempt != nullptr ? attempt : "0");
+  if (const auto& prefix = env.hosted_store_prefix()) {
+    options.store_hosted_externally = true;
+    options.store_prefix = *prefix;
   }
   options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000.0));
   return options;

@@ -31,8 +31,10 @@ struct ProcessGroupOptions {
   int main_port = 29500;
   /// When set, rendezvous through a file on a shared filesystem instead.
   std::optional<std::string> file_store_path;
-  /// The store already runs (torchrun's agent hosts it): rank 0 connects
-  /// to it instead of starting one.
+  /// The store already runs (torchrun's agent or fulgur's launcher hosts
+  /// it): rank 0 connects to it instead of starting one, and each group
+  /// takes a key space of its own under store_prefix (the n-th group a rank
+  /// makes: store_prefix/group_n).
   bool store_hosted_externally = false;
   /// Namespace of this group's keys in the store. An agent's store outlives
   /// the workers it restarts, so each attempt needs keys of its own.

@@ -60,6 +60,11 @@ class ClusterEnvironment {
   /// are, for process_group_backend mpi; nullopt: the launcher's world.
   virtual std::optional<int64_t> mpi_communicator() const { return std::nullopt; }
 
+  /// Set when a store already serves on main_address():main_port() for
+  /// these ranks (torchrun's agent store, fulgur's launchers): the key
+  /// prefix their groups use in it. nullopt: rank 0 serves the store.
+  const std::optional<std::string>& hosted_store_prefix() const { return hosted_store_prefix_; }
+
   /// One line for logs: "slurm: rank 3/8 (local 1/2, node 1/4), main node01:15123".
   std::string summary() const;
 
@@ -73,6 +78,7 @@ class ClusterEnvironment {
   int64_t local_world_size_ = 1;
   std::string main_address_ = "127.0.0.1";
   int main_port_ = 0;
+  std::optional<std::string> hosted_store_prefix_;
 
   ClusterEnvironment() = default;
   ClusterEnvironment(const ClusterEnvironment&) = default;

@@ -61,6 +61,15 @@ TorchrunEnvironment::TorchrunEnvironment(const EnvLookup& env) {
   const auto port = env("MASTER_PORT");
   if (!port) throw std::invalid_argument(fmt::format("{} MASTER_PORT is not set", where));
   main_port_ = parse_port(where, "MASTER_PORT", *port, /*allow_zero=*/false);
+
+  // torchrun --max-restarts restarts every worker against the same agent
+  // store; without a key space per attempt they would meet the dead
+  // workers' addresses (torch's env:// does the same).
+  if (env("TORCHELASTIC_USE_AGENT_STORE") == std::optional<std::string>("True")) {
+    hosted_store_prefix_ = fmt::format("fulgur/attempt_{}", env("TORCHELASTIC_RESTART_COUNT").value_or("0"));
+  } else if (env("FULGUR_LAUNCHER_STORE") == std::optional<std::string>("1")) {
+    hosted_store_prefix_ = "fulgur/launcher";
+  }
 }
 
 std::string TorchrunEnvironment::world_size_source() const { return fmt::format("WORLD_SIZE={}", world_size_); }

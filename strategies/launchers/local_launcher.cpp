@@ -1,10 +1,11 @@
 #include <fulgur/strategies/launchers/local_launcher.hpp>
 
-#include <fulgur/strategies/launchers/network.hpp>
+#include <fulgur/strategies/launchers/launcher_store.hpp>
 #include <fulgur/strategies/launchers/process_supervisor.hpp>
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <stdexcept>
 
 namespace fulgur {
@@ -19,7 +20,10 @@ int LocalLauncher::launch(int argc, const char* const* argv) {
         fmt::format("[LocalLauncher::launch] argv must hold at least argv[0], got argc {}", argc));
   }
   const auto& o = options_;
-  const int64_t port = o.main_port() != 0 ? o.main_port() : pick_free_port(o.main_address());
+  // Node 0's launcher serves the ranks' store for their whole life.
+  std::optional<LauncherStore> store;
+  if (o.node_rank() == 0) store.emplace(o.main_address(), static_cast<int>(o.main_port()), o.num_nodes() == 1);
+  const int64_t port = store ? store->port() : o.main_port();
   const std::vector<std::string> args(argv, argv + argc);
 
   ProcessSupervisor::Signals signals;

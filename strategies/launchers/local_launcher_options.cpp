@@ -42,7 +42,8 @@ std::vector<std::pair<std::string, std::string>> LocalLauncherOptions::rank_envi
       {"GROUP_RANK", std::to_string(node_rank())},
       {"MASTER_ADDR", main_address()},
       {"MASTER_PORT", std::to_string(port)},
-      {"FULGUR_LAUNCHED", "1"}};
+      {"FULGUR_LAUNCHED", "1"},
+      {"FULGUR_LAUNCHER_STORE", "1"}};
   if (passive_openmp() && std::getenv("OMP_WAIT_POLICY") == nullptr) {
     environment.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
   }

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -48,6 +49,29 @@ int pick_free_port(const std::string& address) {
   ::freeaddrinfo(found);
   throw std::runtime_error(fmt::format("[pick_free_port] cannot bind a TCP port on '{}': {}", address,
                                        last_errno != 0 ? std::strerror(last_errno) : "no usable address"));
+}
+
+int listen_on_loopback(int port, const std::string& where) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error(fmt::format("{} cannot create a socket for the TCPStore", where));
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 128) != 0) {
+    ::close(fd);
+    throw std::runtime_error(fmt::format("{} cannot listen on 127.0.0.1:{} for the TCPStore (port in use?)", where, port));
+  }
+  return fd;
+}
+
+int bound_port(int fd) {
+  sockaddr_in bound{};
+  socklen_t length = sizeof(bound);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) != 0) return -1;
+  return ntohs(bound.sin_port);
 }
 
 }  // namespace fulgur

@@ -1,7 +1,5 @@
 #include <fulgur/strategies/launchers/subprocess_launcher.hpp>
 
-#include <fulgur/strategies/launchers/network.hpp>
-
 #include <fmt/format.h>
 
 #include <csignal>
@@ -33,7 +31,12 @@ void SubprocessLauncher::launch(const LocalLauncherOptions& options) {
     peers_.emplace("SubprocessLauncher", options.grace_period_s());
   }
   const std::vector<std::string> args = ProcessSupervisor::own_command_line();
-  const int64_t port = options.main_port() != 0 ? options.main_port() : pick_free_port(options.main_address());
+  // Node 0's launcher serves the ranks' store while they run: every Trainer
+  // of the program meets on it (see LauncherStore).
+  if (options.node_rank() == 0) {
+    store_.emplace(options.main_address(), static_cast<int>(options.main_port()), options.num_nodes() == 1);
+  }
+  const int64_t port = store_ ? store_->port() : options.main_port();
   for (int64_t local_rank = 1; local_rank < options.nprocs(); ++local_rank) {
     peers_->start(options.global_rank(local_rank), args, options.rank_environment(local_rank, port));
   }
@@ -70,6 +73,7 @@ int SubprocessLauncher::join(bool stop) {
   const int result = peers_->wait();
   const std::lock_guard lock(peers_mutex_);
   peers_.reset();
+  store_.reset();
   options_.reset();
   rank_zero_environment_.clear();
   return result;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <fulgur/strategies/environments/cluster_environment.hpp>
+#include <fulgur/strategies/launchers/launcher_store.hpp>
 #include <fulgur/strategies/launchers/local_launcher_options.hpp>
 #include <fulgur/strategies/launchers/process_supervisor.hpp>
 
@@ -25,7 +26,9 @@ namespace fulgur {
 /// several Trainers one after another makes one launcher and hands it to
 /// each (`Trainer(options, {}, {}, std::nullopt, launcher)`; the
 /// command line does so for its tuners and its run). A Trainer handed none
-/// makes its own, which lives as long as that Trainer.
+/// makes its own, which lives as long as that Trainer. On node 0 it also
+/// serves the ranks' rendezvous store while they run (LauncherStore), so
+/// the Trainers one after another never meet each other's store.
 class SubprocessLauncher {
  public:
   SubprocessLauncher() = default;
@@ -65,6 +68,7 @@ class SubprocessLauncher {
   std::optional<LocalLauncherOptions> options_;
   std::map<std::string, std::string> rank_zero_environment_;
   std::optional<ProcessSupervisor> peers_;
+  std::optional<LauncherStore> store_;  // node 0: the store of the ranks' groups
   // peers_ is reset by join() while terminate_peers() may run on another thread.
   std::mutex peers_mutex_;
 };

@@ -4,18 +4,17 @@
 // runs FILE's lines one after another, each line the arguments of one whole
 // command line of the probe (split at spaces), with its own Trainer and
 // process group. A test's runs of one world size thus pay the ranks'
-// start-up (LibTorch's, ~0.4 s a process) once, not once per run.
+// start-up (LibTorch's, ~0.4 s a process) once, not once per run. The
+// launcher serves one store for them all (LauncherStore): a rank may begin
+// the next run while rank 0 still ends the last.
 #include <fulgur/strategies/launchers/local_launcher.hpp>
 
-#include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace fulgur::testing {
@@ -31,7 +30,6 @@ inline int run_probe_list(int argc, char** argv, const std::function<int(int, co
   if (std::getenv("FULGUR_LAUNCHED") == nullptr) {
     return LocalLauncher(LocalLauncherOptions(std::stoll(argv[2]))).launch(argc, argv);
   }
-  const bool rank_zero = std::string(std::getenv("RANK")) == "0";
   std::ifstream in(file);
   std::string line;
   for (int index = 1; std::getline(in, line); ++index) {
@@ -44,22 +42,6 @@ inline int run_probe_list(int argc, char** argv, const std::function<int(int, co
     if (code != 0) {
       std::cerr << "[runs] run " << index << " of " << file << " exited with code " << code << ": " << line << std::endl;
       return code;
-    }
-    // Rank 0 serves each run's TCPStore on the same port: the other ranks
-    // start the next run only once its run, and so its store, has ended
-    // (one that came early would meet the old store).
-    const std::filesystem::path done = file + "." + std::to_string(index) + ".done";
-    if (rank_zero) {
-      std::ofstream{done};
-      continue;
-    }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (!std::filesystem::exists(done)) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        std::cerr << "[runs] rank 0 did not end run " << index << " of " << file << " within 120 s" << std::endl;
-        return 1;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   }
   return 0;

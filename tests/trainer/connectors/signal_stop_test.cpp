@@ -441,7 +441,10 @@ TEST_CASE("a host program keeps its SIGTERM handler and its child through a 2-ra
 
 TEST_CASE("two Trainers of one program handed one SubprocessLauncher fit on the same two ranks") {
   // The second Trainer starts nothing: rank 1, started for the first, runs
-  // the program's second Trainer too; 8 batches per rank per epoch.
+  // the program's second Trainer too; 8 batches per rank per epoch. Rank 0
+  // holds the first Trainer's group a second after its fit, so rank 1's
+  // second group comes while the first still lives: both meet on the
+  // launcher's store, each group under its own keys (LauncherStore).
   TempDir dir("host-probe-two");
   const auto result =
       run_command(fulgur::testing::probe_program("host_probe") + " two " + dir.path().string(), 120);
