@@ -75,6 +75,7 @@
 #include <fulgur/modules/activation_checkpoint.hpp>
 #include <fulgur/strategies/model_parallel/device_mesh.hpp>
 #include <fulgur/strategies/model_parallel/parallelize_module.hpp>
+#include <fulgur/strategies/model_parallel/halo_exchange.hpp>
 #include <fulgur/strategies/model_parallel/ring_attention.hpp>
 #include <fulgur/strategies/model_parallel/shardable_embedding.hpp>
 #include <fulgur/strategies/model_parallel/shardable_linear.hpp>

@@ -26,8 +26,11 @@ namespace {
 
 const std::string kProbe = fulgur::testing::probe_program("model_parallel_probe");
 
-std::string fit(const TempDir& dir, const std::string& name, const std::string& extra) {
-  return kProbe + " fit --seed_everything 7 --trainer.accelerator cpu --trainer.enable_progress_bar false " +
+const std::string kHaloProbe = fulgur::testing::probe_program("halo_probe");
+
+std::string fit(const TempDir& dir, const std::string& name, const std::string& extra,
+                const std::string& program = kProbe) {
+  return program + " fit --seed_everything 7 --trainer.accelerator cpu --trainer.enable_progress_bar false " +
          "--trainer.num_sanity_val_steps 0 --trainer.limit_val_batches 0 --trainer.process_group_timeout 60 " +
          "--trainer.max_epochs 2 --trainer.default_root_dir " + (dir.path() / name).string() + " --model.output " +
          (dir.path() / (name + ".pt")).string() + " " + extra;
@@ -39,8 +42,9 @@ std::string mesh(int64_t devices, int64_t tp, const std::string& data_parallel =
                      devices, tp, data_parallel);
 }
 
-torch::Tensor run_and_load(const TempDir& dir, const std::string& name, const std::string& extra) {
-  const auto result = run_command(fit(dir, name, extra), 300);
+torch::Tensor run_and_load(const TempDir& dir, const std::string& name, const std::string& extra,
+                           const std::string& program = kProbe) {
+  const auto result = run_command(fit(dir, name, extra, program), 300);
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
   return load_pickled_tensor(dir / (name + ".pt"));
@@ -79,6 +83,27 @@ TEST_CASE("model_parallel: ring attention over cp 2, and tp 2 x cp 2 with sequen
   CHECK(torch::allclose(run_and_load(dir, "cp2", mesh(2, 1) + cp2), one, 1e-5, 1e-5));
   CHECK(torch::allclose(run_and_load(dir, "tp2-cp2", mesh(4, 2) + cp2 + " --model.sequence_parallel true"), one, 1e-5,
                         1e-5));
+}
+
+TEST_CASE("model_parallel: a convolutional network on bands of rows (halo exchange) over cp 2, and cp 2 x dp 2, equals one process") {
+  TempDir dir("model-parallel-halo");
+  const torch::Tensor one = run_and_load(dir, "one", "--data.batch_size 8", kHaloProbe);
+  const torch::Tensor initial = run_and_load(dir, "initial", "--data.batch_size 8 --trainer.max_epochs 0", kHaloProbe);
+  CHECK_FALSE(torch::allclose(one, initial, 1e-3, 1e-3));  // training moved the weights
+  const std::string cp2 = " --trainer.model_parallel.context_parallel_size 2";
+  CHECK(torch::allclose(run_and_load(dir, "cp2", mesh(2, 1, "ddp") + cp2 + " --data.batch_size 8", kHaloProbe), one,
+                        1e-5, 1e-5));
+  // The weights stay whole, the same on both bands' ranks.
+  CHECK(torch::equal(load_pickled_tensor(dir / "cp2.pt.rank0"), load_pickled_tensor(dir / "cp2.pt.rank1")));
+  CHECK(torch::allclose(run_and_load(dir, "cp2-dp2", mesh(4, 1) + cp2 + " --data.batch_size 4", kHaloProbe), one, 1e-5,
+                        1e-5));
+  // Bands of 3 rows, a dilated kernel that needs 4 beyond them: one line with both numbers.
+  const auto narrow =
+      run_command(fit(dir, "narrow", mesh(2, 1, "ddp") + cp2 + " --data.size 6 --data.batch_size 8", kHaloProbe), 120);
+  INFO(narrow.output);
+  CHECK(narrow.exit_code != 0);
+  CHECK(narrow.output.find("[halo_exchange] a halo of 4 rows does not fit the 3 rows this rank holds") !=
+        std::string::npos);
 }
 
 TEST_CASE("model_parallel: logged values sync over dp only, as one process logs them") {
