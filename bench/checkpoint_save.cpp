@@ -9,9 +9,9 @@
 //   build/bin/checkpoint_save [--runs 5] [--dir /tmp]
 #include <fulgur/fulgur.hpp>
 #include <fulgur/modules/state_dict.hpp>
-#include <fulgur/trainer/checkpoint/async_checkpoint_io.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
-#include <fulgur/trainer/checkpoint/optimizer_state.hpp>
+#include <fulgur/engine/checkpoint/async_checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/optimizer_state.hpp>
 
 #include <fmt/format.h>
 

@@ -58,12 +58,12 @@ struct ScalingModel : fulgur::LightningModule {
   void on_train_epoch_end() override {
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     // The first epoch warms up allocators and connections; it is not reported.
-    if (trainer()->current_epoch() == 0 || report.empty() || !trainer()->is_global_zero()) return;
+    if (trainer()->state().current_epoch() == 0 || report.empty() || !trainer()->is_global_zero()) return;
     const int64_t world = world_size();
     const auto* reducer = ddp_reducer();
     const double waited = reducer ? reducer->total_wait_seconds() - wait_at_start : 0.0;
     // samples/s over all ranks, the seconds per step spent waiting for allreduce after backward, seconds per step.
-    const auto steps = static_cast<double>(trainer()->num_training_batches());
+    const auto steps = static_cast<double>(trainer()->state().num_training_batches());
     std::ofstream(report, std::ios::app) << world << ' ' << static_cast<double>(samples * world) / seconds << ' '
                                          << waited / steps << ' ' << seconds / steps << '\n';
   }

@@ -91,7 +91,7 @@ class StopAtError : public fulgur::Callback {
   std::string state_key() const override { return "StopAtError"; }
   void on_train_batch_end(fulgur::Trainer& trainer, fulgur::LightningModule& module, const torch::Tensor&,
                           const fulgur::Batch&, int64_t) override {
-    if (trainer.global_step() % every_ != 0) return;
+    if (trainer.state().global_step() % every_ != 0) return;
     module.eval();
     error_ = held_out_error([&](const torch::Tensor& x) { return module.predict_step(fulgur::Batch{x, {}, {}}, 0); });
     module.train();
@@ -159,7 +159,7 @@ int fit(const fulgur::EnsembleConfig& config, const std::filesystem::path& files
   trainer.fit(model, data);
   const bool reached = stop->error() >= 0 && stop->error() <= target;
   std::printf("ensemble_offline fit: %ld samples, %ld steps, held-out error %.4f (target %.4f): %s in %.2f s\n",
-              samples, trainer.global_step(), stop->error(), target, reached ? "reached" : "NOT reached",
+              samples, trainer.state().global_step(), stop->error(), target, reached ? "reached" : "NOT reached",
               seconds_since(start));
   return reached ? 0 : 1;
 }

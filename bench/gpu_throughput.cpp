@@ -144,10 +144,10 @@ struct StepClock : fulgur::Callback {
   std::string state_key() const override { return "StepClock"; }
   void on_train_batch_end(fulgur::Trainer& trainer, fulgur::LightningModule&, const torch::Tensor&,
                           const fulgur::Batch& batch, int64_t) override {
-    if (trainer.global_step() == warmup) {
+    if (trainer.state().global_step() == warmup) {
       torch::cuda::synchronize();
       start = Clock::now();
-    } else if (trainer.global_step() > warmup) {
+    } else if (trainer.state().global_step() > warmup) {
       images += batch.size();
     }
   }

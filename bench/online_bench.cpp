@@ -13,7 +13,7 @@
 #include "bench_support.hpp"
 
 #include <fulgur/online/online_trainer.hpp>
-#include <fulgur/trainer/loops/step_engine.hpp>
+#include <fulgur/engine/step_engine.hpp>
 
 #include <chrono>
 #include <cstdio>

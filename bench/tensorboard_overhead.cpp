@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
     }
     fulgur::Trainer trainer(options, {tensorboard ? on : off}, loggers);
     trainer.fit(model, data);
-    steps_per_epoch = trainer.num_training_batches();
+    steps_per_epoch = trainer.state().num_training_batches();
   };
 
   run_epoch(false);  // warm-up: allocator, thread pool, page cache

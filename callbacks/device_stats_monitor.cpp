@@ -98,7 +98,7 @@ void DeviceStatsMonitor::log(Trainer& trainer, const std::string& hook, int64_t 
 }
 
 void DeviceStatsMonitor::on_train_batch_start(Trainer& trainer, LightningModule&, const Batch&, int64_t) {
-  batch_step_ = trainer.global_step();
+  batch_step_ = trainer.state().global_step();
   log(trainer, "on_train_batch_start", batch_step_, batch_step_ + 1);
 }
 
@@ -109,19 +109,19 @@ void DeviceStatsMonitor::on_train_batch_end(Trainer& trainer, LightningModule&, 
 
 void DeviceStatsMonitor::on_validation_batch_start(Trainer& trainer, LightningModule&, const Batch&,
                                                    int64_t batch_idx) {
-  if (!trainer.sanity_checking()) log(trainer, "on_validation_batch_start", trainer.global_step(), batch_idx + 1);
+  if (!trainer.state().sanity_checking()) log(trainer, "on_validation_batch_start", trainer.state().global_step(), batch_idx + 1);
 }
 
 void DeviceStatsMonitor::on_validation_batch_end(Trainer& trainer, LightningModule&, const Batch&, int64_t batch_idx) {
-  if (!trainer.sanity_checking()) log(trainer, "on_validation_batch_end", trainer.global_step(), batch_idx + 1);
+  if (!trainer.state().sanity_checking()) log(trainer, "on_validation_batch_end", trainer.state().global_step(), batch_idx + 1);
 }
 
 void DeviceStatsMonitor::on_test_batch_start(Trainer& trainer, LightningModule&, const Batch&, int64_t batch_idx) {
-  log(trainer, "on_test_batch_start", trainer.global_step(), batch_idx + 1);
+  log(trainer, "on_test_batch_start", trainer.state().global_step(), batch_idx + 1);
 }
 
 void DeviceStatsMonitor::on_test_batch_end(Trainer& trainer, LightningModule&, const Batch&, int64_t batch_idx) {
-  log(trainer, "on_test_batch_end", trainer.global_step(), batch_idx + 1);
+  log(trainer, "on_test_batch_end", trainer.state().global_step(), batch_idx + 1);
 }
 
 }  // namespace fulgur

@@ -1,6 +1,6 @@
 #include <fulgur/callbacks/early_stopping.hpp>
 
-#include <fulgur/trainer/monitored_metric.hpp>
+#include <fulgur/engine/monitored_metric.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fmt/format.h>
@@ -54,12 +54,12 @@ void EarlyStopping::setup(Trainer& trainer, LightningModule&) {
 }
 
 void EarlyStopping::on_validation_end(Trainer& trainer, LightningModule&) {
-  if (check_on_train_epoch_end_ || trainer.stage() != Stage::Fit || trainer.sanity_checking()) return;
+  if (check_on_train_epoch_end_ || trainer.state().stage() != Stage::Fit || trainer.state().sanity_checking()) return;
   check(trainer);
 }
 
 void EarlyStopping::on_train_epoch_end(Trainer& trainer, LightningModule&) {
-  if (!check_on_train_epoch_end_ || trainer.stage() != Stage::Fit || trainer.sanity_checking()) return;
+  if (!check_on_train_epoch_end_ || trainer.state().stage() != Stage::Fit || trainer.state().sanity_checking()) return;
   check(trainer);
 }
 
@@ -105,7 +105,7 @@ std::string EarlyStopping::evaluate(double current, bool announce) {
 
 void EarlyStopping::check(Trainer& trainer) {
   // Rank 0's value decides for everyone, so no rank stops alone (a hang in DDP).
-  const std::map<std::string, double>& metrics = trainer.callback_metrics();
+  const std::map<std::string, double>& metrics = trainer.state().callback_metrics();
   const std::optional<double> value = monitored_value(trainer.strategy(), metrics, options_.monitor());
   if (!value) {
     const std::string message = missing_monitor_message(metrics, "[EarlyStopping] early stopping", options_.monitor());
@@ -118,7 +118,7 @@ void EarlyStopping::check(Trainer& trainer) {
   const std::string reason = evaluate(*value, trainer.is_global_zero());
   if (reason.empty()) return;
   stopping_reason_ = reason;
-  stopped_epoch_ = trainer.current_epoch();
+  stopped_epoch_ = trainer.state().current_epoch();
   trainer.request_stop();
   if (options_.verbose() && trainer.is_global_zero()) std::cout << "EarlyStopping: " << reason << std::endl;
 }

@@ -11,7 +11,7 @@ namespace fulgur {
 
 /// Options of EarlyStopping, with Lightning's names and defaults.
 #define FULGUR_EARLY_STOPPING_OPTIONS(X)                                                                        \
-  X(std::string, monitor, "", "name of the metric in Trainer::callback_metrics()", fulgur::check::NotEmpty{})   \
+  X(std::string, monitor, "", "name of the metric in trainer.state().callback_metrics()", fulgur::check::NotEmpty{})   \
   X(fulgur::MonitorMode, mode, fulgur::MonitorMode::Min, "min: lower is better; max: higher is better",       \
     fulgur::check::Any{})                                                                                       \
   X(int64_t, patience, 3, "checks without improvement before training stops", fulgur::check::AtLeast{0})        \

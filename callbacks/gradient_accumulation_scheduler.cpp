@@ -39,7 +39,7 @@ void GradientAccumulationScheduler::on_train_start(Trainer& trainer, LightningMo
 }
 
 void GradientAccumulationScheduler::on_train_epoch_start(Trainer& trainer, LightningModule&) {
-  trainer.set_accumulate_grad_batches(factor_for(trainer.current_epoch()));
+  trainer.set_accumulate_grad_batches(factor_for(trainer.state().current_epoch()));
 }
 
 }  // namespace fulgur

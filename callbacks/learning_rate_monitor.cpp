@@ -77,7 +77,7 @@ std::map<std::string, double> LearningRateMonitor::extract(Trainer& trainer) con
 
 void LearningRateMonitor::log(Trainer& trainer) {
   if (!trainer.is_global_zero()) return;
-  const int64_t step = trainer.global_step();
+  const int64_t step = trainer.state().global_step();
   for (const auto& logger : trainer.loggers()) logger->log_metrics(extract(trainer), step);
   last_logged_step_ = step;
 }
@@ -85,7 +85,7 @@ void LearningRateMonitor::log(Trainer& trainer) {
 void LearningRateMonitor::on_train_batch_start(Trainer& trainer, LightningModule&, const Batch&, int64_t) {
   if (interval_ != Interval::Step) return;
   // The rate the coming optimizer step uses, once per step and every log_every_n_steps.
-  const int64_t step = trainer.global_step();
+  const int64_t step = trainer.state().global_step();
   if (step == last_logged_step_ || step % trainer.config().options.log_every_n_steps() != 0) return;
   log(trainer);
 }

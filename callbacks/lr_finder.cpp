@@ -26,7 +26,7 @@ double LRFinder::learning_rate(int64_t step) const {
 }
 
 void LRFinder::on_train_batch_start(Trainer& trainer, LightningModule&, const Batch&, int64_t) {
-  const double lr = learning_rate(trainer.global_step());
+  const double lr = learning_rate(trainer.state().global_step());
   if (trainer.optimizers().size() != 1) {
     throw std::invalid_argument(
         fmt::format("[LRFinder] works with one optimizer; the module has {}", trainer.optimizers().size()));
@@ -37,14 +37,14 @@ void LRFinder::on_train_batch_start(Trainer& trainer, LightningModule&, const Ba
 void LRFinder::on_train_batch_end(Trainer& trainer, LightningModule&, const torch::Tensor& loss, const Batch&,
                                   int64_t) {
   // One point per optimizer step (batches that accumulate gradients add none).
-  if (trainer.global_step() <= recorded_step_) return;
-  recorded_step_ = trainer.global_step();
+  if (trainer.state().global_step() <= recorded_step_) return;
+  recorded_step_ = trainer.state().global_step();
   const int64_t step = static_cast<int64_t>(losses_.size());
   constexpr double beta = 0.98;
   const double value = loss.detach().item<double>();
   average_loss_ = beta * average_loss_ + (1 - beta) * value;
   const double smoothed = average_loss_ / (1 - std::pow(beta, static_cast<double>(step + 1)));
-  lrs_.push_back(learning_rate(trainer.global_step() - 1));
+  lrs_.push_back(learning_rate(trainer.state().global_step() - 1));
   losses_.push_back(smoothed);
   const auto threshold = options_.early_stop_threshold();
   if (threshold && step > 1 && (!std::isfinite(smoothed) || smoothed > *threshold * best_loss_)) {

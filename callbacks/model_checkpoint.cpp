@@ -1,7 +1,7 @@
 #include <fulgur/callbacks/model_checkpoint.hpp>
 
 #include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>
-#include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
+#include <fulgur/engine/checkpoint/sharded_checkpoint.hpp>
 #include <fulgur/trainer/trainer.hpp>
 
 #include <fmt/format.h>
@@ -108,7 +108,7 @@ void ModelCheckpoint::on_train_start(Trainer&, LightningModule&) { last_time_sav
 
 void ModelCheckpoint::on_train_batch_end(Trainer& trainer, LightningModule&, const torch::Tensor&, const Batch&,
                                          int64_t) {
-  const int64_t step = trainer.global_step();
+  const int64_t step = trainer.state().global_step();
   if (step == last_saved_step_) return;  // an accumulation batch, or saved already
   if (options_.every_n_train_steps() > 0) {
     if (step > 0 && step % options_.every_n_train_steps() == 0) save(trainer, /*ranked=*/true);
@@ -130,7 +130,7 @@ void ModelCheckpoint::on_train_batch_end(Trainer& trainer, LightningModule&, con
 
 void ModelCheckpoint::on_train_epoch_end(Trainer& trainer, LightningModule&) {
   const int64_t every = effective_every_n_epochs(options_);
-  if (every > 0 && (trainer.current_epoch() + 1) % every == 0) save(trainer, /*ranked=*/true);
+  if (every > 0 && (trainer.state().current_epoch() + 1) % every == 0) save(trainer, /*ranked=*/true);
 }
 
 void ModelCheckpoint::on_train_end(Trainer& trainer, LightningModule&) {
@@ -141,13 +141,13 @@ void ModelCheckpoint::on_train_end(Trainer& trainer, LightningModule&) {
 
 void ModelCheckpoint::on_exception(Trainer& trainer, LightningModule&, const std::exception_ptr&) {
   // As Lightning: not in fast_dev_run or the sanity check, and not twice for one step.
-  if (!options_.save_on_exception() || trainer.stage() != Stage::Fit || trainer.sanity_checking() || trainer.config().options.fast_dev_run() > 0 ||
-      trainer.global_step() == last_saved_step_) {
+  if (!options_.save_on_exception() || trainer.state().stage() != Stage::Fit || trainer.state().sanity_checking() || trainer.config().options.fast_dev_run() > 0 ||
+      trainer.state().global_step() == last_saved_step_) {
     return;
   }
   save(trainer, /*ranked=*/true);
   if (trainer.is_global_zero()) {
-    std::cerr << "fulgur: training failed; checkpoint saved at step " << trainer.global_step() << " in "
+    std::cerr << "fulgur: training failed; checkpoint saved at step " << trainer.state().global_step() << " in "
               << dirpath_.string() << std::endl;
   }
 }
@@ -206,18 +206,18 @@ std::string ModelCheckpoint::format_filename(const std::string& template_text, i
 }
 
 void ModelCheckpoint::save(Trainer& trainer, bool ranked) {
-  const int64_t step = trainer.global_step();
+  const int64_t step = trainer.state().global_step();
   const bool writer = trainer.is_global_zero();
   std::filesystem::path ranked_path;
   if (ranked && options_.save_top_k() != 0) {
     double score = static_cast<double>(step);  // no monitor: the newest is best
     bool have_score = true;
-    std::map<std::string, double> metrics = trainer.callback_metrics();
+    std::map<std::string, double> metrics = trainer.state().callback_metrics();
     if (!options_.monitor().empty()) {
       const auto it = metrics.find(options_.monitor());
       const double local = it == metrics.end() ? std::numeric_limits<double>::quiet_NaN() : it->second;
       // Every process must take the same decision: use rank 0's value.
-      score = trainer.interrupted()
+      score = trainer.state().interrupted()
                   ? local
                   : trainer.strategy().broadcast(torch::tensor({local}, torch::kFloat64), 0).item<double>();
       metrics[options_.monitor()] = score;
@@ -230,7 +230,7 @@ void ModelCheckpoint::save(Trainer& trainer, bool ranked) {
     }
     if (have_score) {
       const std::string name = format_filename(options_.filename().empty() ? "{epoch}-{step}" : options_.filename(),
-                                               trainer.current_epoch(), step, metrics);
+                                               trainer.state().current_epoch(), step, metrics);
       const std::filesystem::path path = dirpath_ / (name + ".ckpt");
       const bool above_worst = !best_k_models_.empty() && better(score, best_k_models_.at(worst_path()));
       const bool keep = options_.save_top_k() == -1 ||

@@ -18,12 +18,12 @@ void OnExceptionCheckpoint::setup(Trainer& trainer, LightningModule&) {
 
 void OnExceptionCheckpoint::on_exception(Trainer& trainer, LightningModule&, const std::exception_ptr&) {
   // Only a failing fit has training state to resume; the sanity check counts.
-  if (trainer.stage() != Stage::Fit) return;  // the sanity check included
+  if (trainer.state().stage() != Stage::Fit) return;  // the sanity check included
   if (dirpath_.empty()) return;  // failed before setup: no run folder yet
   trainer.save_checkpoint(ckpt_path());
   saved_ = true;
   if (trainer.is_global_zero()) {
-    std::cerr << "fulgur: training failed at step " << trainer.global_step() << "; checkpoint saved to "
+    std::cerr << "fulgur: training failed at step " << trainer.state().global_step() << "; checkpoint saved to "
               << ckpt_path().string() << std::endl;
   }
 }

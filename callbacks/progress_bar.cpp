@@ -66,7 +66,7 @@ namespace {
 
 std::string epoch_title(Trainer& trainer) {
   const int64_t max_epochs = trainer.config().max_epochs;
-  return fmt::format("Epoch {}{}", trainer.current_epoch(), max_epochs == -1 ? "" : fmt::format("/{}", max_epochs - 1));
+  return fmt::format("Epoch {}{}", trainer.state().current_epoch(), max_epochs == -1 ? "" : fmt::format("/{}", max_epochs - 1));
 }
 
 }  // namespace
@@ -75,7 +75,7 @@ void ProgressBar::on_train_batch_end(Trainer& trainer, LightningModule&, const t
                                      int64_t batch_idx) {
   if (!trainer.is_global_zero()) return;
   const int64_t done = batch_idx + 1;
-  const int64_t total = trainer.num_training_batches();
+  const int64_t total = trainer.state().num_training_batches();
   batches_done_ = done;
   if (done == total) return;  // the epoch-end line shows it
   if (interactive_) {
@@ -85,14 +85,14 @@ void ProgressBar::on_train_batch_end(Trainer& trainer, LightningModule&, const t
     return;
   }
   print(epoch_title(trainer), done, total, epoch_start_,
-        format_metrics(trainer.progress_bar_metrics()), false);
+        format_metrics(trainer.state().progress_bar_metrics()), false);
 }
 
 void ProgressBar::on_train_epoch_end(Trainer& trainer, LightningModule&) {
   if (!trainer.is_global_zero()) return;
-  const int64_t total = trainer.num_training_batches();
+  const int64_t total = trainer.state().num_training_batches();
   print(epoch_title(trainer), batches_done_, total, epoch_start_,
-        format_metrics(trainer.progress_bar_metrics()), true);
+        format_metrics(trainer.state().progress_bar_metrics()), true);
 }
 
 void ProgressBar::on_validation_start(Trainer&, LightningModule&) { validation_start_ = Clock::now(); }
@@ -102,8 +102,8 @@ void ProgressBar::on_validation_batch_end(Trainer& trainer, LightningModule&, co
   if (!interactive_ || !trainer.is_global_zero()) return;
   const double since = std::chrono::duration<double>(Clock::now() - last_draw_).count();
   if (since < 0.1) return;
-  print(trainer.sanity_checking() ? "Sanity checking" : "Validation", batch_idx + 1,
-        trainer.num_eval_batches(),
+  print(trainer.state().sanity_checking() ? "Sanity checking" : "Validation", batch_idx + 1,
+        trainer.state().num_eval_batches(),
         validation_start_, "", false);
 }
 

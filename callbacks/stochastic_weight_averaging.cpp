@@ -88,7 +88,7 @@ double StochasticWeightAveraging::learning_rate(size_t group, int64_t epoch) con
 }
 
 void StochasticWeightAveraging::on_train_epoch_start(Trainer& trainer, LightningModule&) {
-  if (trainer.current_epoch() < swa_start_) return;
+  if (trainer.state().current_epoch() < swa_start_) return;
   auto& groups = trainer.optimizers().front().optimizer->param_groups();
   if (initial_lrs_.empty()) {
     for (auto& group : groups) initial_lrs_.push_back(group.options().get_lr());
@@ -101,7 +101,7 @@ void StochasticWeightAveraging::on_train_epoch_start(Trainer& trainer, Lightning
                 << std::endl;
     }
   }
-  for (size_t i = 0; i < groups.size(); ++i) groups[i].options().set_lr(learning_rate(i, trainer.current_epoch()));
+  for (size_t i = 0; i < groups.size(); ++i) groups[i].options().set_lr(learning_rate(i, trainer.state().current_epoch()));
 }
 
 void StochasticWeightAveraging::on_train_end(Trainer& trainer, LightningModule& module) {
@@ -134,7 +134,7 @@ bool StochasticWeightAveraging::update_batch_norm(Trainer& trainer, LightningMod
     module.train();
     torch::NoGradGuard no_grad;
     auto batches = loader->iterate();
-    for (int64_t i = 0; i < trainer.num_training_batches(); ++i) {
+    for (int64_t i = 0; i < trainer.state().num_training_batches(); ++i) {
       const std::optional<Batch> batch = batches->next();
       if (!batch) break;
       module.training_step(trainer.strategy().batch_to_device(*batch), i);

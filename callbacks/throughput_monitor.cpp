@@ -85,21 +85,21 @@ void ThroughputMonitor::on_train_batch_end(Trainer& trainer, LightningModule& mo
   if (!trainer.is_global_zero()) return;
   update(trainer, module, "train", batch);
   // Log when an optimizer step just ended (not inside an accumulation window), every log_every_n_steps.
-  const bool stepped = (batch_idx + 1) % trainer.accumulate_grad_batches() == 0 ||
-                       batch_idx + 1 == trainer.num_training_batches();
-  if (!stepped || trainer.global_step() % trainer.config().options.log_every_n_steps() != 0) return;
-  log(trainer, "train", trainer.global_step());
+  const bool stepped = (batch_idx + 1) % trainer.state().accumulate_grad_batches() == 0 ||
+                       batch_idx + 1 == trainer.state().num_training_batches();
+  if (!stepped || trainer.state().global_step() % trainer.config().options.log_every_n_steps() != 0) return;
+  log(trainer, "train", trainer.state().global_step());
 }
 
 void ThroughputMonitor::on_validation_start(Trainer& trainer, LightningModule&) {
-  if (trainer.sanity_checking()) return;
+  if (trainer.state().sanity_checking()) return;
   validation_started_ = Clock::now();
   start(trainer, "validate");
 }
 
 void ThroughputMonitor::on_validation_batch_end(Trainer& trainer, LightningModule& module, const Batch& batch,
                                                 int64_t) {
-  if (trainer.sanity_checking() || !trainer.is_global_zero()) return;
+  if (trainer.state().sanity_checking() || !trainer.is_global_zero()) return;
   update(trainer, module, "validate", batch);
   const int64_t step = meters_["validate"].total_batches;
   if (step % trainer.config().options.log_every_n_steps() == 0) log(trainer, "validate", step);
@@ -107,7 +107,7 @@ void ThroughputMonitor::on_validation_batch_end(Trainer& trainer, LightningModul
 
 void ThroughputMonitor::on_validation_end(Trainer& trainer, LightningModule&) {
   // Validation inside fit does not count as training time.
-  if (!trainer.sanity_checking() && trainer.stage() == Stage::Fit) {
+  if (!trainer.state().sanity_checking() && trainer.state().stage() == Stage::Fit) {
     meters_["train"].t0 += Clock::now() - validation_started_;
   }
 }

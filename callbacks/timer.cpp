@@ -58,11 +58,11 @@ void Timer::stop(RunningStage stage) { spans_[span_index(stage)].end = Clock::no
 
 // Validation inside fit counts as validation time, sanity checks count nowhere.
 void Timer::on_validation_start(Trainer& trainer, LightningModule&) {
-  if (!trainer.sanity_checking()) start(RunningStage::Validate);
+  if (!trainer.state().sanity_checking()) start(RunningStage::Validate);
 }
 
 void Timer::on_validation_end(Trainer& trainer, LightningModule&) {
-  if (!trainer.sanity_checking()) stop(RunningStage::Validate);
+  if (!trainer.state().sanity_checking()) stop(RunningStage::Validate);
 }
 
 double Timer::time_elapsed(RunningStage stage) const {
@@ -98,8 +98,8 @@ void Timer::load_state_dict(const CallbackState& state) {
 void Timer::on_train_batch_end(Trainer& trainer, LightningModule&, const torch::Tensor&, const Batch&,
                                int64_t batch_idx) {
   // With several processes the ranks agree on the Trainer's stop-check schedule, not every step.
-  const bool last_batch = batch_idx + 1 == trainer.num_training_batches();
-  if (options_.interval() == Interval::Step && trainer.stop_check_due(last_batch)) {
+  const bool last_batch = batch_idx + 1 == trainer.state().num_training_batches();
+  if (options_.interval() == Interval::Step && trainer.state().stop_check_due(last_batch)) {
     check_time_remaining(trainer);
   }
 }

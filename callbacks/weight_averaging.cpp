@@ -52,16 +52,16 @@ void WeightAveraging::update(LightningModule& module) {
 void WeightAveraging::on_train_batch_end(Trainer& trainer, LightningModule& module, const torch::Tensor&,
                                          const Batch&, int64_t) {
   // Only after an optimizer step (not on the batches that accumulate gradients).
-  if (trainer.global_step() > latest_update_step_ && should_update(trainer.global_step() - 1, std::nullopt)) {
+  if (trainer.state().global_step() > latest_update_step_ && should_update(trainer.state().global_step() - 1, std::nullopt)) {
     update(module);
-    latest_update_step_ = trainer.global_step();
+    latest_update_step_ = trainer.state().global_step();
   }
 }
 
 void WeightAveraging::on_train_epoch_end(Trainer& trainer, LightningModule& module) {
-  if (trainer.current_epoch() > latest_update_epoch_ && should_update(std::nullopt, trainer.current_epoch())) {
+  if (trainer.state().current_epoch() > latest_update_epoch_ && should_update(std::nullopt, trainer.state().current_epoch())) {
     update(module);
-    latest_update_epoch_ = trainer.current_epoch();
+    latest_update_epoch_ = trainer.state().current_epoch();
   }
 }
 
@@ -77,7 +77,7 @@ void WeightAveraging::swap(LightningModule& module) {
 }
 
 void WeightAveraging::on_validation_epoch_start(Trainer& trainer, LightningModule& module) {
-  if (validate_with_average_ && n_averaged_ > 0 && !swapped_ && !trainer.sanity_checking()) swap(module);
+  if (validate_with_average_ && n_averaged_ > 0 && !swapped_ && !trainer.state().sanity_checking()) swap(module);
 }
 
 void WeightAveraging::on_validation_epoch_end(Trainer&, LightningModule& module) {

@@ -4,12 +4,15 @@
 #include <fulgur/modules/scoped_module_runtime.hpp>
 #include <fulgur/online/fabric_runtime.hpp>
 #include <fulgur/modules/state_dict.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
-#include <fulgur/trainer/checkpoint/optimizer_state.hpp>
-#include <fulgur/trainer/checkpoint/training_checkpoint.hpp>
-#include <fulgur/trainer/checkpoint/scheduler_state.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_error.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_weights.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_writer.hpp>
+#include <fulgur/engine/checkpoint/local_state.hpp>
+#include <fulgur/engine/checkpoint/optimizer_state.hpp>
+#include <fulgur/engine/checkpoint/training_checkpoint.hpp>
+#include <fulgur/engine/checkpoint/scheduler_state.hpp>
 #include <fulgur/strategies/create_strategy.hpp>
-#include <fulgur/trainer/loops/step_engine.hpp>
+#include <fulgur/engine/step_engine.hpp>
 #include <fulgur/trainer/optimizer_checks.hpp>
 #include <fulgur/version.hpp>
 
@@ -35,6 +38,7 @@ Fabric::Fabric(TrainerOptions options, std::vector<std::shared_ptr<Logger>> logg
         config_.world_size, platform.world_size_source));
   }
   strategy_ = create_strategy(config_.strategy_spec(platform));
+  writer_ = std::make_unique<CheckpointWriter>(*strategy_, config_.options.async_checkpoint());
   runtime_ = std::make_unique<FabricRuntime>(*this);
 }
 
@@ -49,6 +53,7 @@ Fabric::~Fabric() {
       }
     }
   }
+  writer_->finish_writes_quietly();  // the last checkpoint is on disk before the process group goes
   sink_.reset();
   attached_.reset();
   if (module_ != nullptr) {
@@ -93,9 +98,9 @@ torch::Tensor Fabric::training_loss(const Batch& batch) {
   torch::Tensor loss;
   {
     Precision::AutocastScope autocast(strategy_->precision());
-    loss = m.training_step(on_device, global_step_);
+    loss = m.training_step(on_device, steps_.value());
   }
-  StepEngine::check_loss(loss, "[Fabric::training_loss]", fmt::format("step {}", global_step_));
+  StepEngine::check_loss(loss, "[Fabric::training_loss]", fmt::format("step {}", steps_.value()));
   return loss;
 }
 
@@ -113,12 +118,8 @@ bool Fabric::optimizer_step(size_t index) {
   const bool stepped =
       StepEngine::optimizer_step(*strategy_, *runtime_, *optimizers_[index].optimizer, config_.gradient_clip());
   StepEngine::after_optimizer_step(
-      optimizers_[index], /*zero_grad=*/true,
-      [this] {
-        ++global_step_;
-        flush_logged();  // a plateau scheduler watches what this step logged
-        return global_step_;
-      },
+      optimizers_[index], /*zero_grad=*/true, steps_,
+      [this](int64_t) { flush_logged(); },  // a plateau scheduler watches what this step logged
       [this](const LRSchedulerConfig& config) { step_scheduler(config); });
   return stepped;
 }
@@ -177,7 +178,7 @@ void Fabric::log_dict(const std::map<std::string, double>& values) {
 
 void Fabric::send(const std::map<std::string, double>& values) {
   if (!is_global_zero() || values.empty()) return;
-  for (auto& logger : loggers_) logger->log_metrics(values, global_step_);
+  for (auto& logger : loggers_) logger->log_metrics(values, steps_.value());
 }
 
 void Fabric::save_logs() {
@@ -188,23 +189,41 @@ void Fabric::save_logs() {
 void Fabric::flush_logged() {
   const std::map<std::string, double> values = runtime_->take_logged();
   for (const auto& [name, value] : values) metrics_[name] = value;  // a plateau scheduler may watch them
-  if (global_step_ % config_.options.log_every_n_steps() == 0) send(values);
+  if (steps_.value() % config_.options.log_every_n_steps() == 0) send(values);
 }
 
+namespace {
+
+std::vector<const torch::optim::Optimizer*> optimizer_pointers(const std::vector<OptimizerConfig>& configs) {
+  std::vector<const torch::optim::Optimizer*> out;
+  for (const auto& config : configs) out.push_back(config.optimizer.get());
+  return out;
+}
+
+}  // namespace
+
 void Fabric::save_checkpoint(const std::filesystem::path& path, const Checkpoint& extra) {
-  if (is_global_zero()) write_checkpoint(path, extra);
-  barrier("fabric_save_checkpoint");
+  LightningModule& m = module();
+  writer_->save(path, m, optimizer_pointers(optimizers_), [&] {
+    Checkpoint c = training_state(/*copy=*/false);
+    for (const auto& entry : extra) c.insert_or_assign(entry.key(), entry.value());
+    return c;
+  });
 }
 
 void Fabric::write_checkpoint(const std::filesystem::path& path, const Checkpoint& extra) const {
   if (strategy_->shards_parameters() || strategy_->shards_optimizer_state()) {
-    throw std::logic_error("[Fabric::save_checkpoint] a sharding strategy's checkpoint needs the Trainer; use ddp");
+    throw std::logic_error(
+        "[Fabric::write_checkpoint] a rank alone holds only its shard of a sharding strategy's state; every rank "
+        "calls save_checkpoint");
   }
   if (module_ == nullptr) throw std::logic_error("[Fabric] no module: call setup(module) first");
   Checkpoint c = training_state(/*copy=*/false);
   for (const auto& entry : extra) c.insert_or_assign(entry.key(), entry.value());
-  CheckpointIO::save(c, path);
+  writer_->save_alone(c, path, /*quiet=*/false);
 }
+
+void Fabric::finish_checkpoint_writes() { writer_->finish_writes(); }
 
 namespace {
 
@@ -230,7 +249,7 @@ c10::IValue copied(const c10::IValue& value) {
 
 Checkpoint Fabric::training_state(bool copy) const {
   // The Trainer's writer: a Fabric checkpoint loads where a Trainer's does.
-  const Checkpoint c = training_checkpoint(*module_, optimizers_, strategy_->precision(), /*epoch=*/0, global_step_,
+  const Checkpoint c = training_checkpoint(*module_, optimizers_, strategy_->precision(), /*epoch=*/0, steps_.value(),
                                            /*weights_only=*/false);
   return copy ? copied(c).toGenericDict() : c;
 }
@@ -238,22 +257,23 @@ Checkpoint Fabric::training_state(bool copy) const {
 Checkpoint Fabric::load_checkpoint(const std::filesystem::path& path) {
   module();  // set up
   const std::string source = path.string();
-  Checkpoint c = CheckpointIO::load(path);
+  writer_->finish_writes();  // an asynchronous save of this path is on disk first
+  Checkpoint c = load_whole_checkpoint(path);  // a sharded one joined
   for (const char* key : {"global_step", "state_dict", "optimizer_states", "lr_schedulers", "precision"}) {
     if (!c.contains(key)) throw CheckpointError(fmt::format("[Fabric::load_checkpoint] {} has no '{}'", source, key));
   }
   // A load that fails part-way changes nothing: the state it found is put back.
   const Checkpoint kept = training_state(/*copy=*/true);
   try {
-    restore(c, source);
+    restore(c, source, /*whole=*/true);
   } catch (...) {
-    restore(kept, "the state before the failed load");
+    restore(kept, "the state before the failed load", /*whole=*/false);
     throw;
   }
   return c;
 }
 
-void Fabric::restore(const Checkpoint& c, const std::string& source) {
+void Fabric::restore(const Checkpoint& c, const std::string& source, bool whole) {
   LightningModule& m = *module_;
   c10::Dict<std::string, torch::Tensor> weights;
   for (const auto& entry : c.at("state_dict").toGenericDict()) {
@@ -265,11 +285,19 @@ void Fabric::restore(const Checkpoint& c, const std::string& source) {
       throw std::invalid_argument(
           fmt::format("it holds {} optimizer states, the model has {}", optimizers.size(), optimizers_.size()));
     }
-    load_state_dict(m, weights, /*strict=*/true);
+    load_state_dict(m, whole ? local_weights(*strategy_, m, weights) : weights, /*strict=*/true);
     const auto schedulers = c.at("lr_schedulers").toList();
     size_t next_scheduler = 0;
     for (size_t i = 0; i < optimizers_.size(); ++i) {
-      load_optimizer_state_dict(*optimizers_[i].optimizer, optimizers.get(i).toGenericDict());
+      const auto saved = optimizers.get(i).toGenericDict();
+      if (whole) {
+        load_local_optimizer_state(*strategy_, *optimizers_[i].optimizer, saved);
+      } else if (strategy_->shards_optimizer_state()) {  // this rank's rows, as kept
+        load_optimizer_state_dict(*optimizers_[i].optimizer, saved,
+                                  [&](const torch::Tensor& p) { return strategy_->local_tensor(p, p.detach()); });
+      } else {
+        load_optimizer_state_dict(*optimizers_[i].optimizer, saved);
+      }
       if (optimizers_[i].lr_scheduler && next_scheduler < schedulers.size()) {
         load_scheduler_state_dict(*optimizers_[i].lr_scheduler, schedulers.get(next_scheduler++).toGenericDict(), source);
       }
@@ -280,7 +308,7 @@ void Fabric::restore(const Checkpoint& c, const std::string& source) {
   } catch (const std::exception& e) {
     throw CheckpointError(fmt::format("[Fabric::load_checkpoint] {}: {}", source, e.what()));
   }
-  global_step_ = c.at("global_step").toInt();
+  steps_.restore(c.at("global_step").toInt());
 }
 
 }  // namespace fulgur

@@ -5,7 +5,8 @@
 #include <fulgur/modules/optimizer_config.hpp>
 #include <fulgur/modules/reduce_op.hpp>
 #include <fulgur/strategies/strategy.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_io.hpp>
+#include <fulgur/engine/step_counter.hpp>
 #include <fulgur/loggers/logger.hpp>
 #include <fulgur/trainer/trainer_config.hpp>
 #include <fulgur/trainer/run_settings.hpp>
@@ -23,6 +24,7 @@
 
 namespace fulgur {
 
+class CheckpointWriter;
 class FabricRuntime;
 class ScopedMetricSink;
 class ScopedModuleRuntime;
@@ -104,15 +106,28 @@ class Fabric {
   /// Writes the module's weights (`state_dict`), its optimizers' and
   /// schedulers' states (`optimizer_states`, `lr_schedulers`), the
   /// precision's scaler and `global_step` with the Trainer's keys, plus the
-  /// entries of `extra`, atomically from rank 0; every rank calls it.
-  /// Not under a strategy that shards (fsdp): std::logic_error.
+  /// entries of `extra`; every rank calls it. Through the Trainer's writer
+  /// (CheckpointWriter), with the Trainer's options: a whole file from rank
+  /// 0, written atomically, now or with `async_checkpoint` on a background
+  /// thread (the call waits only for a copy to host memory); under fsdp the
+  /// shards are gathered (`fsdp.state_dict_type: full`) or every rank writes
+  /// its own beside rank 0's metadata (`sharded`, always synchronous). A
+  /// failed write throws CheckpointError naming the path on every rank (an
+  /// asynchronous one from the next save, load, finish_checkpoint_writes()
+  /// or, printed, the Fabric's end).
   void save_checkpoint(const std::filesystem::path& path, const Checkpoint& extra = new_state_dict());
   /// The same file written by this rank alone, now, with no collective:
   /// for a rank whose peers died (its weights are every rank's after the
   /// last step they all finished). Written atomically, so survivors that
-  /// all write the same path leave one whole file.
+  /// all write the same path leave one whole file. Not under a strategy
+  /// that shards (fsdp): std::logic_error.
   void write_checkpoint(const std::filesystem::path& path, const Checkpoint& extra = new_state_dict()) const;
-  /// Restores what save_checkpoint wrote (every rank reads the file) and
+  /// Every rank: waits until the asynchronous writes are on disk (rank 0's
+  /// writer), then all learn whether they worked (as save_checkpoint).
+  /// Nothing to wait for without `async_checkpoint`.
+  void finish_checkpoint_writes();
+  /// Restores what save_checkpoint wrote, whole or sharded, from any world
+  /// size (every rank reads it, after the writes in flight finished) and
   /// returns the whole checkpoint, `extra` entries included. A missing or
   /// corrupt file, or weights, optimizer or scheduler states that do not
   /// fit, throw naming the path — and change nothing: weights, optimizer
@@ -120,7 +135,7 @@ class Fabric {
   Checkpoint load_checkpoint(const std::filesystem::path& path);
 
   /// Optimizer steps taken since setup (or restored by load_checkpoint).
-  int64_t global_step() const { return global_step_; }
+  int64_t global_step() const { return steps_.value(); }
   const TrainerConfig& config() const { return config_; }
   Strategy& strategy() { return *strategy_; }
   /// The optimizers (each with its scheduler) of the module set up.
@@ -140,14 +155,17 @@ class Fabric {
   /// schedulers, scaler, step); `copy`: tensors cloned, so a later load
   /// cannot change them.
   Checkpoint training_state(bool copy) const;
-  /// Puts `c`'s training state in place (load_checkpoint's second half).
-  void restore(const Checkpoint& c, const std::string& source);
+  /// Puts `c`'s training state in place (load_checkpoint's second half);
+  /// `whole`: its tensors are whole (a file), else as this rank holds them
+  /// (the state kept before a failed load).
+  void restore(const Checkpoint& c, const std::string& source, bool whole);
   /// One scheduler step; a plateau's on its monitored value (metrics_).
   void step_scheduler(const LRSchedulerConfig& config);
 
   TrainerConfig config_;
   std::optional<RunSettings> run_;  // from setup() on; given back after the strategy (and its group) ends
   std::unique_ptr<Strategy> strategy_;
+  std::unique_ptr<CheckpointWriter> writer_;  // after the strategy: it waits for its write first
   std::vector<std::shared_ptr<Logger>> loggers_;
   std::unique_ptr<FabricRuntime> runtime_;
   std::unique_ptr<ScopedModuleRuntime> attached_;
@@ -155,7 +173,7 @@ class Fabric {
   LightningModule* module_ = nullptr;
   std::vector<OptimizerConfig> optimizers_;
   std::vector<std::shared_ptr<LightningOptimizer>> lightning_optimizers_;
-  int64_t global_step_ = 0;
+  StepCounter steps_;
   int64_t epochs_ = 0;  // end_epoch() calls
   /// The latest value of everything logged (what a plateau scheduler monitors).
   std::map<std::string, double> metrics_;

@@ -2,7 +2,7 @@
 
 #include <fulgur/modules/metric_sink.hpp>
 #include <fulgur/modules/module_runtime.hpp>
-#include <fulgur/trainer/loops/step_engine.hpp>
+#include <fulgur/engine/step_engine.hpp>
 
 #include <map>
 #include <string>

@@ -10,7 +10,7 @@
 #include <fulgur/online/online_config.hpp>
 #include <fulgur/online/online_trainer.hpp>
 #include <fulgur/strategies/mpi/mpi_refused_error.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_error.hpp>
 #include <fulgur/version.hpp>
 
 #include <fmt/format.h>

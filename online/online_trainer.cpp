@@ -2,7 +2,7 @@
 #include <fulgur/strategies/data_parallel_strategy.hpp>
 #include <fulgur/strategies/mpi/mpi_runtime.hpp>
 
-#include <fulgur/trainer/loops/step_engine.hpp>
+#include <fulgur/engine/step_engine.hpp>
 #include <fulgur/trainer/run_settings.hpp>
 
 #include <fmt/format.h>
@@ -43,7 +43,7 @@ OnlineTrainer::OnlineTrainer(ModuleFactory make_module, OnlineOptions options, s
     if (std::filesystem::exists(last_checkpoint())) {
       load_state(last_checkpoint());
       if (fabric_->is_global_zero()) {
-        std::cout << "fulgur: resumed online training at step " << global_step_.load() << " from "
+        std::cout << "fulgur: resumed online training at step " << global_step() << " from "
                   << last_checkpoint().string() << std::endl;
       }
     }
@@ -70,6 +70,7 @@ void OnlineTrainer::check_stop_signal() {
   if (fabric_->world_size() > 1) signal = static_cast<int>(fabric_->strategy().max_over_ranks(signal));
   if (signal == 0) return;
   save_state(last_checkpoint());
+  fabric_->finish_checkpoint_writes();  // on disk before the program may exit
   publish();
   stop_signal_ = signal;
   StopSignals::mark_acted();  // saved and stopped: nothing passes it on
@@ -88,7 +89,7 @@ double OnlineTrainer::step(const Batch& batch) {
     // Backward also with a non-finite loss: the other ranks wait in this
     // step's gradient exchange; the ranks then skip the step together.
     fabric_->backward(loss);
-    const int64_t at = global_step_.load() + 1;
+    const int64_t at = global_step() + 1;
     const std::string local = nonfinite_tensor(value, at);
     bool skip = !local.empty();
     // One small all-reduce: a sharded gradient (fsdp) or a NaN only one rank
@@ -109,7 +110,7 @@ double OnlineTrainer::step(const Batch& batch) {
       return value;
     }
     fabric_->optimizer_step(0);
-    const int64_t done = ++global_step_;
+    const int64_t done = global_step();
     if (done % options_.publish_every_n_steps == 0) {
       publish();
       fabric_->save_logs();  // the loss history reaches log_dir while training goes on
@@ -143,12 +144,12 @@ void OnlineTrainer::fail_keeping(const std::exception& error) {
 std::string OnlineTrainer::keep_trained_state() noexcept {
   try {
     publish();
-    std::string kept = fmt::format("the weights after step {} are kept (published for predict()", global_step_.load());
+    std::string kept = fmt::format("the weights after step {} are kept (published for predict()", global_step());
     if (options_.checkpoint_dir.empty()) return kept + ")";
     fabric_->write_checkpoint(last_checkpoint(), extra_state());
     return fmt::format("{} and saved to {}: a restart resumes there)", kept, last_checkpoint().string());
   } catch (const std::exception& e) {
-    return fmt::format("keeping the weights after step {} failed too: {}", global_step_.load(), e.what());
+    return fmt::format("keeping the weights after step {} failed too: {}", global_step(), e.what());
   }
 }
 
@@ -171,7 +172,7 @@ double OnlineTrainer::train_step(const torch::Tensor& inputs, const torch::Tenso
   return step(Batch{inputs, targets, {}});
 }
 
-void OnlineTrainer::publish() { snapshot_.publish(*module_, global_step_.load()); }
+void OnlineTrainer::publish() { snapshot_.publish(*module_, global_step()); }
 
 void OnlineTrainer::start() {
   if (running_ || thread_.joinable()) {
@@ -194,7 +195,7 @@ void OnlineTrainer::run_background() {
     const bool several = fabric_->world_size() > 1;
     // A stop signal also ends a wait for samples (no producer may come).
     const auto signalled = [this] { return signals_ && StopSignals::received() != 0; };
-    while ((options_.max_steps < 0 || global_step_.load() < options_.max_steps) && stop_signal_ == 0) {
+    while ((options_.max_steps < 0 || global_step() < options_.max_steps) && stop_signal_ == 0) {
       if (pause_requested_) {
         park(signalled);
         if (signalled()) break;
@@ -233,7 +234,7 @@ void OnlineTrainer::rethrow_training_error() {
     std::rethrow_exception(error_);
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format("[OnlineTrainer] background training stopped at step {}: {}",
-                                         global_step_.load(), e.what()));
+                                         global_step(), e.what()));
   }
 }
 
@@ -294,7 +295,7 @@ void OnlineTrainer::throw_stopped(const char* call) const {
                      fmt::format("[OnlineTrainer::{}] training stopped on {} and saved {} at step {}; exit (128 + the "
                                  "signal), and restart to resume",
                                  call, StopSignals::name(stop_signal_.load()), last_checkpoint().string(),
-                                 global_step_.load()));
+                                 global_step()));
 }
 
 void OnlineTrainer::park(const std::function<bool()>& signalled) {
@@ -375,7 +376,6 @@ Checkpoint OnlineTrainer::extra_state() const {
 
 void OnlineTrainer::load_state(const std::filesystem::path& path) {
   const Checkpoint checkpoint = fabric_->load_checkpoint(path);
-  global_step_ = fabric_->global_step();
   if (options_.checkpoint_buffer && checkpoint.contains("stream_buffer")) {
     const auto buffer = checkpoint.at("stream_buffer").toGenericDict();
     stream_->push(buffer.at("inputs").toTensor(), buffer.at("targets").toTensor());

@@ -102,8 +102,9 @@ class OnlineTrainer {
   /// Steps skipped because their loss or gradients were not finite
   /// (on_nonfinite: skip).
   int64_t skipped_steps() const { return skipped_steps_.load(); }
-  /// Optimizer steps taken, and the step of the weights predict() uses.
-  int64_t global_step() const { return global_step_.load(); }
+  /// Optimizer steps taken (its Fabric's one StepCounter; any thread may
+  /// read it), and the step of the weights predict() uses.
+  int64_t global_step() const { return fabric_->global_step(); }
   int64_t published_step() const { return snapshot_.step(); }
   /// Writes the training state (weights, optimizer, scheduler, step: see
   /// Fabric::save_checkpoint; with checkpoint_buffer, the stream's samples
@@ -169,7 +170,6 @@ class OnlineTrainer {
   WeightSnapshot snapshot_;
   std::mutex predict_mutex_;
   int64_t inference_step_ = -1;  // under predict_mutex_
-  std::atomic<int64_t> global_step_{0};
   std::atomic<int64_t> skipped_steps_{0};
   std::atomic<double> last_loss_{std::numeric_limits<double>::quiet_NaN()};
   bool first_step_checked_ = false;  // the training thread's (inline: the caller's)

@@ -13,11 +13,11 @@ mkdir -p "$out/corpus"
 torch=$("$root/.venv/bin/python" -c "import torch, os; print(os.path.dirname(torch.__file__))")
 version=$(sed -n 's/^project(fulgur VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
 
-if [ ! -x "$out/checkpoint_load_fuzzer" ] || [ -n "$(find "$root/trainer/checkpoint" "$root/tests/fuzz" -newer "$out/checkpoint_load_fuzzer" -name '*.[ch]pp')" ]; then
+if [ ! -x "$out/checkpoint_load_fuzzer" ] || [ -n "$(find "$root/engine/checkpoint" "$root/tests/fuzz" -newer "$out/checkpoint_load_fuzzer" -name '*.[ch]pp')" ]; then
   /usr/bin/clang++ -std=c++20 -O1 -gline-tables-only -fsanitize=fuzzer,address -DFMT_HEADER_ONLY=1 -DFULGUR_VERSION="\"$version\"" \
     -I"$build/include" -isystem "$torch/include" -isystem "$torch/include/torch/csrc/api/include" \
-    "$root/tests/fuzz/checkpoint_load_fuzzer.cpp" "$root/trainer/checkpoint/checkpoint_io.cpp" \
-    "$root/trainer/checkpoint/zip_checksums.cpp" \
+    "$root/tests/fuzz/checkpoint_load_fuzzer.cpp" "$root/engine/checkpoint/checkpoint_io.cpp" \
+    "$root/engine/checkpoint/zip_checksums.cpp" \
     -L"$torch/lib" -Wl,-rpath,"$torch/lib" -ltorch -ltorch_cpu -lc10 -lz -o "$out/checkpoint_load_fuzzer"
 fi
 # Seeds: a real checkpoint and a foreign torch.save archive.

@@ -9,7 +9,7 @@ import re
 import sys
 
 ORDER = ["version.hpp", "core", "modules", "datamodules", "strategies/options", "strategies/environments", "strategies/cuda", "strategies/mpi", "strategies/launchers",
-         "strategies/collectives", "strategies/sharding", "strategies", "loggers", "trainer", "callbacks", "trainer/cli", "online", "ensemble"]
+         "strategies/collectives", "strategies/sharding", "strategies", "loggers", "engine", "trainer", "callbacks", "trainer/cli", "online", "ensemble"]
 
 # The callbacks the Trainer adds by default (enable_progress_bar,
 # enable_model_summary, enable_checkpointing; CheckpointLocator also reads

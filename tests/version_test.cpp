@@ -5,7 +5,7 @@
 #include "support/test_support.hpp"
 #include "support/tiny_modules.hpp"
 
-#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_io.hpp>
 #include <fulgur/trainer/cli/cli.hpp>
 #include <fulgur/loggers/csv_logger.hpp>
 #include <fulgur/version.hpp>

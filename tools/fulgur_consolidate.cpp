@@ -5,9 +5,9 @@
 // world size resumes from.
 //
 //   fulgur_consolidate SHARDED.ckpt OUT.ckpt
-#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
-#include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_error.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/sharded_checkpoint.hpp>
 
 #include <iostream>
 #include <string>

@@ -12,7 +12,7 @@
 #include <fulgur/strategies/sharding/sharded_unit_hooks.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_locator.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_weights.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_weights.hpp>
 #include <fulgur/trainer/loops/evaluation_loop.hpp>
 #include <fulgur/trainer/loops/fit_loop.hpp>
 #include <fulgur/trainer/connectors/hook_dispatcher.hpp>
@@ -146,7 +146,7 @@ void Trainer::start_ranks() {
 }
 
 Trainer::~Trainer() {
-  if (checkpoint_connector_) checkpoint_connector_->finish_writes_quietly();
+  if (checkpoint_connector_) checkpoint_connector_->writer().finish_writes_quietly();
 }
 
 void Trainer::launch_peers(const Platform& platform) {
@@ -158,33 +158,16 @@ void Trainer::launch_peers(const Platform& platform) {
   launcher_->launch(launch);
 }
 
-std::optional<Stage> Trainer::stage() const { return context_ ? context_->stage() : std::nullopt; }
-
-bool Trainer::sanity_checking() const { return context_ && context_->sanity_checking(); }
-
 std::vector<OptimizerConfig>& Trainer::optimizers() { return context_ ? context_->optimizers() : no_optimizers_; }
-
-int64_t Trainer::global_step() const { return context_ ? context_->global_step() : 0; }
-
-int64_t Trainer::current_epoch() const { return context_ ? context_->current_epoch() : 0; }
-
-int64_t Trainer::num_training_batches() const { return fit_loop_ ? fit_loop_->epoch_loop().num_batches() : 0; }
 
 void Trainer::request_stop() {
   if (!context_) throw std::logic_error("[Trainer::request_stop] no run has started");
   context_->request_stop();
 }
 
-bool Trainer::should_stop() const { return context_ && context_->should_stop(); }
-
 std::filesystem::path Trainer::log_dir() const {
   if (!loggers_.empty()) return loggers_.front()->log_dir();
   return config_.options.default_root_dir();
-}
-
-const std::map<std::string, double>& Trainer::callback_metrics() const {
-  static const std::map<std::string, double> kNone;  // before the first run: nothing logged
-  return logging_ ? logging_->callback_metrics() : kNone;
 }
 
 Strategy& Trainer::strategy() {
@@ -198,40 +181,21 @@ int64_t Trainer::global_rank() const { return strategy_ ? strategy_->global_rank
 
 int64_t Trainer::world_size() const { return strategy_ ? strategy_->world_size() : config_.world_size; }
 
-int Trainer::stop_signal() const { return signals_->stop_signal(); }
-
-const std::map<std::string, double>& Trainer::progress_bar_metrics() const {
-  static const std::map<std::string, double> kNone;
-  return logging_ ? logging_->progress_bar_metrics() : kNone;
-}
-
-int64_t Trainer::num_eval_batches() const { return context_ ? context_->num_eval_batches() : 0; }
-
-int64_t Trainer::accumulate_grad_batches() const {
-  return context_ ? context_->accumulate_grad_batches() : config_.options.accumulate_grad_batches();
-}
-
 void Trainer::set_accumulate_grad_batches(int64_t batches) {
   if (!context_) throw std::logic_error("[Trainer::set_accumulate_grad_batches] no run has started");
   context_->set_accumulate_grad_batches(batches);
-}
-
-bool Trainer::interrupted() const { return context_ && context_->handling_exception(); }
-
-bool Trainer::stop_check_due(bool last_batch_of_epoch) const {
-  return context_ && context_->stop_check_due(last_batch_of_epoch);
 }
 
 void Trainer::save_checkpoint(const std::filesystem::path& path, bool weights_only, std::function<void()> after_write) {
   if (context_ && context_->has_module() && context_->handling_exception()) {
     // A rank failed: the others may never join a collective, so rank 0 writes alone.
     if (is_global_zero()) checkpoint_connector_->save_alone(path, weights_only);
-    if (after_write && is_global_zero()) checkpoint_connector_->after_write(std::move(after_write));
+    if (after_write && is_global_zero()) checkpoint_connector_->writer().after_write(std::move(after_write));
     return;
   }
   if (context_ && context_->has_module()) {
     checkpoint_connector_->save(path, weights_only);
-    if (after_write) checkpoint_connector_->after_write(std::move(after_write));
+    if (after_write) checkpoint_connector_->writer().after_write(std::move(after_write));
     return;
   }
   if (last_module_ == nullptr) {
@@ -294,7 +258,7 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
     SignalConnector& signals;
     CheckpointConnector& checkpoints;
     ~EndRun() {
-      checkpoints.end_run();  // no writer thread outlives the run
+      checkpoints.writer().end_run();  // no writer thread outlives the run
       signals.end_run();
     }
   } end_run{*signals_, *checkpoint_connector_};
@@ -329,7 +293,7 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
     logging_->start_loggers(module);  // only once the data are known to be there
     hooks_->call_callback_hook("setup", &Callback::setup);
     auto result = body();
-    checkpoint_connector_->finish_writes();  // the run's checkpoints are on disk when it returns
+    checkpoint_connector_->writer().finish_writes();  // the run's checkpoints are on disk when it returns
     hooks_->call_callback_hook("teardown", &Callback::teardown);
     write_profile();
     data.teardown(stage);
@@ -355,7 +319,7 @@ auto Trainer::run_stage(Stage stage, LightningModule& module, DataModule& data,
     try {
       if (context_->has_module()) {
         hooks_->call_callback_hook("on_exception", &Callback::on_exception, error);
-        checkpoint_connector_->finish_writes_quietly();
+        checkpoint_connector_->writer().finish_writes_quietly();
         hooks_->call_callback_hook("teardown", &Callback::teardown);
         write_profile();
       }
@@ -402,7 +366,7 @@ std::exception_ptr Trainer::with_context(std::exception_ptr error) const {
     if (run.sanity_checking()) {
       where += " of the sanity check (num_sanity_val_steps, before training)";
     } else if (run.stage() == Stage::Fit) {
-      where += fmt::format(" of epoch {}", current_epoch());
+      where += fmt::format(" of epoch {}", run.current_epoch());
     }
     return fmt::format("[Trainer::{}] rank {}: {} failed: {}", stage, global_rank(), where, e.what_without_backtrace());
   };
@@ -472,15 +436,15 @@ void Trainer::fit(LightningModule& module, DataModule& data, const std::string& 
     }
     fit_loop_->run(*train, val);
     hooks_->call_hook("on_fit_end", &Callback::on_fit_end, &LightningModule::on_fit_end);
-    checkpoint_connector_->finish_writes();  // before any rank may exit on a signal stop
-    if (stop_signal() != 0) {
+    checkpoint_connector_->writer().finish_writes();  // before any rank may exit on a signal stop
+    if (signals_->stop_signal() != 0) {
       // No rank leaves before every rank has run its end hooks (the
       // checkpoint is on disk): a launcher stops the others once one exits,
       // and a requeue ends this attempt. Only SIGUSR1, SLURM's time-limit
       // warning, requeues; SIGTERM is also what scancel sends, and a
       // cancelled job must stay cancelled.
       strategy_->barrier("signal stop");
-      requeue = stop_signal() == SIGUSR1 && is_global_zero() && config_.options.auto_requeue();
+      requeue = signals_->stop_signal() == SIGUSR1 && is_global_zero() && config_.options.auto_requeue();
     }
     return 0;
   });
@@ -491,7 +455,7 @@ int Trainer::exit_code() {
   // The ranks this process started, if any: their failure is the run's too.
   const int peers = launcher_ ? launcher_->join() : 0;
   if (stop_error_signal_ != 0) return 128 + stop_error_signal_;
-  return stop_signal() != 0 ? 128 + stop_signal() : peers;
+  return signals_->stop_signal() != 0 ? 128 + signals_->stop_signal() : peers;
 }
 
 std::map<std::string, double> Trainer::validate(LightningModule& module, DataModule& data,

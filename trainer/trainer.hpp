@@ -9,6 +9,7 @@
 #include <fulgur/trainer/result_collection.hpp>
 #include <fulgur/trainer/trainer_config.hpp>
 #include <fulgur/trainer/trainer_options.hpp>
+#include <fulgur/trainer/trainer_state.hpp>
 #include <fulgur/modules/stage.hpp>
 
 #include <exception>
@@ -55,7 +56,7 @@ class SubprocessLauncher;
 ///   Trainer given none makes its own;
 /// - signals: during a run, SIGUSR1, SIGTERM and SIGINT are only recorded
 ///   (SignalConnector); fit stops at a step every rank agrees on and
-///   stop_signal() / exit_code() report it. Nothing is raised again by the
+///   state().stop_signal() / exit_code() report it. Nothing is raised again by the
 ///   Trainer; a SIGTERM no run acted on goes to the program's own handler
 ///   when the run ends;
 /// - settings: the thread count, deterministic algorithms and cuDNN's
@@ -116,58 +117,26 @@ class Trainer {
   // --- state, for callbacks and loggers ---------------------------------------------
   // The loops and connectors run on the RunContext; these read its state.
   const TrainerConfig& config() const { return config_; }
+  /// The run's read-only state: stage, step, epoch, batch counts, stop
+  /// requests and signals, the metrics callbacks monitor (TrainerState).
+  TrainerState state() const { return TrainerState(*this); }
   /// Throws std::logic_error before the first run of a Trainer that starts
   /// its own ranks (they start with that run).
   Strategy& strategy();
-  /// The entry point running (Fit, Validate, Test, Predict); nullopt between runs.
-  std::optional<Stage> stage() const;
-  /// True while fit checks its validation loop before training.
-  bool sanity_checking() const;
   bool is_global_zero() const;
   /// This process's rank among all processes of the run, and their number
   /// (before a Trainer that starts its own ranks started them: 0, and the
   /// number it will start).
   int64_t global_rank() const;
   int64_t world_size() const;
-  /// Optimizer steps taken so far.
-  int64_t global_step() const;
-  /// Index of the epoch running (or the number completed, between epochs).
-  int64_t current_epoch() const;
-  int64_t num_training_batches() const;
 
   /// Asks training to stop after the current step; honoured once min_epochs
   /// have run. Every process must make the same decision.
   void request_stop();
-  bool should_stop() const;
-  /// The signal (SIGUSR1 or SIGTERM) that stopped the last fit, agreed by
-  /// every rank; 0 when fit was not stopped by a signal. Set at a step
-  /// boundary, before the loops' end hooks run, so callbacks (the checkpoint
-  /// written whenever training stops) can see why training stopped.
-  int stop_signal() const;
-
-  /// Latest values by base name: what ModelCheckpoint and EarlyStopping monitor.
-  /// Step values logged since the last read are read from the device here,
-  /// on first use: a step nobody looks at never waits for the device.
-  const std::map<std::string, double>& callback_metrics() const;
-
-  /// What the progress bar shows: the values logged with prog_bar, by name.
-  const std::map<std::string, double>& progress_bar_metrics() const;
-  /// Batches of the evaluation loop running now (validation, test or the
-  /// sanity check); 0 outside one.
-  int64_t num_eval_batches() const;
-  /// Batches per optimizer step in the running epoch: the option, or what a
-  /// GradientAccumulationScheduler set for this epoch.
-  int64_t accumulate_grad_batches() const;
-  /// Sets it from the next batch on (GradientAccumulationScheduler, in
-  /// on_train_epoch_start); every rank must set the same. >= 1.
+  /// Sets the batches per optimizer step from the next batch on
+  /// (GradientAccumulationScheduler, in on_train_epoch_start); every rank
+  /// must set the same. >= 1.
   void set_accumulate_grad_batches(int64_t batches);
-  /// True while on_exception and teardown run after a failure: a callback
-  /// must start no collective then (a peer may be gone).
-  bool interrupted() const;
-  /// Whether the ranks agree on stopping after this optimizer step (the
-  /// Trainer's stop-check schedule; every rank computes the same answer):
-  /// where a callback that may stop training (Timer) decides.
-  bool stop_check_due(bool last_batch_of_epoch) const;
   /// The `profiler` option's profiler; null when off.
   const Profiler* profiler() const { return profiler_.get(); }
 
@@ -184,6 +153,7 @@ class Trainer {
   DataLoader* train_dataloader() { return train_dataloader_.get(); }
 
  private:
+  friend class TrainerState;  // reads the run's state
   /// Writes the profiler's report for the stage that ended (each rank its file).
   void write_profile();
   template <class Body>

@@ -1,6 +1,6 @@
 #include <fulgur/trainer/training_state_bytes.hpp>
 
-#include <fulgur/trainer/checkpoint/optimizer_state.hpp>
+#include <fulgur/engine/checkpoint/optimizer_state.hpp>
 
 #include <unordered_set>
 

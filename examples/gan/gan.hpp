@@ -70,7 +70,7 @@ class GAN : public fulgur::LightningModule {
     untoggle_optimizer(*opt_g);
 
     // Manual optimization steps its schedulers itself: here once per full epoch.
-    if (batch_idx + 1 == trainer()->num_training_batches()) lr_schedulers()[0]->step();
+    if (batch_idx + 1 == trainer()->state().num_training_batches()) lr_schedulers()[0]->step();
 
     log("d_loss", d_loss.detach(), {.prog_bar = true});
     log("g_loss", g_loss.detach(), {.prog_bar = true});

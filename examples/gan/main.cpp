@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
     fulgur::Trainer trainer(trainer_options);
     trainer.fit(model, data, run.ckpt_path());
     examples::write_weights(run, model, trainer.global_rank());
-    const auto& m = trainer.callback_metrics();
+    const auto& m = trainer.state().callback_metrics();
     if (trainer.is_global_zero() && m.count("val_modes") != 0) {  // a run stopped before validation has none
       std::cout << "val_modes " << m.at("val_modes") << " val_quality " << m.at("val_quality") << std::endl;
     }

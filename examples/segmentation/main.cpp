@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     } else {
       trainer.fit(model, data, run.ckpt_path());
       examples::write_weights(run, model, trainer.global_rank());
-      metrics = trainer.callback_metrics();
+      metrics = trainer.state().callback_metrics();
     }
     if (trainer.is_global_zero()) {
       std::cout << fmt::format("val_iou {:.12f} val_dice {:.12f} val_images {}", metrics.at("val_iou"),

@@ -37,8 +37,8 @@ int main(int argc, char** argv) {
     trainer.fit(model, data, run.ckpt_path());
     examples::write_weights(run, model, trainer.global_rank());
     // No validation (--limit_val_batches 0) leaves no val_acc.
-    if (trainer.is_global_zero() && trainer.callback_metrics().count("val_acc")) {
-      std::cout << "val_acc " << trainer.callback_metrics().at("val_acc") << std::endl;
+    if (trainer.is_global_zero() && trainer.state().callback_metrics().count("val_acc")) {
+      std::cout << "val_acc " << trainer.state().callback_metrics().at("val_acc") << std::endl;
     }
     return trainer.exit_code();  // 143 after SIGTERM, a failed peer's code
   });

@@ -65,8 +65,8 @@ int main(int argc, char** argv) {
     fulgur::Trainer trainer(trainer_options);
     trainer.fit(model, data, run.ckpt_path());
     examples::write_weights(run, model, trainer.global_rank());
-    if (trainer.is_global_zero() && trainer.callback_metrics().count("val_loss")) {
-      const double val_loss = trainer.callback_metrics().at("val_loss");
+    if (trainer.is_global_zero() && trainer.state().callback_metrics().count("val_loss")) {
+      const double val_loss = trainer.state().callback_metrics().at("val_loss");
       std::cout << "val_loss " << val_loss << " perplexity " << std::exp(val_loss) << std::endl;
     }
     return trainer.exit_code();

@@ -30,7 +30,7 @@ Outcome run_with(std::vector<double> values, EarlyStoppingOptions options, int64
   trainer_options.max_epochs(max_epochs).num_sanity_val_steps(0);
   Trainer trainer(trainer_options, {stop});
   trainer.fit(model, data);
-  return {trainer.current_epoch(), stop};
+  return {trainer.state().current_epoch(), stop};
 }
 
 }  // namespace
@@ -101,7 +101,7 @@ TEST_CASE("early stopping: a missing metric is an error when strict, skipped oth
   auto lenient = std::make_shared<EarlyStopping>(EarlyStoppingOptions("val_acc").strict(false).patience(0));
   Trainer trainer(quiet_options(dir.path()).max_epochs(3).logger(false), {lenient});
   trainer.fit(model, data);
-  CHECK(trainer.current_epoch() == 3);
+  CHECK(trainer.state().current_epoch() == 3);
 }
 
 TEST_CASE("early stopping: checks after every validation when validation runs within the epoch") {
@@ -125,7 +125,7 @@ namespace {
 class EpochMetricModule : public fulgur::testing::RecordingModule {
  public:
   torch::Tensor training_step(const Batch& batch, int64_t idx) override {
-    const double value = trainer()->current_epoch() < 2 ? 10.0 - trainer()->current_epoch() : 10.0;
+    const double value = trainer()->state().current_epoch() < 2 ? 10.0 - trainer()->state().current_epoch() : 10.0;
     log("epoch_score", torch::tensor(value), {.on_step = false, .on_epoch = true});
     return RecordingModule::training_step(batch, idx);
   }
@@ -143,7 +143,7 @@ TEST_CASE("early stopping: at the epoch end it sees the epoch aggregates and wha
   Trainer trainer(quiet_options(dir.path()).max_epochs(10).logger(false), {on_aggregate, on_hook});
   trainer.fit(model, data);
   // epoch_score: 10, 9, 10, 10 -> best 9 at epoch 1, no improvement in epochs 2 and 3.
-  CHECK(trainer.current_epoch() == 4);
+  CHECK(trainer.state().current_epoch() == 4);
   CHECK(on_aggregate->stopped_epoch() == 3);
   CHECK(on_aggregate->best_score() == doctest::Approx(9.0));
   CHECK(on_hook->wait_count() == 3);
@@ -168,7 +168,7 @@ TEST_CASE("early stopping: state_dict carries wait count, best score and stopped
   resumed->load_state_dict(state);
   Trainer trainer(quiet_options(dir.path()).max_epochs(10).num_sanity_val_steps(0).logger(false), {resumed});
   trainer.fit(model, data);
-  CHECK(trainer.current_epoch() == 1);
+  CHECK(trainer.state().current_epoch() == 1);
   CHECK(resumed->wait_count() == 3);
   CHECK_THROWS_WITH_AS(resumed->load_state_dict({{"wait_count", int64_t{1}}}),
                        doctest::Contains("has no 'stopped_epoch'"), std::runtime_error);

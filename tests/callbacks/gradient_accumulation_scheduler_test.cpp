@@ -18,8 +18,8 @@ class StepsPerEpoch : public Callback {
  public:
   std::string state_key() const override { return "StepsPerEpoch"; }
   void on_before_optimizer_step(Trainer& trainer, LightningModule&, torch::optim::Optimizer&) override {
-    counts.resize(trainer.current_epoch() + 1);
-    ++counts[trainer.current_epoch()];
+    counts.resize(trainer.state().current_epoch() + 1);
+    ++counts[trainer.state().current_epoch()];
   }
   std::vector<int64_t> counts;
 };
@@ -42,7 +42,7 @@ TEST_CASE("gradient accumulation scheduler: factors change by epoch") {
                   {std::make_shared<GradientAccumulationScheduler>(std::map<int64_t, int64_t>{{1, 4}, {3, 2}}), steps});
   trainer.fit(model, data);
   CHECK(steps->counts == std::vector<int64_t>{8, 2, 2, 4});
-  CHECK(trainer.global_step() == 16);
+  CHECK(trainer.state().global_step() == 16);
 }
 
 TEST_CASE("gradient accumulation scheduler: same parameters as the fixed option for that factor") {

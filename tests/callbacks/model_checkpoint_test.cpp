@@ -3,8 +3,8 @@
 
 #include <fulgur/callbacks/model_checkpoint.hpp>
 #include <fulgur/modules/state_dict.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_error.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_io.hpp>
 
 #include <doctest/doctest.h>
 
@@ -23,7 +23,7 @@ class ScriptedModule : public RecordingModule {
  public:
   explicit ScriptedModule(std::vector<double> losses) : losses_(std::move(losses)) {}
   void validation_step(const Batch&, int64_t) override {
-    log("val_loss", losses_.at(static_cast<size_t>(trainer()->current_epoch())));
+    log("val_loss", losses_.at(static_cast<size_t>(trainer()->state().current_epoch())));
   }
 
  private:
@@ -154,7 +154,7 @@ TEST_CASE("ModelCheckpoint: the default one writes last.ckpt at epoch ends and w
   struct StopAtStep : Callback {
     std::string state_key() const override { return "StopAtStep"; }
     void on_train_batch_end(Trainer& t, LightningModule&, const torch::Tensor&, const Batch&, int64_t) override {
-      if (t.global_step() == 7) t.request_stop();
+      if (t.state().global_step() == 7) t.request_stop();
     }
   };
   TempDir dir("mc-default");

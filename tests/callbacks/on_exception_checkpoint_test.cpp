@@ -1,7 +1,7 @@
 #include "support/tiny_modules.hpp"
 #include "support/test_support.hpp"
 
-#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_io.hpp>
 
 #include <doctest/doctest.h>
 
@@ -44,7 +44,7 @@ void fail_then_resume(const TempDir& dir, const std::shared_ptr<Callback>& callb
   RecordingModule resumed;
   Trainer second(quiet_options(dir.path()).max_epochs(2));
   second.fit(resumed, data, path.string());
-  CHECK(second.global_step() == 12);
+  CHECK(second.state().global_step() == 12);
   CHECK(resumed.count("training_step") == 9);  // batches 3..5 of epoch 0, then epoch 1
   CHECK(torch::allclose(weights(resumed), weights(reference), 1e-6, 1e-7));
 }

@@ -35,10 +35,10 @@ TEST_CASE("timer: duration stops training cleanly after the step that used it up
   trainer.fit(model, data);
   // Steps take at least 40 ms, so 0.3 s are used up after at most 8 of them:
   // it stops within the first epoch (10 batches), through the normal end.
-  const int64_t steps = trainer.global_step();
+  const int64_t steps = trainer.state().global_step();
   CHECK(steps >= 1);
   CHECK(steps <= 8);
-  CHECK(trainer.current_epoch() == 1);
+  CHECK(trainer.state().current_epoch() == 1);
   CHECK(model.count("on_fit_end") == 1);
   CHECK(logger->statuses == std::vector<std::string>{"success"});
   CHECK(timer->time_elapsed() >= 0.3);
@@ -55,8 +55,8 @@ TEST_CASE("timer: epoch interval finishes the epoch before stopping") {
   auto timer = std::make_shared<Timer>(TimerOptions().duration(0.05).interval(Interval::Epoch).verbose(false));
   Trainer trainer(quiet_options(dir.path()).max_epochs(5).logger(false), {timer});
   trainer.fit(model, data);
-  CHECK(trainer.global_step() == 10);
-  CHECK(trainer.current_epoch() == 1);
+  CHECK(trainer.state().global_step() == 10);
+  CHECK(trainer.state().current_epoch() == 1);
   CHECK(timer->time_elapsed(fulgur::RunningStage::Validate) > 0.0);
   CHECK(timer->time_elapsed(fulgur::RunningStage::Validate) < timer->time_elapsed(fulgur::RunningStage::Train));
   trainer.test(model, data);
@@ -79,8 +79,8 @@ TEST_CASE("timer: a restored state continues the same clock") {
   Trainer trainer(quiet_options(dir.path()).max_epochs(100).logger(false), {resumed});
   trainer.fit(model, data);
   // 0.04 s were left: one 40 ms step uses them (two at most, if the clock is coarse).
-  CHECK(trainer.global_step() >= 1);
-  CHECK(trainer.global_step() <= 2);
+  CHECK(trainer.state().global_step() >= 1);
+  CHECK(trainer.state().global_step() <= 2);
   CHECK(resumed->state_dict().at("time_elapsed.train").toDouble() >= 0.3);
 }
 

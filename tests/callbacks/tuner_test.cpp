@@ -185,7 +185,7 @@ TEST_CASE("scale_batch_size: power doubles up to max_val, binsearch bisects to i
   // The next fit uses the size found: ceil(100 / 32) batches of 32.
   Trainer trainer(search_fit_options(dir).max_epochs(1));
   trainer.fit(model, power_data);
-  CHECK(trainer.num_training_batches() == 4);
+  CHECK(trainer.state().num_training_batches() == 4);
   CHECK(power_data.train_batch_sizes.back() == 32);
 }
 

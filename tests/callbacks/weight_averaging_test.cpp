@@ -54,14 +54,14 @@ struct Recorder : Callback {
   std::string state_key() const override { return "Recorder"; }
   void on_train_batch_end(Trainer& trainer, LightningModule& module, const torch::Tensor&, const Batch&,
                           int64_t) override {
-    if (trainer.global_step() > static_cast<int64_t>(after_step.size())) after_step.push_back(weights_of(module));
+    if (trainer.state().global_step() > static_cast<int64_t>(after_step.size())) after_step.push_back(weights_of(module));
   }
   void on_train_epoch_start(Trainer& trainer, LightningModule&) override {
     epoch_lr.push_back(trainer.optimizers().front().optimizer->param_groups()[0].options().get_lr());
   }
   void on_train_epoch_end(Trainer&, LightningModule& module) override { after_epoch.push_back(weights_of(module)); }
   void on_validation_epoch_start(Trainer& trainer, LightningModule& module) override {
-    if (!trainer.sanity_checking()) in_validation.push_back(weights_of(module));
+    if (!trainer.state().sanity_checking()) in_validation.push_back(weights_of(module));
   }
   std::vector<Weights> after_step, after_epoch, in_validation;
   std::vector<double> epoch_lr;

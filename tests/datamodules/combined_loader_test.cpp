@@ -110,7 +110,7 @@ TEST_CASE("combined loader: a fit whose training_step reads both loaders' batche
   } data;
   Trainer trainer(quiet_options(dir.path()).max_epochs(2).logger(false).enable_checkpointing(false));
   trainer.fit(model, data);
-  CHECK(trainer.global_step() == 10);  // 5 combined batches per epoch
+  CHECK(trainer.state().global_step() == 10);  // 5 combined batches per epoch
   CHECK(model.parts_seen == 20);
 }
 

@@ -6,7 +6,7 @@
 #include "support/pickled_tensor.hpp"
 #include "support/test_support.hpp"
 
-#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_io.hpp>
 
 #include <torch/torch.h>
 

@@ -1,8 +1,8 @@
 // libFuzzer target for the checkpoint loader: any bytes must give a loaded
 // checkpoint or a CheckpointError, never a crash, a hang or another
 // exception type. Built with clang by scripts/fuzz_checkpoint.sh.
-#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_error.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_io.hpp>
 
 #include <cstdint>
 #include <cstdlib>

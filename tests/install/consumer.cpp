@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   torch::NoGradGuard no_grad;
   const double y = model.forward(torch::tensor({{0.5f}})).item<double>();
   std::cout << "rank=" << trainer.global_rank() << " world=" << trainer.world_size()
-            << " steps=" << trainer.global_step() << " y(0.5)=" << y << std::endl;
+            << " steps=" << trainer.state().global_step() << " y(0.5)=" << y << std::endl;
   if (trainer.world_size() != devices) return 1;
   return std::abs(y - 2.5) < 0.05 ? 0 : 1;
 }

@@ -8,7 +8,7 @@
 #include "support/tiny_modules.hpp"
 
 #include <fulgur/fulgur.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_io.hpp>
 #include <fulgur/loggers/run_folder.hpp>
 
 #include <doctest/doctest.h>

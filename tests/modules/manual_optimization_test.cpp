@@ -6,7 +6,7 @@
 #include "support/tiny_modules.hpp"
 
 #include <fulgur/fulgur.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_io.hpp>
 
 #include <torch/torch.h>
 
@@ -33,7 +33,7 @@ class TwoOptimizers : public LightningModule {
   }
   torch::Tensor training_step(const Batch& batch, int64_t) override {
     auto opts = optimizers();
-    seen_steps.push_back(trainer()->global_step());
+    seen_steps.push_back(trainer()->state().global_step());
     opts[1]->zero_grad();  // b has no gradient now
     toggle_optimizer(*opts[0]);
     b_requires_grad_while_a_toggled = b->weight.requires_grad();
@@ -108,7 +108,7 @@ TEST_CASE("manual optimization: two optimizers step by hand; global_step counts 
   TwoOptimizers model;
   Trainer trainer(quiet_options(dir.path()).max_epochs(2));
   trainer.fit(model, data);
-  CHECK(trainer.global_step() == 2 * 2 * 4);
+  CHECK(trainer.state().global_step() == 2 * 2 * 4);
   CHECK(model.seen_steps == std::vector<int64_t>{0, 2, 4, 6, 8, 10, 12, 14});
   CHECK_FALSE(model.b_requires_grad_while_a_toggled);
   CHECK_FALSE(model.b_has_grad_after_a);  // toggled off: no gradient flowed into b
@@ -230,7 +230,7 @@ TEST_CASE("the module's view of the run: device, ranks and collectives; typed hy
   CHECK(model.device_seen == torch::Device(torch::kCPU));
   CHECK(model.gathered.sizes() == torch::IntArrayRef({1, 2}));
   CHECK(model.reduced.item<double>() == 3.0);
-  CHECK(trainer.callback_metrics().at("from_epoch_end") == 4.0);
+  CHECK(trainer.state().callback_metrics().at("from_epoch_end") == 4.0);
   const std::string yaml = testing::read_file(dir.path() / "fulgur_logs" / "version_0" / "hparams.yaml");
   CHECK(yaml.find("lr: 0.05") != std::string::npos);
   CHECK(yaml.find("name: viewer") != std::string::npos);

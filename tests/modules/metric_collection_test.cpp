@@ -176,7 +176,7 @@ TEST_CASE("log_dict(collection): every member's step values and epoch value, und
     REQUIRE(epoch.size() == 1);
     CHECK(epoch[0].second ==
           doctest::Approx(step_value(torch::cat(model.seen_logits), torch::cat(model.seen_targets))).epsilon(1e-6));
-    CHECK(trainer.callback_metrics().at(name + "_epoch") == doctest::Approx(epoch[0].second).epsilon(1e-6));
+    CHECK(trainer.state().callback_metrics().at(name + "_epoch") == doctest::Approx(epoch[0].second).epsilon(1e-6));
   }
   CHECK(model.metrics->at("train_f1").update_count() == 0);  // reset at the epoch's end
 }

@@ -1,6 +1,8 @@
 // The online layer over a program's own ranks: real mpirun (Open MPI), the
 // rendezvous on a FileStore in the test's folder (no port to share).
-#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_weights.hpp>
+#include <fulgur/engine/checkpoint/sharded_checkpoint.hpp>
 
 #include "support/pickled_tensor.hpp"
 #include "support/probe_commands.hpp"
@@ -10,6 +12,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <string>
 #include <utility>
@@ -92,6 +95,46 @@ TEST_CASE("Fabric with ddp on 2 ranks ends at fit's weights (fit over a stream, 
   CHECK(torch::equal(fabric, fit));
   // and the 2-rank run equals one process on the whole batches
   CHECK(torch::allclose(fabric, run_probe(dir, "fabric", 1), 1e-6, 1e-6));
+}
+
+TEST_CASE("Fabric under fsdp saves a sharded checkpoint on 2 ranks; loaded back, training ends where it did") {
+  TempDir dir("online-mpirun-fabric-sharded");
+  const torch::Tensor two = run_probe(dir, "fabric_sharded", 2);
+  const std::filesystem::path checkpoint = dir / "fabric_sharded-2.pt.ckpt";
+  // Every rank wrote its shard beside rank 0's metadata.
+  const fulgur::Checkpoint metadata = fulgur::CheckpointIO::load(checkpoint);
+  CHECK(fulgur::is_sharded_checkpoint(metadata));
+  int shards = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    if (entry.path().filename().string().find("fabric_sharded-2.pt.ckpt.") == 0) ++shards;
+  }
+  CHECK(shards == 2);
+  // Steps 5 to 8 after the load (the weights and each rank's rows of the momentum) end at the
+  // straight run's weights.
+  const torch::Tensor resumed = load_pickled_tensor((dir / "fabric_sharded-2.pt.resumed").string());
+  CHECK(torch::allclose(resumed, two, 1e-6, 1e-6));
+  // The joined checkpoint is one process's: the same run on one rank (a whole file, written
+  // asynchronously) ends at the same weights, and its step-4 weights are the sharded save's.
+  CHECK(torch::allclose(two, run_probe(dir, "fabric_sharded", 1), 1e-6, 1e-6));
+  const fulgur::Checkpoint whole = fulgur::load_whole_checkpoint(checkpoint);
+  const fulgur::Checkpoint one = fulgur::CheckpointIO::load(dir / "fabric_sharded-1.pt.ckpt");
+  CHECK(whole.at("global_step").toInt() == 4);
+  // Names without ShardedUnit's wrapper (`net.0.module.weight` is `net.0.weight` in one process).
+  const auto weights = [](const fulgur::Checkpoint& c) {
+    std::map<std::string, torch::Tensor> out;
+    for (const auto& entry : c.at("state_dict").toGenericDict()) {
+      out[std::regex_replace(entry.key().toStringRef(), std::regex("\\.module\\."), ".")] = entry.value().toTensor();
+    }
+    return out;
+  };
+  const auto joined = weights(whole);
+  const auto single = weights(one);
+  REQUIRE(joined.size() == single.size());
+  for (const auto& [name, tensor] : single) {
+    CAPTURE(name);
+    REQUIRE(joined.count(name) == 1);
+    CHECK(torch::allclose(joined.at(name), tensor, 1e-6, 1e-6));
+  }
 }
 
 TEST_CASE("SIGTERM mid-run saves a checkpoint at a step boundary; the restarted program resumes and ends as an unstopped run") {

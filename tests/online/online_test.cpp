@@ -9,7 +9,7 @@
 #include <fulgur/online/online_trainer.hpp>
 #include <fulgur/online/sample_stream.hpp>
 #include <fulgur/online/stream_data_module.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_weights.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_weights.hpp>
 
 #include <doctest/doctest.h>
 
@@ -130,7 +130,7 @@ TEST_CASE("inline train_step on a fixed stream equals fit on the same samples in
   Trainer trainer(quiet_options(dir.path().string()).max_epochs(-1).logger(false).enable_checkpointing(false));
   trainer.fit(fitted, data);
   producer.join();
-  CHECK(trainer.global_step() == 8);
+  CHECK(trainer.state().global_step() == 8);
   CHECK(stream->exhausted());
 
   torch::manual_seed(3);
@@ -554,7 +554,7 @@ TEST_CASE("fit ends cleanly on a stream that ends before any sample") {
   Mlp model;
   Trainer trainer(quiet_options(dir.path().string()).max_epochs(-1).logger(false).enable_checkpointing(false));
   trainer.fit(model, data);
-  CHECK(trainer.global_step() == 0);
+  CHECK(trainer.state().global_step() == 0);
 }
 
 TEST_CASE("Fabric: log() reaches the loggers; outside any run LightningModule::log warns once and returns") {
@@ -681,6 +681,35 @@ TEST_CASE("Fabric: a load that fails (an optimizer that does not match) changes 
   // And it trains on from where it was.
   CHECK_NOTHROW(reader.training_step(batches[1]));
   CHECK(reader.global_step() == 2);
+}
+
+TEST_CASE("Fabric: async_checkpoint saves in the background; the file holds the state at the save and loads back") {
+  TempDir dir("online-fabric-async");
+  const std::vector<Batch> batches = fixed_batches(6, 4);
+  Mlp model;
+  Fabric fabric(quiet_options(dir.path().string()).async_checkpoint(true));
+  fabric.setup(model);
+  for (size_t i = 0; i < 3; ++i) fabric.training_step(batches[i]);
+  std::vector<torch::Tensor> at_save;
+  for (const auto& entry : fulgur::state_dict(model)) at_save.push_back(entry.value().clone());
+  fabric.save_checkpoint(dir / "async.ckpt");
+  // The steps change the weights at once: the writer has its own copy.
+  for (size_t i = 3; i < 6; ++i) fabric.training_step(batches[i]);
+  fabric.load_checkpoint(dir / "async.ckpt");  // waits for the write first
+  CHECK(fabric.global_step() == 3);
+  size_t i = 0;
+  for (const auto& entry : fulgur::state_dict(model)) {
+    CAPTURE(entry.key());
+    CHECK(torch::equal(entry.value(), at_save[i++]));
+  }
+  // Once the writer finished, the file is whole (its CRCs check) and holds the step of its save.
+  fabric.training_step(batches[3]);
+  fabric.save_checkpoint(dir / "async.ckpt");
+  fabric.finish_checkpoint_writes();
+  CHECK(CheckpointIO::load(dir / "async.ckpt").at("global_step").toInt() == 4);
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    CHECK(entry.path().filename().string().find(".tmp.") == std::string::npos);  // no half-written file left
+  }
 }
 
 TEST_CASE("a checkpoint saved at step 4 and loaded into a fresh trainer continues exactly as without the stop") {

@@ -17,8 +17,8 @@
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
 #include <fulgur/datamodules/datasets/tensor_dataset.hpp>
 #include <fulgur/fulgur.hpp>
-#include <fulgur/trainer/checkpoint/async_checkpoint_io.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/async_checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_io.hpp>
 
 #include <iostream>
 #include <string>
@@ -58,7 +58,7 @@ struct ProbeModel : fulgur::LightningModule {
                                            fulgur::Interval::Epoch, 1}};
   }
   void on_train_batch_end(const torch::Tensor&, const fulgur::Batch&, int64_t) override {
-    if (trainer()->global_step() == save_at_step) {
+    if (trainer()->state().global_step() == save_at_step) {
       trainer()->save_checkpoint(trainer()->log_dir() / "checkpoints" / fmt::format("step={}.ckpt", save_at_step));
     }
   }

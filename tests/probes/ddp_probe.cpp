@@ -99,8 +99,8 @@ struct ProbeModel : fulgur::LightningModule {
     const int64_t collectives = parallel->process_group().counts().collectives();
     const int64_t reads = fulgur::ResultCollection::host_reads();
     if (batches_done > 0) {
-      counts << batches_done << " " << trainer()->global_step() << " "
-             << (previous_batch + 1 == trainer()->num_training_batches() ? 1 : 0) << " "
+      counts << batches_done << " " << trainer()->state().global_step() << " "
+             << (previous_batch + 1 == trainer()->state().num_training_batches() ? 1 : 0) << " "
              << collectives - last_collectives << " " << reads - last_reads << "\n";
     } else {
       const auto* ddp = dynamic_cast<const fulgur::DDPStrategy*>(parallel);
@@ -117,17 +117,17 @@ struct ProbeModel : fulgur::LightningModule {
     // A group torchrun restarted (--max-restarts) runs on: only the first attempt is killed.
     const char* attempt = std::getenv("TORCHELASTIC_RESTART_COUNT");
     const bool first_attempt = attempt == nullptr || std::string(attempt) == "0";
-    if (global_rank() == o.kill_rank() && trainer()->global_step() == o.kill_step() && first_attempt) {
+    if (global_rank() == o.kill_rank() && trainer()->state().global_step() == o.kill_step() && first_attempt) {
       std::raise(SIGKILL);
     }
     // --model.signal_rank R: that rank alone receives SIGUSR1 during step signal_step.
-    if (global_rank() == o.signal_rank() && trainer()->global_step() == o.signal_step()) {
+    if (global_rank() == o.signal_rank() && trainer()->state().global_step() == o.signal_step()) {
       std::raise(SIGUSR1);
     }
     // --model.step_seconds S: slow steps, so an outside signal lands mid-run.
     if (o.step_seconds() > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.step_seconds()));
     // --model.sleep_rank R --model.sleep_s S: that rank keeps the others waiting once.
-    if (global_rank() == o.sleep_rank() && trainer()->global_step() == o.sleep_step() && !slept) {
+    if (global_rank() == o.sleep_rank() && trainer()->state().global_step() == o.sleep_step() && !slept) {
       slept = true;
       std::this_thread::sleep_for(std::chrono::duration<double>(o.sleep_s()));
     }
@@ -150,14 +150,14 @@ struct ProbeModel : fulgur::LightningModule {
     // rank R only, so ranks would disagree about stopping if each decided alone.
     if (o.improving_rank() >= 0) {
       const bool improving = global_rank() == o.improving_rank();
-      log("rank_score", torch::tensor(improving ? 10.0 - static_cast<double>(trainer()->current_epoch()) : 10.0));
+      log("rank_score", torch::tensor(improving ? 10.0 - static_cast<double>(trainer()->state().current_epoch()) : 10.0));
     }
   }
   void on_train_end() override {
     if (o.improving_rank() >= 0) {
       std::printf("rank %lld stopped at epoch %lld step %lld\n",
                   static_cast<long long>(global_rank()),
-                  static_cast<long long>(trainer()->current_epoch()), static_cast<long long>(trainer()->global_step()));
+                  static_cast<long long>(trainer()->state().current_epoch()), static_cast<long long>(trainer()->state().global_step()));
       std::fflush(stdout);
     }
   }
@@ -178,7 +178,7 @@ struct ProbeModel : fulgur::LightningModule {
     // --model.stop_file F: every rank writes "<global_step> <stop_signal>" to F.<rank>.
     if (!o.stop_file().empty()) {
       std::ofstream(o.stop_file() + "." + std::to_string(global_rank()))
-          << trainer()->global_step() << " " << trainer()->stop_signal() << "\n";
+          << trainer()->state().global_step() << " " << trainer()->state().stop_signal() << "\n";
     }
     if (o.output().empty()) return;
     // Every rank takes part: a sharding strategy all-gathers each parameter.

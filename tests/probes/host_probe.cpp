@@ -70,7 +70,7 @@ class StoppingModule : public fulgur::testing::RecordingModule {
  public:
   explicit StoppingModule(bool hold) : hold_(hold) {}
   torch::Tensor training_step(const fulgur::Batch& batch, int64_t batch_idx) override {
-    if (hold_ && trainer()->global_rank() == 1 && trainer()->global_step() == 2) {
+    if (hold_ && trainer()->global_rank() == 1 && trainer()->state().global_step() == 2) {
       ::kill(::getppid(), SIGTERM);
       std::raise(SIGSTOP);
     }
@@ -335,7 +335,7 @@ int main(int argc, char** argv) {
       fulgur::testing::RecordingModule model;
       fulgur::Trainer trainer(options.max_epochs(i + 1), {}, {}, std::nullopt, launcher);
       trainer.fit(model, data);
-      steps[i] = trainer.global_step();
+      steps[i] = trainer.state().global_step();
       // Rank 0 keeps the first Trainer's group a second longer, so rank 1
       // begins the second Trainer while the first group still lives.
       if (i == 0 && host) std::this_thread::sleep_for(std::chrono::seconds(1));

@@ -104,7 +104,7 @@ struct TinyLM : fulgur::LightningModule {
     return torch::nn::functional::cross_entropy(logits.reshape({-1, kVocab}), target.reshape({-1}));
   }
   torch::Tensor training_step(const fulgur::Batch& b, int64_t) override {
-    if (o.signal_step() >= 0 && trainer()->global_step() == o.signal_step() && global_rank() == 1) std::raise(SIGTERM);
+    if (o.signal_step() >= 0 && trainer()->state().global_step() == o.signal_step() && global_rank() == 1) std::raise(SIGTERM);
     const torch::Tensor loss = loss_of(b);
     log("train_loss", loss);
     return loss;

@@ -2,13 +2,16 @@
 // trains on its slice of one fixed global stream (8 batches of 8 samples),
 // then rank 0 writes the final parameters, flattened, to OUTPUT.
 //
-//   online_probe inline|horovod|fsdp|fabric|fit|nan OUTPUT
+//   online_probe inline|horovod|fsdp|fabric|fabric_sharded|fit|nan OUTPUT
 //   online_probe resume OUTPUT CHECKPOINT_DIR STOP_AT
 //   online_probe rates OUTPUT
 //   online_probe die OUTPUT CHECKPOINT_DIR
 //
 // inline: OnlineTrainer::train_step (horovod: the same under the horovod
-// strategy's ring allreduce; fsdp: under fsdp SHARD_GRAD_OP); fabric: Fabric::training_step; fit:
+// strategy's ring allreduce; fsdp: under fsdp SHARD_GRAD_OP); fabric: Fabric::training_step;
+// fabric_sharded: Fabric under fsdp SHARD_GRAD_OP with state_dict_type sharded and
+// async_checkpoint saves after step 4 (OUTPUT.ckpt), trains to step 8 (OUTPUT), loads the
+// checkpoint and trains steps 5 to 8 again (OUTPUT.resumed); fit:
 // Trainer::fit over a SampleStream; resume: inline with a checkpoint folder,
 // raising SIGTERM inside step STOP_AT (-1: never; between steps the signal
 // is the program's own, as it is a guest's), exiting 143 once the
@@ -98,12 +101,16 @@ int main(int argc, char** argv) {
                                  .default_root_dir(std::filesystem::path(output).parent_path().string())
                                  .process_group_timeout(60.0);
     if (world > 1) {
-      options.strategy(mode == "horovod" ? StrategyKind::Horovod
-                       : mode == "fsdp"  ? StrategyKind::FSDP
-                                         : StrategyKind::DDP)
+      options.strategy(mode == "horovod"                               ? StrategyKind::Horovod
+                       : mode == "fsdp" || mode == "fabric_sharded" ? StrategyKind::FSDP
+                                                                     : StrategyKind::DDP)
           .devices(world)
-          .fsdp(FSDPOptions().sharding_strategy(ShardingStrategy::ShardGradOp).min_num_params(16));
+          .fsdp(FSDPOptions()
+                    .sharding_strategy(ShardingStrategy::ShardGradOp)
+                    .min_num_params(16)
+                    .state_dict_type(mode == "fabric_sharded" ? StateDictType::Sharded : StateDictType::Full));
     }
+    if (mode == "fabric_sharded") options.async_checkpoint(true);  // whole files (one rank) in the background
 
     // The global stream: rank r takes rows [r * 8 / world, (r + 1) * 8 / world) of each batch.
     torch::manual_seed(11);
@@ -215,6 +222,18 @@ int main(int argc, char** argv) {
       fabric.setup(model);
       for (const Batch& b : local) fabric.training_step(b);
       if (rank == 0) write_parameters(model, output);
+    } else if (mode == "fabric_sharded") {
+      Mlp model;
+      Fabric fabric(options, {}, platform);
+      fabric.setup(model);
+      for (size_t i = 0; i < 4; ++i) fabric.training_step(local[i]);
+      fabric.save_checkpoint(output + ".ckpt");
+      for (size_t i = 4; i < 8; ++i) fabric.training_step(local[i]);
+      if (rank == 0) write_parameters(model, output);
+      fabric.load_checkpoint(output + ".ckpt");  // every rank: its rows of the sharded optimizer state
+      if (fabric.global_step() != 4) throw std::runtime_error("loaded step " + std::to_string(fabric.global_step()));
+      for (size_t i = 4; i < 8; ++i) fabric.training_step(local[i]);
+      if (rank == 0) write_parameters(model, output + ".resumed");
     } else if (mode == "fit") {
       Mlp model;
       auto stream = std::make_shared<SampleStream>(
@@ -224,7 +243,7 @@ int main(int argc, char** argv) {
       StreamDataModule data(stream);
       Trainer trainer(options.max_epochs(-1), {}, {}, platform);
       trainer.fit(model, data);
-      if (trainer.global_step() != 8) throw std::runtime_error("fit took " + std::to_string(trainer.global_step()) + " steps");
+      if (trainer.state().global_step() != 8) throw std::runtime_error("fit took " + std::to_string(trainer.state().global_step()) + " steps");
       if (rank == 0) write_parameters(model, output);
     } else {
       std::cerr << "online_probe: unknown mode " << mode << "\n";

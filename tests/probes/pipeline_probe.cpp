@@ -72,10 +72,10 @@ struct Stack : fulgur::PipelineModule {
     }
   }
   torch::Tensor loss(const torch::Tensor& output, const fulgur::Batch& batch) override {
-    if (o.fail_at_step() >= 0 && trainer()->global_step() == o.fail_at_step()) {
+    if (o.fail_at_step() >= 0 && trainer()->state().global_step() == o.fail_at_step()) {
       throw std::runtime_error("pipeline_probe: the last stage fails on purpose");
     }
-    if (o.signal_step() >= 0 && trainer()->global_step() == o.signal_step()) std::raise(SIGUSR1);
+    if (o.signal_step() >= 0 && trainer()->state().global_step() == o.signal_step()) std::raise(SIGUSR1);
     return torch::mse_loss(output, batch.target);
   }
   fulgur::OptimizerConfig configure_optimizers() override {

@@ -16,7 +16,7 @@ class ScriptedScoreModule : public RecordingModule {
   explicit ScriptedScoreModule(std::vector<double> values) : values_(std::move(values)) {}
   void validation_step(const Batch& batch, int64_t idx) override {
     RecordingModule::validation_step(batch, idx);
-    const auto epoch = static_cast<size_t>(trainer()->current_epoch());
+    const auto epoch = static_cast<size_t>(trainer()->state().current_epoch());
     log("val_score", torch::tensor(values_[std::min(epoch, values_.size() - 1)]));
   }
 

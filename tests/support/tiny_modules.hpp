@@ -88,7 +88,7 @@ class FailingModule : public RecordingModule {
   explicit FailingModule(int64_t fail_at_step = -1, std::string message = "injected failure")
       : fail_at_step_(fail_at_step), message_(std::move(message)) {}
   torch::Tensor training_step(const Batch& batch, int64_t idx) override {
-    if (trainer()->global_step() == fail_at_step_) throw std::runtime_error(message_);
+    if (trainer()->state().global_step() == fail_at_step_) throw std::runtime_error(message_);
     return RecordingModule::training_step(batch, idx);
   }
 

@@ -60,9 +60,9 @@ TEST_CASE("convergence: XOR is learned to 100% with a falling loss") {
   const double initial = trainer.validate(model, data).at("val_acc");
   trainer.fit(model, data);
   CHECK(initial < 1.0);
-  CHECK(trainer.callback_metrics().at("val_acc") == doctest::Approx(1.0));
-  CHECK(trainer.callback_metrics().at("train_loss_epoch") < 0.05);
-  CHECK(trainer.global_step() == 300);
+  CHECK(trainer.state().callback_metrics().at("val_acc") == doctest::Approx(1.0));
+  CHECK(trainer.state().callback_metrics().at("train_loss_epoch") < 0.05);
+  CHECK(trainer.state().global_step() == 300);
 }
 
 }  // namespace convergence_test

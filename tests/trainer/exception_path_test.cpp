@@ -29,7 +29,7 @@ class EventCallback : public Callback {
     } catch (const std::exception& e) {
       events.push_back(std::string("on_exception: ") + e.what());
     }
-    step_at_exception = trainer.global_step();
+    step_at_exception = trainer.state().global_step();
   }
   void teardown(Trainer&, LightningModule&) override { events.push_back("teardown"); }
   std::vector<std::string> events;
@@ -49,7 +49,7 @@ TEST_CASE("exception path: a failing training_step reaches on_exception, teardow
   CHECK(events->events == std::vector<std::string>{"setup", "on_exception: boom at step 2", "teardown"});
   CHECK(events->step_at_exception == 2);
   CHECK(logger->statuses == std::vector<std::string>{"failed"});
-  CHECK_FALSE(trainer.stage().has_value());
+  CHECK_FALSE(trainer.state().stage().has_value());
 
   // The same trainer runs again afterwards, and a success is reported as such.
   RecordingModule healthy;

@@ -177,7 +177,7 @@ TEST_CASE("guest: construction, fit, two Trainers ended first-made-first and a f
     Observing model;
     RegressionData data(4, 2);
     trainer.fit(model, data);
-    CHECK(trainer.global_step() == 8);
+    CHECK(trainer.state().global_step() == 8);
     // During fit the Trainer's handler records the signals.
     CHECK(!same(model.term_in_run, host_term));
     CHECK(model.threads_in_run == 1);  // the host's count: the options ask for none

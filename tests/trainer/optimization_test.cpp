@@ -47,7 +47,7 @@ TEST_CASE("LR scheduler: interval epoch steps once per epoch, honouring frequenc
     Trainer trainer(quiet_options(dir.path()).max_epochs(1).accumulate_grad_batches(2).logger(false));
     trainer.fit(model, data);
     // 3 optimizer steps (2 + 2 + 1 batches); the scheduler steps at global_step 2 only.
-    CHECK(trainer.global_step() == 3);
+    CHECK(trainer.state().global_step() == 3);
     CHECK(lr_of(trainer) == doctest::Approx(0.4));
   }
 }
@@ -72,7 +72,7 @@ struct PlateauModule : testing::RecordingModule {
   explicit PlateauModule(std::string monitor = "val_score", bool strict = true)
       : RecordingModule(4, 0.8), monitor(std::move(monitor)), strict(strict) {}
   void validation_step(const Batch&, int64_t) override {
-    log("val_score", torch::tensor(kScores[static_cast<size_t>(trainer()->current_epoch())]));
+    log("val_score", torch::tensor(kScores[static_cast<size_t>(trainer()->state().current_epoch())]));
   }
   OptimizerConfig configure_optimizers() override {
     auto sgd = std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(0.8));

@@ -1,18 +1,16 @@
 #include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>
 
 #include <fulgur/modules/state_dict.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_error.hpp>
 #include <fulgur/version.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_weights.hpp>
-#include <fulgur/trainer/checkpoint/optimizer_state.hpp>
-#include <fulgur/trainer/checkpoint/mesh_sharded_checkpoint.hpp>
-#include <fulgur/trainer/checkpoint/pipeline_checkpoint.hpp>
-#include <fulgur/trainer/checkpoint/scheduler_state.hpp>
-#include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
-#include <fulgur/trainer/checkpoint/sharded_state_writer.hpp>
-#include <fulgur/trainer/checkpoint/training_checkpoint.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_weights.hpp>
+#include <fulgur/engine/checkpoint/local_state.hpp>
+#include <fulgur/engine/checkpoint/optimizer_state.hpp>
+#include <fulgur/engine/checkpoint/pipeline_checkpoint.hpp>
+#include <fulgur/engine/checkpoint/scheduler_state.hpp>
+#include <fulgur/engine/checkpoint/sharded_checkpoint.hpp>
+#include <fulgur/engine/checkpoint/training_checkpoint.hpp>
 #include <fulgur/strategies/model_parallel/device_mesh.hpp>
-#include <fulgur/strategies/sharding/shard_layout.hpp>
 #include <fulgur/trainer/loops/fit_loop.hpp>
 #include <fulgur/trainer/loops/run_context.hpp>
 #include <fulgur/trainer/trainer.hpp>
@@ -85,16 +83,9 @@ Checkpoint CheckpointConnector::dump(bool weights_only) {
 }
 
 CheckpointConnector::CheckpointConnector(RunContext& context, FitLoop& fit_loop)
-    : context_(context), fit_loop_(fit_loop) {}
+    : context_(context), fit_loop_(fit_loop), writer_(context.strategy(), context.config().options.async_checkpoint()) {}
 
-CheckpointConnector::~CheckpointConnector() { finish_writes_quietly(); }
-
-bool CheckpointConnector::async() const { return context_.config().options.async_checkpoint(); }
-
-AsyncCheckpointIO& CheckpointConnector::async_io() {
-  if (!async_io_) async_io_ = std::make_unique<AsyncCheckpointIO>();
-  return *async_io_;
-}
+CheckpointConnector::~CheckpointConnector() = default;  // the writer waits for a write in flight
 
 std::vector<const torch::optim::Optimizer*> CheckpointConnector::optimizers() const {
   std::vector<const torch::optim::Optimizer*> out;
@@ -103,87 +94,11 @@ std::vector<const torch::optim::Optimizer*> CheckpointConnector::optimizers() co
 }
 
 void CheckpointConnector::save(const std::filesystem::path& path, bool weights_only) {
-  Strategy& strategy = context_.strategy();
-  std::string error;
-  std::optional<Checkpoint> gathered;
-  const ShardLayout* layout = strategy.shard_layout();
-  if (layout == nullptr && strategy.sharded_state_dict()) {  // a mesh's parts, as the ranks hold them
-    MeshShardedCheckpoint(strategy, context_.module(), optimizers()).save(dump(weights_only), path);
-    return;
-  }
-  if (layout != nullptr || strategy.shards_parameters()) {
-    const ShardedStateWriter writer(strategy, layout, context_.module(), optimizers());
-    // Every rank dumps its state: the collectives pair up.
-    if (strategy.sharded_state_dict()) {
-      writer.save_sharded(dump(weights_only), path);
-      return;
-    }
-    gathered = dump(weights_only);
-    writer.gather_whole(*gathered);
-  }
-  if (strategy.device_mesh().spans("pp")) {  // rank 0 holds the first stage: the others' come to it
-    if (!gathered) gathered = dump(weights_only);
-    PipelineCheckpoint(strategy, context_.module(), optimizers()).gather(*gathered);
-  }
-  if (strategy.is_global_zero()) {
-    try {
-      Checkpoint checkpoint = gathered ? *gathered : dump(weights_only);
-      if (async()) {
-        async_io().save(checkpoint, path);
-      } else {
-        CheckpointIO::save(checkpoint, path);
-      }
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-  }
-  agree_on_failure(strategy, error, fmt::format("[CheckpointConnector::save] rank 0 failed to write {}", path.string()));
+  writer_.save(path, context_.module(), optimizers(), [&] { return dump(weights_only); });
 }
 
 void CheckpointConnector::save_alone(const std::filesystem::path& path, bool weights_only) {
-  if (async_io_) {
-    if (context_.handling_exception()) {
-      finish_writes_quietly();
-    } else {
-      async_io_->wait();
-    }
-  }
-  CheckpointIO::save(dump(weights_only), path);
-}
-
-void CheckpointConnector::after_write(std::function<void()> action) {
-  if (async_io_) {
-    async_io_->after_write(std::move(action));
-  } else {
-    action();
-  }
-}
-
-void CheckpointConnector::finish_writes() {
-  if (!async()) return;  // nothing is ever in flight: no collective either
-  std::string error;
-  if (async_io_) {
-    try {
-      async_io_->wait();
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-  }
-  agree_on_failure(context_.strategy(), error, "[CheckpointConnector] rank 0 failed to write the last checkpoint");
-}
-
-void CheckpointConnector::finish_writes_quietly() {
-  if (!async_io_) return;
-  try {
-    async_io_->wait();
-  } catch (const std::exception& e) {
-    std::cerr << "fulgur: error: " << e.what() << std::endl;
-  }
-}
-
-void CheckpointConnector::end_run() {
-  finish_writes_quietly();
-  async_io_.reset();  // joins the writer thread
+  writer_.save_alone(dump(weights_only), path, /*quiet=*/context_.handling_exception());
 }
 
 void CheckpointConnector::restore_model(const Checkpoint& checkpoint, const std::string& source) {
@@ -192,14 +107,7 @@ void CheckpointConnector::restore_model(const Checkpoint& checkpoint, const std:
   if (strategy.device_mesh().spans("pp")) {  // this rank's stages
     weights = PipelineCheckpoint(strategy, context_.module(), {}).local_weights(weights);
   }
-  if (strategy.shards_parameters()) {
-    // Parameters hold this rank's rows: take those rows of the whole.
-    for (const auto& item : context_.module().named_parameters()) {
-      if (weights.contains(item.key())) {
-        weights.insert_or_assign(item.key(), strategy.local_tensor(item.value(), weights.at(item.key())));
-      }
-    }
-  }
+  weights = local_weights(strategy, context_.module(), weights);
   try {
     load_state_dict(context_.module(), weights, /*strict=*/true);
   } catch (const std::invalid_argument& e) {
@@ -237,25 +145,7 @@ void CheckpointConnector::restore_training_state(const Checkpoint& checkpoint, c
       Strategy& strategy = context_.strategy();
       Dict saved = optimizers.get(i).toGenericDict();
       if (pipeline) saved = pipeline->local_optimizer_state(i, saved);
-      if (!strategy.shards_optimizer_state()) {
-        load_optimizer_state_dict(*configs[i].optimizer, saved);
-      } else {
-        // Whole state (any world size wrote it): this rank keeps its rows.
-        saved = saved.copy();
-        const std::vector<torch::Tensor> params = indexed_parameters(*configs[i].optimizer);
-        Dict state(c10::IntType::get(), c10::AnyType::get());
-        for (const auto& entry : saved.at("state").toGenericDict()) {
-          const torch::Tensor& param = params.at(static_cast<size_t>(entry.key().toInt()));
-          Dict local = entry.value().toGenericDict().copy();
-          for (const auto& item : entry.value().toGenericDict()) {
-            if (item.value().isTensor() && item.value().toTensor().dim() > 0) local.insert_or_assign(item.key(), strategy.local_tensor(param, item.value().toTensor()));
-          }
-          state.insert(entry.key(), local);
-        }
-        saved.insert_or_assign("state", state);
-        load_optimizer_state_dict(*configs[i].optimizer, saved,
-                                  [&](const torch::Tensor& p) { return strategy.local_tensor(p, p.detach()); });
-      }
+      load_local_optimizer_state(strategy, *configs[i].optimizer, saved);
       if (!configs[i].lr_scheduler || next_scheduler >= schedulers.size()) continue;
       load_scheduler_state_dict(*configs[i].lr_scheduler, schedulers.get(next_scheduler++).toGenericDict(), source);
     }

@@ -1,8 +1,8 @@
 #include <fulgur/trainer/checkpoint/checkpoint_locator.hpp>
 
 #include <fulgur/trainer/checkpoint/checkpoint_connector.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
-#include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_error.hpp>
+#include <fulgur/engine/checkpoint/sharded_checkpoint.hpp>
 #include <fulgur/callbacks/model_checkpoint.hpp>
 #include <fulgur/trainer/run_identity.hpp>
 #include <fulgur/trainer/trainer.hpp>

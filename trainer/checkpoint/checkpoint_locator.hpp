@@ -1,6 +1,6 @@
 #pragma once
 
-#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_io.hpp>
 
 #include <filesystem>
 #include <functional>

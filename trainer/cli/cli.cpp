@@ -13,7 +13,7 @@
 #include <fulgur/trainer/cli/trainer_options_reader.hpp>
 #include <fulgur/trainer/hparams_yaml.hpp>
 #include <fulgur/trainer/seed.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_error.hpp>
 #include <fulgur/trainer/trainer.hpp>
 #include <fulgur/version.hpp>
 
@@ -267,9 +267,9 @@ int run_checked(const Arguments& args, const Factories& factories, const char* p
   switch (args.subcommand) {
     case Stage::Fit: {
       trainer.fit(*model, *data, ckpt_path);
-      if (trainer.is_global_zero()) print_metrics("fit", trainer.callback_metrics());
+      if (trainer.is_global_zero()) print_metrics("fit", trainer.state().callback_metrics());
       // Stopped by SIGUSR1/SIGTERM: the run is unfinished (exit_code says so).
-      if (trainer.stop_signal() != 0) break;
+      if (trainer.state().stop_signal() != 0) break;
       if (test_after_fit) {
         const auto metrics = trainer.test(*model, *data);
         if (trainer.is_global_zero()) print_metrics("test", metrics);

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <fulgur/trainer/checkpoint/checkpoint_weights.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_weights.hpp>
 #include <fulgur/trainer/cli/options_yaml.hpp>
 #include <fulgur/trainer/hparams_yaml.hpp>
 

@@ -3,7 +3,7 @@
 #include <fulgur/modules/lightning_module.hpp>
 #include <fulgur/trainer/callback.hpp>
 #include <fulgur/trainer/loops/run_context.hpp>
-#include <fulgur/trainer/loops/step_engine.hpp>
+#include <fulgur/engine/step_engine.hpp>
 #include <fulgur/trainer/profilers/profiler.hpp>
 #include <fulgur/trainer/trainer.hpp>
 

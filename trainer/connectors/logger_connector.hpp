@@ -12,7 +12,7 @@ class LightningModule;
 class RunContext;
 
 /// Where what the loops reduce from log() goes: the metric maps callbacks
-/// and the progress bar read (Trainer::callback_metrics() and friends) and
+/// and the progress bar read (TrainerState::callback_metrics() and friends) and
 /// the loggers (rank 0). Step values stay on the device until a logger step
 /// or a reader needs them. Owned by the Trainer, used by its loops.
 class LoggerConnector {

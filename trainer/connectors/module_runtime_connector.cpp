@@ -3,7 +3,7 @@
 #include <fulgur/trainer/trainer.hpp>
 #include <fulgur/trainer/connectors/hook_dispatcher.hpp>
 #include <fulgur/trainer/loops/run_context.hpp>
-#include <fulgur/trainer/loops/step_engine.hpp>
+#include <fulgur/engine/step_engine.hpp>
 #include <fulgur/trainer/optimizer_checks.hpp>
 
 #include <fmt/format.h>
@@ -79,11 +79,7 @@ void ModuleRuntimeConnector::optimizer_step(size_t index) {
   StepEngine::optimizer_step(context_.strategy(), context_.hooks(), *configs_[index].optimizer, std::nullopt);
   StepEngine::after_optimizer_step(
       configs_[index], /*zero_grad=*/false,
-      [this] {
-        context_.count_optimizer_step();  // the same counter as the automatic loop's
-        return context_.global_step();
-      },
-      nullptr);
+      context_.steps(), nullptr, nullptr);  // the same counter as the automatic loop's
 }
 
 void ModuleRuntimeConnector::clip_gradients(torch::optim::Optimizer& optimizer, double value, ClipAlgorithm algorithm) {

@@ -2,6 +2,7 @@
 
 #include <fulgur/modules/optimizer_config.hpp>
 #include <fulgur/modules/stage.hpp>
+#include <fulgur/engine/step_counter.hpp>
 #include <fulgur/trainer/connectors/module_runtime_connector.hpp>
 #include <fulgur/trainer/connectors/signal_connector.hpp>
 #include <fulgur/trainer/loops/progress.hpp>
@@ -102,12 +103,11 @@ class RunContext {
   const std::string& run_identity() const { return run_identity_; }
   void set_run_identity(std::string identity) { run_identity_ = std::move(identity); }
 
-  /// Optimizer steps taken so far: the one counter, advanced by
-  /// count_optimizer_step() after every step of either optimization mode.
-  int64_t global_step() const { return optimizer_steps_.total; }
-  void count_optimizer_step() { optimizer_steps_.increment(); }
-  /// A checkpoint's step count (resume).
-  void restore_global_step(int64_t steps) { optimizer_steps_.total = optimizer_steps_.current = steps; }
+  /// Optimizer steps taken so far: the one counter (engine/), counted by
+  /// StepEngine::after_optimizer_step after every step of either
+  /// optimization mode and restored from a checkpoint on resume.
+  StepCounter& steps() { return steps_; }
+  int64_t global_step() const { return steps_.value(); }
   /// Epochs: the index of the one running, or the number completed between epochs.
   int64_t current_epoch() const { return epoch_progress_.total; }
   Progress& epoch_progress() { return epoch_progress_; }
@@ -164,7 +164,7 @@ class RunContext {
   bool handling_exception_ = false;
   bool should_stop_ = false;
   std::string run_identity_;
-  Progress optimizer_steps_;
+  StepCounter steps_;
   Progress epoch_progress_;
   int64_t num_eval_batches_ = 0;
   int64_t accumulate_grad_batches_ = 1;

@@ -5,7 +5,7 @@
 #include <fulgur/trainer/connectors/module_runtime_connector.hpp>
 #include <fulgur/trainer/connectors/signal_connector.hpp>
 #include <fulgur/trainer/loops/run_context.hpp>
-#include <fulgur/trainer/loops/step_engine.hpp>
+#include <fulgur/engine/step_engine.hpp>
 #include <fulgur/modules/scoped_metric_sink.hpp>
 #include <fulgur/datamodules/exhaustible.hpp>
 
@@ -140,7 +140,7 @@ c10::impl::GenericDict TrainingEpochLoop::state_dict() const {
 void TrainingEpochLoop::load_state_dict(const c10::impl::GenericDict& state, int64_t batches_done) {
   batch_progress_.total = state.at("batches_total").toInt();
   batch_progress_.current = batches_done;
-  context_.restore_global_step(state.at("optimizer_steps").toInt());
+  context_.steps().restore(state.at("optimizer_steps").toInt());
   validated_at_batch_total_ = state.at("validated_at_batch_total").toInt();
   restarting_ = true;
 }
@@ -185,10 +185,7 @@ void TrainingEpochLoop::advance(const Batch& batch, int64_t batch_idx, bool is_l
     // A replayed graph zeroed the gradients inside itself.
     StepEngine::after_optimizer_step(
         context_.optimizers().front(), /*zero_grad=*/!result.replayed,
-        [this] {
-          context_.count_optimizer_step();  // the same counter as a manual step's
-          return context_.global_step();
-        },
+        context_.steps(), nullptr,  // the same counter as a manual step's
         [this](const LRSchedulerConfig& config) { step_scheduler(config); });
   }
 

@@ -15,8 +15,8 @@ class RunContext;
 /// accumulate_grad_batches batches (and at the epoch's last batch) gradient
 /// clipping, the optimizer step and step-interval LR schedulers; runs
 /// validation where val_check_interval says. Each optimizer step advances
-/// the context's global_step (RunContext::count_optimizer_step, the call a
-/// manual step makes too). With manual optimization training_step does
+/// the context's StepCounter (through StepEngine::after_optimizer_step, as
+/// a manual step does). With manual optimization training_step does
 /// backward and the steps itself, and steps its schedulers too.
 class TrainingEpochLoop {
  public:

@@ -5,7 +5,7 @@
 #include "support/test_support.hpp"
 #include "support/tiny_modules.hpp"
 
-#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_error.hpp>
 #include <fulgur/trainer/checkpoint/checkpoint_locator.hpp>
 #include <fulgur/callbacks/model_checkpoint.hpp>
 #include <fulgur/trainer/trainer.hpp>

@@ -1,6 +1,6 @@
 #include "support/test_support.hpp"
 
-#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_io.hpp>
 
 #include <torch/torch.h>
 

@@ -61,7 +61,7 @@ struct EndMarker : Callback {
   explicit EndMarker(const Options& o) : options(o) { o.validate(); }
   std::string state_key() const override { return "EndMarker"; }
   void on_fit_end(Trainer& trainer, LightningModule&) override {
-    std::ofstream(options.path()) << options.label() << ' ' << trainer.global_step();
+    std::ofstream(options.path()) << options.label() << ' ' << trainer.state().global_step();
   }
   Options options;
 };

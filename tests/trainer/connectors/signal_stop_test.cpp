@@ -85,7 +85,7 @@ class SignallingModule : public fulgur::testing::RecordingModule {
  public:
   SignallingModule(int signal, int64_t at_step) : signal_(signal), at_step_(at_step) {}
   torch::Tensor training_step(const Batch& batch, int64_t batch_idx) override {
-    if (trainer()->global_step() == at_step_) std::raise(signal_);
+    if (trainer()->state().global_step() == at_step_) std::raise(signal_);
     return RecordingModule::training_step(batch, batch_idx);
   }
   int signal_;
@@ -120,9 +120,9 @@ TEST_CASE("signal stop: one process stops after the step the signal arrived in, 
     RegressionData data(10, 2);
     Trainer trainer(quiet_options(dir.path()).max_epochs(5).min_epochs(5).logger(false), {}, {}, Platform{});
     trainer.fit(model, data);
-    CHECK(trainer.stop_signal() != 0);
-    CHECK(trainer.stop_signal() == signal);
-    CHECK(trainer.global_step() == 4);
+    CHECK(trainer.state().stop_signal() != 0);
+    CHECK(trainer.state().stop_signal() == signal);
+    CHECK(trainer.state().global_step() == 4);
     CHECK(model.count("training_step") == 4);
     CHECK(model.count("on_fit_end") == 1);  // the normal stop path, not an exception
   }
@@ -131,8 +131,8 @@ TEST_CASE("signal stop: one process stops after the step the signal arrived in, 
   RegressionData data(3, 1);
   Trainer trainer(quiet_options(dir.path()).max_epochs(1).logger(false), {}, {}, Platform{});
   trainer.fit(model, data);
-  CHECK(trainer.stop_signal() == 0);
-  CHECK(trainer.global_step() == 3);
+  CHECK(trainer.state().stop_signal() == 0);
+  CHECK(trainer.state().global_step() == 3);
 }
 
 TEST_CASE("signal stop: never inside a gradient-accumulation window") {
@@ -141,8 +141,8 @@ TEST_CASE("signal stop: never inside a gradient-accumulation window") {
   RegressionData data(12, 0);
   Trainer trainer(quiet_options(dir.path()).max_epochs(3).accumulate_grad_batches(3).logger(false), {}, {}, Platform{});
   trainer.fit(model, data);
-  CHECK(trainer.stop_signal() == SIGUSR1);
-  CHECK(trainer.global_step() == 2);
+  CHECK(trainer.state().stop_signal() == SIGUSR1);
+  CHECK(trainer.state().global_step() == 2);
   CHECK(model.count("training_step") == 6);
 }
 
@@ -155,14 +155,14 @@ TEST_CASE("signal stop: SIGUSR1 in a SLURM job requeues it through scontrol; SIG
     RegressionData data(4, 0);
     Trainer trainer(quiet_options(dir.path()).max_epochs(1).logger(false), {}, {}, Platform{});
     trainer.fit(model, data);
-    CHECK(trainer.stop_signal() == SIGTERM);
+    CHECK(trainer.state().stop_signal() == SIGTERM);
     CHECK(scontrol.calls().empty());
   }
   SignallingModule model(SIGUSR1, 1);
   RegressionData data(4, 0);
   Trainer trainer(quiet_options(dir.path()).max_epochs(1).logger(false), {}, {}, Platform{});
   trainer.fit(model, data);
-  CHECK(trainer.stop_signal() == SIGUSR1);
+  CHECK(trainer.state().stop_signal() == SIGUSR1);
   CHECK(scontrol.calls() == "requeue 4242\n");
 }
 
@@ -231,7 +231,7 @@ TEST_CASE("auto-resume: a restarted job resumes its own newest checkpoint, anoth
     model.save_hyperparameters({{"lr", lr}});
     Trainer trainer(quiet_options(dir.path()).max_epochs(epochs), {}, {}, Platform{});
     trainer.fit(model, data);
-    return std::make_pair(trainer.global_step(), model.count("training_step"));
+    return std::make_pair(trainer.state().global_step(), model.count("training_step"));
   };
   CHECK(fit("11", "0", 0.1, 1) == std::make_pair<int64_t, int64_t>(5, 5));
   // Requeued (same job, same config): continues from epoch 1, running only epoch 2's steps.

@@ -21,10 +21,10 @@ TEST_CASE("loops: global_step counts optimizer steps under gradient accumulation
   Trainer trainer(quiet_options(dir.path()).max_epochs(2).accumulate_grad_batches(3).logger(false));
   trainer.fit(model, data);
   // 10 batches with windows of 3: steps after batches 3, 6, 9 and at the epoch's last batch.
-  CHECK(trainer.global_step() == 8);
+  CHECK(trainer.state().global_step() == 8);
   CHECK(model.count("optimizer_step") == 8);
   CHECK(model.count("training_step") == 20);
-  CHECK(trainer.current_epoch() == 2);
+  CHECK(trainer.state().current_epoch() == 2);
 }
 
 TEST_CASE("loops: max_steps stops mid-epoch") {
@@ -33,7 +33,7 @@ TEST_CASE("loops: max_steps stops mid-epoch") {
   RegressionData data(10, 0);
   Trainer trainer(quiet_options(dir.path()).max_steps(13).logger(false));
   trainer.fit(model, data);
-  CHECK(trainer.global_step() == 13);
+  CHECK(trainer.state().global_step() == 13);
   CHECK(model.count("training_step") == 13);
   CHECK(model.count("on_train_epoch_end") == 2);
 }
@@ -56,7 +56,7 @@ TEST_CASE("loops: a second fit with nothing left to do says so in one line and t
   std::cout.rdbuf(previous);
   CHECK(out.str().find("fulgur: fit has nothing to do: max_epochs=2 reached\n") != std::string::npos);
   CHECK(model.count("training_step") == 8);
-  CHECK(trainer.global_step() == 8);
+  CHECK(trainer.state().global_step() == 8);
 }
 
 TEST_CASE("loops: limit_train_batches and limit_val_batches as counts and fractions") {
@@ -70,10 +70,10 @@ TEST_CASE("loops: limit_train_batches and limit_val_batches as counts and fracti
                       .num_sanity_val_steps(0)
                       .logger(false));
   trainer.fit(model, data);
-  CHECK(trainer.num_training_batches() == 5);
+  CHECK(trainer.state().num_training_batches() == 5);
   CHECK(model.count("training_step") == 15);
   CHECK(model.count("validation_step") == 9);
-  CHECK(trainer.global_step() == 15);
+  CHECK(trainer.state().global_step() == 15);
 }
 
 TEST_CASE("loops: sanity check runs num_sanity_val_steps batches and logs nothing") {
@@ -83,8 +83,8 @@ TEST_CASE("loops: sanity check runs num_sanity_val_steps batches and logs nothin
   Trainer trainer(quiet_options(dir.path()).max_epochs(0).num_sanity_val_steps(2));
   trainer.fit(model, data);
   CHECK(model.count("validation_step") == 2);
-  CHECK(trainer.callback_metrics().count("val_loss") == 0);
-  CHECK(trainer.global_step() == 0);
+  CHECK(trainer.state().callback_metrics().count("val_loss") == 0);
+  CHECK(trainer.state().global_step() == 0);
 }
 
 TEST_CASE("loops: val_check_interval as a fraction validates several times per epoch") {
@@ -166,12 +166,12 @@ TEST_CASE("loops: request_stop is honoured only after min_epochs") {
                   {std::make_shared<StopAtOnce>()});
   trainer.fit(model, data);
   // As in Lightning, the stop waits until min_epochs full epochs have run.
-  CHECK(trainer.current_epoch() == 3);
+  CHECK(trainer.state().current_epoch() == 3);
   CHECK(model.count("training_step") == 15);
   RecordingModule eager;
   Trainer no_minimum(quiet_options(dir.path()).max_epochs(10).logger(false), {std::make_shared<StopAtOnce>()});
   no_minimum.fit(eager, data);
-  CHECK(no_minimum.current_epoch() == 1);
+  CHECK(no_minimum.state().current_epoch() == 1);
   CHECK(eager.count("training_step") == 1);
 }
 

@@ -118,7 +118,7 @@ TEST_CASE("several dataloaders: ReduceLROnPlateau and EarlyStopping watch one lo
     Trainer trainer(quiet_options(dir.path()).max_epochs(6).logger(false).enable_checkpointing(false), callbacks());
     trainer.fit(whole, data);
     whole_lr = lr(trainer);
-    CHECK(trainer.callback_metrics().count("val_loss/dataloader_idx_1") == 1);
+    CHECK(trainer.state().callback_metrics().count("val_loss/dataloader_idx_1") == 1);
   }
   torch::manual_seed(7);
   TwoSetModule first;
@@ -190,7 +190,7 @@ TEST_CASE("clean failures: a validation_step failing in the sanity check says so
             .rfind("[Trainer::fit] rank 0: validation_step at batch 0 of the sanity check (num_sanity_val_steps, "
                    "before training) failed: ",
                    0) == 0);
-  CHECK_FALSE(trainer.sanity_checking());  // the failed check does not stay "running"
+  CHECK_FALSE(trainer.state().sanity_checking());  // the failed check does not stay "running"
   CHECK(model.count("training_step") == 0);
 }
 

@@ -1,7 +1,7 @@
-#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_io.hpp>
 
-#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
-#include <fulgur/trainer/checkpoint/zip_checksums.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_error.hpp>
+#include <fulgur/engine/checkpoint/zip_checksums.hpp>
 
 #include <caffe2/serialize/inline_container.h>
 #include <fmt/format.h>

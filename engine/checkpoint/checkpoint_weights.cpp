@@ -1,8 +1,8 @@
-#include <fulgur/trainer/checkpoint/checkpoint_weights.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_weights.hpp>
 
 #include <fulgur/modules/state_dict.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
-#include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_error.hpp>
+#include <fulgur/engine/checkpoint/sharded_checkpoint.hpp>
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include <fulgur/trainer/monitored_metric.hpp>
+#include <fulgur/engine/monitored_metric.hpp>
 
 #include <fulgur/strategies/strategy.hpp>
 

@@ -1,4 +1,4 @@
-#include <fulgur/trainer/checkpoint/zip_checksums.hpp>
+#include <fulgur/engine/checkpoint/zip_checksums.hpp>
 
 #include <fmt/format.h>
 #include <zlib.h>  // crc32_z; zlib arrives with libpng

@@ -1,8 +1,8 @@
-#include <fulgur/trainer/checkpoint/training_checkpoint.hpp>
+#include <fulgur/engine/checkpoint/training_checkpoint.hpp>
 
 #include <fulgur/modules/state_dict.hpp>
-#include <fulgur/trainer/checkpoint/optimizer_state.hpp>
-#include <fulgur/trainer/checkpoint/scheduler_state.hpp>
+#include <fulgur/engine/checkpoint/optimizer_state.hpp>
+#include <fulgur/engine/checkpoint/scheduler_state.hpp>
 #include <fulgur/version.hpp>
 
 namespace fulgur {

@@ -6,9 +6,9 @@
 #include "support/tiny_modules.hpp"
 
 #include <fulgur/fulgur.hpp>
-#include <fulgur/trainer/checkpoint/async_checkpoint_io.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/async_checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_error.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_io.hpp>
 
 #include <doctest/doctest.h>
 

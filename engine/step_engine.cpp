@@ -1,6 +1,6 @@
-#include <fulgur/trainer/loops/step_engine.hpp>
+#include <fulgur/engine/step_engine.hpp>
 
-#include <fulgur/trainer/monitored_metric.hpp>
+#include <fulgur/engine/monitored_metric.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -70,14 +70,17 @@ bool StepEngine::optimizer_step(Strategy& strategy, Hooks& hooks, torch::optim::
   return strategy.finish_optimizer_step(optimizer, clip);
 }
 
-void StepEngine::after_optimizer_step(const OptimizerConfig& entry, bool zero_grad, const std::function<int64_t()>& count,
-                                      const std::function<void(const LRSchedulerConfig&)>& step_scheduler) {
+int64_t StepEngine::after_optimizer_step(const OptimizerConfig& entry, bool zero_grad, StepCounter& steps,
+                                         const std::function<void(int64_t)>& counted,
+                                         const std::function<void(const LRSchedulerConfig&)>& step_scheduler) {
   if (zero_grad) entry.optimizer->zero_grad();
-  const int64_t step = count();
+  const int64_t step = steps.count();
+  if (counted) counted(step);
   const auto& scheduler = entry.lr_scheduler;
   if (step_scheduler && scheduler && scheduler->interval == Interval::Step && step % scheduler->frequency == 0) {
     step_scheduler(*scheduler);
   }
+  return step;
 }
 
 bool StepEngine::gradients_finite(const torch::nn::Module& module) {

@@ -1,8 +1,8 @@
 #include "support/file_size_limit.hpp"
 #include "support/test_support.hpp"
 
-#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_error.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_io.hpp>
 #include <fulgur/version.hpp>
 
 #include <torch/torch.h>

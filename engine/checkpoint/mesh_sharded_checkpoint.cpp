@@ -1,11 +1,11 @@
-#include <fulgur/trainer/checkpoint/mesh_sharded_checkpoint.hpp>
+#include <fulgur/engine/checkpoint/mesh_sharded_checkpoint.hpp>
 
 #include <fulgur/strategies/model_parallel/device_mesh.hpp>
 #include <fulgur/strategies/strategy.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
-#include <fulgur/trainer/checkpoint/optimizer_state.hpp>
-#include <fulgur/trainer/checkpoint/pipeline_checkpoint.hpp>
-#include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_error.hpp>
+#include <fulgur/engine/checkpoint/optimizer_state.hpp>
+#include <fulgur/engine/checkpoint/pipeline_checkpoint.hpp>
+#include <fulgur/engine/checkpoint/sharded_checkpoint.hpp>
 #include <fulgur/version.hpp>
 
 #include <fmt/format.h>
@@ -72,7 +72,7 @@ void MeshShardedCheckpoint::save(Checkpoint checkpoint, const std::filesystem::p
   }
   const std::vector<std::string> wrote = strategy_.all_gather_bytes(writes ? "1" : "");
   agree_on_failure(strategy_, error,
-                   fmt::format("[CheckpointConnector::save] another rank failed to write its part of {}", path.string()));
+                   fmt::format("[CheckpointWriter::save] another rank failed to write its part of {}", path.string()));
   // Every part is on disk: the metadata makes the checkpoint complete.
   if (strategy_.is_global_zero()) {
     try {
@@ -109,7 +109,7 @@ void MeshShardedCheckpoint::save(Checkpoint checkpoint, const std::filesystem::p
       error = e.what();
     }
   }
-  agree_on_failure(strategy_, error, fmt::format("[CheckpointConnector::save] rank 0 failed to write {}", path.string()));
+  agree_on_failure(strategy_, error, fmt::format("[CheckpointWriter::save] rank 0 failed to write {}", path.string()));
 }
 
 }  // namespace fulgur

@@ -1,7 +1,7 @@
-#include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
+#include <fulgur/engine/checkpoint/sharded_checkpoint.hpp>
 
 #include <fulgur/strategies/strategy.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_error.hpp>
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 #pragma once
 
 #include <fulgur/modules/hyperparameters.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_io.hpp>
 
 #include <torch/torch.h>
 

@@ -3,7 +3,7 @@
 #include <fulgur/modules/lightning_module.hpp>
 #include <fulgur/modules/optimizer_config.hpp>
 #include <fulgur/strategies/precision.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_io.hpp>
 
 #include <cstdint>
 #include <vector>

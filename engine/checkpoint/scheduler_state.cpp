@@ -1,7 +1,7 @@
-#include <fulgur/trainer/checkpoint/scheduler_state.hpp>
+#include <fulgur/engine/checkpoint/scheduler_state.hpp>
 
-#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_error.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_io.hpp>
 
 #include <fmt/format.h>
 

@@ -1,13 +1,13 @@
-#include <fulgur/trainer/checkpoint/sharded_state_writer.hpp>
+#include <fulgur/engine/checkpoint/sharded_state_writer.hpp>
 
 #include <fulgur/modules/state_dict.hpp>
 #include <fulgur/strategies/collectives/process_group.hpp>
 #include <fulgur/strategies/sharding/shard_layout.hpp>
 #include <fulgur/strategies/strategy.hpp>
-#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_error.hpp>
 #include <fulgur/version.hpp>
-#include <fulgur/trainer/checkpoint/optimizer_state.hpp>
-#include <fulgur/trainer/checkpoint/sharded_checkpoint.hpp>
+#include <fulgur/engine/checkpoint/optimizer_state.hpp>
+#include <fulgur/engine/checkpoint/sharded_checkpoint.hpp>
 
 #include <fmt/format.h>
 
@@ -108,7 +108,7 @@ void ShardedStateWriter::save_sharded(Checkpoint checkpoint, const std::filesyst
     error = e.what();
   }
   agree_on_failure(strategy_, error,
-                   fmt::format("[CheckpointConnector::save] another rank failed to write its shard of {}", path.string()));
+                   fmt::format("[CheckpointWriter::save] another rank failed to write its shard of {}", path.string()));
 
   // Every shard is on disk: the metadata makes the checkpoint complete.
   if (strategy_.is_global_zero()) {
@@ -125,7 +125,7 @@ void ShardedStateWriter::save_sharded(Checkpoint checkpoint, const std::filesyst
       error = e.what();
     }
   }
-  agree_on_failure(strategy_, error, fmt::format("[CheckpointConnector::save] rank 0 failed to write {}", path.string()));
+  agree_on_failure(strategy_, error, fmt::format("[CheckpointWriter::save] rank 0 failed to write {}", path.string()));
 }
 
 }  // namespace fulgur

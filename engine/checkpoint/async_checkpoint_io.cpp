@@ -1,4 +1,4 @@
-#include <fulgur/trainer/checkpoint/async_checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/async_checkpoint_io.hpp>
 
 #include <ATen/ATen.h>
 

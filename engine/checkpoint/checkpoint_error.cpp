@@ -1,4 +1,4 @@
-#include <fulgur/trainer/checkpoint/checkpoint_error.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_error.hpp>
 
 #include <fulgur/strategies/strategy.hpp>
 

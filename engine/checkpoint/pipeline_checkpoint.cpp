@@ -1,9 +1,9 @@
-#include <fulgur/trainer/checkpoint/pipeline_checkpoint.hpp>
+#include <fulgur/engine/checkpoint/pipeline_checkpoint.hpp>
 
 #include <fulgur/modules/state_dict.hpp>
 #include <fulgur/strategies/model_parallel/device_mesh.hpp>
 #include <fulgur/strategies/strategy.hpp>
-#include <fulgur/trainer/checkpoint/optimizer_state.hpp>
+#include <fulgur/engine/checkpoint/optimizer_state.hpp>
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
-#include <fulgur/trainer/checkpoint/optimizer_state.hpp>
+#include <fulgur/engine/checkpoint/optimizer_state.hpp>
 
-#include <fulgur/trainer/checkpoint/checkpoint_io.hpp>
+#include <fulgur/engine/checkpoint/checkpoint_io.hpp>
 
 #include <fmt/format.h>
 

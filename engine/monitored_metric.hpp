@@ -8,7 +8,7 @@ namespace fulgur {
 
 class Strategy;
 
-/// `callback_metrics`[name] (Trainer::callback_metrics()) as rank 0 has it, on every rank (one broadcast
+/// `callback_metrics`[name] (TrainerState::callback_metrics()) as rank 0 has it, on every rank (one broadcast
 /// when several processes run), so decisions on a monitored value
 /// (EarlyStopping, a ReduceLROnPlateau step) are the same everywhere;
 /// nullopt when rank 0 has no such metric. Every rank must call it.

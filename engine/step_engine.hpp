@@ -4,6 +4,7 @@
 #include <fulgur/modules/optimizer_config.hpp>
 #include <fulgur/modules/pipeline_module.hpp>
 #include <fulgur/strategies/strategy.hpp>
+#include <fulgur/engine/step_counter.hpp>
 
 #include <torch/torch.h>
 
@@ -67,12 +68,14 @@ class StepEngine {
   static bool optimizer_step(Strategy& strategy, Hooks& hooks, torch::optim::Optimizer& optimizer,
                              const std::optional<Strategy::Clip>& clip);
   /// After a step of `entry`'s optimizer: zero_grad (`zero_grad`: automatic
-  /// optimization and Fabric; manual optimization zeroes its own), `count`
-  /// (advances the runner's one step counter and returns it), then
-  /// `entry`'s step-interval scheduler when due, through `step_scheduler`
-  /// (none: manual optimization steps its own schedulers).
-  static void after_optimizer_step(const OptimizerConfig& entry, bool zero_grad, const std::function<int64_t()>& count,
-                                   const std::function<void(const LRSchedulerConfig&)>& step_scheduler);
+  /// optimization and Fabric; manual optimization zeroes its own), `steps`
+  /// counts one (the front end's one counter), `counted` (if any) runs with
+  /// the new count (Fabric sends what the step logged), then `entry`'s
+  /// step-interval scheduler when due, through `step_scheduler` (none:
+  /// manual optimization steps its own schedulers). Returns the new count.
+  static int64_t after_optimizer_step(const OptimizerConfig& entry, bool zero_grad, StepCounter& steps,
+                                      const std::function<void(int64_t)>& counted,
+                                      const std::function<void(const LRSchedulerConfig&)>& step_scheduler);
   /// Whether every gradient `module`'s parameters hold is finite: one read
   /// of each (their sums, summed: a NaN or Inf anywhere makes the total
   /// NaN or Inf) and one host read. What the online trainer asks before a
