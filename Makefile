@@ -75,6 +75,7 @@ release:
 
 ## The CPU container built as a site would and run read-only, non-root,
 ## without network (scripts/check_container.sh; as root; about half an hour).
+## CONTAINER_ENGINE=docker checks it with Docker (default podman).
 .PHONY: check-container
 check-container:
 	@bash scripts/check_container.sh
