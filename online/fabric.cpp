@@ -31,6 +31,13 @@ Fabric::Fabric(TrainerOptions options, std::vector<std::shared_ptr<Logger>> logg
           options, *(given = Platform::for_options(given ? std::move(*given) : Platform::detect_for(options), options)))),
       loggers_(std::move(loggers)) {
   const Platform& platform = *given;
+  if (const int64_t pp = config_.options.model_parallel().pipeline_parallel_size();
+      config_.strategy == StrategyKind::ModelParallel && pp > 1) {
+    throw std::invalid_argument(fmt::format(
+        "[Fabric] model_parallel.pipeline_parallel_size {}: a pipeline runs a step's micro-batches itself, which "
+        "training_loss and backward cannot; train a pipeline with the Trainer, or set pipeline_parallel_size 1",
+        pp));
+  }
   if (config_.needs_launch) {
     throw std::invalid_argument(fmt::format(
         "[Fabric] the options ask for {} processes but {} runs: a Fabric starts no processes; launch the "
@@ -71,6 +78,7 @@ void Fabric::setup(LightningModule& module) {
   attached_ = std::make_unique<ScopedModuleRuntime>(module, *runtime_);
   sink_ = std::make_unique<ScopedMetricSink>(module, runtime_.get());
   module_ = &module;
+  strategy_->configure_model(module);  // the Trainer's order: the plan before the device and the optimizers
   strategy_->setup(module);
   module.train();
   optimizers_ = module.resolved_optimizers().entries();
@@ -214,8 +222,8 @@ void Fabric::save_checkpoint(const std::filesystem::path& path, const Checkpoint
 void Fabric::write_checkpoint(const std::filesystem::path& path, const Checkpoint& extra) const {
   if (strategy_->shards_parameters() || strategy_->shards_optimizer_state()) {
     throw std::logic_error(
-        "[Fabric::write_checkpoint] a rank alone holds only its shard of a sharding strategy's state; every rank "
-        "calls save_checkpoint");
+        "[Fabric::write_checkpoint] a rank alone holds only its part of the state under a strategy that splits "
+        "it (fsdp, a model_parallel mesh's tp); every rank calls save_checkpoint");
   }
   if (module_ == nullptr) throw std::logic_error("[Fabric] no module: call setup(module) first");
   Checkpoint c = training_state(/*copy=*/false);

@@ -1,5 +1,7 @@
 #include <fulgur/online/online_trainer.hpp>
+#include <fulgur/strategies/collectives/process_group.hpp>
 #include <fulgur/strategies/data_parallel_strategy.hpp>
+#include <fulgur/strategies/model_parallel/device_mesh.hpp>
 #include <fulgur/strategies/mpi/mpi_runtime.hpp>
 
 #include <fulgur/engine/step_engine.hpp>
@@ -8,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -31,11 +34,9 @@ OnlineTrainer::OnlineTrainer(ModuleFactory make_module, OnlineOptions options, s
   if (!module_ || !inference_module_) throw std::invalid_argument("[OnlineTrainer] the module factory returned null");
   fabric_ = std::make_unique<Fabric>(options_.trainer, std::move(loggers), std::move(platform));
   fabric_->setup(*module_);
-  if (fabric_->strategy().shards_parameters()) {
-    throw std::invalid_argument(
-        "[OnlineTrainer] a strategy that shards parameters between steps (fsdp FULL_SHARD) cannot publish whole "
-        "weights for predict(); use ddp, horovod or fsdp with SHARD_GRAD_OP");
-  }
+  // predict() runs the whole model on each rank: configured on a mesh of one.
+  DeviceMesh whole;
+  inference_module_->configure_model(whole);
   inference_module_->to(fabric_->device());
   inference_module_->eval();
   if (!options_.checkpoint_dir.empty()) {
@@ -81,7 +82,41 @@ OnlineTrainer::~OnlineTrainer() {
   if (thread_.joinable()) thread_.join();
 }
 
-double OnlineTrainer::step(const Batch& batch) {
+namespace {
+
+/// Every rank's rows of `tensor` over `group`, in rank order (the ranks may
+/// hold different numbers of rows).
+torch::Tensor rows_of_group(ProcessGroup& group, const torch::Tensor& tensor) {
+  const torch::Tensor count = torch::full({1}, tensor.size(0), torch::dtype(torch::kLong).device(tensor.device()));
+  std::vector<int64_t> counts;
+  for (const torch::Tensor& c : group.all_gather(count)) counts.push_back(c.item<int64_t>());
+  const int64_t most = *std::max_element(counts.begin(), counts.end());
+  std::vector<int64_t> shape = tensor.sizes().vec();
+  shape[0] = most;
+  torch::Tensor padded = torch::zeros(shape, tensor.options());
+  padded.narrow(0, 0, tensor.size(0)).copy_(tensor);
+  std::vector<torch::Tensor> parts = group.all_gather(padded);
+  for (size_t r = 0; r < parts.size(); ++r) parts[r] = parts[r].narrow(0, 0, counts[r]);
+  return torch::cat(parts);
+}
+
+}  // namespace
+
+Batch OnlineTrainer::block_batch(const Batch& batch) {
+  DeviceMesh& mesh = fabric_->strategy().device_mesh();
+  if (!mesh.spans("tp") && !mesh.spans("cp")) return batch;
+  // The ranks of a tp x cp block compute one batch together: each trains on
+  // the samples every rank of its block was given (tp's, then cp's).
+  Batch joined = fabric_->to_device(batch);
+  for (const char* dim : {"tp", "cp"}) {
+    if (!mesh.spans(dim)) continue;
+    joined = joined.map([&](const torch::Tensor& t) { return rows_of_group(mesh.group(dim), t); });
+  }
+  return joined;
+}
+
+double OnlineTrainer::step(const Batch& given) {
+  const Batch batch = block_batch(given);
   const torch::Tensor loss = first_step_checked_ ? fabric_->training_loss(batch) : first_loss(batch);
   const double value = loss.detach().item<double>();
   last_loss_ = value;
@@ -143,6 +178,11 @@ void OnlineTrainer::fail_keeping(const std::exception& error) {
 
 std::string OnlineTrainer::keep_trained_state() noexcept {
   try {
+    if (fabric_->strategy().shards_parameters()) {  // the newer weights are whole on no rank, and a peer is gone
+      return fmt::format("the weights published at step {} are kept for predict() (this rank holds only its part "
+                         "of later ones)",
+                         snapshot_.step());
+    }
     publish();
     std::string kept = fmt::format("the weights after step {} are kept (published for predict()", global_step());
     if (options_.checkpoint_dir.empty()) return kept + ")";
@@ -172,7 +212,14 @@ double OnlineTrainer::train_step(const torch::Tensor& inputs, const torch::Tenso
   return step(Batch{inputs, targets, {}});
 }
 
-void OnlineTrainer::publish() { snapshot_.publish(*module_, global_step()); }
+void OnlineTrainer::publish() {
+  Strategy& strategy = fabric_->strategy();
+  std::vector<torch::Tensor> tensors;
+  // Split parameters (fsdp FULL_SHARD, tp) are gathered whole: a collective, one parameter at a time.
+  for (const auto& p : module_->parameters()) tensors.push_back(strategy.whole_tensor(p, p));
+  for (const auto& b : module_->buffers()) tensors.push_back(b);
+  snapshot_.publish(tensors, global_step());
+}
 
 void OnlineTrainer::start() {
   if (running_ || thread_.joinable()) {

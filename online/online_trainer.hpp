@@ -94,7 +94,9 @@ class OnlineTrainer {
   /// thread; the result is on the CPU.
   torch::Tensor predict(const torch::Tensor& inputs);
   /// Publishes the training model's weights now (between steps only: from
-  /// the thread that calls train_step, or after stop()).
+  /// the thread that calls train_step, or after stop()). Under a strategy
+  /// that splits parameters (fsdp FULL_SHARD, a model_parallel mesh's tp)
+  /// the parts are gathered whole: every rank calls it.
   void publish();
   /// The loss of the last step taken or skipped (NaN before any): what
   /// background training shows of its progress.
@@ -128,7 +130,10 @@ class OnlineTrainer {
  private:
   /// One step on `batch`, taken only when its loss and gradients are finite
   /// on every rank (OnlineOptions::on_nonfinite); publishes when due.
-  double step(const Batch& batch);
+  double step(const Batch& given);
+  /// Under a model_parallel mesh, the rows every rank of this rank's tp x cp
+  /// block was given, joined (they train on one batch); else `batch`.
+  Batch block_batch(const Batch& batch);
   /// What is not finite on this rank in step `at` ("the loss of step 3 is
   /// nan on rank 0", "the gradient of 'net.0.weight' in step 3 holds NaN or
   /// Inf on rank 1 (loss 0.5)"), or "" when all is.
@@ -148,6 +153,8 @@ class OnlineTrainer {
   /// After a failed step (a peer died, a NaN loss): publishes this rank's
   /// weights, those of the last step every rank finished, and with
   /// checkpoint_dir writes them there with no collective. Says what it kept.
+  /// Under a strategy that splits parameters it keeps the last published
+  /// weights (gathering them would need the peers).
   std::string keep_trained_state() noexcept;
   /// The first step's loss; std::invalid_argument, before backward, when
   /// the loss warned that it broadcasts the targets (LibTorch's "Using a

@@ -16,12 +16,12 @@ std::vector<torch::Tensor> tensors_of(const torch::nn::Module& module) {
 
 }  // namespace
 
-void WeightSnapshot::publish(const torch::nn::Module& module, int64_t step) {
+void WeightSnapshot::publish(const std::vector<torch::Tensor>& tensors, int64_t step) {
   // Copied outside the lock; a published set is never written again.
   auto weights = std::make_shared<Weights>();
   weights->step = step;
   torch::NoGradGuard no_grad;
-  for (const auto& t : tensors_of(module)) weights->tensors.push_back(t.detach().clone());
+  for (const auto& t : tensors) weights->tensors.push_back(t.detach().clone());
   std::lock_guard lock(mutex_);
   latest_ = std::move(weights);
 }

@@ -14,8 +14,9 @@ namespace fulgur {
 /// whole, so a reader sees one step's weights and never a half-updated set.
 class WeightSnapshot {
  public:
-  /// Copies `module`'s parameters and buffers as the weights of `step`.
-  void publish(const torch::nn::Module& module, int64_t step);
+  /// Copies `tensors` (a module's parameters, then its buffers, whole) as
+  /// the weights of `step`.
+  void publish(const std::vector<torch::Tensor>& tensors, int64_t step);
   /// Copies the latest weights into `module` (same architecture) when they
   /// are newer than `have_step`; returns their step (-1: none published).
   int64_t copy_to(torch::nn::Module& module, int64_t have_step) const;

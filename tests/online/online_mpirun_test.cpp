@@ -83,9 +83,14 @@ TEST_CASE("inline mode under horovod (ring allreduce): 2 ranks under mpirun equa
   CHECK(torch::allclose(run_probe(dir, "horovod", 2), run_probe(dir, "inline", 1), 1e-6, 1e-6));
 }
 
-TEST_CASE("inline mode under fsdp SHARD_GRAD_OP (sharded gradients and optimizer state): 2 ranks equal 1 rank") {
+TEST_CASE("inline mode under fsdp SHARD_GRAD_OP and FULL_SHARD: 2 ranks equal 1 rank; predict() runs whole weights") {
   TempDir dir("online-mpirun-fsdp");
-  CHECK(torch::allclose(run_probe(dir, "fsdp", 2), run_probe(dir, "inline", 1), 1e-6, 1e-6));
+  const torch::Tensor one = run_probe(dir, "inline", 1);
+  CHECK(torch::allclose(run_probe(dir, "fsdp", 2), one, 1e-6, 1e-6));
+  // FULL_SHARD: each rank holds its rows of the parameters between steps; publishing gathers them.
+  CHECK(torch::allclose(run_probe(dir, "fsdp_full", 2), one, 1e-6, 1e-6));
+  CHECK(torch::allclose(load_pickled_tensor((dir / "fsdp_full-2.pt.predict").string()),
+                        load_pickled_tensor((dir / "inline-1.pt.predict").string()), 1e-6, 1e-6));
 }
 
 TEST_CASE("Fabric with ddp on 2 ranks ends at fit's weights (fit over a stream, same ranks, same batches)") {
@@ -134,6 +139,32 @@ TEST_CASE("Fabric under fsdp saves a sharded checkpoint on 2 ranks; loaded back,
     CAPTURE(name);
     REQUIRE(joined.count(name) == 1);
     CHECK(torch::allclose(joined.at(name), tensor, 1e-6, 1e-6));
+  }
+}
+
+TEST_CASE("online on a mesh: tp 2 inline (each rank half of every batch) and Fabric equal one process; predict() and "
+          "the checkpoint hold whole weights") {
+  TempDir dir("online-mpirun-tp");
+  const torch::Tensor one = run_probe(dir, "tp_inline", 1);
+  CHECK(one.numel() == 4 * 16 + 16 + 16 * 2 + 2);
+  CHECK(torch::allclose(run_probe(dir, "tp_fabric", 1), one, 1e-6, 1e-6));
+  // Inline: the tp group trains on the rows both ranks were given, as one process on the whole batch.
+  CHECK(torch::allclose(run_probe(dir, "tp_inline", 2), one, 1e-5, 1e-5));
+  CHECK(torch::allclose(run_probe(dir, "tp_fabric", 2), one, 1e-5, 1e-5));
+  // predict() on rank 0 ran the published weights gathered whole.
+  CHECK(torch::allclose(load_pickled_tensor((dir / "tp_inline-2.pt.predict").string()),
+                        load_pickled_tensor((dir / "tp_inline-1.pt.predict").string()), 1e-5, 1e-5));
+  // The checkpoint is one process's: whole tensors, the same values.
+  const fulgur::Checkpoint two_ckpt = fulgur::CheckpointIO::load(dir / "tp_inline-2.pt.ckpt");
+  const fulgur::Checkpoint one_ckpt = fulgur::CheckpointIO::load(dir / "tp_inline-1.pt.ckpt");
+  const auto single = one_ckpt.at("state_dict").toGenericDict();
+  const auto split = two_ckpt.at("state_dict").toGenericDict();
+  REQUIRE(split.size() == single.size());
+  for (const auto& entry : single) {
+    CAPTURE(entry.key().toStringRef());
+    const torch::Tensor mine = split.at(entry.key()).toTensor();
+    CHECK(mine.sizes() == entry.value().toTensor().sizes());
+    CHECK(torch::allclose(mine, entry.value().toTensor(), 1e-5, 1e-5));
   }
 }
 

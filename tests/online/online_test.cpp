@@ -654,6 +654,17 @@ TEST_CASE("Fabric: a ReduceLROnPlateau scheduler steps on its monitored value at
   CHECK(!torch::equal(two.net[2]->parameters()[0], second_before));
 }
 
+TEST_CASE("Fabric: a pipeline (model_parallel.pipeline_parallel_size 2) is refused in one line when it is made") {
+  TempDir dir("fabric-pipeline");
+  const std::string error = error_of([&] {
+    Fabric fabric(quiet_options(dir.path().string())
+                      .strategy(StrategyKind::ModelParallel)
+                      .devices(2)
+                      .model_parallel(ModelParallelOptions().pipeline_parallel_size(2)));
+  });
+  CHECK(error.find("[Fabric] model_parallel.pipeline_parallel_size 2: a pipeline runs a step's micro-batches itself") == 0);
+}
+
 TEST_CASE("Fabric: a load that fails (an optimizer that does not match) changes nothing: weights, step, predictions") {
   TempDir dir("online-fabric-failed-load");
   const std::vector<Batch> batches = fixed_batches(3, 4);

@@ -2,13 +2,14 @@
 // trains on its slice of one fixed global stream (8 batches of 8 samples),
 // then rank 0 writes the final parameters, flattened, to OUTPUT.
 //
-//   online_probe inline|horovod|fsdp|fabric|fabric_sharded|fit|nan OUTPUT
+//   online_probe inline|horovod|fsdp|fsdp_full|fabric|fabric_sharded|fit|nan|tp_inline|tp_fabric OUTPUT
 //   online_probe resume OUTPUT CHECKPOINT_DIR STOP_AT
 //   online_probe rates OUTPUT
 //   online_probe die OUTPUT CHECKPOINT_DIR
 //
 // inline: OnlineTrainer::train_step (horovod: the same under the horovod
-// strategy's ring allreduce; fsdp: under fsdp SHARD_GRAD_OP); fabric: Fabric::training_step;
+// strategy's ring allreduce; fsdp: under fsdp SHARD_GRAD_OP; fsdp_full: FULL_SHARD), each also writing
+// predict()'s output to OUTPUT.predict; fabric: Fabric::training_step;
 // fabric_sharded: Fabric under fsdp SHARD_GRAD_OP with state_dict_type sharded and
 // async_checkpoint saves after step 4 (OUTPUT.ckpt), trains to step 8 (OUTPUT), loads the
 // checkpoint and trains steps 5 to 8 again (OUTPUT.resumed); fit:
@@ -21,7 +22,11 @@
 // samples pushed and parameters to OUTPUT.rankR. die (2 ranks): rank 1 is
 // SIGKILLed after step 5; rank 0 pushes until a push fails, prints the
 // error, then predicts from the weights it kept. nan (2 ranks): rank 1's
-// fourth batch holds a NaN; each rank prints how it stopped.
+// fourth batch holds a NaN; each rank prints how it stopped. tp_inline,
+// tp_fabric: the network split over tp 2 (strategy model_parallel), trained
+// inline (each rank its half of every batch) or by Fabric (every rank the
+// whole batch); tp_inline also writes predict()'s output (OUTPUT.predict)
+// and a checkpoint (OUTPUT.ckpt).
 // Under several ranks (mpirun, the
 // rendezvous from FULGUR_FILE_STORE) the strategy is ddp.
 #include <fulgur/fulgur.hpp>
@@ -71,6 +76,43 @@ struct Mlp : LightningModule {
   torch::nn::Sequential net{nullptr};
 };
 
+// The same network, its layers split over a mesh's tp ranks (configure_model).
+struct TpMlp : LightningModule {
+  TpMlp() {
+    fc1 = register_module("fc1", ShardableLinear(4, 16));
+    fc2 = register_module("fc2", ShardableLinear(16, 2));
+  }
+  void configure_model(DeviceMesh& mesh) override {
+    parallelize_module(*this, mesh, {{"fc1", ColwiseParallel()}, {"fc2", RowwiseParallel()}});
+  }
+  torch::Tensor forward(const torch::Tensor& x) { return fc2->forward(torch::tanh(fc1->forward(x))); }
+  torch::Tensor training_step(const Batch& batch, int64_t) override { return torch::mse_loss(forward(batch.input), batch.target); }
+  torch::Tensor predict_step(const Batch& batch, int64_t) override { return forward(batch.input); }
+  OptimizerConfig configure_optimizers() override {
+    return {std::make_shared<torch::optim::SGD>(parameters(), torch::optim::SGDOptions(0.1).momentum(0.9)),
+            std::nullopt};
+  }
+  ShardableLinear fc1{nullptr}, fc2{nullptr};
+};
+
+// Every rank: the parameters whole (a collective under tp); rank 0 writes them.
+void write_whole_parameters(Strategy& strategy, torch::nn::Module& module, const std::string& path, bool writes) {
+  std::vector<torch::Tensor> flat;
+  for (const auto& p : module.parameters()) flat.push_back(strategy.whole_tensor(p, p).detach().reshape({-1}));
+  if (!writes) return;
+  const auto bytes = torch::pickle_save(torch::cat(flat));
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// predict() on three fixed inputs, to OUTPUT.predict.
+void write_prediction(OnlineTrainer& trainer, const std::string& output, bool writes) {
+  torch::manual_seed(5);
+  const torch::Tensor predicted = trainer.predict(torch::rand({3, 4}));
+  if (!writes) return;
+  const auto bytes = torch::pickle_save(predicted.reshape({-1}));
+  std::ofstream(output + ".predict", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
 void write_parameters(torch::nn::Module& module, const std::string& path) {
   std::vector<torch::Tensor> flat;
   for (const auto& p : module.parameters()) flat.push_back(p.detach().reshape({-1}));
@@ -100,26 +142,33 @@ int main(int argc, char** argv) {
                                  .enable_checkpointing(false)
                                  .default_root_dir(std::filesystem::path(output).parent_path().string())
                                  .process_group_timeout(60.0);
-    if (world > 1) {
+    const bool tp = mode == "tp_inline" || mode == "tp_fabric";
+    if (world > 1 && tp) {
+      options.strategy(StrategyKind::ModelParallel)
+          .devices(world)
+          .model_parallel(ModelParallelOptions().tensor_parallel_size(world).data_parallel(DataParallelKind::DDP));
+    } else if (world > 1) {
       options.strategy(mode == "horovod"                               ? StrategyKind::Horovod
-                       : mode == "fsdp" || mode == "fabric_sharded" ? StrategyKind::FSDP
-                                                                     : StrategyKind::DDP)
+                       : mode == "fsdp" || mode == "fsdp_full" || mode == "fabric_sharded" ? StrategyKind::FSDP
+                                                                                            : StrategyKind::DDP)
           .devices(world)
           .fsdp(FSDPOptions()
-                    .sharding_strategy(ShardingStrategy::ShardGradOp)
+                    .sharding_strategy(mode == "fsdp_full" ? ShardingStrategy::FullShard : ShardingStrategy::ShardGradOp)
                     .min_num_params(16)
                     .state_dict_type(mode == "fabric_sharded" ? StateDictType::Sharded : StateDictType::Full));
     }
     if (mode == "fabric_sharded") options.async_checkpoint(true);  // whole files (one rank) in the background
 
-    // The global stream: rank r takes rows [r * 8 / world, (r + 1) * 8 / world) of each batch.
+    // The global stream: rank r takes rows [r * 8 / world, (r + 1) * 8 / world) of each batch
+    // (tp_fabric: every rank the whole batch, as the ranks of a tp group compute one).
     torch::manual_seed(11);
     std::vector<Batch> local;
-    const int64_t rows = 8 / world;
+    const int64_t rows = mode == "tp_fabric" ? 8 : 8 / world;
+    const int64_t slice = mode == "tp_fabric" ? 0 : rank;
     for (int i = 0; i < 8; ++i) {
       const torch::Tensor x = torch::rand({8, 4}) * 2 - 1;
       const torch::Tensor y = torch::stack({x.sum(1).sin(), x.narrow(1, 0, 2).prod(1)}, 1);
-      local.push_back(Batch{x.narrow(0, rank * rows, rows), y.narrow(0, rank * rows, rows), {}});
+      local.push_back(Batch{x.narrow(0, slice * rows, rows), y.narrow(0, slice * rows, rows), {}});
     }
 
     torch::manual_seed(3);
@@ -138,12 +187,13 @@ int main(int argc, char** argv) {
       if (rank == 0) write_parameters(trainer.module(), output);
       return 0;
     }
-    if (mode == "inline" || mode == "horovod" || mode == "fsdp") {
+    if (mode == "inline" || mode == "horovod" || mode == "fsdp" || mode == "fsdp_full") {
       OnlineOptions online;
       online.trainer = options;
       OnlineTrainer trainer([] { return std::make_shared<Mlp>(); }, online, {}, platform);
       for (const Batch& b : local) trainer.train_step(b.input, b.target);
-      if (rank == 0) write_parameters(trainer.module(), output);
+      write_whole_parameters(trainer.fabric().strategy(), trainer.module(), output, rank == 0);
+      write_prediction(trainer, output, rank == 0);
     } else if (mode == "resume" && argc == 5) {
       OnlineOptions online;
       online.trainer = options;
@@ -216,6 +266,22 @@ int main(int argc, char** argv) {
       const std::string mine = output + ".rank" + std::to_string(rank);
       std::ofstream(mine + ".txt") << "steps=" << trainer.global_step() << " pushed=" << pushed << "\n";
       write_parameters(trainer.module(), mine + ".pt");
+    } else if (mode == "tp_inline") {
+      // Each rank pushes its half of every batch; the tp group trains on both halves, publishes whole weights
+      // (predict() on rank 0 against one process's) and saves a whole checkpoint.
+      OnlineOptions online;
+      online.trainer = options;
+      OnlineTrainer trainer([] { return std::make_shared<TpMlp>(); }, online, {}, platform);
+      for (const Batch& b : local) trainer.train_step(b.input, b.target);
+      write_whole_parameters(trainer.fabric().strategy(), trainer.module(), output, rank == 0);
+      trainer.save_checkpoint(output + ".ckpt");
+      write_prediction(trainer, output, rank == 0);
+    } else if (mode == "tp_fabric") {
+      TpMlp model;
+      Fabric fabric(options, {}, platform);
+      fabric.setup(model);
+      for (const Batch& b : local) fabric.training_step(b);
+      write_whole_parameters(fabric.strategy(), model, output, rank == 0);
     } else if (mode == "fabric") {
       Mlp model;  // outlives the Fabric
       Fabric fabric(options, {}, platform);
