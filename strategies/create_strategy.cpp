@@ -72,11 +72,6 @@ std::unique_ptr<Strategy> create_strategy(const StrategySpec& spec) {
       data_parallel.microbatches = mp.microbatches();
       data_parallel.virtual_stages = mp.virtual_stages();
       data_parallel.sharded_checkpoint = mp.state_dict_type() == StateDictType::Sharded;
-      if (data_parallel.sharded_checkpoint && mp.data_parallel() != DataParallelKind::DDP) {
-        throw std::invalid_argument(
-            "[create_strategy] model_parallel.state_dict_type sharded needs model_parallel.data_parallel ddp "
-            "(with fsdp along dp, checkpoints of a mesh are whole: set state_dict_type full)");
-      }
       if (mp.pipeline_parallel_size() > 1 && mp.data_parallel() != DataParallelKind::DDP) {
         throw std::invalid_argument(fmt::format(
             "[create_strategy] pipeline_parallel_size {} runs ddp along dp: set model_parallel.data_parallel to ddp "
@@ -90,7 +85,8 @@ std::unique_ptr<Strategy> create_strategy(const StrategySpec& spec) {
           spec.fsdp.state_dict_type() == StateDictType::Sharded) {
         throw std::invalid_argument(
             "[create_strategy] strategy model_parallel runs fsdp along dp with sharding_strategy FULL_SHARD, "
-            "SHARD_GRAD_OP or NO_SHARD and state_dict_type full (the mesh is the hybrid; checkpoints are whole)");
+            "SHARD_GRAD_OP or NO_SHARD and fsdp.state_dict_type full (the mesh is the hybrid; a mesh's sharded "
+            "checkpoints are model_parallel.state_dict_type sharded)");
       }
       return std::make_unique<FSDPStrategy>(accelerator, spec.precision, std::move(data_parallel), spec.fsdp, spec.ddp,
                                             env.local_world_size());

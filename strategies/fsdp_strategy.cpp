@@ -248,7 +248,11 @@ void FSDPStrategy::clip_unscaled_gradients(torch::optim::Optimizer& optimizer, d
 
 torch::Tensor FSDPStrategy::whole_tensor(const torch::Tensor& param, const torch::Tensor& tensor) {
   // This replica's rows gathered first, then (under a mesh) the tp parts.
-  return DataParallelStrategy::whole_tensor(param, sharded_ ? residency_->whole_of(param, tensor) : tensor);
+  return DataParallelStrategy::whole_tensor(param, data_parallel_whole_tensor(param, tensor));
+}
+
+torch::Tensor FSDPStrategy::data_parallel_whole_tensor(const torch::Tensor& param, const torch::Tensor& tensor) {
+  return sharded_ ? residency_->whole_of(param, tensor) : tensor;
 }
 
 int64_t FSDPStrategy::whole_numel(const torch::Tensor& param) const {

@@ -55,11 +55,15 @@ class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
     return sharded_ != nullptr || DataParallelStrategy::shards_optimizer_state();
   }
   torch::Tensor whole_tensor(const torch::Tensor& param, const torch::Tensor& tensor) override;
+  torch::Tensor data_parallel_whole_tensor(const torch::Tensor& param, const torch::Tensor& tensor) override;
   torch::Tensor local_tensor(const torch::Tensor& param, const torch::Tensor& whole) const override;
   int64_t whole_numel(const torch::Tensor& param) const override;
 
   ShardingStrategy sharding() const { return sharding_; }
-  bool sharded_state_dict() const override { return options_.state_dict_type() == StateDictType::Sharded; }
+  /// fsdp's own (`fsdp.state_dict_type`), or a mesh's (`model_parallel.state_dict_type`).
+  bool sharded_state_dict() const override {
+    return options_.state_dict_type() == StateDictType::Sharded || DataParallelStrategy::sharded_state_dict();
+  }
   /// The parts of the sharded modes; null under NO_SHARD and outside a run.
   const ShardLayout* shard_layout() const override { return layout_.get(); }
   const UnitResidency* residency() const { return residency_.get(); }

@@ -152,6 +152,12 @@ class Strategy {
   /// it) as the whole model has it. Under a sharding strategy a collective:
   /// every rank calls it, for the same parameters in the same order.
   virtual torch::Tensor whole_tensor(const torch::Tensor& /*param*/, const torch::Tensor& tensor) { return tensor; }
+  /// `tensor` whole over the data-parallel ranks only, as this rank's tp
+  /// slice is: under fsdp along a model_parallel mesh's dp a collective over
+  /// dp (every rank calls it, as whole_tensor); else `tensor`.
+  virtual torch::Tensor data_parallel_whole_tensor(const torch::Tensor& /*param*/, const torch::Tensor& tensor) {
+    return tensor;
+  }
   /// This rank's part of `whole`, a tensor shaped like `param`'s whole value
   /// (anything else is returned as it is).
   virtual torch::Tensor local_tensor(const torch::Tensor& /*param*/, const torch::Tensor& whole) const {

@@ -29,8 +29,12 @@ void CheckpointWriter::save(const std::filesystem::path& path, torch::nn::Module
   std::string error;
   std::optional<Checkpoint> gathered;
   const ShardLayout* layout = strategy_.shard_layout();
-  if (layout == nullptr && strategy_.sharded_state_dict()) {  // a mesh's parts, as the ranks hold them
-    MeshShardedCheckpoint(strategy_, module, optimizers).save(dump(), path);
+  const DeviceMesh& mesh = strategy_.device_mesh();
+  if (strategy_.sharded_state_dict() && (layout == nullptr || mesh.world_size() > 1)) {  // a mesh's parts
+    Checkpoint parts = dump();
+    // fsdp along dp: each tp slice whole over dp first, as ddp's ranks hold it.
+    if (layout != nullptr) ShardedStateWriter(strategy_, layout, module, optimizers).gather_slices(parts);
+    MeshShardedCheckpoint(strategy_, module, optimizers).save(std::move(parts), path);
     return;
   }
   if (layout != nullptr || strategy_.shards_parameters()) {

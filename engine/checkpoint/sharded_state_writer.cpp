@@ -2,6 +2,7 @@
 
 #include <fulgur/modules/state_dict.hpp>
 #include <fulgur/strategies/collectives/process_group.hpp>
+#include <fulgur/strategies/model_parallel/device_mesh.hpp>
 #include <fulgur/strategies/sharding/shard_layout.hpp>
 #include <fulgur/strategies/strategy.hpp>
 #include <fulgur/engine/checkpoint/checkpoint_error.hpp>
@@ -30,11 +31,25 @@ ShardedStateWriter::ShardedStateWriter(Strategy& strategy, const ShardLayout* la
     : strategy_(strategy), layout_(layout), module_(module), optimizers_(std::move(optimizers)) {}
 
 void ShardedStateWriter::gather_whole(Checkpoint& checkpoint) const {
-  const bool keep = strategy_.is_global_zero();
+  gather(checkpoint, strategy_.is_global_zero(),
+         [this](const torch::Tensor& param, const torch::Tensor& t) { return strategy_.whole_tensor(param, t); });
+}
+
+void ShardedStateWriter::gather_slices(Checkpoint& checkpoint) const {
+  const DeviceMesh& mesh = strategy_.device_mesh();
+  gather(checkpoint, mesh.rank("dp") == 0 && mesh.rank("cp") == 0,
+         [this](const torch::Tensor& param, const torch::Tensor& t) {
+           return strategy_.data_parallel_whole_tensor(param, t);
+         });
+}
+
+void ShardedStateWriter::gather(
+    Checkpoint& checkpoint, bool keep,
+    const std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>& gather) const {
   // One parameter at a time: no rank ever holds more than the whole model once.
   Dict weights = checkpoint.at("state_dict").toGenericDict();
   for (const auto& item : module_.named_parameters()) {
-    torch::Tensor whole = strategy_.whole_tensor(item.value(), item.value());
+    torch::Tensor whole = gather(item.value(), item.value());
     if (keep) weights.insert_or_assign(item.key(), whole.detach());
   }
   if (!checkpoint.contains("optimizer_states")) return;
@@ -48,7 +63,7 @@ void ShardedStateWriter::gather_whole(Checkpoint& checkpoint) const {
       std::vector<std::pair<std::string, torch::Tensor>> wholes;
       for (const auto& item : per_param) {
         if (!item.value().isTensor()) continue;
-        torch::Tensor whole = strategy_.whole_tensor(param, item.value().toTensor());
+        torch::Tensor whole = gather(param, item.value().toTensor());
         if (keep) wholes.emplace_back(item.key().toStringRef(), whole);
       }
       for (auto& [key, whole] : wholes) per_param.insert_or_assign(key, whole);

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <functional>
 #include <vector>
 
 namespace fulgur {
@@ -31,12 +32,21 @@ class ShardedStateWriter {
 
   /// Replaces the sharded tensors of `checkpoint` by whole ones; only rank 0 keeps them.
   void gather_whole(Checkpoint& checkpoint) const;
+  /// Under fsdp along a mesh's dp: replaces them by this rank's tp slices,
+  /// whole over dp; only the ranks that write a mesh's parts (dp and cp
+  /// rank 0, MeshShardedCheckpoint) keep them.
+  void gather_slices(Checkpoint& checkpoint) const;
   /// Writes this rank's shard of `checkpoint` (under HYBRID_SHARD: the first
   /// node's ranks), then, once every shard is on disk, rank 0 the metadata
   /// at `path`. Throws CheckpointError on every rank when any failed.
   void save_sharded(Checkpoint checkpoint, const std::filesystem::path& path) const;
 
  private:
+  /// gather_whole and gather_slices: each sharded tensor through `gather`
+  /// (a collective: every rank, the same tensors in the same order).
+  void gather(Checkpoint& checkpoint, bool keep,
+              const std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>& gather) const;
+
   Strategy& strategy_;
   const ShardLayout* layout_;
   const torch::nn::Module& module_;
