@@ -77,12 +77,6 @@ std::unique_ptr<Strategy> create_strategy(const StrategySpec& spec) {
             "[create_strategy] model_parallel.state_dict_type sharded needs model_parallel.data_parallel ddp "
             "(with fsdp along dp, checkpoints of a mesh are whole: set state_dict_type full)");
       }
-      if (mp.pipeline_parallel_size() > 1 && mp.data_parallel() != DataParallelKind::DDP) {
-        throw std::invalid_argument(fmt::format(
-            "[create_strategy] pipeline_parallel_size {} runs ddp along dp: set model_parallel.data_parallel to ddp "
-            "(fsdp's gathers do not follow a pipeline's schedule yet)",
-            mp.pipeline_parallel_size()));
-      }
       if (mp.data_parallel() == DataParallelKind::DDP) {
         return std::make_unique<DDPStrategy>(accelerator, spec.precision, std::move(data_parallel), spec.ddp);
       }

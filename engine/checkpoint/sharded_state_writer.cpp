@@ -2,6 +2,7 @@
 
 #include <fulgur/modules/state_dict.hpp>
 #include <fulgur/strategies/collectives/process_group.hpp>
+#include <fulgur/strategies/model_parallel/device_mesh.hpp>
 #include <fulgur/strategies/sharding/shard_layout.hpp>
 #include <fulgur/strategies/strategy.hpp>
 #include <fulgur/engine/checkpoint/checkpoint_error.hpp>
@@ -30,7 +31,11 @@ ShardedStateWriter::ShardedStateWriter(Strategy& strategy, const ShardLayout* la
     : strategy_(strategy), layout_(layout), module_(module), optimizers_(std::move(optimizers)) {}
 
 void ShardedStateWriter::gather_whole(Checkpoint& checkpoint) const {
-  const bool keep = strategy_.is_global_zero();
+  // Rank 0 writes; under a pipeline each stage's first rank also keeps its
+  // stage's wholes, which it sends to rank 0 (PipelineCheckpoint::gather).
+  DeviceMesh& mesh = strategy_.device_mesh();
+  const bool keep = strategy_.is_global_zero() || (mesh.spans("pp") && mesh.rank("dp") == 0 &&
+                                                   mesh.rank("cp") == 0 && mesh.rank("tp") == 0);
   // One parameter at a time: no rank ever holds more than the whole model once.
   Dict weights = checkpoint.at("state_dict").toGenericDict();
   for (const auto& item : module_.named_parameters()) {
