@@ -148,14 +148,21 @@ TEST_CASE("pipeline: pp 2 x dp 2 (ddp; fsdp FULL_SHARD and SHARD_GRAD_OP) and pp
   }
 }
 
-TEST_CASE("pipeline: pp 2 x tp 2 and 3D, pp 2 x tp 2 x dp 2 (fsdp) on 8 processes, equal one process") {
+TEST_CASE("pipeline: pp 2 x tp 2 and 3D, pp 2 x tp 2 x dp 2 (fsdp) on 8 processes, equal one process; 3D's checkpoint "
+          "loads into one process") {
   TempDir dir("pipeline-3d");
   const std::string blocks = " --model.tensor_parallel true --trainer.gradient_clip_val 0.05";
   const auto one = run_and_load(dir, "one", "--data.batch_size 8" + blocks);
   const std::string tp2 = " --trainer.model_parallel.tensor_parallel_size 2";
   check_equal(run_and_load(dir, "pp2-tp2", pipeline(4, 2, "1f1b") + tp2 + " --data.batch_size 8" + blocks), one);
-  // fsdp along dp (ddp along dp is the mesh case's): each tp part sharded over dp.
-  check_equal(run_and_load(dir, "3d", pipeline(8, 2, "zero_bubble", "fsdp") + tp2 + " --data.batch_size 4" + blocks), one);
+  // fsdp along dp (ddp along dp is the mesh case's): each tp part sharded
+  // over dp. Its whole checkpoint (each stage's tp parts and dp shards
+  // gathered) loads into one process bit for bit.
+  const auto three_d =
+      run_and_load(dir, "3d", pipeline(8, 2, "zero_bubble", "fsdp") + tp2 + " --data.batch_size 4" + blocks, true);
+  check_equal(three_d, one);
+  check_same(run_and_load(dir, "3d-to-1", "--data.batch_size 8" + blocks + " --ckpt_path " + copied_checkpoint(dir, "3d")),
+             three_d);
 }
 
 TEST_CASE("pipeline: a checkpoint of pp 2 loads into pp 1 and pp 1's into pp 2 bit for bit; training on from either agrees") {
