@@ -72,12 +72,6 @@ std::unique_ptr<Strategy> create_strategy(const StrategySpec& spec) {
       data_parallel.microbatches = mp.microbatches();
       data_parallel.virtual_stages = mp.virtual_stages();
       data_parallel.sharded_checkpoint = mp.state_dict_type() == StateDictType::Sharded;
-      if (mp.pipeline_parallel_size() > 1 && mp.data_parallel() != DataParallelKind::DDP) {
-        throw std::invalid_argument(fmt::format(
-            "[create_strategy] pipeline_parallel_size {} runs ddp along dp: set model_parallel.data_parallel to ddp "
-            "(fsdp's gathers do not follow a pipeline's schedule yet)",
-            mp.pipeline_parallel_size()));
-      }
       if (mp.data_parallel() == DataParallelKind::DDP) {
         return std::make_unique<DDPStrategy>(accelerator, spec.precision, std::move(data_parallel), spec.ddp);
       }

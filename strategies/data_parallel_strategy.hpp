@@ -111,6 +111,8 @@ class DataParallelStrategy : public Strategy {
   ProcessGroup* replicas();
   /// Strategy model_parallel: the run has a mesh.
   bool on_mesh() const { return options_.mesh.has_value(); }
+  /// pp > 1: a PipelineRunner runs this rank's stages (from configure_model).
+  bool pipelined() const { return pipeline_ != nullptr; }
   /// Clips `optimizer`'s gradients to the norm of the whole model's
   /// gradient: this rank adds the squares of the parameters `counts` (a
   /// whole one under tp on tp rank 0 only), then they are summed over

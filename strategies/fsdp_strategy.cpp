@@ -67,7 +67,11 @@ void FSDPStrategy::setup(LightningModule& module) {
   }
   ShardedReducer::Options o;
   o.find_unused_parameters = ddp_options().find_unused_parameters();
-  o.hooks = automatic;  // manual_backward averages whole gradients (average_gradients)
+  // manual_backward averages whole gradients (average_gradients); a
+  // pipeline's micro-batches accumulate whole gradients that one
+  // reduce-scatter takes after the schedule (average_gradients too).
+  o.hooks = automatic && !pipelined();
+  o.unshard_after_step = !pipelined();  // the next step's gather does it
   const bool hybrid = sharding_ == ShardingStrategy::HybridShard;
   const bool reshard = sharding_ == ShardingStrategy::FullShard || hybrid;
   o.replicas = hybrid ? replica_group_.get() : nullptr;
@@ -87,7 +91,10 @@ void FSDPStrategy::setup(LightningModule& module) {
   auto sharded = std::make_unique<ShardedReducer>(*layout_, *residency_, shards, o);
   sharded_ = sharded.get();
   set_synchronizer(std::move(sharded));
-  if (!reshard || !automatic) return;  // only FULL_SHARD gathers per forward
+  // Only FULL_SHARD gathers per forward, and not under a pipeline: its
+  // micro-batches' forwards and backwards interleave, so the stage's units
+  // stay whole from the step's start to the reduce-scatter after its schedule.
+  if (!reshard || !automatic || pipelined()) return;
   for (const auto& [name, unit] : wrapped) {
     const auto index = layout_->unit_of_module(name);
     if (!index) continue;
@@ -217,6 +224,18 @@ void FSDPStrategy::after_evaluation() {
 void FSDPStrategy::synchronize_gradients() {
   DataParallelStrategy::synchronize_gradients();
   if (sharded_) order_recorded_ = true;  // the first step showed the order of the units' forwards
+}
+
+void FSDPStrategy::average_gradients(const std::vector<torch::Tensor>& parameters) {
+  if (!sharded_ || !pipelined()) {
+    DataParallelStrategy::average_gradients(parameters);
+    return;
+  }
+  // After a pipeline's schedule: every unit's gradients, accumulated whole
+  // over the micro-batches, in one reduce-scatter each; the parameters
+  // become their shards with the averaged gradient shards.
+  sharded_->prepare(true);
+  sharded_->finish();
 }
 
 bool FSDPStrategy::step(torch::optim::Optimizer& optimizer) {

@@ -26,6 +26,11 @@ namespace fulgur {
 /// and frees (and the start of its backward gathers again), so whole
 /// parameters exist for about one unit at a time; the rest is gathered
 /// before the step's forward. Results equal DDP's. Under NO_SHARD it is DDP.
+/// Under a pipeline (model_parallel, pp > 1) each stage is sharded over its
+/// dp group: its units are gathered before the schedule and stay whole for
+/// every micro-batch (ShardedUnits too), gradients accumulate whole, and
+/// one reduce-scatter per unit after the schedule gives the shards the
+/// optimizer steps.
 class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
  public:
   /// `data_parallel`: process group, ranks and timeline;
@@ -47,6 +52,9 @@ class FSDPStrategy : public DataParallelStrategy, private ShardedUnitHooks {
   void before_evaluation(int64_t num_batches) override;
   void evaluation_batches_done() override;
   void after_evaluation() override;
+  /// Under a pipeline (the step after its schedule): each unit's whole
+  /// gradients reduce-scattered to this rank's shard. Else as DataParallelStrategy.
+  void average_gradients(const std::vector<torch::Tensor>& parameters) override;
 
   bool shards_parameters() const override {
     return (residency_ != nullptr && residency_->reshards()) || DataParallelStrategy::shards_parameters();

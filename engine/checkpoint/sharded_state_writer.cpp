@@ -31,7 +31,12 @@ ShardedStateWriter::ShardedStateWriter(Strategy& strategy, const ShardLayout* la
     : strategy_(strategy), layout_(layout), module_(module), optimizers_(std::move(optimizers)) {}
 
 void ShardedStateWriter::gather_whole(Checkpoint& checkpoint) const {
-  gather(checkpoint, strategy_.is_global_zero(),
+  // Rank 0 writes; under a pipeline each stage's first rank also keeps its
+  // stage's wholes, which it sends to rank 0 (PipelineCheckpoint::gather).
+  const DeviceMesh& mesh = strategy_.device_mesh();
+  const bool keep = strategy_.is_global_zero() || (mesh.spans("pp") && mesh.rank("dp") == 0 &&
+                                                   mesh.rank("cp") == 0 && mesh.rank("tp") == 0);
+  gather(checkpoint, keep,
          [this](const torch::Tensor& param, const torch::Tensor& t) { return strategy_.whole_tensor(param, t); });
 }
 

@@ -136,6 +136,7 @@ void ShardedReducer::finish() {
     residency_.drop_prefetch(u);  // of rows the step is about to change
     become_shards(u);
   }
+  syncing_ = false;
 }
 
 void ShardedReducer::settle_reductions(size_t in_flight) {
@@ -173,7 +174,7 @@ void ShardedReducer::shard_from_whole(const std::unordered_set<const void*>& par
   }
 }
 
-void ShardedReducer::gather() { residency_.gather(/*unshard_now=*/!options_.hooks); }
+void ShardedReducer::gather() { residency_.gather(/*unshard_now=*/!options_.hooks && options_.unshard_after_step); }
 
 std::vector<torch::Tensor> ShardedReducer::held_tensors() const {
   std::vector<torch::Tensor> out;

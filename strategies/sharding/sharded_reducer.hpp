@@ -47,6 +47,10 @@ class ShardedReducer : public GradientSynchronizer {
     /// them (manual optimization) gradients are averaged whole and
     /// shard_from_whole() slices them.
     bool hooks = true;
+    /// Without hooks: after the step FULL_SHARD makes every unit whole at
+    /// once (manual optimization may run a forward right after a step).
+    /// A pipeline leaves it to the next step's gather (before_training_step).
+    bool unshard_after_step = true;
     /// HYBRID_SHARD: the ranks that hold the same rows as this one (one per
     /// node); each unit's gradient shard is averaged over them once its
     /// reduce-scatter within `group` is done. Null: `group` is every rank.
@@ -63,7 +67,9 @@ class ShardedReducer : public GradientSynchronizer {
   /// and lets gradients accumulate whole (accumulation steps).
   void prepare(bool sync) override;
   /// After backward: waits for the reduce-scatters; every parameter then
-  /// holds its shard, with the averaged gradient shard as .grad.
+  /// holds its shard, with the averaged gradient shard as .grad. Without
+  /// hooks it reduce-scatters every unit's accumulated gradients here (a
+  /// pipeline's micro-batches). Once per prepare(): a second call does nothing.
   void finish() override;
   /// Manual optimization: the units holding any of `params` become shards,
   /// their gradients (already averaged whole) sliced to this rank's rows.

@@ -5,7 +5,7 @@
 // pp x dp x tp mesh. Each
 // rank of the first data-parallel replica writes the final parameters of
 // every layer it holds to --model.output.layer<i>, so a test compares them
-// layer by layer with one process's.
+// layer by layer with one process's (dp by ddp or fsdp).
 //
 //   pipeline_probe fit --trainer.devices 2 --trainer.strategy model_parallel \
 //       --trainer.model_parallel.pipeline_parallel_size 2 --trainer.model_parallel.data_parallel ddp \
@@ -86,13 +86,14 @@ struct Stack : fulgur::PipelineModule {
     if (const auto* runner = dynamic_cast<const fulgur::PipelineRunner*>(pipeline())) {
       std::cout << "pipeline_probe rank " << global_rank() << ": peak_in_flight " << runner->peak_in_flight() << std::endl;
     }
-    if (o.output().empty() || strategy.data_parallel_rank() != 0) return;
+    if (o.output().empty()) return;
     for (int64_t i = 0; i < num_layers(); ++i) {
       if (!has_layer(i)) continue;
       std::vector<torch::Tensor> parts;
-      // Whole: every rank of a tensor-parallel group takes part; the first writes.
+      // Whole: every rank of a tensor-parallel group (and of the dp group,
+      // whose ranks hold fsdp's shards) takes part; the first writes.
       for (const auto& p : layer_parameters(i)) parts.push_back(strategy.whole_tensor(p, p.detach()).cpu().reshape({-1}));
-      if (strategy.device_mesh().rank("tp") != 0) continue;
+      if (strategy.device_mesh().rank("tp") != 0 || strategy.data_parallel_rank() != 0) continue;
       const auto bytes = torch::pickle_save(torch::cat(parts));
       std::ofstream(o.output() + ".layer" + std::to_string(i), std::ios::binary)
           .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

@@ -1,8 +1,8 @@
 // Pipeline parallelism in real processes: a stack of layers split into a
 // pipeline's stages (fulgur's launcher, Gloo; and mpirun, MPI) trains, with
 // every schedule, to the weights and the logged loss one process reaches on
-// the same global batch; so do a pipeline beside data and tensor
-// parallelism (3D on 8 processes) and a four-stage one. Checkpoints load
+// the same global batch; so do a pipeline beside data (ddp or fsdp) and
+// tensor parallelism (3D on 8 processes) and a four-stage one. Checkpoints load
 // across pipeline sizes. A stage that fails ends every rank.
 #include "support/metrics_csv.hpp"
 #include "support/pickled_tensor.hpp"
@@ -38,10 +38,10 @@ std::string fit(const TempDir& dir, const std::string& name, const std::string& 
          (dir.path() / (name + ".pt")).string() + " " + extra;
 }
 
-std::string pipeline(int64_t devices, int64_t pp, const std::string& schedule) {
-  return fmt::format("--trainer.devices {} --trainer.strategy model_parallel --trainer.model_parallel.data_parallel ddp "
+std::string pipeline(int64_t devices, int64_t pp, const std::string& schedule, const std::string& dp = "ddp") {
+  return fmt::format("--trainer.devices {} --trainer.strategy model_parallel --trainer.model_parallel.data_parallel {} "
                      "--trainer.model_parallel.pipeline_parallel_size {} --trainer.model_parallel.pipeline_schedule {}",
-                     devices, pp, schedule);
+                     devices, dp, pp, schedule);
 }
 
 /// Every layer's final parameters, as the run's ranks wrote them.
@@ -104,7 +104,8 @@ TEST_CASE("pipeline: pp 2 with gpipe, 1f1b, interleaved_1f1b and zero_bubble equ
   }
 }
 
-TEST_CASE("pipeline: pp 2 x dp 2 and pp 4 (8 micro-batches, gradient clipping, validation) equal one process") {
+TEST_CASE("pipeline: pp 2 x dp 2 (ddp; fsdp FULL_SHARD and SHARD_GRAD_OP) and pp 4 (8 micro-batches, gradient "
+          "clipping, validation) equal one process; fsdp's checkpoint loads into one process and into its pipeline") {
   TempDir dir("pipeline-mesh");
   const std::string clip_and_validate = "--trainer.gradient_clip_val 0.05 --trainer.limit_val_batches 2";
   const auto one = run_and_load(dir, "one", "--data.batch_size 8 " + clip_and_validate);
@@ -113,9 +114,33 @@ TEST_CASE("pipeline: pp 2 x dp 2 and pp 4 (8 micro-batches, gradient clipping, v
                            pipeline(4, 4, "zero_bubble") + " --data.batch_size 8 --trainer.model_parallel.microbatches 8 " +
                                clip_and_validate),
               one);
+  // fsdp along dp: each stage sharded over its 2 dp ranks, one unit per
+  // layer (min_num_params 50), kept sharded between steps (FULL_SHARD);
+  // and each rank's two stages as one unit each, whole between steps (SHARD_GRAD_OP).
+  const auto fsdp = run_and_load(dir, "fsdp",
+                                 pipeline(4, 2, "1f1b", "fsdp") + " --trainer.fsdp.min_num_params 50 --data.batch_size 4 " +
+                                     clip_and_validate,
+                                 true);
+  check_equal(fsdp, one);
+  check_equal(run_and_load(dir, "fsdp-grad-op",
+                           pipeline(4, 2, "interleaved_1f1b", "fsdp") +
+                               " --trainer.fsdp.sharding_strategy SHARD_GRAD_OP --data.batch_size 4 " + clip_and_validate),
+              one);
+  // Its whole checkpoint (Adam's moments gathered from the shards) into one
+  // process bit for bit; one more epoch from it on one process and on the
+  // fsdp pipeline (each rank taking its stage's rows) agree.
+  const std::string fsdp_ckpt = copied_checkpoint(dir, "fsdp");
+  check_same(run_and_load(dir, "fsdp-to-1", "--data.batch_size 8 " + clip_and_validate + " --ckpt_path " + fsdp_ckpt),
+             fsdp);
+  const std::string more = " --trainer.max_epochs 3 --ckpt_path " + fsdp_ckpt + " " + clip_and_validate;
+  const auto one_more = run_and_load(dir, "one-more", "--data.batch_size 8" + more);
+  CHECK_FALSE(torch::equal(one_more[0], fsdp[0]));
+  check_equal(run_and_load(dir, "fsdp-more",
+                           pipeline(4, 2, "1f1b", "fsdp") + " --trainer.fsdp.min_num_params 50 --data.batch_size 4" + more),
+              one_more);
   const auto one_val = logged(dir, "one", "val_loss");
   REQUIRE(one_val.size() == 2);
-  for (const std::string name : {"dp2", "pp4"}) {
+  for (const std::string name : {"dp2", "pp4", "fsdp", "fsdp-grad-op"}) {
     CAPTURE(name);
     const auto val = logged(dir, name, "val_loss");
     REQUIRE(val.size() == one_val.size());
@@ -123,13 +148,21 @@ TEST_CASE("pipeline: pp 2 x dp 2 and pp 4 (8 micro-batches, gradient clipping, v
   }
 }
 
-TEST_CASE("pipeline: pp 2 x tp 2 and 3D, pp 2 x tp 2 x dp 2 on 8 processes, equal one process") {
+TEST_CASE("pipeline: pp 2 x tp 2 and 3D, pp 2 x tp 2 x dp 2 (fsdp) on 8 processes, equal one process; 3D's checkpoint "
+          "loads into one process") {
   TempDir dir("pipeline-3d");
   const std::string blocks = " --model.tensor_parallel true --trainer.gradient_clip_val 0.05";
   const auto one = run_and_load(dir, "one", "--data.batch_size 8" + blocks);
   const std::string tp2 = " --trainer.model_parallel.tensor_parallel_size 2";
   check_equal(run_and_load(dir, "pp2-tp2", pipeline(4, 2, "1f1b") + tp2 + " --data.batch_size 8" + blocks), one);
-  check_equal(run_and_load(dir, "3d", pipeline(8, 2, "zero_bubble") + tp2 + " --data.batch_size 4" + blocks), one);
+  // fsdp along dp (ddp along dp is the mesh case's): each tp part sharded
+  // over dp. Its whole checkpoint (each stage's tp parts and dp shards
+  // gathered) loads into one process bit for bit.
+  const auto three_d =
+      run_and_load(dir, "3d", pipeline(8, 2, "zero_bubble", "fsdp") + tp2 + " --data.batch_size 4" + blocks, true);
+  check_equal(three_d, one);
+  check_same(run_and_load(dir, "3d-to-1", "--data.batch_size 8" + blocks + " --ckpt_path " + copied_checkpoint(dir, "3d")),
+             three_d);
 }
 
 TEST_CASE("pipeline: a checkpoint of pp 2 loads into pp 1 and pp 1's into pp 2 bit for bit; training on from either agrees") {
@@ -215,8 +248,6 @@ TEST_CASE("pipeline: what it cannot run is refused with one line, and a failing 
     CHECK(result.exit_code != 0);
     CHECK(result.output.find(expected) != std::string::npos);
   };
-  refused("fsdp", "--trainer.devices 2 --trainer.strategy model_parallel --trainer.model_parallel.pipeline_parallel_size 2",
-          "pipeline_parallel_size 2 runs ddp along dp: set model_parallel.data_parallel to ddp");
   refused("layers", pipeline(2, 2, "interleaved_1f1b") + " --model.layers 3",
           "a model of 3 layers cannot be split into 4 stages");
   refused("interleaved", pipeline(2, 2, "interleaved_1f1b") + " --trainer.model_parallel.microbatches 3",
