@@ -161,21 +161,9 @@ TEST_CASE("model_parallel: a sharded checkpoint (each tp rank its slices) consol
   const torch::Tensor sharded = run_and_load(dir, "sharded", tp2 + " --trainer.model_parallel.state_dict_type sharded");
   CHECK(torch::equal(whole, sharded));
   const auto ckpt = fulgur::testing::copy_checkpoint(only_checkpoint(dir / "sharded"), dir.path() / "sharded-ckpt");
-  int64_t parts = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(ckpt.parent_path())) {
-    parts += entry.path().filename().string().find(".shard-") != std::string::npos;
-  }
-  CHECK(parts == 2);  // one per tp rank
+  CHECK(fulgur::testing::checkpoint_parts(ckpt) == 2);  // one per tp rank
   // Joined, the parts are the whole checkpoint's tensors, bit for bit, as Python reads them.
-  const auto joined = dir.path() / "joined.ckpt";
-  const auto tool = run_command(std::string(FULGUR_BINARY_DIR) + "/bin/fulgur_consolidate " + ckpt.string() + " " +
-                                    joined.string(), 120);
-  INFO(tool.output);
-  REQUIRE(tool.exit_code == 0);
-  const auto same = run_command(std::string(FULGUR_PYTHON) + " " + FULGUR_SOURCE_DIR + "/tests/support/same_checkpoints.py " + joined.string() + " " + only_checkpoint(dir / "whole").string(), 120);
-  INFO(same.output);
-  CHECK(same.exit_code == 0);
-  CHECK(same.output.find("same ") != std::string::npos);
+  CHECK(fulgur::testing::joined_differs(ckpt, only_checkpoint(dir / "whole")) == "");
   // max_epochs as the checkpoint's: the fit restores and ends at once.
   CHECK(torch::equal(run_and_load(dir, "tp1", "--data.batch_size 8 --ckpt_path " + ckpt.string()), whole));
   // One more epoch on tp 4 from the parts equals one more from the whole file.
@@ -192,21 +180,9 @@ TEST_CASE("model_parallel: with fsdp along dp, the sharded checkpoint (each tp s
   const torch::Tensor whole = run_and_load(dir, "whole", grid);
   CHECK(torch::equal(run_and_load(dir, "sharded", grid + " --trainer.model_parallel.state_dict_type sharded"), whole));
   const auto ckpt = fulgur::testing::copy_checkpoint(only_checkpoint(dir / "sharded"), dir.path() / "sharded-ckpt");
-  int64_t parts = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(ckpt.parent_path())) {
-    parts += entry.path().filename().string().find(".shard-") != std::string::npos;
-  }
-  CHECK(parts == 2);  // one per tp slice: dp rank 0 writes it, gathered from both dp ranks' rows
-  const auto joined = dir.path() / "joined.ckpt";
-  const auto tool = run_command(std::string(FULGUR_BINARY_DIR) + "/bin/fulgur_consolidate " + ckpt.string() + " " +
-                                    joined.string(), 120);
-  INFO(tool.output);
-  REQUIRE(tool.exit_code == 0);
+  CHECK(fulgur::testing::checkpoint_parts(ckpt) == 2);  // one per tp slice: dp rank 0 writes it, gathered from both dp ranks' rows
   // Weights and Adam's moments, bit for bit, as Python reads them.
-  const auto same = run_command(std::string(FULGUR_PYTHON) + " " + FULGUR_SOURCE_DIR + "/tests/support/same_checkpoints.py " + joined.string() + " " + only_checkpoint(dir / "whole").string(), 120);
-  INFO(same.output);
-  CHECK(same.exit_code == 0);
-  CHECK(same.output.find("same ") != std::string::npos);
+  CHECK(fulgur::testing::joined_differs(ckpt, only_checkpoint(dir / "whole")) == "");
   CHECK(torch::equal(run_and_load(dir, "tp1", "--data.batch_size 8 --trainer.max_epochs 1 --ckpt_path " + ckpt.string()), whole));
 }
 

@@ -104,6 +104,28 @@ std::filesystem::path copy_checkpoint(const std::filesystem::path& file, const s
   return folder / file.filename();
 }
 
+int64_t checkpoint_parts(const std::filesystem::path& file) {
+  int64_t parts = 0;
+  const std::string stem = file.filename().string() + ".";
+  for (const auto& entry : std::filesystem::directory_iterator(file.parent_path())) {
+    const std::string name = entry.path().filename().string();
+    parts += name.rfind(stem, 0) == 0 && name.find(".shard-") != std::string::npos;
+  }
+  return parts;
+}
+
+std::string joined_differs(const std::filesystem::path& sharded, const std::filesystem::path& whole) {
+  const std::filesystem::path joined = sharded.string() + ".joined";
+  const auto tool = run_command(std::string(FULGUR_BINARY_DIR) + "/bin/fulgur_consolidate " + sharded.string() + " " +
+                                    joined.string(), 120);
+  if (tool.exit_code != 0) return "fulgur_consolidate failed: " + tool.output;
+  const auto same = run_command(std::string(FULGUR_PYTHON) + " " + FULGUR_SOURCE_DIR +
+                                    "/tests/support/same_checkpoints.py " + joined.string() + " " + whole.string(),
+                                120);
+  if (same.exit_code != 0 || same.output.find("same ") == std::string::npos) return same.output;
+  return "";
+}
+
 }  // namespace fulgur::testing
 
 namespace fulgur::testing {

@@ -54,6 +54,16 @@ int64_t stop_step(const std::string& output, const std::string& signal, int64_t 
 /// sharded checkpoint's parts) into `folder`; returns the copy of `file`.
 std::filesystem::path copy_checkpoint(const std::filesystem::path& file, const std::filesystem::path& folder);
 
+/// The part files (".shard-") beside the sharded checkpoint `file`.
+int64_t checkpoint_parts(const std::filesystem::path& file);
+
+/// Joins the sharded checkpoint `sharded` (its parts beside it) with
+/// fulgur_consolidate into a file beside it, then compares that with the
+/// whole checkpoint `whole` in Python (tests/support/same_checkpoints.py:
+/// weights and optimizer states bit for bit). Returns "" when they are the
+/// same, else what the tool or the comparison printed.
+std::string joined_differs(const std::filesystem::path& sharded, const std::filesystem::path& whole);
+
 /// The last non-empty value of `column` in a metrics.csv text; -1 if none.
 double last_csv_value(const std::string& csv, const std::string& column);
 
