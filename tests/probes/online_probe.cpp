@@ -95,29 +95,29 @@ struct TpMlp : LightningModule {
   ShardableLinear fc1{nullptr}, fc2{nullptr};
 };
 
+void write_tensor(const torch::Tensor& tensor, const std::string& path) {
+  const auto bytes = torch::pickle_save(tensor);
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
 // Every rank: the parameters whole (a collective under tp); rank 0 writes them.
 void write_whole_parameters(Strategy& strategy, torch::nn::Module& module, const std::string& path, bool writes) {
   std::vector<torch::Tensor> flat;
   for (const auto& p : module.parameters()) flat.push_back(strategy.whole_tensor(p, p).detach().reshape({-1}));
-  if (!writes) return;
-  const auto bytes = torch::pickle_save(torch::cat(flat));
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (writes) write_tensor(torch::cat(flat), path);
 }
 
 // predict() on three fixed inputs, to OUTPUT.predict.
 void write_prediction(OnlineTrainer& trainer, const std::string& output, bool writes) {
   torch::manual_seed(5);
   const torch::Tensor predicted = trainer.predict(torch::rand({3, 4}));
-  if (!writes) return;
-  const auto bytes = torch::pickle_save(predicted.reshape({-1}));
-  std::ofstream(output + ".predict", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (writes) write_tensor(predicted.reshape({-1}), output + ".predict");
 }
 
 void write_parameters(torch::nn::Module& module, const std::string& path) {
   std::vector<torch::Tensor> flat;
   for (const auto& p : module.parameters()) flat.push_back(p.detach().reshape({-1}));
-  const auto bytes = torch::pickle_save(torch::cat(flat));
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  write_tensor(torch::cat(flat), path);
 }
 
 }  // namespace
