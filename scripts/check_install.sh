@@ -16,6 +16,9 @@ cmake -S "$source_dir/tests/install" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYP
   -DCMAKE_PREFIX_PATH="$work/prefix" -DTorch_DIR="$torch_dir" \
   ${launcher:+-DCMAKE_CXX_COMPILER_LAUNCHER=$launcher} > "$work/configure.log" 2>&1 \
   || { cat "$work/configure.log"; exit 1; }
+# Paths relative to the checkout in ccache's keys, so a fresh clone elsewhere
+# (CI) finds these compiles in the cache as fulgur's own do (CMakeLists.txt).
+export CCACHE_BASEDIR="$source_dir" CCACHE_NOHASHDIR=1
 cmake --build "$work/build" -j2
 # Versions: the configure above asked for 0.1 (FULGUR_REQUIRED_VERSION's
 # default); the installed header and the package agree; fulgurConfigVersion.cmake

@@ -40,7 +40,9 @@
 #   (process_group_backend gloo; weights equal 1 rank's), ddp and fsdp with 2
 #   ranks under mpirun over process_group_backend mpi (the same), ThroughputMonitor's
 #   and DeviceStatsMonitor's GPU columns, and heat_insitu training on the GPU
-#   (the simulation's step time alone and while training); then
+#   (the simulation's step time alone and while training), and a program
+#   that seeds with torch::manual_seed before its Trainer (late_cuda: the
+#   Trainer's error must name that cause); then
 #   bench/gpu_throughput/run.sh. REPORT_DIR/report.md (a line per check:
 #   verdict, key figure, seconds; the benchmark tables), run.log (every
 #   command and its output), bench.log and bench.md.
@@ -138,7 +140,7 @@ if [[ "$phase" == build ]]; then
   if [[ -f "$build/build.ninja" ]]; then
     all_targets="$(ninja -C "$build" -t targets all 2>/dev/null | sed -n 's/^\([A-Za-z0-9_]*\): phony$/\1/p')"
     targets=(fulgur cinic10 gpu_throughput imagenet)
-    for t in fulgur_cuda fulgur_mpi ddp_probe fsdp_probe transformer_lm sequence_classifier heat_insitu; do
+    for t in fulgur_cuda fulgur_mpi ddp_probe fsdp_probe host_probe transformer_lm sequence_classifier heat_insitu; do
       grep -qx "$t" <<< "$all_targets" && targets+=("$t")
     done
     left=$((deadline - $(now) - 15))
@@ -245,6 +247,10 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf "$results" "$work"' EXIT
 mkdir -p "$work/logs" "$work/results"
+# transformer_lm's text: its default (Debian's Python 3.11 pydoc topics) is
+# absent where Python is another version; the docs are 450 kB of English.
+lm_text="$work/corpus.txt"
+cat docs/*.md README.md > "$lm_text"
 checks_deadline=$((deadline - ${GPU_CHECK_BENCH:-210}))
 only=" ${GPU_CHECK_ONLY:-} "
 if [[ ! -f data/digits-cinic/.complete ]]; then
@@ -438,9 +444,9 @@ lm_field() { sed -n "s/^transformer_lm rank 0: .* $1 \([0-9.e+-]*\).*/\1/p" "$cu
 # (about 2 GB) outweigh the weights and AdamW's state (about 0.1 GB).
 c_activation_checkpointing() {
   needs "$bin/transformer_lm" || return 1
-  local lm=(--accelerator "$acc" --layers 8 --dim 256 --heads 4 --context 256 --batch_size 32 --max_steps 30
+  local lm=(--text "$lm_text" --accelerator "$acc" --layers 8 --dim 256 --heads 4 --context 256 --batch_size 32 --max_steps 30
             --limit_train_batches 100 --limit_val_batches 0 --enable_checkpointing false --enable_model_summary false)
-  $small && lm=(--accelerator "$acc" --layers 2 --dim 64 --heads 4 --context 64 --batch_size 8 --max_steps 8
+  $small && lm=(--text "$lm_text" --accelerator "$acc" --layers 2 --dim 64 --heads 4 --context 64 --batch_size 8 --max_steps 8
                 --limit_train_batches 100 --limit_val_batches 0 --enable_checkpointing false --enable_model_summary false)
   local key=peak_cuda_mib unit="CUDA MiB" mem step ac_mem ac_step
   # The rehearsal has no CUDA memory: the same plumbing on the peak RSS.
@@ -502,7 +508,7 @@ c_cuda_graph_examples() {
   seq_figure="${pair_figure:-$figure}"
   ((rc == 0)) || { figure="$seq_figure"; return 1; }
   pair_figure=""
-  graph_pair transformer_lm 16 "$bin/transformer_lm" --accelerator "$acc" --optimizer sgd --lr 0.1 --layers 4 --dim 128 --context 128 \
+  graph_pair transformer_lm 16 "$bin/transformer_lm" --text "$lm_text" --accelerator "$acc" --optimizer sgd --lr 0.1 --layers 4 --dim 128 --context 128 \
     --batch_size 16 --max_steps "$lm_steps" --limit_train_batches 1000 --limit_val_batches 0 --log_every_n_steps 10 \
     --enable_checkpointing false --enable_model_summary false || rc=1
   figure="$seq_figure; ${pair_figure:-$figure}"
@@ -563,14 +569,14 @@ c_monitors() {
   run="$(run_dir)"
   if [[ "$acc" == gpu ]]; then
     keys+=(on_train_batch_end/allocated_bytes.all.current on_train_batch_end/reserved_bytes.all.peak
-           on_train_batch_end/memory.used)
+           "on_train_batch_end/memory.used (MB)")
   else
     keys+=(on_train_batch_end/cpu_vm_percent)
   fi
   figure="$("$PYTHON" scripts/gpu_check.py positive "$run" "${keys[@]}" 2>&1)" || return 1
   [[ "$acc" != gpu ]] && return 0
   local util
-  util="$("$PYTHON" scripts/gpu_check.py metric "$run" DeviceStatsMonitor.on_train_batch_end/utilization.gpu 2>&1)" ||
+  util="$("$PYTHON" scripts/gpu_check.py metric "$run" "DeviceStatsMonitor.on_train_batch_end/utilization.gpu (%)" 2>&1)" ||
     { figure="$figure; $util"; return 1; }
   figure="$figure; utilization.gpu=$util"
   awk -v u="$util" 'BEGIN { exit !(u >= 0 && u <= 100) }'
@@ -595,6 +601,20 @@ c_insitu() {
   [[ -n "$times" && -n "$error" ]] || { figure="no 'simulation step ... ms' or error line"; return 1; }
   figure="$times; $(grep -m1 -o '[0-9]* simulation steps while training [0-9]* steps ([0-9.]* s)' "$cur"); error $error"
   $small || awk -v e="$error" 'BEGIN { exit !(e < 0.10) }'
+}
+
+# A program that seeds with torch::manual_seed before its Trainer hides the
+# GPUs from LibTorch for good (it decides once whether CUDA is there); the
+# Trainer must say so, not "no CUDA device is available".
+c_late_cuda() {
+  needs "$bin/host_probe" || return 1
+  cli "$bin/host_probe" late-cuda "$work/late-cuda" || return 1
+  figure="$(grep -m1 -o 'late-cuda: .*' "$cur" | cut -c1-160)"
+  if [[ "$acc" == gpu ]]; then
+    grep -q 'before fulgur loaded its CUDA module' "$cur"
+  else
+    grep -q 'no CUDA device is available' "$cur"
+  fi
 }
 
 # ---- issue 59: the JPEG path as users run it, first and alone, on its own
@@ -700,6 +720,7 @@ lane_issue53() {
   check 21 insitu 60 c_insitu
   check 22 mpi_ddp 60 c_mpi_ddp
   check 23 mpi_fsdp 60 c_mpi_fsdp
+  check 24 late_cuda 30 c_late_cuda
 }
 # report.md from what has finished so far (written again after each stage,
 # so a phase cut short still leaves one); the finished checks' logs go to run.log.

@@ -10,7 +10,7 @@ namespace fulgur {
 
 torch::Device Accelerator::device(int64_t local_rank) const {
   if (kind_ == AcceleratorKind::Cuda) {
-    // More ranks than GPUs only with process_group_backend gloo: they share them round-robin.
+    // More ranks than GPUs only with process_group_backend gloo or mpi: they share them round-robin.
     const int64_t count = cuda_device_count();
     const int64_t index = count > 0 ? local_rank % count : local_rank;
     return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));

@@ -34,14 +34,29 @@ int64_t parse_devices(const std::string& devices, int64_t available) {
   config_error(fmt::format("devices must be 'auto', -1 (all) or a count >= 1, got '{}'", devices));
 }
 
+// ATen's CUDA device count, with the module loaded first (CudaRuntime).
+int64_t aten_cuda_device_count() {
+  CudaRuntime::load();
+  const auto count = static_cast<int64_t>(torch::cuda::device_count());
+  if (count == 0 && CudaRuntime::device_count() > 0) {
+    // ATen decided "no CUDA" when it was first asked, before the module was
+    // there: the GPUs are unusable in this process. Say why, not "no GPU".
+    config_error(fmt::format(
+        "this machine has {} CUDA device(s), but LibTorch was asked about CUDA (torch::manual_seed, "
+        "torch::cuda::is_available, a CUDA tensor) before fulgur loaded its CUDA module, and LibTorch decides that "
+        "once per process; seed with fulgur::seed_everything (it loads the module first) and make such calls after it",
+        CudaRuntime::device_count()));
+  }
+  return count;
+}
+
 }  // namespace
 
 Platform Platform::detect() { return detect(process_environment()); }
 
 Platform Platform::detect(const EnvLookup& variables) {
   Platform platform = detect_for(TrainerOptions().accelerator(AcceleratorKind::Cpu), variables);
-  CudaRuntime::load();  // before ATen is first asked about CUDA (CudaRuntime)
-  platform.cuda_device_count = static_cast<int64_t>(torch::cuda::device_count());
+  platform.cuda_device_count = aten_cuda_device_count();
   return platform;
 }
 
@@ -50,8 +65,7 @@ Platform Platform::detect_for(const TrainerOptions& options, const EnvLookup& va
   // A CPU run never asks about CUDA: its module (libtorch_cuda and what it
   // pulls in, RTLD_GLOBAL) stays out of the process.
   if (options.accelerator() != AcceleratorKind::Cpu) {
-    CudaRuntime::load();  // before ATen is first asked about CUDA (CudaRuntime)
-    platform.cuda_device_count = static_cast<int64_t>(torch::cuda::device_count());
+    platform.cuda_device_count = aten_cuda_device_count();
   }
   std::shared_ptr<const ClusterEnvironment> env = detect_cluster_environment(variables);
   platform.world_size = env->world_size();
@@ -132,8 +146,10 @@ TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& pl
     config_error("process_group_backend 'nccl' needs accelerator 'gpu' (NCCL moves CUDA tensors only), got accelerator "
                  "'cpu'; use 'gloo' or 'auto'");
   }
-  // Gloo lets ranks share a GPU (local rank r uses GPU r modulo the count); NCCL refuses that.
-  const bool shared_gpus = o.process_group_backend() == ProcessGroupBackend::Gloo;
+  // Gloo and MPI let ranks share a GPU (local rank r uses GPU r modulo the
+  // count: they move host copies, or CUDA memory where MPI is CUDA-aware); NCCL refuses that.
+  const bool shared_gpus = c.options.process_group_backend() == ProcessGroupBackend::Gloo ||
+                           c.options.process_group_backend() == ProcessGroupBackend::Mpi;
   if (c.accelerator == AcceleratorKind::Cuda && c.devices > platform.cuda_device_count && !shared_gpus) {
     config_error(fmt::format("devices={} but only {} CUDA device(s) are visible", c.devices, platform.cuda_device_count));
   }

@@ -125,7 +125,8 @@ namespace fulgur {
     fulgur::check::Positive{})                                                                                \
   X(fulgur::ProcessGroupBackend, process_group_backend, fulgur::ProcessGroupBackend::Auto,                    \
     "collectives' backend: auto (nccl on the GPU, gloo on the CPU), gloo (also CUDA tensors: several ranks may " \
-    "share one GPU), nccl (GPU only), mpi (the MPI that started the ranks, or mpi_communicator)",              \
+    "share one GPU), nccl (GPU only), mpi (the MPI that started the ranks, or mpi_communicator; ranks may "    \
+    "share a GPU)",                                                                                           \
     fulgur::check::Any{})                                                                                     \
   X(int64_t, mpi_communicator, -1,                                                                            \
     "the program's MPI communicator, as its Fortran handle (MPI_Comm_c2f(comm)): its ranks are the run's, "     \

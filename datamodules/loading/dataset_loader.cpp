@@ -95,7 +95,8 @@ class SerialIterator : public BatchIterator {
     }
     try {
       Batch batch = plan_->build(next_);
-      ++next_;
+      // The epoch's last batch ends it: loops stop asking after it.
+      if (++next_ == plan_->num_batches) finish();
       return batch;
     } catch (...) {
       error_ = std::current_exception();
@@ -172,7 +173,11 @@ class PooledIterator : public BatchIterator {
       submit(next_ + window_);
       if (next_ + window_ + 1 == plan_->num_batches) run_all_submitted();
     }
-    ++next_;
+    // The epoch's last batch ends it: loops stop asking after it.
+    if (++next_ == plan_->num_batches && !finished_) {
+      finished_ = true;
+      plan_->dataset->finished_epoch(plan_->epoch);
+    }
     return std::move(slot.batch);
   }
 

@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
     options.publish_every_n_steps = 50;
     options.max_steps = args.train_steps;
     options.num_threads = args.threads;  // the simulation keeps the other cores
-    torch::manual_seed(0);
+    fulgur::seed_everything(0);  // not torch::manual_seed: it would hide the GPU (docs/user-guide.md)
     fulgur::OnlineTrainer online([] { return std::make_shared<insitu::HeatSurrogate>(); }, options);
 
     insitu::HeatSolver solver(MPI_COMM_WORLD, args.grid, args.grid, 0.2);

@@ -74,6 +74,11 @@ void* CudaRuntime::symbol(const char* name) {
   return loaded().module != nullptr ? dlsym(loaded().module, name) : nullptr;
 }
 
+int64_t CudaRuntime::device_count() {
+  auto count = reinterpret_cast<int (*)()>(symbol("fulgur_cuda_device_count"));
+  return count != nullptr ? count() : 0;
+}
+
 std::string CudaRuntime::status() { return loaded().status; }
 
 }  // namespace fulgur

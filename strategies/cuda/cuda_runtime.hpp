@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace fulgur {
@@ -23,6 +24,10 @@ class CudaRuntime {
   /// True when the module is loaded (so torch::cuda::is_available() can be
   /// true). Loads it on the first call; later calls return the same answer.
   static bool load();
+  /// The devices the CUDA runtime sees, asked through the module (0 when it
+  /// is not loaded). Where torch::cuda::device_count() is 0 but this is not,
+  /// something asked ATen about CUDA before load().
+  static int64_t device_count();
   /// A function the module exports, or nullptr when it is not loaded.
   static void* symbol(const char* name);
   /// Why the module is not loaded ("no CUDA driver (libcuda.so.1)", the

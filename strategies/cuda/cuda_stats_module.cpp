@@ -58,3 +58,11 @@ extern "C" __attribute__((visibility("default"))) int fulgur_cuda_device_identit
   std::snprintf(name, static_cast<size_t>(name_size), "%s", properties.name);
   return static_cast<int>(cudaDeviceGetPCIBusId(pci_bus_id, pci_size, device));
 }
+
+/// The CUDA runtime's own device count (cudaGetDeviceCount), asked without
+/// ATen: ATen's answer is 0 for good once it was asked before this module
+/// was loaded, this one is not.
+extern "C" __attribute__((visibility("default"))) int fulgur_cuda_device_count() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}

@@ -265,8 +265,9 @@ TEST_CASE("DeviceDecodeDataset: engine counts per batch, epoch and run; one line
   for (int64_t epoch = 0; epoch < 2; ++epoch) {
     loader.set_epoch(epoch);
     auto it = loader.iterate();
-    while (it->next()) {
-    }
+    // As the training loop does: size() batches, never the call that finds no more.
+    for (int64_t b = 0; b < loader.size(); ++b) REQUIRE(it->next().has_value());
+    CHECK(err.str().find("fulgur: decode on cpu, epoch " + std::to_string(epoch) + ":") != std::string::npos);
     CHECK_FALSE(it->next().has_value());  // the line once per pass, not per call
   }
   std::cerr.rdbuf(previous);
@@ -288,6 +289,16 @@ TEST_CASE("DeviceDecodeDataset: engine counts per batch, epoch and run; one line
   size_t lines = 0;
   for (size_t at = out.find("fulgur: "); at != std::string::npos; at = out.find("fulgur: ", at + 1)) ++lines;
   CHECK(lines == 4);
+
+  // With workers the line comes with the last batch too.
+  std::ostringstream pooled_err;
+  previous = std::cerr.rdbuf(pooled_err.rdbuf());
+  DatasetLoader pooled(device, DatasetLoaderOptions(4).num_workers(2).seed(1));
+  pooled.set_epoch(2);
+  auto it = pooled.iterate();
+  for (int64_t b = 0; b < pooled.size(); ++b) REQUIRE(it->next().has_value());
+  std::cerr.rdbuf(previous);
+  CHECK(pooled_err.str().find("fulgur: decode on cpu, epoch 2: 8 images in 2 batches") != std::string::npos);
 }
 
 TEST_CASE("ImageNet decode auto says its one line with a pipeline set from C++ too") {

@@ -3,6 +3,7 @@
 //
 //   host_probe finish|held|two DIR
 //   host_probe guest-gloo|guest-mpi DIR      (every rank, under mpirun)
+//   host_probe late-cuda DIR
 //
 // guest-*: a host with its own SIGTERM and SIGINT handlers (SIGUSR1 and
 // SIGPIPE at their defaults) and one LibTorch thread runs, on 2 ranks over
@@ -15,6 +16,10 @@
 // and the CUDA modules in /proc/self/maps must be what they were before:
 // every difference prints "guest rank R: WHEN: WHAT" and the rank exits 1.
 
+// late-cuda: torch::manual_seed before a Trainer with accelerator gpu, the
+// mistake that hides the GPUs from LibTorch for the whole process; prints
+// the Trainer's error ("late-cuda: ...") and exits 0 (scripts/gpu_check.sh
+// wants the one that names the cause on a GPU, "no CUDA device" without).
 // finish: an ordinary 2-rank fit. two: two Trainers one after the other,
 // handed the program's one SubprocessLauncher: the second fits on the ranks
 // the first started (each rank prints "rank R: steps A B"). held: rank 1 sends SIGTERM to rank 0 (its
@@ -307,8 +312,19 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  if (mode == "late-cuda") {
+    torch::manual_seed(0);  // asks LibTorch about CUDA before fulgur loaded its module
+    try {
+      fulgur::Trainer trainer(fulgur::testing::quiet_options(argv[2]).accelerator(fulgur::AcceleratorKind::Cuda));
+      std::cout << "late-cuda: the Trainer was made: LibTorch sees " << torch::cuda::device_count() << " GPU(s)\n";
+      return 1;
+    } catch (const std::exception& e) {
+      std::cout << "late-cuda: " << e.what() << std::endl;
+      return 0;
+    }
+  }
   if (mode != "finish" && mode != "held" && mode != "two") {
-    std::cerr << "usage: host_probe finish|held|two|guest-gloo|guest-mpi DIR\n";
+    std::cerr << "usage: host_probe finish|held|two|guest-gloo|guest-mpi|late-cuda DIR\n";
     return 2;
   }
   const bool held = std::string(argv[1]) == "held";

@@ -1,5 +1,7 @@
 #include <fulgur/trainer/trainer_config.hpp>
 
+#include <fulgur/strategies/mpi/mpi_runtime.hpp>
+
 #include <doctest/doctest.h>
 
 namespace trainer_config_test {
@@ -55,14 +57,28 @@ TEST_CASE("TrainerConfig: accelerator auto picks the GPU when one is visible") {
   CHECK(two.needs_launch);
 }
 
-TEST_CASE("TrainerConfig: process_group_backend gloo lets ranks share a GPU; auto keeps one rank per GPU") {
+TEST_CASE("TrainerConfig: process_group_backend gloo or mpi lets ranks share a GPU; auto and nccl keep one rank per GPU") {
   const TrainerOptions shared = TrainerOptions().accelerator(fulgur::AcceleratorKind::Cuda).devices(2);
   CHECK_THROWS_WITH_AS(TrainerConfig::resolve(shared, with_gpus(1)),
                        "[TrainerConfig::resolve] devices=2 but only 1 CUDA device(s) are visible", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      TrainerConfig::resolve(TrainerOptions(shared).process_group_backend(fulgur::ProcessGroupBackend::Nccl), with_gpus(1)),
+      "[TrainerConfig::resolve] devices=2 but only 1 CUDA device(s) are visible", std::invalid_argument);
   const TrainerOptions gloo = TrainerOptions(shared).process_group_backend(fulgur::ProcessGroupBackend::Gloo);
   const TrainerConfig c = TrainerConfig::resolve(gloo, with_gpus(1));
   CHECK(c.devices == 2);
   CHECK(c.strategy == fulgur::StrategyKind::DDP);
+  // Two ranks mpirun started on a one-GPU machine.
+  Platform launched = with_gpus(1);
+  launched.processes_external = true;
+  launched.world_size = 2;
+  const TrainerOptions mpi = TrainerOptions(shared).process_group_backend(fulgur::ProcessGroupBackend::Mpi);
+  if (fulgur::MpiRuntime::built()) {
+    CHECK(TrainerConfig::resolve(mpi, launched).devices == 2);
+  } else {
+    CHECK_THROWS_WITH_AS(TrainerConfig::resolve(mpi, launched), doctest::Contains("built without MPI"),
+                         std::invalid_argument);
+  }
 }
 
 TEST_CASE("TrainerConfig: strategy auto is ddp above one process; launched runs must match the launch") {
