@@ -149,10 +149,7 @@ class PooledIterator : public BatchIterator {
   std::optional<Batch> next() override {
     if (error_) std::rethrow_exception(error_);
     if (next_ >= plan_->num_batches) {
-      if (!finished_) {
-        finished_ = true;
-        plan_->dataset->finished_epoch(plan_->epoch);
-      }
+      finish();
       return std::nullopt;
     }
     Slot slot;
@@ -174,14 +171,17 @@ class PooledIterator : public BatchIterator {
       if (next_ + window_ + 1 == plan_->num_batches) run_all_submitted();
     }
     // The epoch's last batch ends it: loops stop asking after it.
-    if (++next_ == plan_->num_batches && !finished_) {
-      finished_ = true;
-      plan_->dataset->finished_epoch(plan_->epoch);
-    }
+    if (++next_ == plan_->num_batches) finish();
     return std::move(slot.batch);
   }
 
  private:
+  void finish() {
+    if (finished_) return;
+    finished_ = true;
+    plan_->dataset->finished_epoch(plan_->epoch);
+  }
+
   struct Slot {
     bool ready = false;
     std::optional<Batch> batch;
