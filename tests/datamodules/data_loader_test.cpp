@@ -1,3 +1,5 @@
+#include "support/thread_snapshot.hpp"
+
 #include <fulgur/datamodules/data_error.hpp>
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
 #include <fulgur/datamodules/loading/tensor_batch_loader.hpp>
@@ -6,7 +8,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <filesystem>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -23,13 +24,6 @@ using fulgur::DatasetLoaderOptions;
 using fulgur::Example;
 
 namespace {
-
-/// Threads of this process (/proc/self/task).
-int64_t thread_count() {
-  int64_t count = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) ++count;
-  return count;
-}
 
 /// Example i has input [i] and target i, so batches show which indices they hold.
 class IndexDataset : public Dataset {
@@ -257,7 +251,7 @@ TEST_CASE("DatasetLoader: an exception in a worker surfaces in next() with its m
 TEST_CASE("DatasetLoader: destroying an iterator mid-epoch stops its workers promptly") {
   auto dataset = std::make_shared<SlowDataset>(100000, std::chrono::milliseconds(5));
   DatasetLoader loader(dataset, DatasetLoaderOptions(2).num_workers(4).prefetch_factor(2));
-  const int64_t threads_before = thread_count();
+  const fulgur::testing::ThreadSnapshot threads_before;
   auto it = loader.iterate();
   REQUIRE(it->next().has_value());
   REQUIRE(it->next().has_value());
@@ -266,13 +260,8 @@ TEST_CASE("DatasetLoader: destroying an iterator mid-epoch stops its workers pro
   const auto elapsed = std::chrono::steady_clock::now() - start;
   // At most one batch (2 x 5 ms) in progress per worker remains to finish.
   CHECK(elapsed < std::chrono::seconds(2));
-  // Every worker was joined: none is still running. A joined thread can stay
-  // listed in /proc/self/task a moment (longer on a busy machine); a leaked one stays.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (thread_count() != threads_before && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  CHECK(thread_count() == threads_before);
+  // Every worker was joined: none is still running.
+  CHECK(threads_before.new_threads() == 0);
   const int64_t gets_after_join = dataset->gets.load();
   CHECK(gets_after_join <= (2 + 4 * 2 + 4) * 2);  // and none read far ahead
 }

@@ -1,5 +1,7 @@
 // DatasetLoader's worker threads: persistence across epochs, shutdown with a
 // full prefetch window, pinned memory fallback, and skipping bad samples.
+#include "support/thread_snapshot.hpp"
+
 #include <fulgur/datamodules/data_error.hpp>
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
 
@@ -10,7 +12,6 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <filesystem>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -25,26 +26,6 @@ using fulgur::DatasetLoaderOptions;
 using fulgur::Example;
 
 namespace {
-
-int64_t thread_count() {
-  int64_t count = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) ++count;
-  return count;
-}
-
-/// The thread count once it reaches `expected`, or after 5 s. A joined
-/// thread can stay listed in /proc/self/task for a moment (pthread_join
-/// returns when the thread has exited, before the kernel has released it;
-/// longer on a busy machine); a leaked one stays.
-int64_t settled_thread_count(int64_t expected) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  int64_t count = thread_count();
-  while (count != expected && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    count = thread_count();
-  }
-  return count;
-}
 
 /// Example i is [i] with target i; records the threads that built examples.
 class ThreadRecordingDataset : public Dataset {
@@ -118,12 +99,12 @@ std::vector<int64_t> run_epoch(DatasetLoader& loader, int64_t epoch, std::vector
 
 TEST_CASE("DatasetLoader: persistent_workers keeps the same threads across epochs") {
   auto dataset = std::make_shared<ThreadRecordingDataset>(64, std::chrono::milliseconds(1));
-  const int64_t before = thread_count();
+  const fulgur::testing::ThreadSnapshot before;
   {
     DatasetLoader loader(dataset, DatasetLoaderOptions(4).num_workers(3).shuffle(true).seed(5).persistent_workers(true));
     const auto first = run_epoch(loader, 0);
     const auto first_threads = dataset->take_threads();
-    CHECK(thread_count() == before + 3);  // the pool outlives the epoch's iterator
+    CHECK(before.new_threads(3) == 3);  // the pool outlives the epoch's iterator
     const auto second = run_epoch(loader, 1);
     const auto second_threads = dataset->take_threads();
     CHECK(first.size() == 64);
@@ -133,9 +114,9 @@ TEST_CASE("DatasetLoader: persistent_workers keeps the same threads across epoch
     // Same batches as with fresh threads per epoch.
     DatasetLoader fresh(dataset, DatasetLoaderOptions(4).num_workers(3).shuffle(true).seed(5));
     CHECK(run_epoch(fresh, 1) == second);
-    CHECK(settled_thread_count(before + 3) == before + 3);  // fresh's threads ended with its iterator
+    CHECK(before.new_threads(3) == 3);  // fresh's threads ended with its iterator
   }
-  CHECK(settled_thread_count(before) == before);  // the loader joined its pool
+  CHECK(before.new_threads() == 0);  // the loader joined its pool
 }
 
 TEST_CASE("DatasetLoader: persistent workers start the next pass's batches behind this pass's last ones") {
@@ -190,22 +171,22 @@ TEST_CASE("DatasetLoader: destroying an iterator whose prefetch window is full r
   for (const bool persistent : {false, true}) {
     CAPTURE(persistent);
     auto dataset = std::make_shared<ThreadRecordingDataset>(100000);
-    const int64_t before = thread_count();
+    const fulgur::testing::ThreadSnapshot before;
     {
       DatasetLoader loader(dataset, DatasetLoaderOptions(2).num_workers(4).prefetch_factor(2).persistent_workers(persistent));
       auto it = loader.iterate();
       REQUIRE(it->next().has_value());
       // The workers fill the whole window (8 batches ahead), an event the dataset reports.
       REQUIRE(dataset->wait_for_gets((1 + 8) * 2, std::chrono::seconds(20)));
-      CHECK(thread_count() == before + 4);
+      CHECK(before.new_threads(4) == 4);
       const auto start = std::chrono::steady_clock::now();
       it.reset();
       CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(500));
       // The workers are joined (or parked, persistent): what they built is final, and bounded by the window.
       CHECK(dataset->gets.load() == (1 + 8) * 2);
-      CHECK(settled_thread_count(before + (persistent ? 4 : 0)) == before + (persistent ? 4 : 0));
+      CHECK(before.new_threads(persistent ? 4 : 0) == (persistent ? 4 : 0));
     }
-    CHECK(settled_thread_count(before) == before);
+    CHECK(before.new_threads() == 0);
   }
 }
 

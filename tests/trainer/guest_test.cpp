@@ -9,6 +9,7 @@
 // steps and for two runs on two threads: host_probe guest-* (below).
 #include "support/probe_commands.hpp"
 #include "support/test_support.hpp"
+#include "support/thread_snapshot.hpp"
 #include "support/tiny_modules.hpp"
 
 #include <fulgur/core/ignored_signal.hpp>
@@ -64,25 +65,19 @@ Handler handler_of(int signal) {
 
 bool same(Handler a, Handler b) { return a == b; }
 
-size_t thread_count() {
-  size_t n = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) ++n;
-  return n;
-}
-
 /// What a host program can see of its process.
 struct HostState {
   Handler term, intr, usr1, pipe;
   int threads;
   bool benchmark, deterministic;
-  size_t population;
+  fulgur::testing::ThreadSnapshot population;
 
   static HostState read() {
     return {handler_of(SIGTERM), handler_of(SIGINT), handler_of(SIGUSR1), handler_of(SIGPIPE),
             at::get_num_threads(), at::globalContext().benchmarkCuDNN(),
-            at::globalContext().deterministicAlgorithms(), thread_count()};
+            at::globalContext().deterministicAlgorithms(), {}};
   }
-  /// `threads_too`: the process's thread population as well (not while a
+  /// `threads_too`: no thread started since `other` is left (not while a
   /// process group lives: Gloo's and the store's threads are the group's).
   void check_equal(const HostState& other, const char* when, bool threads_too = true) const {
     CAPTURE(std::string(when));
@@ -93,7 +88,7 @@ struct HostState {
     CHECK(threads == other.threads);
     CHECK(benchmark == other.benchmark);
     CHECK(deterministic == other.deterministic);
-    if (threads_too) CHECK(population == other.population);
+    if (threads_too) CHECK(other.population.new_threads() == 0);
   }
 };
 
