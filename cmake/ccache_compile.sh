@@ -1,0 +1,46 @@
+#!/bin/bash
+# The compiler launcher: ccache, and after a precompiled header's compile a
+# checksum of its inputs beside it (<header>.gch.sum). GCC's .gch is not the
+# same byte for byte from one compile of the same header to the next, and
+# ccache keys every object that uses it on its hash, so a header compile
+# that missed the cache (a fresh clone, an evicted entry) made every object
+# after it miss too. With pch_external_checksum ccache hashes the .sum
+# instead: the flags and the header's preprocessed text with every macro,
+# paths relative to CCACHE_BASEDIR (the checkout).
+# Usage: ccache_compile.sh CCACHE COMPILER ARGS...
+ccache=$1
+shift
+"$ccache" "$@" || exit
+out=
+prev=
+for arg in "$@"; do
+  [ "$prev" = -o ] && out=$arg
+  prev=$arg
+done
+case $out in
+  *.gch) ;;
+  *) exit 0 ;;
+esac
+# The same compile, preprocessing only: without its outputs and dependency file.
+skip=
+for arg in "$@"; do
+  shift
+  if [ -n "$skip" ]; then
+    skip=
+    continue
+  fi
+  case $arg in
+    -MD | -c) continue ;;
+    -MT | -MF | -o)
+      skip=1
+      continue
+      ;;
+  esac
+  set -- "$@" "$arg"
+done
+set -o pipefail
+{
+  printf '%s\n' "$@"
+  "$@" -E -P -dD
+} | sed "s|${CCACHE_BASEDIR:-/nonexistent}|.|g" | sha256sum >"$out.sum.tmp" || exit
+mv "$out.sum.tmp" "$out.sum"
