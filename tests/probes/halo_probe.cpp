@@ -8,6 +8,9 @@
 //
 //   halo_probe fit --trainer.devices 2 --trainer.strategy model_parallel \
 //       --trainer.model_parallel.context_parallel_size 2 --model.output params.pt
+//   halo_probe runs 2 FILE   (FILE's command lines in one launch of 2 ranks, probe_runs.hpp)
+#include "probe_runs.hpp"
+
 #include <fulgur/datamodules/datasets/tensor_dataset.hpp>
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
 #include <fulgur/fulgur.hpp>
@@ -107,6 +110,10 @@ struct ProbeData : fulgur::DataModule {
 
 }  // namespace
 
-int main(int argc, char** argv) { return fulgur::cli::run<DenseNet, ProbeData>(argc, argv); }
+int main(int argc, char** argv) {
+  const auto run = [](int n, const char* const* args) { return fulgur::cli::run<DenseNet, ProbeData>(n, args); };
+  if (argc > 1 && std::string(argv[1]) == "runs") return fulgur::testing::run_probe_list(argc, argv, run);
+  return run(argc, argv);
+}
 
 }  // namespace halo_probe

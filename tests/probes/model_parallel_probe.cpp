@@ -10,6 +10,9 @@
 //
 //   model_parallel_probe fit --trainer.devices 2 --trainer.strategy model_parallel \
 //       --trainer.model_parallel.tensor_parallel_size 2 --model.output params.pt
+//   model_parallel_probe runs 2 FILE   (FILE's command lines in one launch of 2 ranks, probe_runs.hpp)
+#include "probe_runs.hpp"
+
 #include <fulgur/datamodules/datasets/tensor_dataset.hpp>
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
 #include <fulgur/fulgur.hpp>
@@ -173,6 +176,10 @@ struct ProbeData : fulgur::DataModule {
 
 }  // namespace
 
-int main(int argc, char** argv) { return fulgur::cli::run<TinyLM, ProbeData>(argc, argv); }
+int main(int argc, char** argv) {
+  const auto run = [](int n, const char* const* args) { return fulgur::cli::run<TinyLM, ProbeData>(n, args); };
+  if (argc > 1 && std::string(argv[1]) == "runs") return fulgur::testing::run_probe_list(argc, argv, run);
+  return run(argc, argv);
+}
 
 }  // namespace model_parallel_probe

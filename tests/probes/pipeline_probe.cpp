@@ -10,6 +10,8 @@
 //   pipeline_probe fit --trainer.devices 2 --trainer.strategy model_parallel \
 //       --trainer.model_parallel.pipeline_parallel_size 2 --trainer.model_parallel.data_parallel ddp \
 //       --model.output params.pt
+#include "probe_runs.hpp"
+
 #include <fulgur/datamodules/datasets/tensor_dataset.hpp>
 #include <fulgur/datamodules/loading/dataset_loader.hpp>
 #include <fulgur/fulgur.hpp>
@@ -130,6 +132,10 @@ struct ProbeData : fulgur::DataModule {
 
 }  // namespace
 
-int main(int argc, char** argv) { return fulgur::cli::run<Stack, ProbeData>(argc, argv); }
+int main(int argc, char** argv) {
+  const auto run = [](int n, const char* const* args) { return fulgur::cli::run<Stack, ProbeData>(n, args); };
+  if (argc > 1 && std::string(argv[1]) == "runs") return fulgur::testing::run_probe_list(argc, argv, run);
+  return run(argc, argv);
+}
 
 }  // namespace pipeline_probe

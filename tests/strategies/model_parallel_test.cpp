@@ -1,7 +1,8 @@
 // Strategy model_parallel in real processes: a one-block decoder split over
 // a tp x cp x dp mesh (fulgur's launcher, Gloo; and mpirun, MPI) trains to the
 // weights one process reaches on the same global batch; checkpoints written
-// on one mesh load into another.
+// on one mesh load into another. Runs of one world size share a launch
+// (run_all): the ranks' start-up is most of a run's time.
 #include "support/metrics_csv.hpp"
 #include "support/pickled_tensor.hpp"
 #include "support/probe_commands.hpp"
@@ -14,6 +15,9 @@
 
 #include <csignal>
 #include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
 
 namespace model_parallel_test {
 
@@ -28,12 +32,17 @@ const std::string kProbe = fulgur::testing::probe_program("model_parallel_probe"
 
 const std::string kHaloProbe = fulgur::testing::probe_program("halo_probe");
 
+// One run's arguments (after the program).
+std::string fit_args(const TempDir& dir, const std::string& name, const std::string& extra) {
+  return "fit --seed_everything 7 --trainer.accelerator cpu --trainer.enable_progress_bar false "
+         "--trainer.num_sanity_val_steps 0 --trainer.limit_val_batches 0 --trainer.process_group_timeout 60 "
+         "--trainer.max_epochs 2 --trainer.default_root_dir " +
+         (dir.path() / name).string() + " --model.output " + (dir.path() / (name + ".pt")).string() + " " + extra;
+}
+
 std::string fit(const TempDir& dir, const std::string& name, const std::string& extra,
                 const std::string& program = kProbe) {
-  return program + " fit --seed_everything 7 --trainer.accelerator cpu --trainer.enable_progress_bar false " +
-         "--trainer.num_sanity_val_steps 0 --trainer.limit_val_batches 0 --trainer.process_group_timeout 60 " +
-         "--trainer.max_epochs 2 --trainer.default_root_dir " + (dir.path() / name).string() + " --model.output " +
-         (dir.path() / (name + ".pt")).string() + " " + extra;
+  return program + " " + fit_args(dir, name, extra);
 }
 
 std::string mesh(int64_t devices, int64_t tp, const std::string& data_parallel = "fsdp") {
@@ -50,19 +59,41 @@ torch::Tensor run_and_load(const TempDir& dir, const std::string& name, const st
   return load_pickled_tensor(dir / (name + ".pt"));
 }
 
+struct Run {
+  std::string name, extra;
+};
+
+/// Runs of one world size in one launch (`runs`, tests/probes/probe_runs.hpp):
+/// the ranks start once, not once per run. Each run's parameters, in order.
+std::vector<torch::Tensor> run_all(const TempDir& dir, int world, const std::vector<Run>& runs,
+                                   const std::string& program = kProbe) {
+  const std::filesystem::path file = dir / (runs.front().name + ".runs");
+  {
+    std::ofstream out(file);
+    for (const Run& run : runs) out << fit_args(dir, run.name, run.extra) << "\n";
+  }
+  const auto result = run_command(program + " runs " + std::to_string(world) + " " + file.string(), 300);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  std::vector<torch::Tensor> params;
+  for (const Run& run : runs) params.push_back(load_pickled_tensor(dir / (run.name + ".pt")));
+  return params;
+}
+
 
 }  // namespace
 
 TEST_CASE("model_parallel: tp 2 (sequence parallel off and on) and tp 2 x dp 2 (ddp, fsdp) equal one process") {
   TempDir dir("model-parallel-equivalence");
-  const torch::Tensor one = run_and_load(dir, "one", "--data.batch_size 8");
-  const torch::Tensor initial = run_and_load(dir, "initial", "--data.batch_size 8 --trainer.max_epochs 0");
-  CHECK_FALSE(torch::allclose(one, initial, 1e-3, 1e-3));  // training moved the weights
+  const auto ones = run_all(dir, 1, {{"one", "--data.batch_size 8"},
+                                     {"initial", "--data.batch_size 8 --trainer.max_epochs 0"}});
+  const torch::Tensor& one = ones[0];
+  CHECK_FALSE(torch::allclose(one, ones[1], 1e-3, 1e-3));  // training moved the weights
 
-  const torch::Tensor tp2 = run_and_load(dir, "tp2", mesh(2, 2) + " --data.batch_size 8");
-  CHECK(torch::allclose(tp2, one, 1e-5, 1e-5));
-  const torch::Tensor sp = run_and_load(dir, "sp", mesh(2, 2) + " --data.batch_size 8 --model.sequence_parallel true");
-  CHECK(torch::allclose(sp, one, 1e-5, 1e-5));
+  const auto tp = run_all(dir, 2, {{"tp2", mesh(2, 2) + " --data.batch_size 8"},
+                                   {"sp", mesh(2, 2) + " --data.batch_size 8 --model.sequence_parallel true"}});
+  CHECK(torch::allclose(tp[0], one, 1e-5, 1e-5));
+  CHECK(torch::allclose(tp[1], one, 1e-5, 1e-5));
   // What stays whole (the norms, the row-split layers' biases) is the same on both ranks.
   for (const std::string name : {"tp2", "sp"}) {
     CAPTURE(name);
@@ -70,10 +101,10 @@ TEST_CASE("model_parallel: tp 2 (sequence parallel off and on) and tp 2 x dp 2 (
     CHECK(rank0.numel() > 0);
     CHECK(torch::equal(rank0, load_pickled_tensor(dir / (name + ".pt.rank1"))));
   }
-  const torch::Tensor ddp = run_and_load(dir, "dp2-ddp", mesh(4, 2, "ddp") + " --data.batch_size 4");
-  CHECK(torch::allclose(ddp, one, 1e-5, 1e-5));
-  const torch::Tensor fsdp = run_and_load(dir, "dp2-fsdp", mesh(4, 2) + " --data.batch_size 4 --model.sequence_parallel true");
-  CHECK(torch::allclose(fsdp, one, 1e-5, 1e-5));
+  const auto dp = run_all(dir, 4, {{"dp2-ddp", mesh(4, 2, "ddp") + " --data.batch_size 4"},
+                                   {"dp2-fsdp", mesh(4, 2) + " --data.batch_size 4 --model.sequence_parallel true"}});
+  CHECK(torch::allclose(dp[0], one, 1e-5, 1e-5));
+  CHECK(torch::allclose(dp[1], one, 1e-5, 1e-5));
 }
 
 TEST_CASE("model_parallel: ring attention over cp 2, and tp 2 x cp 2 with sequence parallelism, equal one process") {
@@ -87,9 +118,10 @@ TEST_CASE("model_parallel: ring attention over cp 2, and tp 2 x cp 2 with sequen
 
 TEST_CASE("model_parallel: a convolutional network on bands of rows (halo exchange) over cp 2, and cp 2 x dp 2, equals one process") {
   TempDir dir("model-parallel-halo");
-  const torch::Tensor one = run_and_load(dir, "one", "--data.batch_size 8", kHaloProbe);
-  const torch::Tensor initial = run_and_load(dir, "initial", "--data.batch_size 8 --trainer.max_epochs 0", kHaloProbe);
-  CHECK_FALSE(torch::allclose(one, initial, 1e-3, 1e-3));  // training moved the weights
+  const auto ones = run_all(dir, 1, {{"one", "--data.batch_size 8"}, {"initial", "--data.batch_size 8 --trainer.max_epochs 0"}},
+                            kHaloProbe);
+  const torch::Tensor& one = ones[0];
+  CHECK_FALSE(torch::allclose(one, ones[1], 1e-3, 1e-3));  // training moved the weights
   const std::string cp2 = " --trainer.model_parallel.context_parallel_size 2";
   CHECK(torch::allclose(run_and_load(dir, "cp2", mesh(2, 1, "ddp") + cp2 + " --data.batch_size 8", kHaloProbe), one,
                         1e-5, 1e-5));
@@ -126,9 +158,9 @@ TEST_CASE("model_parallel: logged values sync over dp only, as one process logs 
 TEST_CASE("model_parallel: gradient clipping takes the norm over every shard, as one process does") {
   TempDir dir("model-parallel-clip");
   const std::string clip = " --data.batch_size 8 --trainer.gradient_clip_val 0.05";
-  const torch::Tensor one = run_and_load(dir, "one", clip);
-  const torch::Tensor unclipped = run_and_load(dir, "unclipped", "--data.batch_size 8");
-  CHECK_FALSE(torch::allclose(one, unclipped, 1e-4, 1e-4));  // the clip is active
+  const auto ones = run_all(dir, 1, {{"one", clip}, {"unclipped", "--data.batch_size 8"}});
+  const torch::Tensor& one = ones[0];
+  CHECK_FALSE(torch::allclose(one, ones[1], 1e-4, 1e-4));  // the clip is active
   CHECK(torch::allclose(run_and_load(dir, "tp2", mesh(2, 2) + clip + " --model.sequence_parallel true"), one, 1e-5,
                         1e-5));
 }
@@ -139,16 +171,20 @@ TEST_CASE("model_parallel: a checkpoint written on tp 2 loads into tp 1 and tp 4
   // A copy: a fit resumed from a checkpoint in another run's folder may replace it as its best.
   const std::string ckpt = (dir.path() / "tp2.ckpt").string();
   std::filesystem::copy_file(only_checkpoint(dir / "tp2"), ckpt);
-  // max_epochs as the checkpoint's: the fit restores and ends at once.
-  CHECK(torch::equal(run_and_load(dir, "tp1", "--data.batch_size 8 --ckpt_path " + ckpt), tp2));
-  CHECK(torch::equal(run_and_load(dir, "tp4", mesh(4, 4) + " --data.batch_size 8 --ckpt_path " + ckpt), tp2));
-  // And on: one more epoch on tp 4 from tp 2's state equals one process resumed from it.
-  const torch::Tensor resumed = run_and_load(dir, "one-more", "--data.batch_size 8 --trainer.max_epochs 3 --ckpt_path " + ckpt);
+  // max_epochs as the checkpoint's: the fit restores and ends at once. And
+  // on: one more epoch on tp 4 from tp 2's state equals one process resumed from it.
+  const auto ones = run_all(dir, 1, {{"tp1", "--data.batch_size 8 --ckpt_path " + ckpt},
+                                     {"one-more", "--data.batch_size 8 --trainer.max_epochs 3 --ckpt_path " + ckpt}});
+  CHECK(torch::equal(ones[0], tp2));
+  const torch::Tensor& resumed = ones[1];
   CHECK_FALSE(torch::equal(resumed, tp2));
-  CHECK(torch::allclose(run_and_load(dir, "tp4-more", mesh(4, 4) + " --data.batch_size 8 --trainer.max_epochs 3 --ckpt_path " + ckpt),
-                        resumed, 1e-5, 1e-5));
-  // dp 2 x tp 2 (fsdp along dp) into dp 4 x tp 1.
-  const torch::Tensor grid = run_and_load(dir, "dp2-tp2", mesh(4, 2) + " --data.batch_size 4");
+  // dp 2 x tp 2 (fsdp along dp), later loaded into dp 4 x tp 1.
+  const auto fours = run_all(dir, 4, {{"tp4", mesh(4, 4) + " --data.batch_size 8 --ckpt_path " + ckpt},
+                                      {"tp4-more", mesh(4, 4) + " --data.batch_size 8 --trainer.max_epochs 3 --ckpt_path " + ckpt},
+                                      {"dp2-tp2", mesh(4, 2) + " --data.batch_size 4"}});
+  CHECK(torch::equal(fours[0], tp2));
+  CHECK(torch::allclose(fours[1], resumed, 1e-5, 1e-5));
+  const torch::Tensor& grid = fours[2];
   const std::string grid_ckpt = (dir.path() / "dp2-tp2.ckpt").string();
   std::filesystem::copy_file(only_checkpoint(dir / "dp2-tp2"), grid_ckpt);
   CHECK(torch::equal(run_and_load(dir, "dp4", mesh(4, 1) + " --data.batch_size 4 --ckpt_path " + grid_ckpt), grid));
@@ -157,9 +193,9 @@ TEST_CASE("model_parallel: a checkpoint written on tp 2 loads into tp 1 and tp 4
 TEST_CASE("model_parallel: a sharded checkpoint (each tp rank its slices) consolidates to the whole one, and loads into tp 1 and tp 4") {
   TempDir dir("model-parallel-sharded");
   const std::string tp2 = mesh(2, 2, "ddp") + " --data.batch_size 8";
-  const torch::Tensor whole = run_and_load(dir, "whole", tp2);
-  const torch::Tensor sharded = run_and_load(dir, "sharded", tp2 + " --trainer.model_parallel.state_dict_type sharded");
-  CHECK(torch::equal(whole, sharded));
+  const auto both = run_all(dir, 2, {{"whole", tp2}, {"sharded", tp2 + " --trainer.model_parallel.state_dict_type sharded"}});
+  const torch::Tensor& whole = both[0];
+  CHECK(torch::equal(whole, both[1]));
   const auto ckpt = fulgur::testing::copy_checkpoint(only_checkpoint(dir / "sharded"), dir.path() / "sharded-ckpt");
   CHECK(fulgur::testing::checkpoint_parts(ckpt) == 2);  // one per tp rank
   // Joined, the parts are the whole checkpoint's tensors, bit for bit, as Python reads them.
@@ -168,17 +204,18 @@ TEST_CASE("model_parallel: a sharded checkpoint (each tp rank its slices) consol
   CHECK(torch::equal(run_and_load(dir, "tp1", "--data.batch_size 8 --ckpt_path " + ckpt.string()), whole));
   // One more epoch on tp 4 from the parts equals one more from the whole file.
   const std::string more = mesh(4, 4, "ddp") + " --data.batch_size 8 --trainer.max_epochs 3 --ckpt_path ";
-  const torch::Tensor from_whole =
-      run_and_load(dir, "more-whole", more + fulgur::testing::copy_checkpoint(only_checkpoint(dir / "whole"), dir.path() / "whole-ckpt").string());
-  CHECK_FALSE(torch::equal(from_whole, whole));
-  CHECK(torch::equal(run_and_load(dir, "more-sharded", more + ckpt.string()), from_whole));
+  const auto whole_ckpt = fulgur::testing::copy_checkpoint(only_checkpoint(dir / "whole"), dir.path() / "whole-ckpt");
+  const auto mores = run_all(dir, 4, {{"more-whole", more + whole_ckpt.string()}, {"more-sharded", more + ckpt.string()}});
+  CHECK_FALSE(torch::equal(mores[0], whole));
+  CHECK(torch::equal(mores[1], mores[0]));
 }
 
 TEST_CASE("model_parallel: with fsdp along dp, the sharded checkpoint (each tp slice whole over dp) equals the whole one") {
   TempDir dir("model-parallel-sharded-fsdp");
   const std::string grid = mesh(4, 2) + " --data.batch_size 4 --trainer.max_epochs 1";
-  const torch::Tensor whole = run_and_load(dir, "whole", grid);
-  CHECK(torch::equal(run_and_load(dir, "sharded", grid + " --trainer.model_parallel.state_dict_type sharded"), whole));
+  const auto both = run_all(dir, 4, {{"whole", grid}, {"sharded", grid + " --trainer.model_parallel.state_dict_type sharded"}});
+  const torch::Tensor& whole = both[0];
+  CHECK(torch::equal(both[1], whole));
   const auto ckpt = fulgur::testing::copy_checkpoint(only_checkpoint(dir / "sharded"), dir.path() / "sharded-ckpt");
   CHECK(fulgur::testing::checkpoint_parts(ckpt) == 2);  // one per tp slice: dp rank 0 writes it, gathered from both dp ranks' rows
   // Weights and Adam's moments, bit for bit, as Python reads them.

@@ -3,7 +3,8 @@
 // every schedule, to the weights and the logged loss one process reaches on
 // the same global batch; so do a pipeline beside data (ddp or fsdp) and
 // tensor parallelism (3D on 8 processes) and a four-stage one. Checkpoints load
-// across pipeline sizes. A stage that fails ends every rank.
+// across pipeline sizes. A stage that fails ends every rank. Runs of one
+// world size share a launch (run_all): the ranks' start-up is most of a run's time.
 #include "support/metrics_csv.hpp"
 #include "support/pickled_tensor.hpp"
 #include "support/probe_commands.hpp"
@@ -17,6 +18,9 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
 
 namespace pipeline_parallel_test {
 
@@ -29,13 +33,18 @@ namespace {
 const std::string kProbe = fulgur::testing::probe_program("pipeline_probe");
 constexpr int64_t kLayers = 4;
 
-std::string fit(const TempDir& dir, const std::string& name, const std::string& extra, bool checkpoints = false) {
-  return kProbe + " fit --seed_everything 7 --trainer.accelerator cpu --trainer.enable_progress_bar false " +
+// One run's arguments (after the program).
+std::string fit_args(const TempDir& dir, const std::string& name, const std::string& extra, bool checkpoints) {
+  return std::string("fit --seed_everything 7 --trainer.accelerator cpu --trainer.enable_progress_bar false ") +
          "--trainer.num_sanity_val_steps 0 --trainer.limit_val_batches 0 --trainer.process_group_timeout 60 " +
          "--trainer.enable_checkpointing " + (checkpoints ? "true" : "false") +
          " --trainer.max_epochs 2 --trainer.log_every_n_steps 1 " +
          "--trainer.default_root_dir " + (dir.path() / name).string() + " --model.output " +
          (dir.path() / (name + ".pt")).string() + " " + extra;
+}
+
+std::string fit(const TempDir& dir, const std::string& name, const std::string& extra, bool checkpoints = false) {
+  return kProbe + " " + fit_args(dir, name, extra, checkpoints);
 }
 
 std::string pipeline(int64_t devices, int64_t pp, const std::string& schedule, const std::string& dp = "ddp") {
@@ -53,6 +62,31 @@ std::vector<torch::Tensor> run_and_load(const TempDir& dir, const std::string& n
   std::vector<torch::Tensor> layers;
   for (int64_t i = 0; i < kLayers; ++i) layers.push_back(load_pickled_tensor(dir / fmt::format("{}.pt.layer{}", name, i)));
   return layers;
+}
+
+struct Run {
+  std::string name, extra;
+  bool checkpoints = false;
+};
+
+/// Runs of one world size in one launch (`runs`, tests/probes/probe_runs.hpp):
+/// the ranks start once, not once per run. Each run's layers, in order.
+std::vector<std::vector<torch::Tensor>> run_all(const TempDir& dir, int world, const std::vector<Run>& runs) {
+  const std::filesystem::path file = dir / (runs.front().name + ".runs");
+  {
+    std::ofstream out(file);
+    for (const Run& run : runs) out << fit_args(dir, run.name, run.extra, run.checkpoints) << "\n";
+  }
+  const auto result = run_command(kProbe + " runs " + std::to_string(world) + " " + file.string(), 300);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  std::vector<std::vector<torch::Tensor>> all;
+  for (const Run& run : runs) {
+    std::vector<torch::Tensor> layers;
+    for (int64_t i = 0; i < kLayers; ++i) layers.push_back(load_pickled_tensor(dir / fmt::format("{}.pt.layer{}", run.name, i)));
+    all.push_back(std::move(layers));
+  }
+  return all;
 }
 
 std::vector<std::pair<int64_t, double>> logged(const TempDir& dir, const std::string& name, const std::string& column) {
@@ -86,14 +120,19 @@ void check_equal(const std::vector<torch::Tensor>& got, const std::vector<torch:
 
 TEST_CASE("pipeline: pp 2 with gpipe, 1f1b, interleaved_1f1b and zero_bubble equals one process") {
   TempDir dir("pipeline-schedules");
-  const auto one = run_and_load(dir, "one", "");
-  const auto initial = run_and_load(dir, "initial", "--trainer.max_epochs 0");
-  CHECK_FALSE(torch::allclose(one[0], initial[0], 1e-3, 1e-3));  // training moved the weights
+  const auto ones = run_all(dir, 1, {{"one", ""}, {"initial", "--trainer.max_epochs 0"}});
+  const auto& one = ones[0];
+  CHECK_FALSE(torch::allclose(one[0], ones[1][0], 1e-3, 1e-3));  // training moved the weights
   const auto one_loss = logged(dir, "one", "train_loss");
   REQUIRE(one_loss.size() == 8);
-  for (const std::string schedule : {"gpipe", "1f1b", "interleaved_1f1b", "zero_bubble"}) {
+  const std::vector<std::string> schedules{"gpipe", "1f1b", "interleaved_1f1b", "zero_bubble"};
+  std::vector<Run> runs;
+  for (const std::string& schedule : schedules) runs.push_back({schedule, pipeline(2, 2, schedule)});
+  const auto pipelines = run_all(dir, 2, runs);
+  for (size_t s = 0; s < schedules.size(); ++s) {
+    const std::string& schedule = schedules[s];
     CAPTURE(schedule);
-    check_equal(run_and_load(dir, schedule, pipeline(2, 2, schedule)), one);
+    check_equal(pipelines[s], one);
     // Every step's loss as one process logged it (the micro-batches' mean).
     const auto loss = logged(dir, schedule, "train_loss");
     REQUIRE(loss.size() == one_loss.size());
@@ -109,41 +148,41 @@ TEST_CASE("pipeline: pp 2 x dp 2 (ddp; fsdp FULL_SHARD and SHARD_GRAD_OP) and pp
   TempDir dir("pipeline-mesh");
   const std::string clip_and_validate = "--trainer.gradient_clip_val 0.05 --trainer.limit_val_batches 2";
   const auto one = run_and_load(dir, "one", "--data.batch_size 8 " + clip_and_validate);
-  check_equal(run_and_load(dir, "dp2", pipeline(4, 2, "1f1b") + " --data.batch_size 4 " + clip_and_validate), one);
-  check_equal(run_and_load(dir, "pp4",
-                           pipeline(4, 4, "zero_bubble") + " --data.batch_size 8 --trainer.model_parallel.microbatches 8 " +
-                               clip_and_validate),
-              one);
   // fsdp along dp: each stage sharded over its 2 dp ranks, one unit per
   // layer (min_num_params 50), kept sharded between steps (FULL_SHARD);
-  // and each rank's two stages as one unit each, whole between steps (SHARD_GRAD_OP).
-  const auto fsdp = run_and_load(dir, "fsdp",
-                                 pipeline(4, 2, "1f1b", "fsdp") + " --trainer.fsdp.min_num_params 50 --data.batch_size 4 " +
-                                     clip_and_validate,
-                                 true);
+  // and each rank's two stages as one unit each, whole between steps
+  // (SHARD_GRAD_OP). fsdp-sharded saves its checkpoint sharded: each stage's
+  // part gathered over its dp ranks, one part per stage.
+  const std::string fsdp_args =
+      pipeline(4, 2, "1f1b", "fsdp") + " --trainer.fsdp.min_num_params 50 --data.batch_size 4 " + clip_and_validate;
+  const auto fours = run_all(
+      dir, 4,
+      {{"dp2", pipeline(4, 2, "1f1b") + " --data.batch_size 4 " + clip_and_validate},
+       {"pp4", pipeline(4, 4, "zero_bubble") + " --data.batch_size 8 --trainer.model_parallel.microbatches 8 " +
+                   clip_and_validate},
+       {"fsdp", fsdp_args, true},
+       {"fsdp-grad-op", pipeline(4, 2, "interleaved_1f1b", "fsdp") +
+                            " --trainer.fsdp.sharding_strategy SHARD_GRAD_OP --data.batch_size 4 " + clip_and_validate},
+       {"fsdp-sharded", fsdp_args + " --trainer.model_parallel.state_dict_type sharded", true}});
+  check_equal(fours[0], one);
+  check_equal(fours[1], one);
+  const auto& fsdp = fours[2];
   check_equal(fsdp, one);
-  check_equal(run_and_load(dir, "fsdp-grad-op",
-                           pipeline(4, 2, "interleaved_1f1b", "fsdp") +
-                               " --trainer.fsdp.sharding_strategy SHARD_GRAD_OP --data.batch_size 4 " + clip_and_validate),
-              one);
+  check_equal(fours[3], one);
+  check_same(fours[4], fsdp);
   // Its whole checkpoint (Adam's moments gathered from the shards) into one
   // process bit for bit; one more epoch from it on one process and on the
   // fsdp pipeline (each rank taking its stage's rows) agree.
   const std::string fsdp_ckpt = copied_checkpoint(dir, "fsdp");
-  // Sharded: each stage's part gathered over its dp ranks, one part per stage.
-  check_same(run_and_load(dir, "fsdp-sharded",
-                          pipeline(4, 2, "1f1b", "fsdp") + " --trainer.fsdp.min_num_params 50 --data.batch_size 4 " +
-                              clip_and_validate + " --trainer.model_parallel.state_dict_type sharded",
-                          true),
-             fsdp);
   const auto fsdp_sharded =
       fulgur::testing::copy_checkpoint(fulgur::testing::only_checkpoint(dir / "fsdp-sharded"), dir.path() / "fsdp-sharded-ckpt");
   CHECK(fulgur::testing::checkpoint_parts(fsdp_sharded) == 2);
   CHECK(fulgur::testing::joined_differs(fsdp_sharded, fsdp_ckpt) == "");
-  check_same(run_and_load(dir, "fsdp-to-1", "--data.batch_size 8 " + clip_and_validate + " --ckpt_path " + fsdp_ckpt),
-             fsdp);
   const std::string more = " --trainer.max_epochs 3 --ckpt_path " + fsdp_ckpt + " " + clip_and_validate;
-  const auto one_more = run_and_load(dir, "one-more", "--data.batch_size 8" + more);
+  const auto from_fsdp = run_all(dir, 1, {{"fsdp-to-1", "--data.batch_size 8 " + clip_and_validate + " --ckpt_path " + fsdp_ckpt},
+                                          {"one-more", "--data.batch_size 8" + more}});
+  check_same(from_fsdp[0], fsdp);
+  const auto& one_more = from_fsdp[1];
   CHECK_FALSE(torch::equal(one_more[0], fsdp[0]));
   check_equal(run_and_load(dir, "fsdp-more",
                            pipeline(4, 2, "1f1b", "fsdp") + " --trainer.fsdp.min_num_params 50 --data.batch_size 4" + more),
@@ -180,32 +219,39 @@ TEST_CASE("pipeline: a checkpoint of pp 2 loads into pp 1 and pp 1's into pp 2 b
   // Interleaved: each rank holds layers that are not next to each other.
   const auto pp2 = run_and_load(dir, "pp2", pipeline(2, 2, "interleaved_1f1b"), true);
   const std::string pp2_ckpt = copied_checkpoint(dir, "pp2");
-  // max_epochs as the checkpoint's: the fit restores and ends at once.
-  check_same(run_and_load(dir, "pp2-to-1", "--ckpt_path " + pp2_ckpt), pp2);
-  const auto one = run_and_load(dir, "one", "", true);
-  check_same(run_and_load(dir, "1-to-pp2", pipeline(2, 2, "1f1b") + " --ckpt_path " + copied_checkpoint(dir, "one")), one);
-  // One more epoch from pp 2's state (parameters and Adam's moments): on one process and on a pipeline.
-  const auto more = run_and_load(dir, "one-more", "--trainer.max_epochs 3 --ckpt_path " + pp2_ckpt);
+  // max_epochs as the checkpoint's: the fit restores and ends at once. One
+  // more epoch from pp 2's state (parameters and Adam's moments): on one
+  // process and on a pipeline.
+  const auto ones = run_all(dir, 1, {{"pp2-to-1", "--ckpt_path " + pp2_ckpt}, {"one", "", true},
+                                     {"one-more", "--trainer.max_epochs 3 --ckpt_path " + pp2_ckpt}});
+  check_same(ones[0], pp2);
+  const auto& one = ones[1];
+  const auto& more = ones[2];
   CHECK_FALSE(torch::equal(more[0], pp2[0]));
-  check_equal(run_and_load(dir, "pp2-more", pipeline(2, 2, "zero_bubble") + " --trainer.max_epochs 3 --ckpt_path " + pp2_ckpt),
-              more);
+  const auto twos =
+      run_all(dir, 2, {{"1-to-pp2", pipeline(2, 2, "1f1b") + " --ckpt_path " + copied_checkpoint(dir, "one")},
+                       {"pp2-more", pipeline(2, 2, "zero_bubble") + " --trainer.max_epochs 3 --ckpt_path " + pp2_ckpt}});
+  check_same(twos[0], one);
+  check_equal(twos[1], more);
 }
 
 TEST_CASE("pipeline: a sharded checkpoint (each stage its layers) consolidates to the whole one, and loads into pp 1 and pp 2") {
   TempDir dir("pipeline-sharded");
-  const auto whole = run_and_load(dir, "whole", pipeline(2, 2, "interleaved_1f1b"), true);
-  const auto sharded = run_and_load(dir, "sharded", pipeline(2, 2, "interleaved_1f1b") +
-                                                       " --trainer.model_parallel.state_dict_type sharded", true);
-  check_same(sharded, whole);
+  const auto both = run_all(dir, 2, {{"whole", pipeline(2, 2, "interleaved_1f1b"), true},
+                                     {"sharded", pipeline(2, 2, "interleaved_1f1b") +
+                                                     " --trainer.model_parallel.state_dict_type sharded", true}});
+  const auto& whole = both[0];
+  check_same(both[1], whole);
   const std::string whole_ckpt = copied_checkpoint(dir, "whole");
   const auto ckpt = fulgur::testing::copy_checkpoint(fulgur::testing::only_checkpoint(dir / "sharded"), dir.path() / "sharded-ckpt");
   CHECK(fulgur::testing::checkpoint_parts(ckpt) == 2);  // one per stage
   CHECK(fulgur::testing::joined_differs(ckpt, whole_ckpt) == "");
   // max_epochs as the checkpoint's: the fit restores and ends at once.
   check_same(run_and_load(dir, "to-1", "--ckpt_path " + ckpt.string()), whole);
-  const auto more = run_and_load(dir, "more-whole", pipeline(2, 2, "1f1b") + " --trainer.max_epochs 3 --ckpt_path " + whole_ckpt);
-  check_same(run_and_load(dir, "more-sharded", pipeline(2, 2, "1f1b") + " --trainer.max_epochs 3 --ckpt_path " + ckpt.string()),
-             more);
+  const auto mores =
+      run_all(dir, 2, {{"more-whole", pipeline(2, 2, "1f1b") + " --trainer.max_epochs 3 --ckpt_path " + whole_ckpt},
+                       {"more-sharded", pipeline(2, 2, "1f1b") + " --trainer.max_epochs 3 --ckpt_path " + ckpt.string()}});
+  check_same(mores[1], mores[0]);
 }
 
 TEST_CASE("pipeline: a signal to the last stage stops every stage after the same step; resumed, the run ends where one process ends") {
