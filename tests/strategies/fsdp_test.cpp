@@ -8,6 +8,7 @@
 // fsdp_units_test, a ctest entry of its own (tests/CMakeLists.txt), so that
 // neither entry takes over 90 s.
 #include "support/pickled_tensor.hpp"
+#include "support/probe_commands.hpp"
 #include "support/test_support.hpp"
 
 #include <fulgur/fulgur.hpp>
@@ -80,13 +81,9 @@ struct Run {
 /// start once, not once per run. Requires every run to succeed.
 void fit_all(const TempDir& dir, int world, const std::vector<Run>& runs) {
   const std::filesystem::path file = dir / (runs.front().name + ".runs");
-  {
-    std::ofstream out(file);
-    for (const Run& run : runs) out << probe_args(dir, run.name, run.extra, run.epochs, run.checkpointing) << "\n";
-  }
-  const std::string command = kProbe + " runs " + std::to_string(world) + " " + file.string();
-  const auto result = run_command(command, 300);
-  INFO(command);
+  std::vector<std::string> lines;
+  for (const Run& run : runs) lines.push_back(probe_args(dir, run.name, run.extra, run.epochs, run.checkpointing));
+  const auto result = fulgur::testing::run_in_one_launch(kProbe, world, file, lines);
   INFO(read_file(file));
   INFO(result.output);
   REQUIRE(result.exit_code == 0);

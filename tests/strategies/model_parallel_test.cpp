@@ -15,7 +15,6 @@
 
 #include <csignal>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -67,12 +66,9 @@ struct Run {
 /// the ranks start once, not once per run. Each run's parameters, in order.
 std::vector<torch::Tensor> run_all(const TempDir& dir, int world, const std::vector<Run>& runs,
                                    const std::string& program = kProbe) {
-  const std::filesystem::path file = dir / (runs.front().name + ".runs");
-  {
-    std::ofstream out(file);
-    for (const Run& run : runs) out << fit_args(dir, run.name, run.extra) << "\n";
-  }
-  const auto result = run_command(program + " runs " + std::to_string(world) + " " + file.string(), 300);
+  std::vector<std::string> lines;
+  for (const Run& run : runs) lines.push_back(fit_args(dir, run.name, run.extra));
+  const auto result = fulgur::testing::run_in_one_launch(program, world, dir / (runs.front().name + ".runs"), lines);
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
   std::vector<torch::Tensor> params;

@@ -18,7 +18,6 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -53,15 +52,20 @@ std::string pipeline(int64_t devices, int64_t pp, const std::string& schedule, c
                      devices, dp, pp, schedule);
 }
 
-/// Every layer's final parameters, as the run's ranks wrote them.
+/// Every layer's final parameters, as run `name`'s ranks wrote them.
+std::vector<torch::Tensor> load_layers(const TempDir& dir, const std::string& name) {
+  std::vector<torch::Tensor> layers;
+  for (int64_t i = 0; i < kLayers; ++i) layers.push_back(load_pickled_tensor(dir / fmt::format("{}.pt.layer{}", name, i)));
+  return layers;
+}
+
+/// Runs `name` and loads its layers.
 std::vector<torch::Tensor> run_and_load(const TempDir& dir, const std::string& name, const std::string& extra,
                                         bool checkpoints = false) {
   const auto result = run_command(fit(dir, name, extra, checkpoints), 120);
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
-  std::vector<torch::Tensor> layers;
-  for (int64_t i = 0; i < kLayers; ++i) layers.push_back(load_pickled_tensor(dir / fmt::format("{}.pt.layer{}", name, i)));
-  return layers;
+  return load_layers(dir, name);
 }
 
 struct Run {
@@ -72,20 +76,13 @@ struct Run {
 /// Runs of one world size in one launch (`runs`, tests/probes/probe_runs.hpp):
 /// the ranks start once, not once per run. Each run's layers, in order.
 std::vector<std::vector<torch::Tensor>> run_all(const TempDir& dir, int world, const std::vector<Run>& runs) {
-  const std::filesystem::path file = dir / (runs.front().name + ".runs");
-  {
-    std::ofstream out(file);
-    for (const Run& run : runs) out << fit_args(dir, run.name, run.extra, run.checkpoints) << "\n";
-  }
-  const auto result = run_command(kProbe + " runs " + std::to_string(world) + " " + file.string(), 300);
+  std::vector<std::string> lines;
+  for (const Run& run : runs) lines.push_back(fit_args(dir, run.name, run.extra, run.checkpoints));
+  const auto result = fulgur::testing::run_in_one_launch(kProbe, world, dir / (runs.front().name + ".runs"), lines);
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
   std::vector<std::vector<torch::Tensor>> all;
-  for (const Run& run : runs) {
-    std::vector<torch::Tensor> layers;
-    for (int64_t i = 0; i < kLayers; ++i) layers.push_back(load_pickled_tensor(dir / fmt::format("{}.pt.layer{}", run.name, i)));
-    all.push_back(std::move(layers));
-  }
+  for (const Run& run : runs) all.push_back(load_layers(dir, run.name));
   return all;
 }
 

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace fulgur::testing {
 
@@ -18,5 +19,12 @@ std::string ddp_probe_fit(const std::filesystem::path& root, const std::string& 
 /// ddp_probe_fit for 2 epochs in run folder dir/name, writing the final
 /// parameters to dir/name.pt: what the equivalence tests compare.
 std::string ddp_probe_fit_named(const TempDir& dir, const std::string& name, const std::string& extra);
+
+/// `program runs WORLD FILE` (tests/probes/probe_runs.hpp): each of
+/// `command_lines` (a probe's arguments after the program) one after another
+/// in one launch of `world` ranks, so the ranks start once, not once per run.
+/// FILE, written here, is `file`.
+CommandResult run_in_one_launch(const std::string& program, int world, const std::filesystem::path& file,
+                                const std::vector<std::string>& command_lines, int timeout_s = 300);
 
 }  // namespace fulgur::testing
