@@ -39,6 +39,14 @@ Run train(const TempDir& dir, const std::string& name, const std::string& flags,
   return {result.exit_code, result.output, loaded};
 }
 
+/// The run every split of the model must end equal to: ddp on 2 processes.
+/// Trained once and shared by the cases that compare with it.
+const Run& ddp_reference() {
+  static const TempDir dir("example-transformer-lm-ddp");
+  static const Run ddp = train(dir, "ddp", "--devices 2 --strategy ddp");
+  return ddp;
+}
+
 double perplexity(const std::string& output) {
   const auto at = output.find("perplexity ");
   REQUIRE(at != std::string::npos);
@@ -51,7 +59,7 @@ TEST_CASE("transformer_lm example: FULL_SHARD on 2 processes ends where ddp ends
   // The corpus comes with Debian's libpython3.11-stdlib (scripts/setup.sh installs it).
   REQUIRE(std::filesystem::exists("/usr/lib/python3.11/pydoc_data/topics.py"));
   TempDir dir("example-transformer-lm");
-  const Run ddp = train(dir, "ddp", "--devices 2 --strategy ddp");
+  const Run& ddp = ddp_reference();
   INFO(ddp.output);
   REQUIRE(ddp.exit_code == 0);
   const Run full = train(dir, "full", "--devices 2 --strategy fsdp --fsdp.sharding_strategy FULL_SHARD --fsdp.state_dict_type sharded");
@@ -74,7 +82,7 @@ TEST_CASE("transformer_lm example: FULL_SHARD on 2 processes ends where ddp ends
 TEST_CASE("transformer_lm example: tp 2 x dp 2 with sequence parallelism, cp 2 x dp 2, pp 2 x dp 2 and pp x tp x dp end where ddp on 2 ends") {
   REQUIRE(std::filesystem::exists("/usr/lib/python3.11/pydoc_data/topics.py"));
   TempDir dir("example-transformer-lm-mesh");
-  const Run ddp = train(dir, "ddp", "--devices 2 --strategy ddp");
+  const Run& ddp = ddp_reference();
   INFO(ddp.output);
   REQUIRE(ddp.exit_code == 0);
   // The same global batch: dp 2 in each, the model split over the other 2.

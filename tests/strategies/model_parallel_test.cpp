@@ -161,7 +161,8 @@ TEST_CASE("model_parallel: gradient clipping takes the norm over every shard, as
                         1e-5));
 }
 
-TEST_CASE("model_parallel: a checkpoint written on tp 2 loads into tp 1 and tp 4, and dp 2 x tp 2 into dp 4, bit for bit") {
+TEST_CASE("model_parallel: a checkpoint written on tp 2 loads into tp 1 and tp 4, and dp 2 x tp 2 into dp 4, bit for bit" *
+          doctest::test_suite("model_parallel_checkpoint_test")) {
   TempDir dir("model-parallel-reshard");
   const torch::Tensor tp2 = run_and_load(dir, "tp2", mesh(2, 2) + " --data.batch_size 8");
   // A copy: a fit resumed from a checkpoint in another run's folder may replace it as its best.
@@ -186,7 +187,8 @@ TEST_CASE("model_parallel: a checkpoint written on tp 2 loads into tp 1 and tp 4
   CHECK(torch::equal(run_and_load(dir, "dp4", mesh(4, 1) + " --data.batch_size 4 --ckpt_path " + grid_ckpt), grid));
 }
 
-TEST_CASE("model_parallel: a sharded checkpoint (each tp rank its slices) consolidates to the whole one, and loads into tp 1 and tp 4") {
+TEST_CASE("model_parallel: a sharded checkpoint (each tp rank its slices) consolidates to the whole one, and loads into tp 1 and tp 4" *
+          doctest::test_suite("model_parallel_checkpoint_test")) {
   TempDir dir("model-parallel-sharded");
   const std::string tp2 = mesh(2, 2, "ddp") + " --data.batch_size 8";
   const auto both = run_all(dir, 2, {{"whole", tp2}, {"sharded", tp2 + " --trainer.model_parallel.state_dict_type sharded"}});
@@ -206,7 +208,8 @@ TEST_CASE("model_parallel: a sharded checkpoint (each tp rank its slices) consol
   CHECK(torch::equal(mores[1], mores[0]));
 }
 
-TEST_CASE("model_parallel: with fsdp along dp, the sharded checkpoint (each tp slice whole over dp) equals the whole one") {
+TEST_CASE("model_parallel: with fsdp along dp, the sharded checkpoint (each tp slice whole over dp) equals the whole one" *
+          doctest::test_suite("model_parallel_checkpoint_test")) {
   TempDir dir("model-parallel-sharded-fsdp");
   const std::string grid = mesh(4, 2) + " --data.batch_size 4 --trainer.max_epochs 1";
   const auto both = run_all(dir, 4, {{"whole", grid}, {"sharded", grid + " --trainer.model_parallel.state_dict_type sharded"}});
@@ -219,7 +222,8 @@ TEST_CASE("model_parallel: with fsdp along dp, the sharded checkpoint (each tp s
   CHECK(torch::equal(run_and_load(dir, "tp1", "--data.batch_size 8 --trainer.max_epochs 1 --ckpt_path " + ckpt.string()), whole));
 }
 
-TEST_CASE("model_parallel: SIGTERM to one tp rank stops both after the same step with a checkpoint; resumed, the run ends where one process ends") {
+TEST_CASE("model_parallel: SIGTERM to one tp rank stops both after the same step with a checkpoint; resumed, the run ends where one process ends" *
+          doctest::test_suite("model_parallel_checkpoint_test")) {
   TempDir dir("model-parallel-sigterm");
   const torch::Tensor one = run_and_load(dir, "one", "");
   // 4 steps per epoch, 8 in all: SIGTERM on global rank 1 (tp rank 1) during step 5.

@@ -255,9 +255,9 @@ TEST_CASE("slurm: a batch script that forgets srun: refused with several tasks, 
 // With --time=1 --signal=USR1@20 SLURM's warning comes on the first tick of
 // slurmctld's 30 s timer at least 10 s after the start; the case submits the
 // job so that this is the first tick after it starts (10-15 s after the
-// start). 1200 steps take about 30 s on two idle CPU ranks (2000: over
-// 50 s), so it comes mid-run.
-const std::string kRequeueSteps = "--trainer.max_steps 1200 --trainer.max_epochs -1 --trainer.deterministic true";
+// start). 800 steps take about 20 s on two idle CPU ranks, after 3-5 s of
+// start-up (longer on a busy machine), so it comes mid-run.
+const std::string kRequeueSteps = "--trainer.max_steps 800 --trainer.max_epochs -1 --trainer.deterministic true";
 const std::filesystem::path kReference = kBinary + "/Testing/slurm-requeue-reference";
 
 // The same job as the requeue case's, without --time: what it must end equal
