@@ -117,7 +117,10 @@ JobResult run_job(const std::string& sbatch_command, int seconds) {
 /// revocation of its previous attempt's, and the job then ends FAILED
 /// (slurmctld.log: "Killing non-startable batch JobId=N: Job credential
 /// revoked"). So only once the hold has been seen for two seconds and the
-/// node is idle again (the previous attempt is cleaned up).
+/// node is idle again (the previous attempt is cleaned up). The restarted
+/// attempt gets 10 minutes: with the first one's minute it would be warned
+/// again on a busy machine and requeue once more (as a real job does near
+/// its limit), which the case has already shown.
 class HeldJobStarter {
  public:
   explicit HeldJobStarter(std::string job) : job_(std::move(job)) {}
@@ -132,7 +135,7 @@ class HeldJobStarter {
     if (!held_since_) held_since_ = now;
     if (now - *held_since_ < std::chrono::seconds(2)) return;
     if (run_command("sinfo -h -o %T", 30).output.rfind("idle", 0) != 0) return;
-    run_command("scontrol update JobId=" + job_ + " StartTime=now", 30);
+    run_command("scontrol update JobId=" + job_ + " StartTime=now TimeLimit=10", 30);
     held_since_.reset();
   }
 
