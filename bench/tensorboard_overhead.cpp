@@ -10,6 +10,7 @@
 //
 //   build/bin/tensorboard_overhead [--epochs 6] [--data data/digits-cinic]
 #include "../examples/cinic10/lit_classifier.hpp"
+#include "bench_paths.hpp"
 #include "bench_support.hpp"
 
 #include <fulgur/datamodules/datasets/cinic10.hpp>
@@ -57,7 +58,7 @@ struct EpochTimer : fulgur::Callback {
 
 int main(int argc, char** argv) {
   const int64_t epochs = std::stoll(flag(argc, argv, "--epochs", "6"));
-  const std::string root = flag(argc, argv, "--data", std::string(FULGUR_SOURCE_DIR) + "/data/digits-cinic");
+  const std::string root = flag(argc, argv, "--data", std::string(fulgur::bench::kSourceDir) + "/data/digits-cinic");
   const auto logs = std::filesystem::temp_directory_path() / fmt::format("tensorboard_overhead_{}", getpid());
   torch::manual_seed(42);
 

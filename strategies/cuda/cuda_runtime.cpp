@@ -1,5 +1,7 @@
 #include <fulgur/strategies/cuda/cuda_runtime.hpp>
 
+#include <fulgur/core/module_build_dir.hpp>
+
 #include <fulgur_cuda_module_paths.hpp>
 
 #include <dlfcn.h>
@@ -28,9 +30,7 @@ std::vector<std::string> candidates() {
   std::error_code error;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", error);
   if (!error) paths.push_back((exe.parent_path().parent_path() / "lib" / FULGUR_CUDA_MODULE_NAME).string());
-#ifdef FULGUR_CUDA_MODULE_BUILD_PATH
-  paths.emplace_back(FULGUR_CUDA_MODULE_BUILD_PATH);
-#endif
+  paths.push_back(std::string(kModuleBuildDir) + "/" FULGUR_CUDA_MODULE_NAME);
 #ifdef FULGUR_CUDA_MODULE_INSTALL_PATH
   paths.emplace_back(FULGUR_CUDA_MODULE_INSTALL_PATH);
 #endif

@@ -1,5 +1,7 @@
 #include <fulgur/strategies/mpi/mpi_runtime.hpp>
 
+#include <fulgur/core/module_build_dir.hpp>
+
 #include <fulgur_mpi_module_paths.hpp>
 
 #include <dlfcn.h>
@@ -29,7 +31,7 @@ LoadedMpiModule load_mpi_module() {
   std::error_code error;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", error);
   if (!error) paths.push_back((exe.parent_path().parent_path() / "lib" / FULGUR_MPI_MODULE_NAME).string());
-  paths.emplace_back(FULGUR_MPI_MODULE_BUILD_PATH);
+  paths.push_back(std::string(kModuleBuildDir) + "/" FULGUR_MPI_MODULE_NAME);
   paths.emplace_back(FULGUR_MPI_MODULE_INSTALL_PATH);
   std::string errors;
   for (const auto& path : paths) {
