@@ -3,7 +3,6 @@
 // mpirun's also with process_group_backend mpi.
 #include "support/test_support.hpp"
 
-#include <fulgur/strategies/launchers/network.hpp>
 
 #include <doctest/doctest.h>
 
@@ -17,7 +16,7 @@ using fulgur::testing::TempDir;
 namespace {
 
 // A fixed port would meet another checkout's run of this test on the same machine.
-std::string free_port() { return std::to_string(fulgur::pick_free_port("127.0.0.1")); }
+std::string free_port() { return std::to_string(fulgur::testing::free_port()); }
 
 void check_script(const std::string& name, const std::string& script, const std::string& variables) {
   TempDir dir("launch-script-" + name);

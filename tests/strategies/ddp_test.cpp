@@ -4,7 +4,6 @@
 #include "support/probe_commands.hpp"
 #include "support/test_support.hpp"
 
-#include <fulgur/strategies/launchers/network.hpp>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -112,14 +111,14 @@ void check_matches_own_launcher(const std::string& name, const std::string& laun
 TEST_CASE("ddp: real torchrun starts the ranks and gives the same result") {
   check_matches_own_launcher(
       "torchrun", fmt::format("{}/.venv/bin/torchrun --no-python --nproc-per-node 2 --master-port {}",
-                              FULGUR_SOURCE_DIR, fulgur::pick_free_port("127.0.0.1")));
+                              FULGUR_SOURCE_DIR, fulgur::testing::free_port()));
 }
 
 TEST_CASE("ddp: real mpirun (OpenMPI) starts the ranks and gives the same result") {
   // Root needs --allow-run-as-root; the rendezvous comes from MASTER_ADDR/MASTER_PORT.
   check_matches_own_launcher("mpirun",
                              "mpirun --allow-run-as-root --oversubscribe -np 2 -x MASTER_ADDR=127.0.0.1 -x "
-                             "MASTER_PORT=" + std::to_string(fulgur::pick_free_port("127.0.0.1")));
+                             "MASTER_PORT=" + std::to_string(fulgur::testing::free_port()));
 }
 
 TEST_CASE("ddp: mpirun with a FileStore rendezvous on a shared path instead of MASTER_ADDR/PORT") {

@@ -13,7 +13,6 @@
 
 #include <fulgur/fulgur.hpp>
 #include <fulgur/strategies/fsdp_strategy.hpp>
-#include <fulgur/strategies/launchers/network.hpp>
 
 #include <torch/torch.h>
 
@@ -92,7 +91,7 @@ void fit_all(const TempDir& dir, int world, const std::vector<Run>& runs) {
 /// Runs the probe as `name` on 2 nodes x 2 ranks of this machine: one
 /// torchrun per node, meeting on a free port; requires both to succeed.
 void fit_two_nodes(const TempDir& dir, const std::string& name, const std::string& extra, bool checkpointing) {
-  const int port = fulgur::pick_free_port("127.0.0.1");
+  const int port = fulgur::testing::free_port();
   std::string script = "set -u\n";
   for (int node = 0; node < 2; ++node) {
     script += std::string(FULGUR_SOURCE_DIR) + "/.venv/bin/torchrun --no-python --nnodes 2 --nproc-per-node 2 " +

@@ -6,7 +6,6 @@
 #include "support/test_support.hpp"
 
 #include <fulgur/strategies/launchers/local_launcher.hpp>
-#include <fulgur/strategies/launchers/network.hpp>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -148,7 +147,7 @@ TEST_CASE("horovod: without a launcher to stop it, the stuck rank fails once its
   // the process itself). Rank 0 shuts down 3 s into the stall; rank 1 sleeps
   // 9 s, so it is still asleep then (15 s only waited longer).
   TempDir dir("horovod-stall-external");
-  const int port = fulgur::pick_free_port("127.0.0.1");
+  const int port = fulgur::testing::free_port();
   std::string command;
   for (int rank = 0; rank < 2; ++rank) {
     command += fmt::format(
@@ -192,7 +191,7 @@ TEST_CASE("horovod: real mpirun (OpenMPI) starts the ranks and gives fulgur's la
   const std::string args = "--trainer.devices 2 --data.batch_size 8 --trainer.strategy horovod";
   run_ok(fit_command(dir, "ours", args));
   run_ok("mpirun --allow-run-as-root --oversubscribe -np 2 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=" +
-         std::to_string(fulgur::pick_free_port("127.0.0.1")) + " " +
+         std::to_string(fulgur::testing::free_port()) + " " +
          fit_command(dir, "mpi", args));
   CHECK(torch::allclose(load_pickled_tensor(dir / "mpi.pt"), load_pickled_tensor(dir / "ours.pt"), 1e-6, 1e-6));
 }

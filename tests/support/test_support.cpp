@@ -1,15 +1,22 @@
 #include "test_support.hpp"
 #include "metrics_csv.hpp"
 
-#include <algorithm>
-#include <array>
-#include <vector>
-#include <cstdio>
-#include <fstream>
-#include <sstream>
-#include <stdexcept>
+#include <fulgur/strategies/launchers/network.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
 
 namespace fulgur::testing {
 
@@ -133,6 +140,28 @@ namespace fulgur::testing {
 double last_csv_value(const std::string& csv, const std::string& column) {
   const auto values = csv_column(csv, column);
   return values.empty() ? -1 : std::stod(values.back().second);
+}
+
+int free_port() {
+  int ephemeral_low = 32768;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral_low;
+  constexpr int kLowest = 10000;
+  if (ephemeral_low <= kLowest + 1000) return fulgur::pick_free_port("127.0.0.1");
+  std::mt19937 draw(std::random_device{}());
+  std::uniform_int_distribution<int> ports(kLowest, ephemeral_low - 1);
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int port = ports(draw);
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) break;
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool bound = ::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
+    ::close(fd);
+    if (bound) return port;
+  }
+  throw std::runtime_error("[free_port] no free TCP port below " + std::to_string(ephemeral_low) + " on 127.0.0.1");
 }
 
 

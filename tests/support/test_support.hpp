@@ -67,4 +67,13 @@ std::string joined_differs(const std::filesystem::path& sharded, const std::file
 /// The last non-empty value of `column` in a metrics.csv text; -1 if none.
 double last_csv_value(const std::string& csv, const std::string& column);
 
+/// A TCP port on 127.0.0.1 that nothing listens on, for a launcher the test
+/// starts (torchrun, mpirun, ranks started by hand) to bind seconds later.
+/// Drawn at random below the kernel's ephemeral range
+/// (/proc/sys/net/ipv4/ip_local_port_range): a port from bind(0), as
+/// fulgur::pick_free_port gives, is one the kernel may hand to any other
+/// test's outgoing connection meanwhile (a torchrun case failed so, with
+/// EADDRINUSE, beside two other tests).
+int free_port();
+
 }  // namespace fulgur::testing

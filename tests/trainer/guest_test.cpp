@@ -17,7 +17,6 @@
 #include <fulgur/online/fabric.hpp>
 #include <fulgur/online/online_trainer.hpp>
 #include <fulgur/strategies/environments/local_environment.hpp>
-#include <fulgur/strategies/launchers/network.hpp>
 #include <fulgur/trainer/connectors/stop_signal_error.hpp>
 #include <fulgur/trainer/run_settings.hpp>
 
@@ -252,7 +251,7 @@ TEST_CASE("guest: a 1-rank ddp run holds SIGPIPE ignored during the run only; tw
   TempDir dir("guest-sigpipe");
   // A process group of one (ddp, devices 1) on a store port nobody else uses.
   const auto platform_with_group = [] {
-    const int port = fulgur::pick_free_port("127.0.0.1");
+    const int port = fulgur::testing::free_port();
     Platform platform;
     platform.environment = std::make_shared<LocalEnvironment>([port](const std::string& name) {
       return name == "MASTER_PORT" ? std::optional<std::string>(std::to_string(port)) : std::nullopt;

@@ -2,7 +2,6 @@
 // and awkward lengths, and a rank killed mid-ring does not hang the others.
 #include "support/test_support.hpp"
 
-#include <fulgur/strategies/launchers/network.hpp>
 #include <fulgur/strategies/collectives/ring_allreduce.hpp>
 
 #include <torch/torch.h>
@@ -45,7 +44,7 @@ TEST_CASE("ring allreduce: equals Gloo (sum, mean) for 1 to 5 ranks and sizes 0,
 TEST_CASE("ring allreduce: a rank killed mid-ring makes the others fail, not hang") {
   // Ranks started by hand (no supervisor to stop the survivors): each must
   // notice the dead peer itself.
-  const int port = fulgur::pick_free_port("127.0.0.1");  // not a fixed range other tests may hold
+  const int port = fulgur::testing::free_port();  // a free port, not a fixed one other tests may hold
   std::string command = "cd /tmp; ";
   for (int rank = 0; rank < 3; ++rank) {
     command += fmt::format(

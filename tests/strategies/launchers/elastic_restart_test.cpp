@@ -4,7 +4,6 @@
 #include "support/pickled_tensor.hpp"
 #include "support/test_support.hpp"
 
-#include <fulgur/strategies/launchers/network.hpp>
 
 #include <torch/torch.h>
 
@@ -23,7 +22,7 @@ using fulgur::testing::TempDir;
 namespace {
 
 std::string torchrun_fit(const TempDir& dir, const std::string& name, const std::string& extra) {
-  const int port = fulgur::pick_free_port("127.0.0.1");
+  const int port = fulgur::testing::free_port();
   return std::string(FULGUR_SOURCE_DIR) + "/.venv/bin/torchrun --no-python --nnodes 1 --nproc-per-node 2 " +
          "--max-restarts 2 --master-port " + std::to_string(port) + " " + FULGUR_BINARY_DIR +
          "/bin/ddp_probe fit --seed_everything 7 --trainer.accelerator cpu --trainer.devices 2 " +

@@ -165,6 +165,27 @@ TEST_CASE("pick_free_port returns a port that can be bound") {
                        std::runtime_error);
 }
 
+TEST_CASE("the tests' free_port: below the ephemeral range, and nothing listens on it") {
+  int ephemeral_low = 0;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral_low;
+  // A range that leaves no room below it (under 11000) gets bind(0)'s ports instead.
+  const bool below = ephemeral_low > 11000;
+  for (int i = 0; i < 20; ++i) {
+    const int port = fulgur::testing::free_port();
+    CHECK(port > 0);
+    if (below) CHECK(port >= 10000);
+    if (below) CHECK(port < ephemeral_low);
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+    ::close(fd);
+  }
+}
+
 TEST_CASE("LocalLauncher: three ranks get distinct RANKs and the same WORLD_SIZE and MASTER_PORT") {
   const std::string token = unique_token();
   const auto start = Clock::now();

@@ -6,7 +6,6 @@
 #include "support/tiny_modules.hpp"
 
 #include <fulgur/datamodules/loading/default_num_workers.hpp>
-#include <fulgur/strategies/launchers/network.hpp>
 #include <fulgur/strategies/environments/slurm_environment.hpp>
 #include <fulgur/trainer/run_identity.hpp>
 #include <fulgur/trainer/connectors/signal_connector.hpp>
@@ -306,7 +305,7 @@ TEST_CASE("signal stop: SIGTERM from outside to one torchrun rank stops both at 
   // pid comes from the file it writes when training starts.
   const std::string torchrun =
       std::string(FULGUR_SOURCE_DIR) + "/.venv/bin/torchrun --no-python --nproc-per-node 2 --master-port " +
-      std::to_string(fulgur::pick_free_port("127.0.0.1")) + " ";
+      std::to_string(fulgur::testing::free_port()) + " ";
   const std::string pid_file = (dir / "pid").string();
   const std::string command =
       "( " + torchrun +
