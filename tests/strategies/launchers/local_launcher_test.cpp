@@ -147,18 +147,26 @@ TEST_CASE("LocalLauncher: a validation error reaches the user of a binary before
   CHECK(probe_lines(result.output).empty());
 }
 
-TEST_CASE("pick_free_port returns a port that can be bound") {
-  const int port = fulgur::pick_free_port("127.0.0.1");
-  CHECK(port > 0);
-  CHECK(port <= 65535);
+namespace {
+// Whether a TCP socket can bind `port` on 127.0.0.1 (nothing holds it).
+bool can_bind(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   REQUIRE(fd >= 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  CHECK(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
   ::close(fd);
+  return bound;
+}
+}  // namespace
+
+TEST_CASE("pick_free_port returns a port that can be bound") {
+  const int port = fulgur::pick_free_port("127.0.0.1");
+  CHECK(port > 0);
+  CHECK(port <= 65535);
+  CHECK(can_bind(port));
 
   CHECK_THROWS_WITH_AS(fulgur::pick_free_port("no-such-host.invalid"),
                        doctest::Contains("[pick_free_port] cannot resolve address 'no-such-host.invalid'"),
@@ -175,14 +183,7 @@ TEST_CASE("the tests' free_port: below the ephemeral range, and nothing listens 
     CHECK(port > 0);
     if (below) CHECK(port >= 10000);
     if (below) CHECK(port < ephemeral_low);
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-    ::close(fd);
+    CHECK(can_bind(port));
   }
 }
 
