@@ -10,7 +10,16 @@
 #include <iostream>
 #include <map>
 
+namespace fulgur::cli {
+
+template TrainerOptions read_options(ConfigSection&, TrainerOptions, const std::set<std::string>&);
+
+}  // namespace fulgur::cli
+
 namespace fulgur::cli::detail {
+
+template FlagTable flag_table(const TrainerOptions&);
+template TrainerOptions read_flags(const YAML::Node&, TrainerOptions);
 
 std::string flag_help(const char* name, const char* doc, const YAML::Node& default_value, bool section) {
   if (section) return fmt::format("  --{}.KEY VALUE  {} (a section)", name, doc);

@@ -5,6 +5,7 @@
 #include <fulgur/trainer/cli/config_error.hpp>
 #include <fulgur/trainer/cli/config_section.hpp>
 #include <fulgur/trainer/cli/options_yaml.hpp>
+#include <fulgur/trainer/trainer_options.hpp>
 
 #include <yaml-cpp/yaml.h>
 
@@ -74,6 +75,15 @@ Options read_flags(const YAML::Node& node, Options defaults) {
 /// "unknown flag '--max_epoch'; did you mean 'max_epochs'?". `--help`
 /// prints every flag with its default and exits 0. Two structs must not
 /// declare the same field name (an error at the first run).
+// The Trainer's own options are read and listed by the library, compiled
+// once (parse_options.cpp): a main() that parses them does not generate the
+// reader of its hundred fields again (a third of a small main's code).
+extern template TrainerOptions read_options(ConfigSection&, TrainerOptions, const std::set<std::string>&);
+namespace detail {
+extern template FlagTable flag_table(const TrainerOptions&);
+extern template TrainerOptions read_flags(const YAML::Node&, TrainerOptions);
+}  // namespace detail
+
 template <DeclaredOptions... Options>
 std::tuple<Options...> parse_options(int argc, const char* const* argv, Options... defaults) {
   const std::vector<YAML::Node> nodes = detail::split_flags(argc, argv, {detail::flag_table(defaults)...});
