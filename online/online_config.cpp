@@ -6,6 +6,7 @@
 
 #include <fulgur/trainer/cli/config_section.hpp>
 #include <fulgur/trainer/cli/options_yaml.hpp>
+#include <fulgur/trainer/cli/parse_options.hpp>  // read_options<TrainerOptions>: compiled once, in parse_options.cpp
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -142,6 +142,18 @@ double last_csv_value(const std::string& csv, const std::string& column) {
   return values.empty() ? -1 : std::stod(values.back().second);
 }
 
+bool can_bind(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error("[can_bind] socket() failed");
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool bound = ::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
+  ::close(fd);
+  return bound;
+}
+
 int free_port() {
   int ephemeral_low = 32768;
   std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral_low;
@@ -151,15 +163,7 @@ int free_port() {
   std::uniform_int_distribution<int> ports(kLowest, ephemeral_low - 1);
   for (int attempt = 0; attempt < 100; ++attempt) {
     const int port = ports(draw);
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) break;
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<uint16_t>(port));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    const bool bound = ::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
-    ::close(fd);
-    if (bound) return port;
+    if (can_bind(port)) return port;
   }
   throw std::runtime_error("[free_port] no free TCP port below " + std::to_string(ephemeral_low) + " on 127.0.0.1");
 }

@@ -67,6 +67,9 @@ std::string joined_differs(const std::filesystem::path& sharded, const std::file
 /// The last non-empty value of `column` in a metrics.csv text; -1 if none.
 double last_csv_value(const std::string& csv, const std::string& column);
 
+/// Whether a TCP socket can bind `port` on 127.0.0.1 now (nothing holds it).
+bool can_bind(int port);
+
 /// A TCP port on 127.0.0.1 that nothing listens on, for a launcher the test
 /// starts (torchrun, mpirun, ranks started by hand) to bind seconds later.
 /// Drawn at random below the kernel's ephemeral range

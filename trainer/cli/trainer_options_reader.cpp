@@ -1,6 +1,7 @@
 #include <fulgur/trainer/cli/trainer_options_reader.hpp>
 
 #include <fulgur/trainer/cli/options_yaml.hpp>
+#include <fulgur/trainer/cli/parse_options.hpp>  // read_options<TrainerOptions>: compiled once, in parse_options.cpp
 
 #include <fmt/format.h>
 

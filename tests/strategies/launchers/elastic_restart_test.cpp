@@ -4,7 +4,6 @@
 #include "support/pickled_tensor.hpp"
 #include "support/test_support.hpp"
 
-
 #include <torch/torch.h>
 
 #include <doctest/doctest.h>

@@ -14,13 +14,12 @@
 #include <sstream>
 #include <thread>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 namespace local_launcher_test {
 
 using namespace fulgur;
+using fulgur::testing::can_bind;
 using fulgur::testing::run_command;
 using fulgur::testing::TempDir;
 
@@ -146,21 +145,6 @@ TEST_CASE("LocalLauncher: a validation error reaches the user of a binary before
         std::string::npos);
   CHECK(probe_lines(result.output).empty());
 }
-
-namespace {
-// Whether a TCP socket can bind `port` on 127.0.0.1 (nothing holds it).
-bool can_bind(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  ::close(fd);
-  return bound;
-}
-}  // namespace
 
 TEST_CASE("pick_free_port returns a port that can be bound") {
   const int port = fulgur::pick_free_port("127.0.0.1");
