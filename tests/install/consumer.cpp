@@ -5,6 +5,8 @@
 #include "line_data.hpp"
 #include "line_model.hpp"
 
+#include <fmt/format.h>
+
 #include <iomanip>
 #include <iostream>
 
@@ -58,7 +60,8 @@ int main(int argc, char** argv) {
   // `consumer version`: the installed <fulgur/version.hpp> and the CMake
   // package (fulgur_VERSION) must name the same version.
   if (argc == 2 && std::string(argv[1]) == "version") {
-    std::cout << "header " << fulgur::kVersion << " package " << CONSUMER_PACKAGE_VERSION << std::endl;
+    // fmt's compiled half comes from the installed library (the wheel's fmt has headers only).
+    std::cout << fmt::format("header {} package {}", fulgur::kVersion, CONSUMER_PACKAGE_VERSION) << std::endl;
     return fulgur::kVersion == CONSUMER_PACKAGE_VERSION ? 0 : 1;
   }
   Line model(LineOptions().lr(0.1));
