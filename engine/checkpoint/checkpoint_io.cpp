@@ -1,5 +1,6 @@
 #include <fulgur/engine/checkpoint/checkpoint_io.hpp>
 
+#include <fulgur/core/first_line.hpp>
 #include <fulgur/engine/checkpoint/checkpoint_error.hpp>
 #include <fulgur/engine/checkpoint/zip_checksums.hpp>
 
@@ -21,7 +22,7 @@
 namespace fulgur {
 namespace {
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+using detail::first_line;
 
 /// Temp files are hidden and carry the target's name, so stale ones from a
 /// killed writer can be recognised and removed. Appended rather than

@@ -1,5 +1,6 @@
 #include <fulgur/trainer/loops/cuda_graph_step.hpp>
 
+#include <fulgur/core/first_line.hpp>
 #include <fulgur/modules/lightning_module.hpp>
 #include <fulgur/modules/scoped_metric_sink.hpp>
 #include <fulgur/strategies/cuda/cuda_runtime.hpp>
@@ -14,13 +15,12 @@
 namespace fulgur {
 namespace {
 
+using detail::first_line;
+
 using CaptureFn = void (*)(int64_t, const std::function<void()>&, std::shared_ptr<void>&, std::string&);
 using ReplayFn = void (*)(const std::shared_ptr<void>&);
 
 void say(const std::string& line) { std::cerr << "fulgur: cuda_graph: " << line << std::endl; }
-
-// The first line of an error (LibTorch's carry a backtrace after it).
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 // Passes log() calls on, noting whether a Metric object is logged: its
 // update keeps state on the host, which a replayed graph would not update.
