@@ -1,3 +1,4 @@
+#include <fulgur/core/first_line.hpp>
 #include <fulgur/modules/state_dict.hpp>
 #include <fulgur/modules/weights_file.hpp>
 
@@ -31,7 +32,7 @@ c10::Dict<std::string, torch::Tensor> read_state_dict(const std::string& path) {
           path));
     }
     throw std::invalid_argument(fmt::format("[read_state_dict] '{}' is not a file written by torch.save: {}", path,
-                                            what.substr(0, what.find('\n'))));
+                                            detail::first_line(what)));
   }
   if (!value.isGenericDict()) {
     throw std::invalid_argument(fmt::format("[read_state_dict] '{}' holds a {}, expected a dict of name -> tensor",

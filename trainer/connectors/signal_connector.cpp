@@ -1,5 +1,6 @@
 #include <fulgur/trainer/connectors/signal_connector.hpp>
 
+#include <fulgur/core/first_line.hpp>
 #include <fulgur/strategies/collectives/collective_wait.hpp>
 #include <fulgur/strategies/strategy.hpp>
 #include <fulgur/trainer/connectors/stop_signal_error.hpp>
@@ -181,7 +182,7 @@ std::exception_ptr SignalConnector::stop_error(const std::exception_ptr& error) 
   const int signal = pending_stop();
   StopSignals::mark_acted();  // acted on: the run throws it, nothing is passed on
   expired_.store(0);
-  what = what.substr(0, what.find('\n'));
+  what = detail::first_line(what);
   const std::string message =
       forced_.load() ? fmt::format("{}; the run was ended: {}", watcher_line_, what)
                      : unacted_line(rank(), fmt::format("; the run failed meanwhile (a peer stopping on it ends "
