@@ -1,8 +1,10 @@
 #pragma once
 
 // Reference results of Pillow and torchvision, made by the checked-in
-// tests/golden/make_image_golden.py with the venv's Python, once per test
-// binary run, into a temporary folder.
+// tests/golden/make_image_golden.py with the venv's Python into
+// build/image-golden: once per ctest run (the image_golden fixture), or by
+// the first test that finds them missing or older than the script. Python
+// with torchvision takes about 7 s of CPU to start: not once per test.
 #include <fulgur/datamodules/images/image.hpp>
 
 #include "test_support.hpp"
@@ -35,7 +37,7 @@ class ImageGolden {
     return *golden;
   }
 
-  std::filesystem::path file(const std::string& name) const { return dir_.path() / name; }
+  std::filesystem::path file(const std::string& name) const { return dir_ / name; }
 
   const GoldenArray& array(const std::string& name) const {
     auto it = arrays_.find(name);
@@ -58,12 +60,15 @@ class ImageGolden {
   }
 
  private:
-  ImageGolden() : dir_("image_golden") {
-    const std::string command = std::string(FULGUR_PYTHON) + " " + FULGUR_SOURCE_DIR +
-                                "/tests/golden/make_image_golden.py " + dir_.path().string();
-    const CommandResult result = run_command(command, 300);
-    if (result.exit_code != 0) throw std::runtime_error("make_image_golden.py failed:\n" + result.output);
-    std::ifstream manifest(dir_.path() / "manifest.txt");
+  ImageGolden() : dir_(std::filesystem::path(FULGUR_BINARY_DIR) / "image-golden") {
+    const std::filesystem::path script = std::filesystem::path(FULGUR_SOURCE_DIR) / "tests/golden/make_image_golden.py";
+    const std::filesystem::path made = dir_ / "manifest.txt";  // the script writes it last
+    if (!std::filesystem::exists(made) ||
+        std::filesystem::last_write_time(made) < std::filesystem::last_write_time(script)) {
+      const CommandResult result = run_command(std::string(FULGUR_PYTHON) + " " + script.string() + " " + dir_.string(), 300);
+      if (result.exit_code != 0) throw std::runtime_error("make_image_golden.py failed:\n" + result.output);
+    }
+    std::ifstream manifest(made);
     std::string line;
     while (std::getline(manifest, line)) {
       std::istringstream in(line);
@@ -72,7 +77,7 @@ class ImageGolden {
       if (kind == "array") {
         GoldenArray a;
         in >> a.dims[0] >> a.dims[1] >> a.dims[2] >> a.dtype;
-        const std::string data = read_file(dir_.path() / (name + ".bin"));
+        const std::string data = read_file(dir_ / (name + ".bin"));
         a.bytes.assign(data.begin(), data.end());
         arrays_[name] = std::move(a);
       } else if (kind == "param") {
@@ -83,7 +88,7 @@ class ImageGolden {
     if (arrays_.empty()) throw std::runtime_error("make_image_golden.py wrote no arrays");
   }
 
-  TempDir dir_;
+  std::filesystem::path dir_;
   std::map<std::string, GoldenArray> arrays_;
   std::map<std::string, std::vector<int64_t>> params_;
 };

@@ -31,6 +31,17 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ignored);
 }
 
+void remove_temp_dirs_of_this_process() {
+  const std::string suffix = "-" + std::to_string(::getpid());
+  std::error_code ignored;
+  std::vector<std::filesystem::path> ours;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(FULGUR_BINARY_DIR) / "test-tmp", ignored)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > suffix.size() && name.ends_with(suffix)) ours.push_back(entry.path());
+  }
+  for (const auto& path : ours) std::filesystem::remove_all(path, ignored);
+}
+
 CommandResult run_command(const std::string& command, int timeout_s) {
   const std::string wrapped = "timeout -k 5 " + std::to_string(timeout_s) + " sh -c '" + [&] {
     std::string escaped;

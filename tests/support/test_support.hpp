@@ -22,6 +22,11 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+/// Removes the TempDirs this process made that are still there (a static
+/// one, shared by a file's cases): for a program that ends without its
+/// static destructors.
+void remove_temp_dirs_of_this_process();
+
 /// Result of running a command through the shell.
 struct CommandResult {
   int exit_code;
