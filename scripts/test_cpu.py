@@ -8,7 +8,7 @@ every process it waited for, from wait4) over its wall time says what it
 does: about 1 per rank computes, well under 1 waits (start-up, rendezvous,
 sleeps, time-outs). It runs the tests `ctest --show-only=json-v1` lists
 (REGEX: only those whose name matches), JOBS slots at once (2), honouring
-each test's PROCESSORS, RESOURCE_LOCK, fixtures (set-up first, clean-up
+each test's PROCESSORS, RUN_SERIAL, RESOURCE_LOCK, fixtures (set-up first, clean-up
 last), WORKING_DIRECTORY, ENVIRONMENT and TIMEOUT, longest first by the last
 ctest run's costs. Work done outside the test's process tree (a SLURM job
 that slurmd runs) is not counted. Prints a Markdown table, most CPU first.
@@ -73,13 +73,15 @@ def main():
         return True
 
     pending = sorted(tests, key=lambda n: -costs.get(n, 0.0))
+    suite_started = time.monotonic()
     running, done, results = {}, set(), []
     busy_locks = set()
     free = jobs
     while pending or running:
         for name in list(pending):
             command, props = tests[name]
-            need = min(int(props.get("PROCESSORS", 1)), jobs)
+            # RUN_SERIAL: alone, so every slot (nothing else starts beside it).
+            need = jobs if props.get("RUN_SERIAL") in (True, "ON", "TRUE", "1") else min(int(props.get("PROCESSORS", 1)), jobs)
             locks = set(props.get("RESOURCE_LOCK", []))
             if need > free or locks & busy_locks or not ready(name, done):
                 continue
@@ -118,7 +120,8 @@ def main():
         print(f"| `{name}` | {wall:.1f} | {cpu:.1f} | {cpu / wall if wall > 0 else 0:.2f} | {need} | {result} |")
     total_wall = sum(r[1] for r in results)
     total_cpu = sum(r[2] for r in results)
-    print(f"\n{len(results)} tests: {total_wall:.0f} s of test time, {total_cpu:.0f} s of CPU time")
+    print(f"\n{len(results)} tests: {total_wall:.0f} s of test time, {total_cpu:.0f} s of CPU time, "
+          f"{time.monotonic() - suite_started:.0f} s in all")
 
 
 if __name__ == "__main__":
