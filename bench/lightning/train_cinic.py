@@ -7,7 +7,7 @@ CINIC-10 mean/std, no augmentation) and the same SGD settings.
   python bench/lightning/train_cinic.py --root data/digits-cinic --arch resnet18 \
       --epochs 3 --batch-size 32 --lr 0.05 --workers 2 [--weights init.pt] [--order-seed 7]
 
-Prints `fit_seconds=<s>` (Trainer.fit only) and `test_acc=<a>`.
+Prints `fit_seconds=<s>` (Trainer.fit only), `test_acc=<a>` and `test_loss=<l>`.
 """
 import argparse
 import time
@@ -65,7 +65,9 @@ class LitClassifier(pl.LightningModule):
 
     def test_step(self, batch, batch_idx):
         x, y = batch
-        self.log("test_acc", (self(x).argmax(1) == y).float().mean())
+        logits = self(x)
+        self.log("test_loss", F.cross_entropy(logits, y))
+        self.log("test_acc", (logits.argmax(1) == y).float().mean())
 
     def configure_optimizers(self):
         hp = self.hparams
@@ -125,6 +127,7 @@ def main():
         result = trainer.test(model, loader(args.root, "test", args.batch_size, args.workers, shuffle=False),
                               verbose=False)
         print(f"test_acc={result[0]['test_acc']:.6f}", flush=True)
+        print(f"test_loss={result[0]['test_loss']:.6f}", flush=True)
 
 
 if __name__ == "__main__":
