@@ -52,6 +52,31 @@ using Clock = std::chrono::steady_clock;
 // A frame's bytes belong to a message: ZeroMQ holds a reference to it until it sent them.
 void release_message(void* /*data*/, void* hint) { delete static_cast<std::shared_ptr<const void>*>(hint); }
 
+// Whether `monitor` reported the end of its socket's connection (reads every event it holds).
+bool connection_ended(void* monitor) {
+  bool ended = false;
+  for (;;) {
+    // An event is two frames: 2 bytes of event and 4 of value, then the endpoint.
+    zmq_msg_t event;
+    zmq_msg_init(&event);
+    if (zmq_msg_recv(&event, monitor, ZMQ_DONTWAIT) < 0) {
+      zmq_msg_close(&event);
+      return ended;
+    }
+    uint16_t kind = 0;
+    if (zmq_msg_size(&event) >= sizeof kind) std::memcpy(&kind, zmq_msg_data(&event), sizeof kind);
+    ended = ended || kind == ZMQ_EVENT_DISCONNECTED;
+    int more = zmq_msg_more(&event);
+    zmq_msg_close(&event);
+    while (more != 0) {
+      zmq_msg_t rest;
+      zmq_msg_init(&rest);
+      more = zmq_msg_recv(&rest, monitor, 0) < 0 ? 0 : zmq_msg_more(&rest);
+      zmq_msg_close(&rest);
+    }
+  }
+}
+
 std::chrono::steady_clock::duration seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
 }
@@ -109,15 +134,23 @@ EnsembleClient::EnsembleClient(const std::filesystem::path& rendezvous, uint64_t
     zmq_setsockopt(socket, ZMQ_SNDHWM, &high_water, sizeof high_water);
     zmq_setsockopt(socket, ZMQ_IMMEDIATE, &immediate, sizeof immediate);
     zmq_setsockopt(socket, ZMQ_SNDTIMEO, &timeout_ms, sizeof timeout_ms);
-    if (zmq_connect(socket, endpoint.c_str()) != 0) {
+    Rank& rank = ranks_.emplace_back();
+    rank.socket = socket;
+    // The end of the rank's connection is what makes its unacknowledged messages go again (read_acks).
+    const std::string events = "inproc://rank-" + std::to_string(j);
+    const bool watched = zmq_socket_monitor(socket, events.c_str(), ZMQ_EVENT_DISCONNECTED) == 0 &&
+                         (rank.monitor = zmq_socket(context_, ZMQ_PAIR)) != nullptr &&
+                         zmq_connect(rank.monitor, events.c_str()) == 0;
+    if (!watched || zmq_connect(socket, endpoint.c_str()) != 0) {
       const std::string error = zmq_strerror(zmq_errno());
-      zmq_close(socket);
-      for (Rank& rank : ranks_) zmq_close(rank.socket);
+      for (Rank& opened : ranks_) {
+        zmq_close(opened.socket);
+        if (opened.monitor != nullptr) zmq_close(opened.monitor);
+      }
       zmq_ctx_term(context_);
-      throw std::invalid_argument("[EnsembleClient] cannot connect to '" + endpoint + "' (from " +
-                                  rendezvous.string() + "): " + error);
+      throw std::invalid_argument("[EnsembleClient] cannot " + std::string(watched ? "connect to" : "watch") + " '" +
+                                  endpoint + "' (from " + rendezvous.string() + "): " + error);
     }
-    ranks_.emplace_back().socket = socket;
   }
   thread_ = std::thread([this] { run(); });
 }
@@ -225,6 +258,11 @@ bool EnsembleClient::transmit(void* socket, const std::shared_ptr<Message>& mess
 bool EnsembleClient::read_acks() {
   bool any = false;
   for (Rank& rank : ranks_) {
+    if (connection_ended(rank.monitor)) {
+      // The oldest goes again once the rank is back, the rest as it acknowledges; in close(), the goodbye.
+      rank.lost = true;
+      rank.resend_at = rank.goodbye_at = Clock::now();
+    }
     unsigned char buffer[WireHeader::kFixedBytes];
     for (;;) {
       const int size = zmq_recv(rank.socket, buffer, sizeof buffer, ZMQ_DONTWAIT);
@@ -246,6 +284,7 @@ bool EnsembleClient::read_acks() {
       }
       if (ack.kind != WireHeader::Kind::Ack || ack.client_id != client_id_ || ack.key != key_) continue;
       any = true;
+      rank.lost = false;
       if ((ack.count & WireHeader::kGoodbyeHeld) != 0) rank.goodbye_held = true;
       int64_t held = 0;
       std::shared_ptr<Message> newest;
@@ -260,7 +299,7 @@ bool EnsembleClient::read_acks() {
       // Karn: an acknowledgement that a copy may have drawn says nothing of the round trip.
       if (newest && !copies) rank.timer.measured(std::chrono::duration<double>(now - newest->sent_at).count());
       if (held > 0) {
-        rank.resend_at = now + seconds(rank.timer.timeout_s());
+        rank.resend_at = now + seconds(silence_s(rank));
         if (rank.recover_next < rank.recover_end) rank.budget += 2 * held;  // recovering: the next ones follow
       }
       const std::lock_guard lock(mutex_);
@@ -269,6 +308,10 @@ bool EnsembleClient::read_acks() {
     }
   }
   return any;
+}
+
+double EnsembleClient::silence_s(const Rank& rank) {
+  return rank.lost ? rank.timer.timeout_s() : std::max(rank.timer.timeout_s(), kLiveSilenceS);
 }
 
 bool EnsembleClient::resend(Rank& rank, const std::shared_ptr<Message>& message) {
@@ -292,7 +335,7 @@ void EnsembleClient::resend_overdue() {
       rank.recover_end = rank.unacked.back()->fields.message + 1;
       rank.budget = 0;
       rank.timer.timed_out();
-      rank.resend_at = now + seconds(rank.timer.timeout_s());
+      rank.resend_at = now + seconds(silence_s(rank));
     }
     for (const auto& message : rank.unacked) {
       if (rank.budget <= 0 || rank.recover_next >= rank.recover_end) break;
@@ -364,7 +407,7 @@ void EnsembleClient::run() {
       counts_.sent += message->samples;
       rank.sent_samples += static_cast<uint64_t>(message->samples);
       message->sent_at = Clock::now();
-      if (rank.unacked.empty()) rank.resend_at = message->sent_at + seconds(rank.timer.timeout_s());
+      if (rank.unacked.empty()) rank.resend_at = message->sent_at + seconds(silence_s(rank));
       rank.unacked.push_back(std::move(message));
       ++unacked_;
       next = (next + 1) % ranks_.size();
@@ -408,7 +451,7 @@ EnsembleClientCounts EnsembleClient::close() {
       if (zmq_send(rank.socket, frame.data(), frame.size(), ZMQ_DONTWAIT) < 0) {
         rank.goodbye_at = now + std::chrono::milliseconds(100);  // a rank away: once it is back
       } else {
-        rank.goodbye_at = now + seconds(rank.timer.timeout_s());
+        rank.goodbye_at = now + seconds(silence_s(rank));
         rank.timer.timed_out();
       }
     }
@@ -423,6 +466,9 @@ EnsembleClientCounts EnsembleClient::close() {
   });
   for (Rank& rank : ranks_) {
     rank.unacked.clear();
+    zmq_socket_monitor(rank.socket, nullptr, 0);
+    zmq_setsockopt(rank.monitor, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_close(rank.monitor);
     zmq_setsockopt(rank.socket, ZMQ_LINGER, &linger, sizeof linger);
     zmq_close(rank.socket);
   }

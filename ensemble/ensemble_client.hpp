@@ -78,6 +78,10 @@ class EnsembleClient {
   /// What the sender thread keeps per server rank.
   struct Rank {
     void* socket = nullptr;
+    /// ZeroMQ's events of `socket`: each end of its connection (the rank's process stopped or restarted).
+    void* monitor = nullptr;
+    /// The connection ended since the rank last acknowledged: what it did not acknowledge may be lost.
+    bool lost = false;
     /// Sent, not yet acknowledged, oldest first.
     std::deque<std::shared_ptr<Message>> unacked;
     uint64_t next_message = 0;
@@ -100,13 +104,18 @@ class EnsembleClient {
   void run();
   /// Hands one message to `socket`, retrying every 100 ms until it goes or give_up_.
   bool transmit(void* socket, const std::shared_ptr<Message>& message);
-  /// Reads every rank's acknowledgements; true when any arrived.
+  /// Reads every rank's acknowledgements and the ends of its connection; true when any acknowledgement arrived.
   bool read_acks();
   /// Sends a rank's oldest unacknowledged message again once it was silent a whole time-out, and after that
   /// the rest it was sent before, as acknowledgements come.
   void resend_overdue();
   /// Sends `message` again (counted in counts_.resent).
   bool resend(Rank& rank, const std::shared_ptr<Message>& message);
+  /// How long the rank may stay silent before its oldest message goes again: its time-out once its connection
+  /// ended, and at least kLiveSilenceS while it lives (TCP loses nothing on a live connection; a rank slowed
+  /// by a loaded machine answers late, and copies would only load it more).
+  static double silence_s(const Rank& rank);
+  static constexpr double kLiveSilenceS = 20.0;
   void throw_if_refused(const char* call) const;
 
   uint64_t client_id_;
