@@ -5,8 +5,10 @@
 namespace fulgur {
 
 /// How long an ensemble client waits for a server rank's acknowledgement
-/// before it sends the oldest unacknowledged message again: TCP's
-/// retransmission time-out (RFC 6298), from the round trips it measured.
+/// before it sends the oldest unacknowledged message again once the
+/// connection to the rank ended (on a live one, at least 20 s:
+/// EnsembleClient::kLiveSilenceS): TCP's retransmission time-out
+/// (RFC 6298), from the round trips it measured.
 /// A busy rank (one training beside a thousand clients) answers late, not
 /// never: the time-out grows with the trips it measures, so the client does
 /// not flood it with copies, and shrinks again once it answers quickly.
