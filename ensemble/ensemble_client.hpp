@@ -106,8 +106,8 @@ class EnsembleClient {
   bool transmit(void* socket, const std::shared_ptr<Message>& message);
   /// Reads every rank's acknowledgements and the ends of its connection; true when any acknowledgement arrived.
   bool read_acks();
-  /// Sends a rank's oldest unacknowledged message again once it was silent a whole time-out, and after that
-  /// the rest it was sent before, as acknowledgements come.
+  /// Sends a rank's oldest unacknowledged message again once its connection ended or it stayed silent
+  /// silence_s(), and after that the rest it was sent before, as acknowledgements come.
   void resend_overdue();
   /// Sends `message` again (counted in counts_.resent).
   bool resend(Rank& rank, const std::shared_ptr<Message>& message);
