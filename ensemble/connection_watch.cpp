@@ -1,8 +1,9 @@
 #include <fulgur/ensemble/connection_watch.hpp>
 
+#include <fulgur/ensemble/monitor_event.hpp>
+
 #include <zmq.h>
 
-#include <cstring>
 #include <stdexcept>
 
 namespace fulgur {
@@ -57,30 +58,9 @@ void ConnectionWatch::finished(uint64_t client) {
 }
 
 void ConnectionWatch::read_events() {
-  for (;;) {
-    // An event is two frames: 2 bytes of event and 4 of value (the descriptor), then the endpoint.
-    zmq_msg_t event;
-    zmq_msg_init(&event);
-    if (zmq_msg_recv(&event, monitor_, ZMQ_DONTWAIT) < 0) {
-      zmq_msg_close(&event);
-      return;
-    }
-    uint16_t kind = 0;
-    int32_t fd = -1;
-    if (zmq_msg_size(&event) >= 6) {
-      std::memcpy(&kind, zmq_msg_data(&event), sizeof kind);
-      std::memcpy(&fd, static_cast<const char*>(zmq_msg_data(&event)) + 2, sizeof fd);
-    }
-    int more = zmq_msg_more(&event);
-    zmq_msg_close(&event);
-    while (more != 0) {  // the endpoint
-      zmq_msg_t rest;
-      zmq_msg_init(&rest);
-      if (zmq_msg_recv(&rest, monitor_, 0) < 0) more = 0;
-      else more = zmq_msg_more(&rest);
-      zmq_msg_close(&rest);
-    }
-    if (kind != ZMQ_EVENT_DISCONNECTED) continue;
+  while (const auto event = MonitorEvent::next(monitor_)) {
+    if (event->kind != ZMQ_EVENT_DISCONNECTED) continue;
+    const int32_t fd = event->value;
     ++closed_;
     const auto on = clients_on_.find(fd);
     if (on == clients_on_.end()) continue;

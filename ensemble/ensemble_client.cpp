@@ -3,6 +3,7 @@
 #include <fulgur/ensemble/ensemble_refused_error.hpp>
 #include <fulgur/ensemble/ensemble_version_error.hpp>
 #include <fulgur/ensemble/message_buffers.hpp>
+#include <fulgur/ensemble/monitor_event.hpp>
 #include <fulgur/ensemble/rendezvous_file.hpp>
 
 #include <pthread.h>
@@ -55,26 +56,8 @@ void release_message(void* /*data*/, void* hint) { delete static_cast<std::share
 // Whether `monitor` reported the end of its socket's connection (reads every event it holds).
 bool connection_ended(void* monitor) {
   bool ended = false;
-  for (;;) {
-    // An event is two frames: 2 bytes of event and 4 of value, then the endpoint.
-    zmq_msg_t event;
-    zmq_msg_init(&event);
-    if (zmq_msg_recv(&event, monitor, ZMQ_DONTWAIT) < 0) {
-      zmq_msg_close(&event);
-      return ended;
-    }
-    uint16_t kind = 0;
-    if (zmq_msg_size(&event) >= sizeof kind) std::memcpy(&kind, zmq_msg_data(&event), sizeof kind);
-    ended = ended || kind == ZMQ_EVENT_DISCONNECTED;
-    int more = zmq_msg_more(&event);
-    zmq_msg_close(&event);
-    while (more != 0) {
-      zmq_msg_t rest;
-      zmq_msg_init(&rest);
-      more = zmq_msg_recv(&rest, monitor, 0) < 0 ? 0 : zmq_msg_more(&rest);
-      zmq_msg_close(&rest);
-    }
-  }
+  while (const auto event = MonitorEvent::next(monitor)) ended = ended || event->kind == ZMQ_EVENT_DISCONNECTED;
+  return ended;
 }
 
 std::chrono::steady_clock::duration seconds(double s) {
