@@ -7,12 +7,17 @@
 #include <fulgur/ensemble/rendezvous_file.hpp>
 
 #include <pthread.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -53,11 +58,11 @@ using Clock = std::chrono::steady_clock;
 // A frame's bytes belong to a message: ZeroMQ holds a reference to it until it sent them.
 void release_message(void* /*data*/, void* hint) { delete static_cast<std::shared_ptr<const void>*>(hint); }
 
-// Whether `monitor` reported the end of its socket's connection (reads every event it holds).
-bool connection_ended(void* monitor) {
-  bool ended = false;
-  while (const auto event = MonitorEvent::next(monitor)) ended = ended || event->kind == ZMQ_EVENT_DISCONNECTED;
-  return ended;
+/// A poll's time-out until `when` (0 when past, -1: no end).
+long poll_timeout_ms(std::optional<Clock::time_point> when) {
+  if (!when) return -1;
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(*when - Clock::now()).count();
+  return std::clamp<long>(left, 0, INT_MAX);
 }
 
 std::chrono::steady_clock::duration seconds(double s) {
@@ -121,19 +126,22 @@ EnsembleClient::EnsembleClient(const std::filesystem::path& rendezvous, uint64_t
     rank.socket = socket;
     // The end of the rank's connection is what makes its unacknowledged messages go again (read_acks).
     const std::string events = "inproc://rank-" + std::to_string(j);
-    const bool watched = zmq_socket_monitor(socket, events.c_str(), ZMQ_EVENT_DISCONNECTED) == 0 &&
+    const bool watched = zmq_socket_monitor(socket, events.c_str(),
+                                            ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED) == 0 &&
                          (rank.monitor = zmq_socket(context_, ZMQ_PAIR)) != nullptr &&
                          zmq_connect(rank.monitor, events.c_str()) == 0;
     if (!watched || zmq_connect(socket, endpoint.c_str()) != 0) {
       const std::string error = zmq_strerror(zmq_errno());
-      for (Rank& opened : ranks_) {
-        zmq_close(opened.socket);
-        if (opened.monitor != nullptr) zmq_close(opened.monitor);
-      }
-      zmq_ctx_term(context_);
+      release_sockets();
       throw std::invalid_argument("[EnsembleClient] cannot " + std::string(watched ? "connect to" : "watch") + " '" +
                                   endpoint + "' (from " + rendezvous.string() + "): " + error);
     }
+  }
+  wake_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_ < 0) {
+    const std::string error = std::strerror(errno);
+    release_sockets();
+    throw std::runtime_error("[EnsembleClient] eventfd failed: " + error);
   }
   thread_ = std::thread([this] { run(); });
 }
@@ -216,7 +224,7 @@ void EnsembleClient::queue(const void* inputs, const std::vector<int64_t>& input
   }
   counts_.queued += message->samples;
   queue_.push_back(std::move(message));
-  changed_.notify_all();
+  wake_sender();
 }
 
 bool EnsembleClient::transmit(void* socket, const std::shared_ptr<Message>& message) {
@@ -238,10 +246,23 @@ bool EnsembleClient::transmit(void* socket, const std::shared_ptr<Message>& mess
   return true;
 }
 
+bool EnsembleClient::connection_ended(Rank& rank) {
+  bool ended = false;
+  while (const auto event = MonitorEvent::next(rank.monitor)) {
+    if (event->kind == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+      rank.up = true;
+    } else if (event->kind == ZMQ_EVENT_DISCONNECTED) {
+      ended = ended || rank.up;
+      rank.up = false;
+    }
+  }
+  return ended;
+}
+
 bool EnsembleClient::read_acks() {
   bool any = false;
   for (Rank& rank : ranks_) {
-    if (connection_ended(rank.monitor)) {
+    if (connection_ended(rank)) {
       // The oldest goes again once the rank is back, the rest as it acknowledges; in close(), the goodbye.
       rank.lost = true;
       rank.resend_at = rank.goodbye_at = Clock::now();
@@ -313,7 +334,10 @@ void EnsembleClient::resend_overdue() {
       // Silent a whole time-out: the oldest again. A rank whose acknowledgement was lost (or that was busy)
       // answers for all it holds at once; a restarted one lacks it, and the rest sent before now follow as
       // it acknowledges (recover_next .. recover_end), never the whole window in one go.
-      if (!resend(rank, rank.unacked.front())) continue;
+      if (!resend(rank, rank.unacked.front())) {
+        rank.resend_at = now + std::chrono::milliseconds(100);  // not taken: again shortly, not in a spin
+        continue;
+      }
       rank.recover_next = rank.unacked.front()->fields.message + 1;
       rank.recover_end = rank.unacked.back()->fields.message + 1;
       rank.budget = 0;
@@ -355,20 +379,10 @@ void EnsembleClient::run() {
       // A rank holds at most queue_capacity unacknowledged messages of ours.
       const bool room = static_cast<int64_t>(ranks_[next].unacked.size()) < options_.queue_capacity;
       if (queue_.empty() || !room) {
-        if (!room && !queue_.empty()) {
-          // The rank's window is full: only its acknowledgements make room, and they come on its socket. Woken
-          // by the first (not after a fixed wait), the next message goes as soon as the rank took one.
-          lock.unlock();
-          zmq_pollitem_t item{ranks_[next].socket, 0, ZMQ_POLLIN, 0};
-          zmq_poll(&item, 1, 5);
-          next_look = Clock::now();
-          continue;
-        }
-        if (unacked_ > 0) {
-          changed_.wait_for(lock, std::chrono::milliseconds(5));  // acknowledgements come on the sockets
-        } else {
-          changed_.wait(lock, [&] { return !queue_.empty() || give_up_; });
-        }
+        // Nothing to send, or the rank's window is full (only its acknowledgements make room): woken by the
+        // first acknowledgement, not after a fixed wait, the next message goes as soon as the rank took one.
+        await_event(lock);
+        next_look = Clock::now();
         continue;
       }
       message = std::move(queue_.front());
@@ -408,11 +422,10 @@ EnsembleClientCounts EnsembleClient::close() {
     return counts_;
   }
   closing_ = true;
-  changed_.notify_all();
   const auto deadline = Clock::now() + seconds(options_.close_timeout_s);
   changed_.wait_until(lock, deadline, [&] { return refused_ || (queue_.empty() && unacked_ == 0 && !sending_); });
   give_up_ = true;  // what is still queued stays unsent
-  changed_.notify_all();
+  wake_sender();
   room_.notify_all();
   lock.unlock();
   if (thread_.joinable()) thread_.join();
@@ -438,30 +451,68 @@ EnsembleClientCounts EnsembleClient::close() {
         rank.timer.timed_out();
       }
     }
+    // Until an acknowledgement, the end of a connection, or the next goodbye is due.
     std::vector<zmq_pollitem_t> items;
-    for (Rank& rank : ranks_) items.push_back({rank.socket, 0, ZMQ_POLLIN, 0});
-    zmq_poll(items.data(), static_cast<int>(items.size()), 50);
+    Clock::time_point wake = deadline;
+    for (Rank& rank : ranks_) {
+      items.push_back({rank.socket, 0, ZMQ_POLLIN, 0});
+      items.push_back({rank.monitor, 0, ZMQ_POLLIN, 0});
+      if (!rank.goodbye_held) wake = std::min(wake, rank.goodbye_at);
+    }
+    zmq_poll(items.data(), static_cast<int>(items.size()), poll_timeout_ms(wake));
     read_acks();
   }
-  const int linger = 0;  // what mattered was acknowledged, or the time is up
   const auto unacknowledged = std::count_if(ranks_.begin(), ranks_.end(), [](const Rank& r) {
     return !r.goodbye_held || !r.unacked.empty();
   });
-  for (Rank& rank : ranks_) {
-    rank.unacked.clear();
-    zmq_socket_monitor(rank.socket, nullptr, 0);
-    zmq_setsockopt(rank.monitor, ZMQ_LINGER, &linger, sizeof linger);
-    zmq_close(rank.monitor);
-    zmq_setsockopt(rank.socket, ZMQ_LINGER, &linger, sizeof linger);
-    zmq_close(rank.socket);
-  }
-  zmq_ctx_term(context_);
-  context_ = nullptr;
+  for (Rank& rank : ranks_) rank.unacked.clear();
+  release_sockets();  // what mattered was acknowledged, or the time is up
   lock.lock();
   counts_.unacknowledged_ranks = unacknowledged;
   closed_ = true;
   throw_if_refused("close");
   return counts_;
+}
+
+void EnsembleClient::release_sockets() {
+  const int linger = 0;
+  for (Rank& rank : ranks_) {
+    zmq_socket_monitor(rank.socket, nullptr, 0);
+    zmq_setsockopt(rank.socket, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_close(rank.socket);
+    if (rank.monitor == nullptr) continue;
+    zmq_setsockopt(rank.monitor, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_close(rank.monitor);
+  }
+  zmq_ctx_term(context_);
+  context_ = nullptr;
+  if (wake_ >= 0) ::close(wake_);
+  wake_ = -1;
+}
+
+void EnsembleClient::wake_sender() {
+  if (!sender_asleep_) return;
+  sender_asleep_ = false;
+  const uint64_t one = 1;
+  [[maybe_unused]] const ssize_t written = ::write(wake_, &one, sizeof one);  // full only if written already
+}
+
+void EnsembleClient::await_event(std::unique_lock<std::mutex>& lock) {
+  // The next resend due (a rank silent too long), if any rank holds unacknowledged messages.
+  std::optional<Clock::time_point> due;
+  std::vector<zmq_pollitem_t> items{{nullptr, wake_, ZMQ_POLLIN, 0}};
+  for (Rank& rank : ranks_) {
+    items.push_back({rank.socket, 0, ZMQ_POLLIN, 0});
+    items.push_back({rank.monitor, 0, ZMQ_POLLIN, 0});
+    if (!rank.unacked.empty()) due = due ? std::min(*due, rank.resend_at) : rank.resend_at;
+  }
+  sender_asleep_ = true;
+  lock.unlock();
+  zmq_poll(items.data(), static_cast<int>(items.size()), poll_timeout_ms(due));
+  uint64_t count = 0;
+  [[maybe_unused]] const ssize_t read = ::read(wake_, &count, sizeof count);  // EAGAIN when not woken so
+  lock.lock();
+  sender_asleep_ = false;
 }
 
 EnsembleClientCounts EnsembleClient::counts() const {

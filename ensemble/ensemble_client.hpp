@@ -82,6 +82,8 @@ class EnsembleClient {
     void* monitor = nullptr;
     /// The connection ended since the rank last acknowledged: what it did not acknowledge may be lost.
     bool lost = false;
+    /// The connection finished its handshake (only then does ZeroMQ hand it messages: ZMQ_IMMEDIATE).
+    bool up = false;
     /// Sent, not yet acknowledged, oldest first.
     std::deque<std::shared_ptr<Message>> unacked;
     uint64_t next_message = 0;
@@ -104,11 +106,23 @@ class EnsembleClient {
   void run();
   /// Hands one message to `socket`, retrying every 100 ms until it goes or give_up_.
   bool transmit(void* socket, const std::shared_ptr<Message>& message);
+  /// Reads the rank's monitor: true when a connection that carried messages (its handshake done) ended. One
+  /// that ended before its handshake (a busy server that did not take it in time) carried none: an event read
+  /// late from such an attempt must not send again what went on the connection after it.
+  static bool connection_ended(Rank& rank);
   /// Reads every rank's acknowledgements and the ends of its connection; true when any acknowledgement arrived.
   bool read_acks();
   /// Sends a rank's oldest unacknowledged message again once its connection ended or it stayed silent
   /// silence_s(), and after that the rest it was sent before, as acknowledgements come.
   void resend_overdue();
+  /// The sender thread has nothing to send now: it sleeps (no timer) until an acknowledgement or the end of a
+  /// connection arrives, send() or close() wakes it (wake_sender), or a rank's oldest message is due again.
+  /// Thousands of clients on a busy node then cost no CPU while they wait for their ranks.
+  void await_event(std::unique_lock<std::mutex>& lock);
+  /// Under mutex_: wakes the sender thread if it sleeps in await_event.
+  void wake_sender();
+  /// Closes every rank's socket and monitor (dropping what they hold), the context and wake_.
+  void release_sockets();
   /// Sends `message` again (counted in counts_.resent).
   bool resend(Rank& rank, const std::shared_ptr<Message>& message);
   /// How long the rank may stay silent before its oldest message goes again: its time-out once its connection
@@ -130,6 +144,9 @@ class EnsembleClient {
   std::condition_variable room_;
   std::deque<std::shared_ptr<Message>> queue_;
   bool closing_ = false, closed_ = false, give_up_ = false, sending_ = false, refused_ = false;
+  /// An eventfd in the sender thread's poll: written once per sleep when there is work (sender_asleep_).
+  int wake_ = -1;
+  bool sender_asleep_ = false;
   /// A server rank's protocol version when it is not ours (refused_ is then set too); 0: ours.
   uint16_t server_version_ = 0;
   /// Messages sent and not yet acknowledged, all ranks (what close() waits for).
