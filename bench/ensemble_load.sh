@@ -18,6 +18,7 @@
 #   bench/ensemble_load.sh [N] [RANKS] [HOGS] [BUILD_DIR]     (defaults: 1024, 1, 0, build)
 #   LOAD_BELOW=L   first waits (5 minutes at most) for the 1-minute load average to fall below L, so that
 #                  one run's thousands of processes do not count in the next one's figure
+#   KEEP=1         keeps the run folder (server.log, clients.log, the accounting) and prints its path
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 n="${1:-1024}"
@@ -29,7 +30,7 @@ run="$(mktemp -d)"
 hog_pids=()
 cleanup() {
   for pid in "${hog_pids[@]}"; do kill "$pid" 2> /dev/null || true; done
-  rm -rf "$run"
+  if [[ "${KEEP:-}" == 1 ]]; then echo "ensemble_load: kept $run"; else rm -rf "$run"; fi
 }
 trap cleanup EXIT
 trainer=""
@@ -80,9 +81,13 @@ launched="$(awk -v a="$launch" -v b="$start" 'BEGIN { printf "%.1f", b - a }')"
 line="$(grep "fulgur: ensemble: .* clients" "$run/server.log" | tail -1 || true)"
 duplicates="$(grep -o "duplicate: [0-9]*" "$run/server.log" | tail -1 | cut -d' ' -f2 || true)"
 duplicates="${duplicates:-0}"
+# Connections a rank saw close without a goodbye (its heartbeat's too: a live client on a starved node
+# reconnects and sends its unacknowledged messages again, which the rank drops as copies). Each rank logs
+# the first 10.
+gone="$(grep -c " gone (" "$run/server.log" || true)"
 messages=$((n * 4))
 echo "ensemble_load[$n clients, $ranks rank(s), $hogs hog(s)]: $wall s from the server's start (clients started in $launched s before it), $failed close(s) not OK, server exit $server_rc," \
-     "duplicate $duplicates of $messages messages; load average before $load_before, at the end $load_end;" \
+     "duplicate $duplicates of $messages messages, ${gone:-0} client(s) logged gone; load average before $load_before, at the end $load_end;" \
      "$(nproc) cores, ulimit -n $(ulimit -n)"
 echo "$line"
 samples=$((n * 16))
