@@ -24,10 +24,18 @@ struct GANOptions {
   FULGUR_OPTIONS(GANOptions, GAN_OPTIONS)
 };
 
+// One statement per layer: C++ evaluates a call's arguments in no fixed
+// order (GCC last to first, Clang first to last), so layers built as
+// Sequential's arguments draw their initial weights in a compiler's order.
 inline torch::nn::Sequential mlp(int64_t in, int64_t hidden, int64_t out) {
-  return torch::nn::Sequential(torch::nn::Linear(in, hidden), torch::nn::LeakyReLU(torch::nn::LeakyReLUOptions().negative_slope(0.2)),
-                               torch::nn::Linear(hidden, hidden), torch::nn::LeakyReLU(torch::nn::LeakyReLUOptions().negative_slope(0.2)),
-                               torch::nn::Linear(hidden, out));
+  const auto leaky = torch::nn::LeakyReLUOptions().negative_slope(0.2);
+  torch::nn::Sequential net;
+  net->push_back(torch::nn::Linear(in, hidden));
+  net->push_back(torch::nn::LeakyReLU(leaky));
+  net->push_back(torch::nn::Linear(hidden, hidden));
+  net->push_back(torch::nn::LeakyReLU(leaky));
+  net->push_back(torch::nn::Linear(hidden, out));
+  return net;
 }
 
 class GAN : public fulgur::LightningModule {

@@ -46,9 +46,9 @@ void AggregationMetric<R>::update(const torch::Tensor& value) {
 }
 
 template <Reduction R>
-void AggregationMetric<R>::update(const torch::Tensor& value, const torch::Tensor& weight)
-  requires(R == Reduction::Mean)
-{
+template <Reduction Q>
+  requires(Q == Reduction::Mean)
+void AggregationMetric<R>::update(const torch::Tensor& value, const torch::Tensor& weight) {
   begin_update(value.device());
   const torch::Tensor v = value.detach().to(torch::kFloat64);
   const torch::Tensor w =
@@ -63,9 +63,9 @@ torch::Tensor AggregationMetric<R>::forward(const torch::Tensor& value) {
 }
 
 template <Reduction R>
-torch::Tensor AggregationMetric<R>::forward(const torch::Tensor& value, const torch::Tensor& weight)
-  requires(R == Reduction::Mean)
-{
+template <Reduction Q>
+  requires(Q == Reduction::Mean)
+torch::Tensor AggregationMetric<R>::forward(const torch::Tensor& value, const torch::Tensor& weight) {
   return forward_with([&] { update(value, weight); });
 }
 
@@ -82,5 +82,7 @@ template class AggregationMetric<Reduction::Sum>;
 template class AggregationMetric<Reduction::Max>;
 template class AggregationMetric<Reduction::Min>;
 template class AggregationMetric<Reduction::Mean>;
+template void AggregationMetric<Reduction::Mean>::update(const torch::Tensor&, const torch::Tensor&);
+template torch::Tensor AggregationMetric<Reduction::Mean>::forward(const torch::Tensor&, const torch::Tensor&);
 
 }  // namespace fulgur::metrics

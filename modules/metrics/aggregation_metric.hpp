@@ -20,19 +20,25 @@ class AggregationMetric : public Metric {
   AggregationMetric();
   /// Adds every element of `value` (any shape); no host read.
   void update(const torch::Tensor& value);
+  // The Mean-only overloads are templates (Q is always R) so that the .cpp's
+  // `template class` leaves them out for Sum, Max and Min: clang 14 would
+  // instantiate a constrained plain member there regardless.
+
   /// MeanMetric: `weight` broadcasts against `value`.
-  void update(const torch::Tensor& value, const torch::Tensor& weight)
-    requires(R == Reduction::Mean);
+  template <Reduction Q = R>
+    requires(Q == Reduction::Mean)
+  void update(const torch::Tensor& value, const torch::Tensor& weight);
   void update(double value) { update(torch::tensor(value, torch::kFloat64)); }
-  void update(double value, double weight)
-    requires(R == Reduction::Mean)
-  {
+  template <Reduction Q = R>
+    requires(Q == Reduction::Mean)
+  void update(double value, double weight) {
     update(torch::tensor(value, torch::kFloat64), torch::tensor(weight, torch::kFloat64));
   }
   /// update() and this batch's value alone.
   torch::Tensor forward(const torch::Tensor& value);
-  torch::Tensor forward(const torch::Tensor& value, const torch::Tensor& weight)
-    requires(R == Reduction::Mean);
+  template <Reduction Q = R>
+    requires(Q == Reduction::Mean)
+  torch::Tensor forward(const torch::Tensor& value, const torch::Tensor& weight);
 
  protected:
   torch::Tensor compute_value() override;

@@ -69,8 +69,8 @@ torch::Tensor PipelineRunner::run(const std::vector<PipelineAction>& actions, co
   };
   split(batch.input, [](Batch& b, const torch::Tensor& t) { b.input = t; });
   split(batch.target, [](Batch& b, const torch::Tensor& t) { b.target = t; });
-  for (const auto& [name, tensor] : batch.tensors) {
-    split(tensor, [&](Batch& b, const torch::Tensor& t) { b.tensors[name] = t; });
+  for (const auto& entry : batch.tensors) {  // not a structured binding: clang 14 cannot capture one
+    split(entry.second, [&](Batch& b, const torch::Tensor& t) { b.tensors[entry.first] = t; });
   }
   device_ = batch.input.defined() ? batch.input.device() : torch::Device(torch::kCPU);
   loss_sum_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_));

@@ -226,7 +226,9 @@ TEST_CASE("decode_image: bad files give one DataError naming the path and the re
       {"folder.jpg", "is a directory, not an image file"},
       {"missing.png", "no such file"},
   };
-  for (const auto& [name, reason] : cases) {
+  for (const auto& name_reason : cases) {
+    const auto& name = name_reason.first;  // not bound: clang 14 cannot capture a binding
+    const auto& reason = name_reason.second;
     CAPTURE(name);
     const auto started = std::chrono::steady_clock::now();
     const std::string message = data_error_of([&] { fulgur::read_image(dir / name); });

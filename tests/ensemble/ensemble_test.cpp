@@ -136,8 +136,10 @@ TEST_CASE("three clients (C and Fortran) stream into a server: every sample acco
   REQUIRE(accounts.count(1) == 1);
   REQUIRE(accounts.count(2) == 1);
   CHECK(accounts.count(3) == 0);  // no key: no account
-  for (const auto& [client, sent] : {std::pair{uint64_t{1}, int64_t{1000}}, std::pair{uint64_t{2}, int64_t{700}},
+  for (const auto& client_sent : {std::pair{uint64_t{1}, int64_t{1000}}, std::pair{uint64_t{2}, int64_t{700}},
                                      std::pair{uint64_t{4}, int64_t{300}}}) {
+    const auto& client = client_sent.first;  // not bound: clang 14 cannot capture a binding
+    const auto& sent = client_sent.second;
     const fulgur::EnsembleAccount& a = accounts.at(client);
     CAPTURE(client);
     CHECK(a.sent == sent);
@@ -428,9 +430,11 @@ TEST_CASE("2 server ranks end where 1 rank ends on the same samples: one client,
   const std::string serve = std::string(FULGUR_BINARY_DIR) + "/bin/fulgur_serve --config ";
   const std::string mpirun = "env -u MASTER_ADDR -u MASTER_PORT -u FULGUR_FILE_STORE mpirun --allow-run-as-root "
                              "--oversubscribe -np 2 ";
-  for (const auto& [name, command] :
+  for (const auto& name_command :
        {std::pair{std::string("one"), serve + yaml("one", 32, "")},
         std::pair{std::string("two"), mpirun + serve + yaml("two", 16, ", strategy: ddp, process_group_backend: mpi")}}) {
+    const auto& name = name_command.first;  // not bound: clang 14 cannot capture a binding
+    const auto& command = name_command.second;
     auto server = std::async(std::launch::async, [command = command] { return run_command(command, 180); });
     const auto sent = client((dir / name / "ensemble.rendezvous").string() + " 41 640 1").get();
     const auto served = server.get();

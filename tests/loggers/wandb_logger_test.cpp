@@ -101,7 +101,9 @@ TEST_CASE("wandb logger: a real fit writes an offline run with metrics.csv's row
   for (size_t i = 0; i < rows.size(); ++i) {
     INFO("row " << i);
     CHECK(history[i]["trainer/global_step"].as<int64_t>() == rows[i].first);
-    for (const auto& [name, value] : rows[i].second) {
+    for (const auto& name_value : rows[i].second) {
+      const auto& name = name_value.first;  // not bound: clang 14 cannot capture a binding
+      const auto& value = name_value.second;
       INFO(name);
       REQUIRE(history[i][name].IsDefined());
       CHECK(history[i][name].as<double>() == value);

@@ -160,10 +160,12 @@ TEST_CASE("log_dict(collection): every member's step values and epoch value, und
   const std::string csv = fulgur::testing::read_file(trainer.log_dir() / "metrics.csv");
   const auto acc_options = M::StatScoresOptions(3).average(M::Average::Micro);
   const auto f1_options = M::StatScoresOptions(3);
-  for (const auto& [name, step_value] :
+  for (const auto& name_step_value :
        std::vector<std::pair<std::string, std::function<double(const torch::Tensor&, const torch::Tensor&)>>>{
            {"train_acc", [&](const torch::Tensor& p, const torch::Tensor& t) { return M::accuracy(p, t, acc_options).item<double>(); }},
            {"train_f1", [&](const torch::Tensor& p, const torch::Tensor& t) { return M::f1_score(p, t, f1_options).item<double>(); }}}) {
+    const auto& name = name_step_value.first;  // not bound: clang 14 cannot capture a binding
+    const auto& step_value = name_step_value.second;
     CAPTURE(name);
     // Each step: the value of that batch alone (what forward() returned).
     const auto steps = fulgur::testing::csv_series(csv, name + "_step");

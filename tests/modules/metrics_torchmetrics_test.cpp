@@ -68,7 +68,9 @@ TEST_CASE("metrics equal torchmetrics 1.9.0 on 1, 2 and 3 processes with uneven 
     INFO(run.output);
     REQUIRE(run.exit_code == 0);
     const std::map<std::string, double> got = parse(run.output);
-    for (const auto& [name, expected] : reference) {
+    for (const auto& name_expected : reference) {
+      const auto& name = name_expected.first;  // not bound: clang 14 cannot capture a binding
+      const auto& expected = name_expected.second;
       CAPTURE(name);
       REQUIRE(got.count(name) == 1);
       if (std::isnan(expected)) {

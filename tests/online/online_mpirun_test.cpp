@@ -135,7 +135,9 @@ TEST_CASE("Fabric under fsdp saves a sharded checkpoint on 2 ranks; loaded back,
   const auto joined = weights(whole);
   const auto single = weights(one);
   REQUIRE(joined.size() == single.size());
-  for (const auto& [name, tensor] : single) {
+  for (const auto& name_tensor : single) {
+    const auto& name = name_tensor.first;  // not bound: clang 14 cannot capture a binding
+    const auto& tensor = name_tensor.second;
     CAPTURE(name);
     REQUIRE(joined.count(name) == 1);
     CHECK(torch::allclose(joined.at(name), tensor, 1e-6, 1e-6));

@@ -170,7 +170,9 @@ void check_shards(const TempDir& dir, const std::string& name, int world, const 
   for (int64_t rank = 0; rank < world; ++rank) {
     const auto state = read_state(dir, name, rank);
     CHECK(state.at("units").numel == 3);
-    for (const auto& [key, rows_and_row] : kShapes) {
+    for (const auto& key_rows_and_row : kShapes) {
+      const auto& key = key_rows_and_row.first;  // not bound: clang 14 cannot capture a binding
+      const auto& rows_and_row = key_rows_and_row.second;
       const auto [rows, row] = rows_and_row;
       const int64_t chunk = (rows + world - 1) / world;
       const int64_t mine = std::max<int64_t>(0, std::min(chunk, rows - rank * chunk));
@@ -465,7 +467,9 @@ TEST_CASE("fsdp: HYBRID_SHARD on 2 nodes x 2 ranks shards within a node, ends wh
   std::map<std::string, int64_t> covered;
   for (int64_t rank = 0; rank < 4; ++rank) {
     const auto state = read_state(dir, "hybrid", rank);
-    for (const auto& [key, rows_and_row] : kShapes) {
+    for (const auto& key_rows_and_row : kShapes) {
+      const auto& key = key_rows_and_row.first;  // not bound: clang 14 cannot capture a binding
+      const auto& rows_and_row = key_rows_and_row.second;
       const auto [rows, row] = rows_and_row;
       const int64_t chunk = (rows + 1) / 2;
       const int64_t mine = std::max<int64_t>(0, std::min(chunk, rows - (rank % 2) * chunk));
