@@ -20,7 +20,14 @@ setup:
 setup-demo:
 	@bash scripts/setup.sh demo
 
-CONFIGURE = if [ ! -f $(BUILD_DIR)/build.ninja ]; then cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_ARGS); fi
+# The C++ compiler: clang++ where set-up installed it. With a precompiled
+# header Clang instantiates LibTorch's templates once, in the header; GCC does
+# it again in every unit (about 12 s each), and a cold build took twice the
+# CPU time (docs/development.md). FULGUR_CXX=g++ builds with GCC; both are
+# supported. Evaluated when configuring, after set-up.
+FULGUR_CXX ?= $(shell command -v clang++)
+CONFIGURE = if [ ! -f $(BUILD_DIR)/build.ninja ]; then \
+  cmake -S . -B $(BUILD_DIR) -G Ninja $(if $(FULGUR_CXX),-DCMAKE_CXX_COMPILER=$(FULGUR_CXX)) $(CMAKE_ARGS); fi
 
 configure: setup
 	@$(CONFIGURE)
