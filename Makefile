@@ -20,14 +20,18 @@ setup:
 setup-demo:
 	@bash scripts/setup.sh demo
 
-# The C++ compiler: clang++ where set-up installed it. With a precompiled
-# header Clang instantiates LibTorch's templates once, in the header; GCC does
-# it again in every unit (about 12 s each), and a cold build took twice the
-# CPU time (docs/development.md). FULGUR_CXX=g++ builds with GCC; both are
-# supported. Evaluated when configuring, after set-up.
+# The compilers: Clang where set-up installed it. With a precompiled header
+# Clang instantiates LibTorch's templates once, in the header; GCC does it
+# again in every unit (about 12 s each), and a cold build took twice the CPU
+# time (docs/development.md). `make FULGUR_CXX=g++ FULGUR_CC=gcc` builds with
+# GCC; both are supported. C and C++ from one family: CMake 3.25 keeps one
+# precompiled header suffix for both, the last enabled language's.
+# Evaluated when configuring, after set-up.
 FULGUR_CXX ?= $(shell command -v clang++)
+FULGUR_CC ?= $(shell command -v clang)
 CONFIGURE = if [ ! -f $(BUILD_DIR)/build.ninja ]; then \
-  cmake -S . -B $(BUILD_DIR) -G Ninja $(if $(FULGUR_CXX),-DCMAKE_CXX_COMPILER=$(FULGUR_CXX)) $(CMAKE_ARGS); fi
+  cmake -S . -B $(BUILD_DIR) -G Ninja $(if $(FULGUR_CXX),-DCMAKE_CXX_COMPILER=$(FULGUR_CXX)) \
+    $(if $(FULGUR_CC),-DCMAKE_C_COMPILER=$(FULGUR_CC)) $(CMAKE_ARGS); fi
 
 configure: setup
 	@$(CONFIGURE)
