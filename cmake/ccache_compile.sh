@@ -11,6 +11,17 @@
 # Usage: ccache_compile.sh CCACHE COMPILER ARGS...
 ccache=$1
 shift
+# CMake hands Clang its precompiled header as -Xclang -include(-pch) -Xclang
+# PATH, paths ccache does not make relative: made relative to the build
+# folder here (the compile runs there), so a clone elsewhere hits the cache.
+xclang=
+for arg in "$@"; do
+  shift
+  [ -n "$xclang" ] && arg=${arg#"$PWD"/}
+  xclang=
+  [ "$arg" = -Xclang ] && xclang=1
+  set -- "$@" "$arg"
+done
 out=
 prev=
 for arg in "$@"; do
