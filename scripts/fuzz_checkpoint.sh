@@ -13,26 +13,20 @@ mkdir -p "$out/corpus"
 torch=$("$root/.venv/bin/python" -c "import torch, os; print(os.path.dirname(torch.__file__))")
 version=$(sed -n 's/^project(fulgur VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
 
-sources=("$root/tests/fuzz/checkpoint_load_fuzzer.cpp" "$root/engine/checkpoint/checkpoint_io.cpp"
-         "$root/engine/checkpoint/zip_checksums.cpp")
+sources=(tests/fuzz/checkpoint_load_fuzzer.cpp engine/checkpoint/checkpoint_io.cpp engine/checkpoint/zip_checksums.cpp)
 if [ ! -x "$out/checkpoint_load_fuzzer" ] || [ -n "$(find "$root/engine/checkpoint" "$root/tests/fuzz" -newer "$out/checkpoint_load_fuzzer" -name '*.[ch]pp')" ]; then
-  # One object per source, side by side, through ccache where there is one
-  # (paths relative to the checkout, so a fresh clone hits the cache): the
-  # LibTorch headers make each a half-minute compile.
+  # The sources as one unit (they compile together in the library's unity
+  # batches too): the LibTorch headers make each a half-minute compile, paid
+  # once. Through ccache where there is one, the paths relative to the
+  # checkout, so that a fresh clone hits the cache.
+  printf '#include "%s"\n' "${sources[@]}" > "$out/checkpoint_load_fuzzer_unit.cpp"
   cache=$(command -v ccache || true)
-  pids=()
-  objects=()
-  for src in "${sources[@]}"; do
-    objects+=("$out/$(basename "$src" .cpp).o")
-    env CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1 CCACHE_SLOPPINESS=time_macros,include_file_mtime,include_file_ctime \
-      ${cache} /usr/bin/clang++ -std=c++20 -O1 -gline-tables-only -fsanitize=fuzzer-no-link,address \
-      -DFMT_HEADER_ONLY=1 -DFULGUR_VERSION="\"$version\"" \
-      -I"$build/include" -isystem "$torch/include" -isystem "$torch/include/torch/csrc/api/include" \
-      -c "$src" -o "${objects[-1]}" &
-    pids+=($!)
-  done
-  for pid in "${pids[@]}"; do wait "$pid"; done
-  /usr/bin/clang++ -fsanitize=fuzzer,address "${objects[@]}" \
+  env CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1 CCACHE_SLOPPINESS=time_macros,include_file_mtime,include_file_ctime \
+    ${cache} /usr/bin/clang++ -std=c++20 -O1 -gline-tables-only -fsanitize=fuzzer-no-link,address \
+    -DFMT_HEADER_ONLY=1 -DFULGUR_VERSION="\"$version\"" \
+    -I"$root" -I"$build/include" -isystem "$torch/include" -isystem "$torch/include/torch/csrc/api/include" \
+    -c "$out/checkpoint_load_fuzzer_unit.cpp" -o "$out/checkpoint_load_fuzzer.o"
+  /usr/bin/clang++ -fsanitize=fuzzer,address "$out/checkpoint_load_fuzzer.o" \
     -L"$torch/lib" -Wl,-rpath,"$torch/lib" -ltorch -ltorch_cpu -lc10 -lz -o "$out/checkpoint_load_fuzzer"
 fi
 # Seeds: a real checkpoint and a foreign torch.save archive.

@@ -52,7 +52,10 @@ TEST_CASE("heat_insitu trains its surrogate in the background on 1 and 2 ranks t
   CHECK(two < 0.10);
 }
 
-TEST_CASE("the same driver in Fortran (the fulgur_online module, a YAML model) on 1 and 2 ranks, error under 10%") {
+// An entry of its own (example_insitu_fortran_test): the four runs together
+// took 92 s beside other tests.
+TEST_CASE("the same driver in Fortran (the fulgur_online module, a YAML model) on 1 and 2 ranks, error under 10%" *
+          doctest::test_suite("example_insitu_fortran_test")) {
   TempDir dir("example-insitu-fortran");
   const double one = run_example(dir, kFortran, 1);
   const double two = run_example(dir, kFortran, 2);
