@@ -14,19 +14,18 @@ shift
 # CMake hands Clang its precompiled header as -Xclang -include(-pch) -Xclang
 # PATH, paths ccache does not make relative: made relative to the build
 # folder here (the compile runs there), so a clone elsewhere hits the cache.
+# The same walk finds the output (-o).
 xclang=
+out=
+prev=
 for arg in "$@"; do
   shift
   [ -n "$xclang" ] && arg=${arg#"$PWD"/}
   xclang=
   [ "$arg" = -Xclang ] && xclang=1
-  set -- "$@" "$arg"
-done
-out=
-prev=
-for arg in "$@"; do
   [ "$prev" = -o ] && out=$arg
   prev=$arg
+  set -- "$@" "$arg"
 done
 case $out in
   # Clang's header is never taken from the cache: it names its inputs by

@@ -201,7 +201,8 @@ void MpiEngine::loop() {
     } else if (waiters_.load() > 0 && now - last_progress < kSpin && now >= busy_until) {
       pause = microseconds(0);
       std::this_thread::yield();
-      if (Clock::now() - now > kBusyYield) busy_until = Clock::now() + kBusyFor;
+      const auto after = Clock::now();
+      if (after - now > kBusyYield) busy_until = after + kBusyFor;
     } else {
       const microseconds cap = now - last_progress > kLongIdle ? kLongPause : kPause;
       pause = std::clamp(pause * 2, kFirstPause, cap);
