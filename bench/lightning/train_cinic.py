@@ -5,11 +5,12 @@ Trainer.test. Same preprocessing as fulgur's CINIC10 DataModule (RGB, [0, 1],
 CINIC-10 mean/std, no augmentation) and the same SGD settings.
 
   python bench/lightning/train_cinic.py --root data/digits-cinic --arch resnet18 \
-      --epochs 3 --batch-size 32 --lr 0.05 --workers 2 [--weights init.pt] [--order-seed 7]
+      --epochs 3 --batch-size 32 --lr 0.05 --workers 2 [--weights init.pt | --init-out init.pt] [--order-seed 7]
 
 Prints `fit_seconds=<s>` (Trainer.fit only), `test_acc=<a>` and `test_loss=<l>`.
 """
 import argparse
+import os
 import time
 
 import pytorch_lightning as pl
@@ -103,6 +104,9 @@ def main():
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--weights", default=None)
+    p.add_argument("--init-out", default=None,
+                   help="start from torch.manual_seed(0)'s weights and write them here (a file another "
+                        "framework's run can start from) before training")
     p.add_argument("--order-seed", type=int, default=None,
                    help="shuffle as fulgur does with --data.seed (default: the DataLoader's own shuffling)")
     p.add_argument("--out", default="lightning_logs_bench")
@@ -113,8 +117,13 @@ def main():
     args = p.parse_args()
 
     torch.set_num_threads(args.threads)
+    if args.init_out:
+        torch.manual_seed(0)
     model = LitClassifier(args.arch, args.num_classes, args.lr, args.momentum, args.weight_decay, args.weights,
                           args.channels_last)
+    if args.init_out:  # whole or not at all: the other run starts once the name appears
+        torch.save(dict(model.net.state_dict()), args.init_out + ".tmp")
+        os.replace(args.init_out + ".tmp", args.init_out)
     trainer = pl.Trainer(max_epochs=args.epochs, accelerator="cpu", devices=1, default_root_dir=args.out,
                          enable_progress_bar=False, enable_model_summary=False,
                          limit_train_batches=args.limit_train_batches, limit_val_batches=args.limit_val_batches)
