@@ -42,7 +42,8 @@ LoadedMpiModule load_mpi_module() {
   }
   return {nullptr, FULGUR_MPI_MODULE_NAME " could not be loaded: " +
                        (errors.empty() ? std::string("not found beside the program, in the build tree or the install "
-                                                     "prefix (set FULGUR_MPI_MODULE)")
+                                                     "prefix (set FULGUR_MPI_MODULE; in a build tree, build the "
+                                                     "target fulgur_mpi)")
                                        : errors)};
 #endif
 }
