@@ -4,17 +4,21 @@
 ! through the fulgur_online module, then letting it step on its own and
 ! reporting its error against the solver.
 !
-!   mpirun -np 2 -x FULGUR_FILE_STORE=$PWD/rendezvous build/bin/heat_insitu_fortran examples/insitu/surrogate.yaml
+!   mpirun -np 2 -x FULGUR_FILE_STORE=$PWD/rendezvous build/bin/heat_insitu_fortran examples/insitu/surrogate.yaml [GRID]
+!
+! GRID (default 64): the field is GRID x GRID, as the C++ driver's --grid.
 program heat_insitu_fortran
   use, intrinsic :: iso_c_binding
   use mpi_f08
   use fulgur_online
   implicit none
 
-  integer, parameter :: nx = 64, ny = 64, rollout = 10
+  integer, parameter :: rollout = 10
+  integer :: nx = 64, ny = 64
   real(c_float), parameter :: alpha = 0.2
   type(fulgur_handle) :: h
   character(len=1024) :: config
+  character(len=32) :: grid
   integer :: rank, nranks, rows, first_row, up, down, k
   integer(c_int64_t) :: steps, max_steps, sim_steps
   real(c_float), allocatable :: u(:, :), before(:, :), surrogate(:, :)
@@ -25,7 +29,13 @@ program heat_insitu_fortran
   call MPI_Comm_rank(MPI_COMM_WORLD, rank)
   call MPI_Comm_size(MPI_COMM_WORLD, nranks)
   call get_command_argument(1, config)
-  if (len_trim(config) == 0) call fail("usage: heat_insitu_fortran CONFIG.yaml")
+  if (len_trim(config) == 0) call fail("usage: heat_insitu_fortran CONFIG.yaml [GRID]")
+  call get_command_argument(2, grid)
+  if (len_trim(grid) > 0) then
+    read(grid, *, iostat=k) nx
+    if (k /= 0 .or. nx < 16) call fail("GRID '" // trim(grid) // "': expected a whole number of at least 16")
+    ny = nx
+  end if
   if (mod(nx, nranks) /= 0) call fail("the grid's rows must divide evenly over the ranks")
   rows = nx / nranks
   first_row = rank * rows
