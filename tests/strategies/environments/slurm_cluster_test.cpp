@@ -258,9 +258,12 @@ TEST_CASE("slurm: a batch script that forgets srun: refused with several tasks, 
 // With --time=1 --signal=USR1@20 SLURM's warning comes on the first tick of
 // slurmctld's 30 s timer at least 10 s after the start; the case submits the
 // job so that this is the first tick after it starts (10-15 s after the
-// start). 800 steps take about 20 s on two idle CPU ranks, after 3-5 s of
-// start-up (longer on a busy machine), so it comes mid-run.
-const std::string kRequeueSteps = "--trainer.max_steps 800 --trainer.max_epochs -1 --trainer.deterministic true";
+// start). The run must outlast that on the fastest machine it meets: 800
+// steps took about 20 s on two idle CPU ranks, but 13 s on a fast night of
+// the same VM (2026-12-01: the job ended before the warning and the case
+// failed). 1400 take 24 s there, after 1.5 s of start-up (3-5 s on a busy
+// machine): the warning comes mid-run on a machine half as fast again.
+const std::string kRequeueSteps = "--trainer.max_steps 1400 --trainer.max_epochs -1 --trainer.deterministic true";
 const std::filesystem::path kReference = kBinary + "/Testing/slurm-requeue-reference";
 
 // The same job as the requeue case's, without --time: what it must end equal
