@@ -46,6 +46,9 @@
 #include <thread>
 #include <vector>
 
+// One of the programs in a multi-call binary (started through bin/ensemble_bench).
+namespace ensemble_bench {
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -383,3 +386,5 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(dir);
   return 0;
 }
+
+}  // namespace ensemble_bench

@@ -29,6 +29,9 @@
 #include <thread>
 #include <vector>
 
+// One of the programs in a multi-call binary (started through bin/ensemble_offline).
+namespace ensemble_offline {
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -184,3 +187,5 @@ int main(int argc, char** argv) {
     return 1;
   }
 }
+
+}  // namespace ensemble_offline

@@ -21,6 +21,9 @@
 #include <thread>
 #include <vector>
 
+// One of the programs in a multi-call binary (started through bin/online_bench).
+namespace online_bench {
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -200,3 +203,5 @@ int main(int argc, char** argv) {
               median(check_costs) * 1e6, median(check_ratios));
   return 0;
 }
+
+}  // namespace online_bench
