@@ -101,8 +101,19 @@ make_demo_data() {
   "$root/.venv/bin/python" "$root/scripts/export_digits.py" "$out"
 }
 
-install_apt
-install_venv
+# The venv needs none of the apt packages but python3-venv, and both steps
+# mostly wait on downloads and unpacking: side by side where that is there.
+if dpkg-query -W -f='${Status}' python3-venv 2>/dev/null | grep -q "install ok installed"; then
+  install_venv &
+  venv_pid=$!
+  trap 'kill "$venv_pid" 2>/dev/null' EXIT  # apt failed: the venv's step stops too
+  install_apt
+  wait "$venv_pid"
+  trap - EXIT
+else
+  install_apt
+  install_venv
+fi
 [[ "$stage" == demo ]] || install_test_packages
 make_demo_data
 log "done"
