@@ -102,7 +102,8 @@ make_demo_data() {
 }
 
 # The venv needs none of the apt packages but python3-venv, and both steps
-# mostly wait on downloads and unpacking: side by side where that is there.
+# mostly wait on downloads and unpacking: side by side when python3-venv is
+# installed already.
 if dpkg-query -W -f='${Status}' python3-venv 2>/dev/null | grep -q "install ok installed"; then
   install_venv &
   venv_pid=$!
