@@ -107,7 +107,8 @@ make_demo_data() {
 if dpkg-query -W -f='${Status}' python3-venv 2>/dev/null | grep -q "install ok installed"; then
   install_venv &
   venv_pid=$!
-  trap 'kill "$venv_pid" 2>/dev/null' EXIT  # apt failed: the venv's step stops too
+  # apt failed: the venv's step stops too, with the pip or uv it is running.
+  trap 'pkill -P "$venv_pid" 2>/dev/null; kill "$venv_pid" 2>/dev/null' EXIT
   install_apt
   wait "$venv_pid"
   trap - EXIT
