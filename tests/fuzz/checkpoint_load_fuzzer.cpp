@@ -1,6 +1,6 @@
 // libFuzzer target for the checkpoint loader: any bytes must give a loaded
 // checkpoint or a CheckpointError, never a crash, a hang or another
-// exception type. Built with clang by scripts/fuzz_checkpoint.sh.
+// exception type. Built with clang by the build (tests/CMakeLists.txt).
 #include <fulgur/engine/checkpoint/checkpoint_error.hpp>
 #include <fulgur/engine/checkpoint/checkpoint_io.hpp>
 
