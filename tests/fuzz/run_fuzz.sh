@@ -13,9 +13,11 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/corpus" "$work/artifacts"
 case "$target" in
   image_decode_fuzz)
-    # Every colour type the golden script writes, halves and headers of them.
-    "$source_dir/.venv/bin/python" "$source_dir/tests/golden/make_image_golden.py" "$work/images" > /dev/null
-    for image in "$work"/images/*.png "$work"/images/*.jpg; do
+    # Every colour type the golden images' set-up wrote (a fixture,
+    # tests/CMakeLists.txt), halves and headers of them.
+    ls "$build"/image-golden/*.png > /dev/null 2>&1 \
+      || { echo "run_fuzz.sh: no images in $build/image-golden (ctest's image_golden_setup makes them)"; exit 1; }
+    for image in "$build"/image-golden/*.png "$build"/image-golden/*.jpg; do
       name="$(basename "$image")"
       cp "$image" "$work/corpus/$name"
       size="$(stat -c %s "$image")"
