@@ -99,7 +99,7 @@ Platform Platform::detect_for(const TrainerOptions& options, const EnvLookup& va
 }
 
 Platform Platform::for_options(Platform platform, const TrainerOptions& options) {
-  if (options.mpi_communicator() < 0) return platform;
+  if (options.mpi_communicator() == -1) return platform;  // no MPI's handle is -1; MPICH's others can be < 0
   if (options.process_group_backend() != ProcessGroupBackend::Auto &&
       options.process_group_backend() != ProcessGroupBackend::Mpi) {
     config_error("mpi_communicator is set, so the ranks talk over that communicator: process_group_backend must be "
@@ -137,7 +137,7 @@ TrainerConfig TrainerConfig::resolve(const TrainerOptions& o, const Platform& pl
   const int64_t available = c.accelerator == AcceleratorKind::Cuda ? platform.cuda_device_count : 1;
   const int64_t devices = parse_devices(o.devices(), available);
   c.devices = devices == -1 ? (c.accelerator == AcceleratorKind::Cuda ? available : 1) : devices;
-  if (o.mpi_communicator() >= 0) {
+  if (o.mpi_communicator() != -1) {
     // The communicator's ranks are the run's: devices 'auto' means its ranks per node.
     if (o.devices() == "auto") c.devices = platform.world_size / o.num_nodes();
     c.options.process_group_backend(ProcessGroupBackend::Mpi);

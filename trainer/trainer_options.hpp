@@ -124,14 +124,14 @@ namespace fulgur {
   X(double, process_group_timeout, 1800.0, "seconds a collective may wait for a peer before the run fails",   \
     fulgur::check::Positive{})                                                                                \
   X(fulgur::ProcessGroupBackend, process_group_backend, fulgur::ProcessGroupBackend::Auto,                    \
-    "collectives' backend: auto (nccl on the GPU, gloo on the CPU), gloo (also CUDA tensors: several ranks may " \
+    "collectives' backend: auto (mpi when mpi_communicator is set; else nccl on the GPU, gloo on the CPU), gloo (also CUDA tensors: several ranks may " \
     "share one GPU), nccl (GPU only), mpi (the MPI that started the ranks, or mpi_communicator; ranks may "    \
     "share a GPU)",                                                                                           \
     fulgur::check::Any{})                                                                                     \
   X(int64_t, mpi_communicator, -1,                                                                            \
     "the program's MPI communicator, as its Fortran handle (MPI_Comm_c2f(comm)): its ranks are the run's, "     \
-    "over process_group_backend mpi; -1: the launcher's ranks",                                              \
-    fulgur::check::AtLeast{-1})                                                                               \
+    "over process_group_backend mpi; -1: the launcher's ranks (MPICH's handles are negative numbers too)",  \
+    (fulgur::check::Between{INT32_MIN, INT32_MAX}))                                                           \
   X(int64_t, node_rank, 0, "this machine's index when fulgur starts several nodes", fulgur::check::AtLeast{0}) \
   X(bool, use_distributed_sampler, true, "give each process its share of the data", fulgur::check::Any{})    \
   X(std::string, timeline, "", "Chrome-trace JSON of every gradient collective (ddp, horovod) and pipeline pass; empty = off",  \

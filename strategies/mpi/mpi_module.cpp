@@ -19,6 +19,12 @@ void require_initialised() {
     throw std::invalid_argument("[MpiRuntime] a communicator was given but MPI is not initialised: the program "
                                 "initialises MPI before it hands fulgur a communicator");
   }
+  int finalised = 0;
+  MPI_Finalized(&finalised);  // MPI_Initialized stays true after MPI_Finalize, and no call is allowed then
+  if (finalised != 0) {
+    throw std::invalid_argument("[MpiRuntime] a communicator was given but MPI was finalised already: the program "
+                                "hands fulgur a communicator before MPI_Finalize");
+  }
 }
 
 /// The communicator of a Fortran handle, checked before use: an invalid
@@ -27,13 +33,18 @@ void require_initialised() {
 MPI_Comm communicator_of(MPI_Fint handle) {
   const MPI_Comm c = MPI_Comm_f2c(handle);
   if (c == MPI_COMM_NULL) return c;
-  MPI_Errhandler program = MPI_ERRHANDLER_NULL;
-  MPI_Comm_get_errhandler(MPI_COMM_WORLD, &program);
+  // An invalid handle's error goes to MPI_COMM_WORLD's handler under MPI 3 and to MPI_COMM_SELF's under MPI 4.
+  MPI_Errhandler world = MPI_ERRHANDLER_NULL, self = MPI_ERRHANDLER_NULL;
+  MPI_Comm_get_errhandler(MPI_COMM_WORLD, &world);
+  MPI_Comm_get_errhandler(MPI_COMM_SELF, &self);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
   int size = 0;
   const int code = MPI_Comm_size(c, &size);
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, program);
-  MPI_Errhandler_free(&program);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, world);
+  MPI_Comm_set_errhandler(MPI_COMM_SELF, self);
+  MPI_Errhandler_free(&world);
+  MPI_Errhandler_free(&self);
   if (code != MPI_SUCCESS) {
     char text[MPI_MAX_ERROR_STRING];
     int length = 0;

@@ -75,6 +75,9 @@ int main(int argc, char** argv) {
     CHECK(fulgur_online_create_comm(config, 123456, &h) == FULGUR_MPI_ERROR);
     CHECK(h == NULL);
     CHECK(strstr(fulgur_online_last_error(), "mpi_communicator 123456 is not a valid MPI communicator handle") != NULL);
+    /* A negative number is MPI's to judge (MPICH's handles of split communicators are negative as MPI_Fint). */
+    CHECK(fulgur_online_create_comm(config, -5, &h) == FULGUR_MPI_ERROR);
+    CHECK(strstr(fulgur_online_last_error(), "mpi_communicator -5 is not a valid MPI communicator handle") != NULL);
     double own = 0.0; /* the simulation's own loop goes on: nothing waits for fulgur */
     for (int step = 0; step < 20; ++step) own += next_uniform(&state);
     CHECK(isfinite(own));
