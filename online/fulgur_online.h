@@ -42,7 +42,8 @@ typedef enum {
    * are written, from the untrained model. */
   FULGUR_NOT_TRAINED = 8,
   /* MPI refused: the communicator is MPI_COMM_NULL (this rank is outside it)
-   * or not a valid handle, MPI is not initialised, or its thread level is
+   * or not a valid handle, MPI is not initialised or finalised already, it
+   * numbers the ranks otherwise than the run expects, or its thread level is
    * too low (MPI_THREAD_SERIALIZED for inline training, MPI_THREAD_MULTIPLE
    * for fulgur_online_start beside the program's own MPI calls). */
   FULGUR_MPI_ERROR = 9
