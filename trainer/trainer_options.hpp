@@ -124,9 +124,9 @@ namespace fulgur {
   X(double, process_group_timeout, 1800.0, "seconds a collective may wait for a peer before the run fails",   \
     fulgur::check::Positive{})                                                                                \
   X(fulgur::ProcessGroupBackend, process_group_backend, fulgur::ProcessGroupBackend::Auto,                    \
-    "collectives' backend: auto (mpi when mpi_communicator is set; else nccl on the GPU, gloo on the CPU), gloo (also CUDA tensors: several ranks may " \
-    "share one GPU), nccl (GPU only), mpi (the MPI that started the ranks, or mpi_communicator; ranks may "    \
-    "share a GPU)",                                                                                           \
+    "collectives' backend: auto (mpi when mpi_communicator is set; else nccl on the GPU, gloo on the CPU), "  \
+    "gloo (also CUDA tensors: several ranks may share one GPU), nccl (GPU only), mpi (the MPI that started "   \
+    "the ranks, or mpi_communicator; ranks may share a GPU)",                                                 \
     fulgur::check::Any{})                                                                                     \
   X(int64_t, mpi_communicator, -1,                                                                            \
     "the program's MPI communicator, as its Fortran handle (MPI_Comm_c2f(comm)): its ranks are the run's, "     \

@@ -111,8 +111,17 @@ int main(int argc, char** argv) {
     fulgur_online_destroy(h);
     MPI_Comm_free(&fluid);
   }
+  const int world = MPI_Comm_c2f(MPI_COMM_WORLD);
+  MPI_Barrier(MPI_COMM_WORLD); /* every rank's runs are over before rank 0 removes the config */
+  MPI_Finalize();
   if (failures == 0) printf("rank %d: ok\n", rank);
   if (rank == 0) {
+    /* After MPI_Finalize no MPI call is allowed: a communicator then is one line, not a crash inside MPI
+     * (rank 0 only: the config it reads is removed next). */
+    CHECK(fulgur_online_create_comm(config, world, &h) == FULGUR_MPI_ERROR);
+    CHECK(h == NULL);
+    CHECK(strstr(fulgur_online_last_error(), "MPI was finalised already") != NULL);
+    if (failures == 0) printf("rank 0: after MPI_Finalize: refused\n");
     unlink(config);
     char* slash = strrchr(config, '/');
     if (slash != NULL) {
@@ -120,6 +129,5 @@ int main(int argc, char** argv) {
       rmdir(config);
     }
   }
-  MPI_Finalize();
   return failures == 0 ? 0 : 1;
 }
