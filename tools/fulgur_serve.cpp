@@ -8,7 +8,7 @@
 // The file is an online trainer's (model, loss, optimizer, lr_scheduler,
 // seed, online, stream, trainer; docs/online.md) plus an `ensemble:` section:
 //   ensemble: {run_dir: run, expected_clients: 32, min_steps: 0, host: "", port: 0,
-//              max_message_bytes: 268435456, time_limit_s: 0, drain_s: 5}
+//              max_message_bytes: 268435456, time_limit_s: 0, drain_s: 5, client_timeout_s: 10}
 // At the end every rank saves the weights to run_dir/model.ckpt (online.ckpt
 // format: OnlineTrainer::load_checkpoint) and rank 0 writes the accounting.
 // Stopped by SIGTERM, SIGINT or SIGUSR1 (with online.checkpoint_dir) it
