@@ -362,6 +362,7 @@ void EnsembleClient::run() {
   pthread_setname_np(pthread_self(), "fulgur_client");  // what top and gdb show for it
   size_t next = 0;
   auto next_look = Clock::now();
+  bool closing_last = false;  // the message taken is the last before close(), which waits for its answer
   for (;;) {
     // The ranks' acknowledgements once a millisecond, not at every message: a look is a call per rank.
     bool acknowledged = false;
@@ -390,12 +391,21 @@ void EnsembleClient::run() {
       message = std::move(queue_.front());
       queue_.pop_front();
       sending_ = true;
+      closing_last = closing_ && queue_.empty();
       if (static_cast<int64_t>(queue_.size()) <= options_.queue_capacity / 2) room_.notify_all();
     }
     Rank& rank = ranks_[next];
     if (message->rank < 0) {
       message->rank = static_cast<int64_t>(next);
       message->fields.message = rank.next_message++;
+      // close() waits for the answer, or a window smaller than the rank's batch is full (nothing more goes until
+      // it answers): the rank answers at once instead of within 4 ms (a window of one message waited that long
+      // for each). A larger window is answered every kAnswerEvery messages before it fills; flagging it too cost
+      // about 3 % of ingestion (more answers).
+      if (closing_last || (options_.queue_capacity < WireHeader::kAnswerEvery &&
+                           static_cast<int64_t>(rank.unacked.size()) + 1 >= options_.queue_capacity)) {
+        message->fields.flags = WireHeader::kAnswerNow;
+      }
       message->header = message->fields.encode();
     }
     const bool sent = transmit(rank.socket, message);

@@ -35,7 +35,7 @@ constexpr rlim_t kSpareFiles = 64;     // the process's own files and sockets be
 // at 1.4 GB/s into one rank (2,600 messages a second each) were answered every third message; 4 ms made
 // ingestion 5-15 % faster (bench/RESULTS.md). The client's window (its queue_capacity, 64 by default) is four
 // times kAckEvery, so it never waits for one.
-constexpr int64_t kAckEvery = 16;
+constexpr int64_t kAckEvery = WireHeader::kAnswerEvery;
 constexpr auto kAckWithin = std::chrono::milliseconds(4);
 
 std::string host_name() {
@@ -373,7 +373,8 @@ bool EnsembleServer::receive_one() {
     return true;
   }
   routes_[header.client_id] = route;
-  owe(header.client_id, header.kind == WireHeader::Kind::Goodbye);
+  owe(header.client_id,
+      header.kind == WireHeader::Kind::Goodbye || (header.flags & WireHeader::kAnswerNow) != 0);
   if (header.kind == WireHeader::Kind::Goodbye) {
     if (parts != 1) {
       refuse("frames", fmt::format("client {}: a goodbye of {} frames", header.client_id, parts));

@@ -46,7 +46,7 @@ size_t frame_bytes(const std::vector<int64_t>& shape, uint64_t count, size_t ele
 }  // namespace
 
 // Layout: 0 magic u32 | 4 version u16 | 6 kind u16 | 8 key[16] | 24 client u64 | 32 sequence u64 |
-// 40 dtype u8 | 41 input dims u8 | 42 target dims u8 | 43 zero | 44 count u32 | 48 message u64 | 56 extents i64...
+// 40 dtype u8 | 41 input dims u8 | 42 target dims u8 | 43 flags u8 | 44 count u32 | 48 message u64 | 56 extents i64...
 std::string WireHeader::encode() const {
   std::string out(kFixedBytes + 8 * (input_shape.size() + target_shape.size()), '\0');
   put(out, 0, kMagic);
@@ -58,6 +58,7 @@ std::string WireHeader::encode() const {
   put(out, 40, static_cast<uint8_t>(dtype));
   put(out, 41, static_cast<uint8_t>(input_shape.size()));
   put(out, 42, static_cast<uint8_t>(target_shape.size()));
+  put(out, 43, flags);
   put(out, 44, count);
   put(out, 48, message);
   size_t at = kFixedBytes;
@@ -120,6 +121,7 @@ WireHeader WireHeader::decode(const void* data, size_t size) {
     throw std::invalid_argument("a header of " + std::to_string(size) + " bytes for " +
                                 std::to_string(input_dims + target_dims) + " extents");
   }
+  h.flags = get<uint8_t>(in, 43);
   h.count = get<uint32_t>(in, 44);
   h.message = get<uint64_t>(in, 48);
   size_t at = kFixedBytes;

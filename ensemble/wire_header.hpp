@@ -32,6 +32,11 @@ class WireHeader {
   enum class Kind : uint16_t { Samples = 1, Goodbye = 2, Ack = 3 };
   /// Ack flags (in `count`).
   static constexpr uint32_t kGoodbyeHeld = 1, kKeyRefused = 2;
+  /// A rank answers a client once per kAnswerEvery of its messages (and within a few milliseconds otherwise).
+  static constexpr int64_t kAnswerEvery = 16;
+  /// Sample flags (in `flags`): the client waits for this message's acknowledgement (a window smaller than
+  /// kAnswerEvery is full, or it is closing), so the rank answers at once rather than within its bound.
+  static constexpr uint8_t kAnswerNow = 1;
   enum class DType : uint8_t { Float32 = 1, Float64 = 2 };
 
   Kind kind = Kind::Samples;
@@ -48,6 +53,8 @@ class WireHeader {
   /// this rank (0, 1, ...; a message sent again keeps its number). Ack: the
   /// rank holds every message numbered below this one.
   uint64_t message = 0;
+  /// Samples: kAnswerNow or 0. A server of this version that does not know a flag ignores it.
+  uint8_t flags = 0;
   /// Per-sample extents (without the count).
   std::vector<int64_t> input_shape, target_shape;
 

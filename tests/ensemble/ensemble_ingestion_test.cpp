@@ -52,8 +52,8 @@ TEST_CASE("one client's NaN and Inf samples are refused at ingestion and counted
 }
 
 TEST_CASE("clients whose windows hold 1, 3 and 64 messages into one rank: every sample received once and every "
-          "close acknowledged (the rank answers a client every 16 messages or within 4 ms, so a window smaller than "
-          "16 is not left waiting)") {
+          "close acknowledged (a message that fills its window asks for an answer at once, so a window smaller than "
+          "the rank's batch of 16 is not left waiting)") {
   TempDir dir("ensemble-windows");
   const auto yaml = ensemble_support::serve_config(dir.path(), 3, 10);
   auto serve = start(kServe + " --config " + yaml.string());

@@ -29,6 +29,7 @@ TEST_CASE("the header's numbers are little-endian on the wire; another protocol 
   h.sequence = 0x1112131415161718ull;
   h.count = 0x21222324u;
   h.message = 0x3132333435363738ull;
+  h.flags = WireHeader::kAnswerNow;
   h.input_shape = {0x0a0b};
   h.target_shape = {1};
   const std::string frame = h.encode();
@@ -43,12 +44,14 @@ TEST_CASE("the header's numbers are little-endian on the wire; another protocol 
     CHECK(byte(32 + i) == 0x18 - i);      // sequence
     CHECK(byte(48 + i) == 0x38 - i);      // message
   }
+  CHECK(byte(43) == 1);                            // flags: answer now
   CHECK((byte(44) == 0x24 && byte(47) == 0x21));  // count
   CHECK((byte(56) == 0x0b && byte(57) == 0x0a && byte(58) == 0));  // the first extent
   const WireHeader back = WireHeader::decode(frame.data(), frame.size());
   CHECK(back.client_id == h.client_id);
   CHECK(back.sequence == h.sequence);
   CHECK(back.message == h.message);
+  CHECK(back.flags == WireHeader::kAnswerNow);
   CHECK(back.input_shape == h.input_shape);
 
   CHECK(WireHeader::foreign_version(frame.data(), frame.size()) == 0);
