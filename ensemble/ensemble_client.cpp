@@ -400,8 +400,8 @@ void EnsembleClient::run() {
       message->fields.message = rank.next_message++;
       // close() waits for the answer, or a window smaller than the rank's batch is full (nothing more goes until
       // it answers): the rank answers at once instead of within 4 ms (a window of one message waited that long
-      // for each). A larger window is answered every kAnswerEvery messages before it fills; flagging it too cost
-      // about 3 % of ingestion (more answers).
+      // for each). A larger window is answered every kAnswerEvery messages before it fills: flagging it too only
+      // added answers (bench/RESULTS.md).
       if (closing_last || (options_.queue_capacity < WireHeader::kAnswerEvery &&
                            static_cast<int64_t>(rank.unacked.size()) + 1 >= options_.queue_capacity)) {
         message->fields.flags = WireHeader::kAnswerNow;

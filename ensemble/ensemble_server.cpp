@@ -32,9 +32,9 @@ constexpr rlim_t kSpareFiles = 64;     // the process's own files and sockets be
 // A client is acknowledged once per kAckEvery of its messages, and at most kAckWithin after the first unanswered
 // one (or when nothing more comes): not after every read, where each acknowledgement woke four threads (both
 // sides' I/O threads, the client's sender and the rank's own) for one or two messages. Within 1 ms, 8 clients
-// at 1.4 GB/s into one rank (2,600 messages a second each) were answered every third message; 4 ms made
-// ingestion 5-15 % faster (bench/RESULTS.md). The client's window (its queue_capacity, 64 by default) is four
-// times kAckEvery, so it never waits for one.
+// at 1.4 GB/s into one rank (2,600 messages a second each) were answered every third message; 4 ms took a
+// quarter of the context switches off (bench/RESULTS.md). The client's window (its queue_capacity, 64 by
+// default) is four times kAckEvery, so it never waits for one; a smaller one asks for an answer (kAnswerNow).
 constexpr int64_t kAckEvery = WireHeader::kAnswerEvery;
 constexpr auto kAckWithin = std::chrono::milliseconds(4);
 

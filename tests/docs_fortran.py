@@ -40,7 +40,7 @@ def main():
         for page in pages:
             for start, lines in fortran_blocks(page):
                 checked += 1
-                uses = [line for line in lines if line.lstrip().lower().startswith("use")]
+                uses = [line for line in lines if re.match(r"^\s*use\b", line, re.IGNORECASE)]
                 rest = [line for line in lines if line not in uses]
                 source = Path(tmp) / f"block{checked}.f90"
                 source.write_text("\n".join(["program docs_block", *uses, "implicit none", *rest,
