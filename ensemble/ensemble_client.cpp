@@ -362,7 +362,6 @@ void EnsembleClient::run() {
   pthread_setname_np(pthread_self(), "fulgur_client");  // what top and gdb show for it
   size_t next = 0;
   auto next_look = Clock::now();
-  bool closing_last = false;  // the message taken is the last before close(), which waits for its answer
   for (;;) {
     // The ranks' acknowledgements once a millisecond, not at every message: a look is a call per rank.
     bool acknowledged = false;
@@ -372,6 +371,7 @@ void EnsembleClient::run() {
       next_look = Clock::now() + std::chrono::milliseconds(1);
     }
     std::shared_ptr<Message> message;
+    bool closing_last = false;  // the message taken is the last before close(), which waits for its answer
     {
       std::unique_lock lock(mutex_);
       if (acknowledged) changed_.notify_all();
